@@ -1,0 +1,211 @@
+"""Strict configuration: a TOML file parsed into frozen dataclasses.
+
+Unknown keys, wrong types and missing required keys are errors that name the
+file, the section and the key. See ``conf/local.toml`` for a commented example.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from releval.errors import ConfigError
+
+FORMATS = ("delta", "parquet", "trec")
+RANK_BY = ("score", "rank")
+MISSING_QUERIES = ("zero", "skip")
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """How the SparkSession is built.
+
+    ``master`` None leaves the choice to ``spark-submit`` (or Spark's default).
+    """
+
+    master: str | None = None
+    app_name: str = "releval"
+    shuffle_partitions: int | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """Where the run table is and how its columns map to releval's."""
+
+    path: str | None = None
+    table: str | None = None
+    format: str = "delta"
+    query_id: str = "query_id"
+    doc_id: str = "doc_id"
+    score: str | None = "score"
+    rank: str | None = "rank"
+    partition_columns: tuple[str, ...] = ()
+    rank_by: str = "score"
+    filter: str | None = None
+
+
+@dataclass(frozen=True)
+class QrelsSource:
+    """Where the qrels table is and how its columns map to releval's."""
+
+    path: str | None = None
+    table: str | None = None
+    format: str = "delta"
+    query_id: str = "query_id"
+    doc_id: str = "doc_id"
+    relevance: str = "relevance"
+    filter: str | None = None
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """What is computed."""
+
+    measures: tuple[str, ...] = ("P@5", "P@10", "R@100", "Hit@10", "RR", "nDCG@10", "AP", "AP@100")
+    relevance_level: int = 1
+    missing_queries: str = "zero"
+
+
+@dataclass(frozen=True)
+class OutputSettings:
+    """Where the Delta tables go (a folder path, or catalog table names)."""
+
+    per_query_path: str | None = None
+    aggregate_path: str | None = None
+    per_query_table: str | None = None
+    aggregate_table: str | None = None
+    partition_columns: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole job configuration."""
+
+    run: RunSource
+    qrels: QrelsSource
+    evaluation: EvaluationSettings = EvaluationSettings()
+    output: OutputSettings = OutputSettings()
+    spark: SparkSettings = SparkSettings()
+
+    @property
+    def output_partition_columns(self) -> tuple[str, ...]:
+        """Partition columns of the output tables (default: the run's)."""
+        if self.output.partition_columns is not None:
+            return self.output.partition_columns
+        return self.run.partition_columns
+
+
+def _build(cls: type, raw: Any, where: str, source: str) -> Any:
+    """Build dataclass ``cls`` from the mapping ``raw``, strictly."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: [{where}] must be a table, got {type(raw).__name__}")
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown key(s) {unknown} in [{where}]; valid keys: {sorted(known)}"
+        )
+    values: dict[str, Any] = {}
+    for name, value in raw.items():
+        values[name] = _coerce(known[name], value, f"{where}.{name}", source)
+    try:
+        return cls(**values)
+    except TypeError as exc:  # a required key is missing
+        raise ConfigError(f"{source}: [{where}] {exc}") from None
+
+
+def _coerce(f: dataclasses.Field[Any], value: Any, where: str, source: str) -> Any:
+    type_ = str(f.type)
+    if "tuple[str" in type_:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{source}: {where} must be a list of strings, got {value!r}")
+        return tuple(value)
+    if "Mapping[str, str]" in type_:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: {where} must be a table of strings, got {value!r}")
+        return {str(k): str(v) for k, v in value.items()}
+    if type_.startswith("int"):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(f"{source}: {where} must be an integer, got {value!r}")
+        return value
+    if type_.startswith("str"):
+        if not isinstance(value, str):
+            raise ConfigError(f"{source}: {where} must be a string, got {value!r}")
+        return value
+    return value
+
+
+def _check_choice(value: str, choices: tuple[str, ...], where: str, source: str) -> None:
+    if value not in choices:
+        raise ConfigError(f"{source}: {where} = {value!r}; expected one of {list(choices)}")
+
+
+def validate(config: Config, source: str = "config") -> Config:
+    """Check the cross-field rules of a config; return it unchanged.
+
+    Raises:
+        ConfigError: naming the key that is wrong.
+    """
+    for name, src in (("run", config.run), ("qrels", config.qrels)):
+        _check_choice(src.format, FORMATS, f"{name}.format", source)
+        if (src.path is None) == (src.table is None):
+            raise ConfigError(f"{source}: [{name}] needs exactly one of 'path' or 'table'")
+        if src.table is not None and src.format != "delta":
+            raise ConfigError(f"{source}: [{name}] 'table' is a catalog table: format must be delta")
+    _check_choice(config.run.rank_by, RANK_BY, "run.rank_by", source)
+    if config.run.rank_by == "score" and not config.run.score and config.run.format != "trec":
+        raise ConfigError(f"{source}: run.rank_by = 'score' needs run.score (the score column)")
+    if config.run.rank_by == "rank" and not config.run.rank and config.run.format != "trec":
+        raise ConfigError(f"{source}: run.rank_by = 'rank' needs run.rank (the rank column)")
+    _check_choice(config.evaluation.missing_queries, MISSING_QUERIES, "evaluation.missing_queries", source)
+    if not config.evaluation.measures:
+        raise ConfigError(f"{source}: evaluation.measures is empty")
+    missing = [c for c in config.output_partition_columns if c not in config.run.partition_columns]
+    if missing:
+        raise ConfigError(
+            f"{source}: output.partition_columns {missing} are not in run.partition_columns "
+            f"{list(config.run.partition_columns)}"
+        )
+    return config
+
+
+def config_from_dict(raw: Mapping[str, Any], source: str = "config") -> Config:
+    """Parse a mapping (a parsed TOML document) into a validated :class:`Config`."""
+    sections = {f.name: f for f in fields(Config)}
+    unknown = sorted(set(raw) - set(sections))
+    if unknown:
+        raise ConfigError(f"{source}: unknown section(s) {unknown}; valid: {sorted(sections)}")
+    for required in ("run", "qrels"):
+        if required not in raw:
+            raise ConfigError(f"{source}: missing section [{required}]")
+    types = {
+        "run": RunSource,
+        "qrels": QrelsSource,
+        "evaluation": EvaluationSettings,
+        "output": OutputSettings,
+        "spark": SparkSettings,
+    }
+    built = {name: _build(types[name], value, name, source) for name, value in raw.items()}
+    return validate(Config(**built), source)
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a TOML config file.
+
+    Raises:
+        ConfigError: the file is missing, is not valid TOML, or breaks a rule.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return config_from_dict(raw, source=str(path))

@@ -1,0 +1,19 @@
+"""Named exceptions. Each message says what was expected and what was found."""
+
+from __future__ import annotations
+
+
+class RelevalError(Exception):
+    """Base class of the errors a user can fix (exit code 2 in the CLI)."""
+
+
+class ConfigError(RelevalError):
+    """The configuration (file or command line) is invalid."""
+
+
+class InputError(RelevalError):
+    """An input table or file is missing, has the wrong columns, or cannot be parsed."""
+
+
+class MeasureError(RelevalError):
+    """A measure name or parameter is invalid."""

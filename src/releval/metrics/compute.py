@@ -1,0 +1,164 @@
+"""Ranked, judged rows + qrels -> one row per (run partition, query, measure).
+
+All measures are computed in one pass: the statistics they need are collected
+by :class:`~releval.metrics.stats.Stats`, computed in one ``groupBy`` over the
+run rows and one over the qrels, and each measure's value is a column
+expression over those statistics.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from releval import schemas as S
+from releval.metrics.registry import Measure
+from releval.metrics.stats import IDEAL_POSITION, Stats
+
+IN_RUN = "_in_run"
+IN_QRELS = "_in_qrels"
+
+
+def judge(ranked: DataFrame, qrels: DataFrame) -> DataFrame:
+    """Attach each ranked document's label; unjudged documents get a null ``relevance``."""
+    return ranked.join(qrels, on=[S.QUERY_ID, S.DOC_ID], how="left")
+
+
+def _query_qrels_stats(qrels: DataFrame, stats: Stats) -> DataFrame:
+    ideal = Window.partitionBy(S.QUERY_ID).orderBy(F.col(S.RELEVANCE).desc(), F.col(S.DOC_ID).asc())
+    return (
+        qrels.withColumn(IDEAL_POSITION, F.row_number().over(ideal))
+        .groupBy(S.QUERY_ID)
+        .agg(F.first(F.lit(True)).alias(IN_QRELS), *[c.alias(n) for n, c in stats.qrels.items()])
+    )
+
+
+def query_table(
+    judged: DataFrame,
+    qrels: DataFrame,
+    *,
+    stats: Stats,
+    partition_columns: Sequence[str],
+    missing_queries: str,
+) -> DataFrame:
+    """One row per (run partition, query) with every statistic of ``stats``.
+
+    Rows are flagged ``_in_run`` / ``_in_qrels``: a query of the qrels that a run
+    partition did not retrieve is present with ``_in_run`` false when
+    ``missing_queries == "zero"`` (trec_eval ``-c``); a run query without qrels
+    is present with ``_in_qrels`` false, so it can be counted, then dropped.
+    """
+    parts = list(partition_columns)
+    rows = judged.select("*", *[c.alias(n) for n, c in stats.row.items()])
+    run_q = rows.groupBy(*parts, S.QUERY_ID).agg(
+        F.first(F.lit(True)).alias(IN_RUN), *[c.alias(n) for n, c in stats.run.items()]
+    )
+    qrels_q = _query_qrels_stats(qrels, stats)
+    if missing_queries == "zero":
+        if parts:
+            runs = run_q.select(*parts).distinct()
+            expected = F.broadcast(runs).crossJoin(qrels_q)
+        else:
+            expected = qrels_q
+        table = expected.join(run_q, on=[*parts, S.QUERY_ID], how="full_outer")
+    else:
+        table = run_q.join(qrels_q, on=S.QUERY_ID, how="left")
+    filled = [
+        (F.coalesce(F.col(n), d) if d is not None else F.col(n)).alias(n)
+        for n, d in stats.run_default.items()
+    ]
+    return table.select(
+        *parts,
+        S.QUERY_ID,
+        F.coalesce(F.col(IN_RUN), F.lit(False)).alias(IN_RUN),
+        F.coalesce(F.col(IN_QRELS), F.lit(False)).alias(IN_QRELS),
+        *filled,
+        *stats.qrels.keys(),
+    )
+
+
+MEASURES = "_measures"
+
+
+def query_measures(
+    judged: DataFrame,
+    qrels: DataFrame,
+    *,
+    measures: Sequence[Measure],
+    partition_columns: Sequence[str],
+    missing_queries: str = "zero",
+) -> DataFrame:
+    """Compute every measure for every (run partition, query), one wide row each.
+
+    Args:
+        judged: ranked run rows with labels (see :func:`judge`).
+        qrels: the deduplicated qrels (query_id, doc_id, relevance).
+        measures: parsed measures.
+        partition_columns: the run's partition columns.
+        missing_queries: "zero" scores qrels queries absent from a run partition as 0
+            (they count in means, trec_eval ``-c``); "skip" leaves them out.
+
+    Returns:
+        Partition columns, query_id, the ``_in_run`` / ``_in_qrels`` flags, ``num_ret``
+        and ``_measures``: an array with one struct per measure (measure, cutoff,
+        rel_level, measure_key, value, num_rel, num_rel_ret). See :func:`long_format`.
+    """
+    stats = Stats(partition_columns=tuple(partition_columns))
+    num_ret = stats.num_ret()
+    entries = []
+    for m in measures:
+        spec = m.spec
+        entries.append(
+            F.struct(
+                F.lit(m.name).alias(S.MEASURE),
+                F.lit(m.cutoff).cast("int").alias(S.CUTOFF),
+                F.lit(m.rel_level).cast("int").alias(S.REL_LEVEL),
+                F.lit(m.key).alias(S.MEASURE_KEY),
+                spec.value(m, stats).cast("double").alias(S.VALUE),
+                stats.num_rel(level=m.rel_level).cast("long").alias(S.NUM_REL),
+                spec.num_rel_ret(m, stats).cast("long").alias(S.NUM_REL_RET),
+            )
+        )
+    table = query_table(
+        judged,
+        qrels,
+        stats=stats,
+        partition_columns=partition_columns,
+        missing_queries=missing_queries,
+    )
+    return table.select(
+        *partition_columns,
+        S.QUERY_ID,
+        IN_RUN,
+        IN_QRELS,
+        num_ret.alias(S.NUM_RET),
+        F.array(*entries).alias(MEASURES),
+    )
+
+
+def long_format(wide: DataFrame, *, partition_columns: Sequence[str]) -> DataFrame:
+    """Scored queries only (those in the qrels), one row per measure.
+
+    Returns:
+        The columns of :func:`releval.schemas.per_query_schema`, in order.
+    """
+    parts = list(partition_columns)
+    m = F.explode(F.col(MEASURES)).alias("_m")
+    return (
+        wide.where(F.col(IN_QRELS))
+        .select(*parts, S.QUERY_ID, S.NUM_RET, m)
+        .select(
+            *parts,
+            S.QUERY_ID,
+            f"_m.{S.MEASURE}",
+            f"_m.{S.CUTOFF}",
+            f"_m.{S.REL_LEVEL}",
+            f"_m.{S.MEASURE_KEY}",
+            f"_m.{S.VALUE}",
+            S.NUM_RET,
+            f"_m.{S.NUM_REL}",
+            f"_m.{S.NUM_REL_RET}",
+        )
+    )

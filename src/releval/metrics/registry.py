@@ -1,0 +1,162 @@
+"""The metric registry: every measure is declared once, as a :class:`MetricSpec`.
+
+A measure string such as ``nDCG@10``, ``P(rel=2)@5`` or ``AP`` parses to a
+:class:`Measure`: the spec's name plus its parameters (cutoff, relevance level).
+Families register their specs by calling :func:`register` at import time; the
+modules are imported by ``releval.metrics``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Literal, Sequence
+
+from pyspark.sql import Column
+
+from releval.errors import MeasureError
+
+if TYPE_CHECKING:
+    from releval.metrics.stats import Stats
+
+CutoffRule = Literal["required", "optional", "none"]
+Averaging = Literal["macro", "micro", "sum"]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure to compute: a registered spec with its parameters."""
+
+    name: str
+    cutoff: int | None
+    rel_level: int
+    rel_explicit: bool = False
+
+    @property
+    def spec(self) -> MetricSpec:
+        return REGISTRY[self.name]
+
+    @property
+    def key(self) -> str:
+        """Canonical form, as written in the output (``P@10``, ``AP(rel=2)``)."""
+        rel = f"(rel={self.rel_level})" if self.rel_explicit else ""
+        cut = f"@{self.cutoff}" if self.cutoff is not None else ""
+        return f"{self.name}{rel}{cut}"
+
+    @property
+    def trec_name(self) -> str | None:
+        """trec_eval's name for this measure, or None when it has none."""
+        return self.spec.trec_name(self) if self.spec.trec_name else None
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """How one measure family is named and computed.
+
+    Attributes:
+        name: canonical name (``P``, ``nDCG``...).
+        aliases: other accepted names (case-insensitive match on all names).
+        cutoff: whether ``@k`` is required, optional or not allowed.
+        value: builds the per-query value from the named statistics of a :class:`Stats`.
+        num_rel_ret: the count that explains the value (relevant retrieved within the cutoff).
+        averaging: how per-query values are aggregated (macro mean, pooled micro, sum).
+        micro: the pooled value from summed counts (only when "micro" is in averaging).
+        trec_name: trec_eval's measure name for a parsed measure.
+        description: the formula, shown by ``releval measures``.
+    """
+
+    name: str
+    aliases: tuple[str, ...]
+    cutoff: CutoffRule
+    value: Callable[[Measure, "Stats"], Column]
+    num_rel_ret: Callable[[Measure, "Stats"], Column]
+    averaging: tuple[Averaging, ...] = ("macro",)
+    micro: Callable[[Measure, Column, Column, Column], Column] | None = None
+    trec_name: Callable[[Measure], str | None] | None = None
+    description: str = ""
+
+
+REGISTRY: dict[str, MetricSpec] = {}
+_BY_LOWER_NAME: dict[str, str] = {}
+
+
+def register(spec: MetricSpec) -> MetricSpec:
+    """Add a spec to the registry under its name and aliases."""
+    for alias in (spec.name, *spec.aliases):
+        if alias.lower() in _BY_LOWER_NAME:
+            raise ValueError(f"measure name {alias!r} is registered twice")
+        _BY_LOWER_NAME[alias.lower()] = spec.name
+    REGISTRY[spec.name] = spec
+    return spec
+
+
+_MEASURE_RE = re.compile(
+    r"^(?P<name>[A-Za-z_][A-Za-z_0-9]*?)"
+    r"(?:\(\s*rel\s*=\s*(?P<rel>[^)]*)\))?"
+    r"(?:@(?P<cutoff>.*))?$"
+)
+
+
+def _all_names() -> list[str]:
+    return sorted({*REGISTRY, *(a for s in REGISTRY.values() for a in s.aliases)})
+
+
+def parse_measure(text: str, *, relevance_level: int = 1) -> Measure:
+    """Parse ``NAME[(rel=N)][@k]`` into a :class:`Measure`.
+
+    Args:
+        text: the measure as a user wrote it.
+        relevance_level: the default threshold of binary relevance.
+
+    Raises:
+        MeasureError: unknown name (with the closest valid names), bad cutoff or level.
+    """
+    match = _MEASURE_RE.match(text.strip())
+    if not match:
+        raise MeasureError(f"cannot parse measure {text!r}; expected NAME, NAME@k or NAME(rel=N)@k")
+    raw_name = match["name"]
+    name = _BY_LOWER_NAME.get(raw_name.lower())
+    if name is None:
+        close = difflib.get_close_matches(raw_name, _all_names(), n=3, cutoff=0.4)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise MeasureError(
+            f"unknown measure {raw_name!r} in {text!r}{hint} Valid measures: {_all_names()}"
+        )
+    spec = REGISTRY[name]
+    cutoff: int | None = None
+    if match["cutoff"] is not None:
+        raw_cut = match["cutoff"].strip()
+        if not raw_cut.isdigit() or int(raw_cut) <= 0:
+            raise MeasureError(f"measure {text!r}: the cutoff must be a positive integer, got {raw_cut!r}")
+        cutoff = int(raw_cut)
+    if spec.cutoff == "required" and cutoff is None:
+        raise MeasureError(f"measure {text!r}: {name} needs a cutoff, for example {name}@10")
+    if spec.cutoff == "none" and cutoff is not None:
+        raise MeasureError(f"measure {text!r}: {name} takes no cutoff")
+    rel_level = relevance_level
+    rel_explicit = False
+    if match["rel"] is not None:
+        raw_rel = match["rel"].strip()
+        if not re.fullmatch(r"-?\d+", raw_rel):
+            raise MeasureError(f"measure {text!r}: rel must be an integer, got {raw_rel!r}")
+        rel_level = int(raw_rel)
+        rel_explicit = True
+    return Measure(name=name, cutoff=cutoff, rel_level=rel_level, rel_explicit=rel_explicit)
+
+
+def parse_measures(texts: Sequence[str], *, relevance_level: int = 1) -> list[Measure]:
+    """Parse a list of measure strings, dropping exact repeats but keeping order.
+
+    A single string may hold several measures separated by commas.
+    """
+    measures: list[Measure] = []
+    for text in texts:
+        for part in text.split(","):
+            if part.strip():
+                measure = parse_measure(part, relevance_level=relevance_level)
+                if measure not in measures:
+                    measures.append(measure)
+    if not measures:
+        raise MeasureError("no measures given")
+    return measures

@@ -1,0 +1,182 @@
+"""read -> rank -> judge -> measures -> per-query and aggregate Delta tables.
+
+:func:`evaluate` is the pure part (DataFrames in, DataFrames out); :func:`run`
+reads the inputs a config names, evaluates, writes, and returns a
+:class:`Summary` that accounts for the rows and queries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from releval import schemas as S
+from releval.aggregate import aggregate
+from releval.config import Config
+from releval.io.readers import read_qrels, read_run
+from releval.io.writers import with_comments, write_delta
+from releval.metrics import Measure, parse_measures
+from releval.metrics.compute import IN_QRELS, IN_RUN, judge, long_format, query_measures
+from releval.ranking import rank_run
+
+
+def prepare_qrels(qrels: DataFrame) -> DataFrame:
+    """One label per (query, doc): the highest, when a document was judged twice."""
+    return qrels.groupBy(S.QUERY_ID, S.DOC_ID).agg(F.max(S.RELEVANCE).alias(S.RELEVANCE))
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The lazily evaluated results of :func:`evaluate`.
+
+    Attributes:
+        queries: one row per (run partition, query) with the ``_in_run`` / ``_in_qrels``
+            flags, for accounting.
+        per_query: the per-query table's rows.
+        aggregate: the aggregate table's rows.
+    """
+
+    queries: DataFrame
+    per_query: DataFrame
+    aggregate: DataFrame
+
+
+def evaluate(
+    run: DataFrame,
+    qrels: DataFrame,
+    *,
+    measures: Sequence[Measure],
+    rank_by: str = "score",
+    partition_columns: Sequence[str] = (),
+    missing_queries: str = "zero",
+) -> Evaluation:
+    """Evaluate a run against qrels.
+
+    Args:
+        run: canonical run rows (partition columns, query_id, doc_id, score, rank).
+        qrels: canonical qrels rows (query_id, doc_id, relevance).
+        measures: parsed measures.
+        rank_by: "score" (trec_eval's order) or "rank" (the given positions).
+        partition_columns: the columns that identify one run.
+        missing_queries: "zero" or "skip" (see :func:`releval.metrics.compute.query_measures`).
+    """
+    parts = list(partition_columns)
+    judgments = prepare_qrels(qrels)
+    ranked = rank_run(run, rank_by=rank_by, partition_columns=parts)
+    queries = query_measures(
+        judge(ranked, judgments),
+        judgments,
+        measures=measures,
+        partition_columns=parts,
+        missing_queries=missing_queries,
+    )
+    per_query = long_format(queries, partition_columns=parts)
+    return Evaluation(
+        queries=queries,
+        per_query=per_query,
+        aggregate=aggregate(per_query, measures=measures, partition_columns=parts),
+    )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a job read, scored and wrote."""
+
+    run_rows: int
+    qrels_rows: int
+    run_partitions: int
+    queries_scored: int
+    queries_without_qrels: int
+    queries_missing_from_run: int
+    missing_queries: str
+    per_query_rows: int
+    aggregate_rows: int
+
+    @property
+    def ok(self) -> bool:
+        return True
+
+    def render(self) -> str:
+        missing_rule = "scored 0, in means" if self.missing_queries == "zero" else "skipped"
+        lines = [
+            "releval job summary",
+            f"  input rows: run {self.run_rows}, qrels {self.qrels_rows}",
+            f"  run partitions evaluated: {self.run_partitions}",
+            f"  queries scored (run partition x query): {self.queries_scored}",
+            f"  run queries without qrels (not scored): {self.queries_without_qrels}",
+            f"  qrels queries missing from a run ({missing_rule}): {self.queries_missing_from_run}",
+            f"  rows written: per-query {self.per_query_rows}, aggregate {self.aggregate_rows}",
+        ]
+        return "\n".join(lines)
+
+
+def _partition_fields(run: DataFrame, columns: Sequence[str]) -> list[T.StructField]:
+    by_name = {f.name: f for f in run.schema.fields}
+    return [by_name[c] for c in columns]
+
+
+def run(spark: SparkSession, config: Config) -> Summary:
+    """Run the evaluation job a config describes; write both Delta tables.
+
+    Returns:
+        The job summary.
+    """
+    measures = parse_measures(
+        config.evaluation.measures, relevance_level=config.evaluation.relevance_level
+    )
+    parts = list(config.run.partition_columns)
+    run_df = read_run(spark, config.run)
+    qrels_df = read_qrels(spark, config.qrels)
+    result = evaluate(
+        run_df,
+        qrels_df,
+        measures=measures,
+        rank_by=config.run.rank_by,
+        partition_columns=parts,
+        missing_queries=config.evaluation.missing_queries,
+    )
+    part_fields = _partition_fields(run_df, parts)
+    out_parts = config.output_partition_columns
+    queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        counts = queries.agg(
+            F.count_if(F.col(IN_RUN) & F.col(IN_QRELS)).alias("scored"),
+            F.count_if(F.col(IN_RUN) & ~F.col(IN_QRELS)).alias("without_qrels"),
+            F.count_if(~F.col(IN_RUN) & F.col(IN_QRELS)).alias("missing"),
+            (F.count_distinct(*parts) if parts else F.lit(1)).alias("partitions"),
+        ).collect()[0]
+        per_query = long_format(queries, partition_columns=parts)
+        per_query_rows = write_delta(
+            per_query,
+            path=config.output.per_query_path,
+            table=config.output.per_query_table,
+            schema=with_comments(S.per_query_schema(part_fields), S.PER_QUERY_COMMENTS),
+            partition_columns=out_parts,
+            description="releval per-query measures: one row per run partition, query, measure.",
+        )
+        aggregate_rows = write_delta(
+            aggregate(per_query, measures=measures, partition_columns=parts),
+            path=config.output.aggregate_path,
+            table=config.output.aggregate_table,
+            schema=with_comments(S.aggregate_schema(part_fields), S.AGGREGATE_COMMENTS),
+            partition_columns=out_parts,
+            description="releval aggregate measures: one row per run partition, measure, averaging.",
+        )
+    finally:
+        queries.unpersist()
+    return Summary(
+        run_rows=run_df.count(),
+        qrels_rows=qrels_df.count(),
+        run_partitions=int(counts["partitions"]),
+        queries_scored=int(counts["scored"]),
+        queries_without_qrels=int(counts["without_qrels"]),
+        queries_missing_from_run=int(counts["missing"]),
+        missing_queries=config.evaluation.missing_queries,
+        per_query_rows=per_query_rows,
+        aggregate_rows=aggregate_rows,
+    )

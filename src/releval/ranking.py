@@ -1,0 +1,56 @@
+"""Run -> ranked rows. The tie-break rule lives here and nowhere else.
+
+``rank_by = "score"`` (trec_eval's rule): score descending, ties broken by doc
+id descending in byte order; the run's rank column is ignored. Positions are
+1, 2, 3, ... in that order.
+
+``rank_by = "rank"`` (production logs): the given rank/position column is the
+position, as logged (gaps are kept: a document logged at position 5 counts at
+rank 5 even if positions 3 and 4 are absent). Ties are ordered by doc id
+descending so the order is deterministic.
+
+A document that appears more than once in one query of one run keeps its
+best-ranked occurrence only (trec_eval rejects such runs).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from releval import schemas as S
+
+
+def ranking_order(rank_by: str) -> list[Column]:
+    """The sort order of a query's documents, best first."""
+    if rank_by == "score":
+        return [F.col(S.SCORE).desc(), F.col(S.DOC_ID).desc()]
+    if rank_by == "rank":
+        return [F.col(S.RANK).asc(), F.col(S.DOC_ID).desc()]
+    raise ValueError(f"rank_by must be 'score' or 'rank', got {rank_by!r}")
+
+
+def rank_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
+    """Rank each query's documents and drop repeated documents.
+
+    Args:
+        run: canonical run rows (partition columns, query_id, doc_id, score, rank).
+        rank_by: "score" or "rank" (see the module docstring).
+        partition_columns: the columns that identify one run (run_id, date, ...).
+
+    Returns:
+        The partition columns, query_id, doc_id and ``position`` (1-based).
+    """
+    query = [*partition_columns, S.QUERY_ID]
+    order = ranking_order(rank_by)
+    best_first = Window.partitionBy(*query, S.DOC_ID).orderBy(*order)
+    deduplicated = run.withColumn("_occurrence", F.row_number().over(best_first)).where(
+        F.col("_occurrence") == 1
+    )
+    if rank_by == "score":
+        position = F.row_number().over(Window.partitionBy(*query).orderBy(*order))
+    else:
+        position = F.col(S.RANK)
+    return deduplicated.select(*query, S.DOC_ID, position.cast("int").alias(S.POSITION))

@@ -1,0 +1,111 @@
+"""Column names and Spark schemas of every table releval reads or writes.
+
+Inputs are mapped onto the canonical column names below as soon as they are
+read (see ``releval.io.readers``); everything downstream uses only these names.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+# --- canonical input columns -------------------------------------------------
+QUERY_ID = "query_id"
+DOC_ID = "doc_id"
+SCORE = "score"
+RANK = "rank"
+RELEVANCE = "relevance"
+
+# --- derived columns -----------------------------------------------------------
+#: 1-based position of a document in its query's ranking (after tie-breaking).
+POSITION = "position"
+
+# --- output columns ------------------------------------------------------------
+MEASURE = "measure"
+CUTOFF = "cutoff"
+REL_LEVEL = "rel_level"
+MEASURE_KEY = "measure_key"
+VALUE = "value"
+NUM_RET = "num_ret"
+NUM_REL = "num_rel"
+NUM_REL_RET = "num_rel_ret"
+AVERAGING = "averaging"
+NUM_QUERIES = "num_queries"
+
+RUN_SCHEMA = T.StructType(
+    [
+        T.StructField(QUERY_ID, T.StringType(), True),
+        T.StructField(DOC_ID, T.StringType(), True),
+        T.StructField(SCORE, T.DoubleType(), True),
+        T.StructField(RANK, T.IntegerType(), True),
+    ]
+)
+
+QRELS_SCHEMA = T.StructType(
+    [
+        T.StructField(QUERY_ID, T.StringType(), True),
+        T.StructField(DOC_ID, T.StringType(), True),
+        T.StructField(RELEVANCE, T.IntegerType(), True),
+    ]
+)
+
+#: The measure columns shared by the per-query and the aggregate tables.
+MEASURE_FIELDS = [
+    T.StructField(MEASURE, T.StringType(), False),
+    T.StructField(CUTOFF, T.IntegerType(), True),
+    T.StructField(REL_LEVEL, T.IntegerType(), False),
+    T.StructField(MEASURE_KEY, T.StringType(), False),
+]
+
+PER_QUERY_COMMENTS = {
+    QUERY_ID: "Query id, as in the run and the qrels.",
+    MEASURE: "Measure family: P, R, Hit, RR, nDCG, AP, num_ret, num_rel, num_rel_ret.",
+    CUTOFF: "Rank cutoff k of the measure; null when the measure has none (RR, AP).",
+    REL_LEVEL: "A document counts as relevant when its label >= rel_level (nDCG gains ignore it).",
+    MEASURE_KEY: "The measure as written in the measure list, canonical form: P@10, nDCG@10, AP.",
+    VALUE: "The measure's value for this query.",
+    NUM_RET: "Documents the run retrieved for this query (all ranks).",
+    NUM_REL: "Documents of this query judged relevant (label >= rel_level) in the qrels.",
+    NUM_REL_RET: "Relevant documents retrieved within the cutoff (all ranks when no cutoff).",
+}
+
+AGGREGATE_COMMENTS = {
+    MEASURE: PER_QUERY_COMMENTS[MEASURE],
+    CUTOFF: PER_QUERY_COMMENTS[CUTOFF],
+    REL_LEVEL: PER_QUERY_COMMENTS[REL_LEVEL],
+    MEASURE_KEY: PER_QUERY_COMMENTS[MEASURE_KEY],
+    AVERAGING: (
+        "macro: mean over queries of the per-query values; micro: pooled counts over "
+        "queries (P: sum num_rel_ret / (k * queries), R: sum num_rel_ret / sum num_rel); "
+        "sum: total over queries (the num_* counts)."
+    ),
+    VALUE: "The aggregate value.",
+    NUM_QUERIES: "Queries that entered the aggregate.",
+}
+
+
+def per_query_schema(partition_fields: list[T.StructField]) -> T.StructType:
+    """Schema of the per-query table: partition columns first, then the measure row."""
+    return T.StructType(
+        [
+            *partition_fields,
+            T.StructField(QUERY_ID, T.StringType(), False),
+            *MEASURE_FIELDS,
+            T.StructField(VALUE, T.DoubleType(), False),
+            T.StructField(NUM_RET, T.LongType(), False),
+            T.StructField(NUM_REL, T.LongType(), False),
+            T.StructField(NUM_REL_RET, T.LongType(), False),
+        ]
+    )
+
+
+def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:
+    """Schema of the aggregate table: partition columns first, then one row per measure."""
+    return T.StructType(
+        [
+            *partition_fields,
+            *MEASURE_FIELDS,
+            T.StructField(AVERAGING, T.StringType(), False),
+            T.StructField(VALUE, T.DoubleType(), False),
+            T.StructField(NUM_QUERIES, T.LongType(), False),
+        ]
+    )

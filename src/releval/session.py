@@ -1,0 +1,64 @@
+"""The one place a SparkSession is built, with Delta Lake configured.
+
+Delta's jars are fetched once at install time (``make jars``, Maven) into the
+project's ``.jars/`` folder, or the folder named by ``RELEVAL_JARS``. When that
+folder holds them they are put on ``spark.jars``; otherwise Spark resolves the
+pinned Maven coordinates itself (``spark.jars.packages``) and caches them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from releval.config import SparkSettings
+
+DELTA_VERSION = "4.0.1"
+SCALA_VERSION = "2.13"
+DELTA_PACKAGES = (
+    f"io.delta:delta-spark_{SCALA_VERSION}:{DELTA_VERSION}",
+    f"io.delta:delta-storage:{DELTA_VERSION}",
+)
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def delta_jars(jars_dir: str | Path | None = None) -> list[Path]:
+    """The locally cached Delta jars, or [] when they are not all there."""
+    folder = Path(jars_dir or os.environ.get("RELEVAL_JARS") or _PROJECT_ROOT / ".jars")
+    jars = [folder / f"{coord.split(':')[1]}-{DELTA_VERSION}.jar" for coord in DELTA_PACKAGES]
+    return jars if all(j.is_file() for j in jars) else []
+
+
+def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
+    """Build (or get) the SparkSession with Delta Lake's extension and catalog.
+
+    Args:
+        settings: master, application name, shuffle partitions and extra Spark conf.
+
+    Returns:
+        The active SparkSession.
+    """
+    builder = SparkSession.builder.appName(settings.app_name)
+    if settings.master:
+        builder = builder.master(settings.master)
+    jars = delta_jars()
+    if jars:
+        builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
+    else:
+        builder = builder.config("spark.jars.packages", ",".join(DELTA_PACKAGES))
+    builder = (
+        builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    if settings.shuffle_partitions:
+        builder = builder.config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
+    for key, value in settings.conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
