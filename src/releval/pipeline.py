@@ -180,3 +180,19 @@ def run(spark: SparkSession, config: Config) -> Summary:
         per_query_rows=per_query_rows,
         aggregate_rows=aggregate_rows,
     )
+
+
+def _read_output(spark: SparkSession, path: str | None, table: str | None) -> DataFrame:
+    return spark.table(table) if table else spark.read.format("delta").load(path)
+
+
+def read_per_query(spark: SparkSession, config: Config) -> DataFrame:
+    """The per-query table the config writes to."""
+    return _read_output(spark, config.output.per_query_path, config.output.per_query_table)
+
+
+def read_aggregate(spark: SparkSession, config: Config) -> DataFrame:
+    """The aggregate table the config writes to, sorted for reading."""
+    keys = [*config.run.partition_columns, S.MEASURE, S.CUTOFF, S.MEASURE_KEY, S.AVERAGING]
+    table = _read_output(spark, config.output.aggregate_path, config.output.aggregate_table)
+    return table.orderBy(*keys)

@@ -62,3 +62,41 @@ def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def fetch_jars(jars_dir: str | Path) -> list[Path]:
+    """Resolve Delta's jars with Spark's own resolver (no Maven) and copy them to ``jars_dir``.
+
+    The fallback of ``make jars`` on a machine without ``mvn``.
+    """
+    import shutil
+
+    ivy = _PROJECT_ROOT / ".ivy2"
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .config("spark.jars.packages", ",".join(DELTA_PACKAGES))
+        .config("spark.jars.ivy", str(ivy))
+        .getOrCreate()
+    )
+    spark.stop()
+    folder = Path(jars_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for coord in DELTA_PACKAGES:
+        group, artifact, version = coord.split(":")
+        source = ivy / "jars" / f"{group}_{artifact}-{version}.jar"
+        target = folder / f"{artifact}-{version}.jar"
+        shutil.copyfile(source, target)
+        copied.append(target)
+    return copied
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--fetch-jars":
+        for jar in fetch_jars(sys.argv[2]):
+            print(f"fetched {jar}")
+    else:
+        print("usage: python -m releval.session --fetch-jars DIR", file=sys.stderr)
+        sys.exit(2)

@@ -6,6 +6,7 @@ partition overwrite) and leaves the other partitions of the table untouched.
 
 from __future__ import annotations
 
+import os
 from typing import Mapping, Sequence
 
 from delta.tables import DeltaTable
@@ -30,6 +31,11 @@ def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
     return df.select(*[df[f.name].cast(f.dataType).alias(f.name) for f in schema.fields])
 
 
+def absolute(path: str) -> str:
+    """A local relative path made absolute (Delta's table builder needs it); URIs unchanged."""
+    return path if "://" in path or path.startswith("/") else os.path.abspath(path)
+
+
 def ensure_table(
     spark: SparkSession,
     *,
@@ -41,7 +47,7 @@ def ensure_table(
 ) -> None:
     """Create the Delta table with its schema, comments and partitioning if it does not exist."""
     builder = DeltaTable.createIfNotExists(spark)
-    builder = builder.tableName(table) if table else builder.location(path or "")
+    builder = builder.tableName(table) if table else builder.location(absolute(path or ""))
     builder = builder.addColumns(schema).comment(description)
     if partition_columns:
         builder = builder.partitionedBy(*partition_columns)

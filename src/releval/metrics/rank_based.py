@@ -40,7 +40,7 @@ register(
 register(
     MetricSpec(
         name="AP",
-        aliases=("MAP",),
+        aliases=("MAP", "map_cut"),
         cutoff="optional",
         value=_average_precision,
         num_rel_ret=_rel_ret,

@@ -98,12 +98,18 @@ _MEASURE_RE = re.compile(
 )
 
 
+_TREC_RE = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<cutoff>\d+)$")
+
+
 def _all_names() -> list[str]:
     return sorted({*REGISTRY, *(a for s in REGISTRY.values() for a in s.aliases)})
 
 
 def parse_measure(text: str, *, relevance_level: int = 1) -> Measure:
     """Parse ``NAME[(rel=N)][@k]`` into a :class:`Measure`.
+
+    trec_eval's names are accepted too: ``P_5``, ``recall_100``, ``success_10``,
+    ``ndcg_cut_10``, ``map_cut_100``, ``map``, ``recip_rank``.
 
     Args:
         text: the measure as a user wrote it.
@@ -112,6 +118,9 @@ def parse_measure(text: str, *, relevance_level: int = 1) -> Measure:
     Raises:
         MeasureError: unknown name (with the closest valid names), bad cutoff or level.
     """
+    trec_style = _TREC_RE.match(text.strip())
+    if trec_style and trec_style["name"].lower() in _BY_LOWER_NAME:
+        text = f"{trec_style['name']}@{trec_style['cutoff']}"  # trec_eval's P_5 is P@5
     match = _MEASURE_RE.match(text.strip())
     if not match:
         raise MeasureError(f"cannot parse measure {text!r}; expected NAME, NAME@k or NAME(rel=N)@k")

@@ -29,7 +29,7 @@ def _hit(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="P",
-        aliases=("Precision", "P_"),
+        aliases=("Precision",),
         cutoff="required",
         value=_precision,
         num_rel_ret=_rel_ret,

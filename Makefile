@@ -1,0 +1,49 @@
+# releval: `make run` and `make test` do all the set-up on a fresh machine
+# (Python 3.11 and Java 17 are the only prerequisites; Maven is used if present).
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+DELTA_VERSION := 4.0.1
+JARS_DIR := .jars
+JARS := $(JARS_DIR)/delta-spark_2.13-$(DELTA_VERSION).jar $(JARS_DIR)/delta-storage-$(DELTA_VERSION).jar
+comma := ,
+empty :=
+space := $(empty) $(empty)
+CONFIG ?= conf/local.toml
+SPARK_SUBMIT := PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) \
+	$(VENV)/bin/spark-submit --jars $(subst $(space),$(comma),$(abspath $(JARS))) \
+	--driver-java-options -Dlog4j2.configurationFile=$(abspath conf/log4j2.properties)
+
+.PHONY: help install jars run test bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
+
+install: $(VENV)/.installed jars ## virtualenv with releval and its test tools; Delta's jars
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+jars: $(JARS) ## fetch Delta's jars from Maven Central once, into .jars/
+
+$(JARS_DIR)/%-$(DELTA_VERSION).jar: | $(VENV)/.installed
+	mkdir -p $(JARS_DIR)
+	@if command -v mvn >/dev/null 2>&1; then \
+	  mvn -q -B dependency:copy -Dartifact=io.delta:$*:$(DELTA_VERSION) -DoutputDirectory=$(JARS_DIR); \
+	else \
+	  $(PY) -m releval.session --fetch-jars $(JARS_DIR); \
+	fi
+
+run: install ## generate the sample, run the evaluation job, print the aggregate table
+	$(SPARK_SUBMIT) jobs/generate_sample.py --config $(CONFIG)
+	$(SPARK_SUBMIT) jobs/evaluate.py --config $(CONFIG)
+
+test: install ## run the test suite (conformance tests read ../shared/conformance)
+	$(PY) -m pytest
+
+clean: ## remove the sample warehouse and caches (keeps .venv and .jars)
+	rm -rf warehouse spark-warehouse metastore_db derby.log .pytest_cache

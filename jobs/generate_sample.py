@@ -1,0 +1,39 @@
+"""spark-submit entry point that writes the synthetic sample as Delta tables.
+
+    spark-submit --jars <delta jars> jobs/generate_sample.py --config conf/local.toml
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from releval.config import load_config
+from releval.sample import write_sample
+from releval.session import build_session
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write the synthetic sample run and qrels.")
+    parser.add_argument("--config", required=True, help="the config whose inputs to write")
+    args = parser.parse_args(argv)
+    config = load_config(args.config)
+    if not (config.run.path and config.qrels.path and config.run.format == "delta"):
+        print("releval: error: the sample is written to Delta paths (run.path, qrels.path)",
+              file=sys.stderr)
+        return 2
+    spark = build_session(config.spark)
+    try:
+        run_rows, qrels_rows = write_sample(
+            spark, run_path=config.run.path, qrels_path=config.qrels.path
+        )
+    finally:
+        spark.stop()
+    print(f"sample written: {run_rows} run rows to {config.run.path}, "
+          f"{qrels_rows} qrels rows to {config.qrels.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""The ``releval`` command: ad-hoc evaluation of a run file or table against qrels.
+
+    releval evaluate --run PATH --qrels PATH [--format trec|parquet|delta]
+                     [--measures "P@5,nDCG@10,AP"] [--relevance-level N]
+                     [--output DIR] [--trec-eval-output FILE]
+    releval measures
+
+User errors (bad measure, missing file, missing column...) print one line on
+stderr and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from releval.config import (
+    Config,
+    EvaluationSettings,
+    OutputSettings,
+    QrelsSource,
+    RunSource,
+    SparkSettings,
+    validate,
+)
+from releval.errors import RelevalError
+
+DEFAULT_MEASURES = "P@5,P@10,R@100,Hit@10,RR,nDCG@10,AP,AP@100"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="releval", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    ev = sub.add_parser("evaluate", help="evaluate a run against qrels")
+    ev.add_argument("--run", required=True, help="run file, folder or Delta path")
+    ev.add_argument("--qrels", required=True, help="qrels file, folder or Delta path")
+    ev.add_argument("--format", choices=["trec", "parquet", "delta"], default="trec",
+                    help="format of both inputs (default: trec)")
+    ev.add_argument("--qrels-format", choices=["trec", "parquet", "delta"], default=None,
+                    help="format of the qrels when it differs from --format")
+    ev.add_argument("--measures", default=DEFAULT_MEASURES,
+                    help=f"comma-separated measures (default: {DEFAULT_MEASURES})")
+    ev.add_argument("--relevance-level", type=int, default=1,
+                    help="a label >= this is relevant for binary measures (default 1)")
+    ev.add_argument("--rank-by", choices=["score", "rank"], default="score",
+                    help="order by score (trec_eval) or by the given rank column")
+    ev.add_argument("--missing-queries", choices=["zero", "skip"], default="zero",
+                    help="qrels queries absent from the run: score 0 (trec_eval -c) or skip")
+    ev.add_argument("--partition-columns", default="",
+                    help="comma-separated run partition columns (Parquet/Delta runs); "
+                    "a TREC run is partitioned by its tag as run_id")
+    ev.add_argument("--output", default=None,
+                    help="folder for the per_query and aggregate Delta tables "
+                    "(default: a temporary folder)")
+    ev.add_argument("--trec-eval-output", default=None,
+                    help="also write per-query and 'all' lines in trec_eval -q format")
+    ev.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    sub.add_parser("measures", help="list the measures and their formulas")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace, output: str) -> Config:
+    """The job config an ``evaluate`` command line describes."""
+    parts = tuple(p.strip() for p in args.partition_columns.split(",") if p.strip())
+    if args.format == "trec":
+        parts = ("run_id",)
+    config = Config(
+        run=RunSource(path=args.run, format=args.format, partition_columns=parts,
+                      rank_by=args.rank_by),
+        qrels=QrelsSource(path=args.qrels, format=args.qrels_format or args.format),
+        evaluation=EvaluationSettings(
+            measures=(args.measures,),
+            relevance_level=args.relevance_level,
+            missing_queries=args.missing_queries,
+        ),
+        output=OutputSettings(
+            per_query_path=str(Path(output) / "per_query"),
+            aggregate_path=str(Path(output) / "aggregate"),
+        ),
+        spark=SparkSettings(master=args.master, app_name="releval-cli", shuffle_partitions=8),
+    )
+    return validate(config, source="command line")
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from releval import pipeline
+    from releval.io.trec_eval_format import write_trec_eval_file
+    from releval.metrics import parse_measures
+    from releval.session import build_session
+
+    parse_measures([args.measures], relevance_level=args.relevance_level)  # fail fast
+    for name in (args.run, args.qrels):
+        if "://" not in name and not Path(name).exists():
+            raise RelevalError(f"input not found: {name}")
+    with tempfile.TemporaryDirectory(prefix="releval-") as tmp:
+        config = config_from_args(args, args.output or tmp)
+        spark = build_session(config.spark)
+        try:
+            summary = pipeline.run(spark, config)
+            aggregate = pipeline.read_aggregate(spark, config)
+            aggregate.show(200, truncate=False)
+            if args.trec_eval_output:
+                write_trec_eval_file(
+                    pipeline.read_per_query(spark, config), aggregate, args.trec_eval_output
+                )
+        finally:
+            spark.stop()
+    print(summary.render())
+    return 0
+
+
+def _list_measures() -> int:
+    from releval.metrics import REGISTRY
+
+    for name, spec in sorted(REGISTRY.items()):
+        aliases = f" (also {', '.join(spec.aliases)})" if spec.aliases else ""
+        print(f"{name}{aliases}, cutoff {spec.cutoff}: {spec.description}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``releval`` command."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "measures":
+            return _list_measures()
+        return _evaluate(args)
+    except RelevalError as exc:
+        print(f"releval: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

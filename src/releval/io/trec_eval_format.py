@@ -1,0 +1,73 @@
+"""trec_eval's ``-q`` text output, at full double precision.
+
+Lines are ``measure <TAB> qid|all <TAB> value`` with trec_eval's measure names
+(``P_5``, ``ndcg_cut_10``, ``map``...), per query then ``all``. Means are
+printed with ``%.17g`` so they round-trip exactly; counts as integers, and the
+``all`` line of a count is its sum, as trec_eval prints it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from releval import schemas as S
+from releval.errors import RelevalError
+from releval.metrics import REGISTRY
+
+_NAME_WIDTH = 22
+
+
+def _format_value(name: str, value: float) -> str:
+    if REGISTRY[name].averaging == ("sum",):
+        return str(int(round(value)))
+    return "%.17g" % value
+
+
+def trec_eval_lines(per_query: DataFrame, aggregate: DataFrame) -> list[str]:
+    """trec_eval -q lines for one run: per query (sorted by id), then ``all``.
+
+    Measures without a trec_eval name (RR@k, ...) are left out.
+
+    Raises:
+        RelevalError: the tables hold more than one run partition.
+    """
+    data_columns = {f.name for f in S.per_query_schema([]).fields}
+    parts = [c for c in per_query.columns if c not in data_columns]
+    if parts and per_query.select(*parts).distinct().limit(2).count() > 1:
+        raise RelevalError(
+            f"trec_eval output holds one run, but the tables hold several ({parts}); "
+            "evaluate one run at a time"
+        )
+    from releval.metrics import parse_measure
+
+    def trec_name(key: str) -> str | None:
+        return parse_measure(key).trec_name if "(" not in key else None
+
+    lines: list[str] = []
+    rows = per_query.select(S.QUERY_ID, S.MEASURE, S.MEASURE_KEY, S.VALUE).orderBy(
+        S.QUERY_ID, S.MEASURE_KEY
+    )
+    for row in rows.toLocalIterator():
+        name = trec_name(row[S.MEASURE_KEY])
+        if name:
+            value = _format_value(row[S.MEASURE], row[S.VALUE])
+            lines.append(f"{name:<{_NAME_WIDTH}}\t{row[S.QUERY_ID]}\t{value}")
+    summary = aggregate.where(F.col(S.AVERAGING).isin("macro", "sum")).orderBy(S.MEASURE_KEY)
+    num_q = None
+    for row in summary.collect():
+        name = trec_name(row[S.MEASURE_KEY])
+        num_q = row[S.NUM_QUERIES]
+        if name:
+            value = _format_value(row[S.MEASURE], row[S.VALUE])
+            lines.append(f"{name:<{_NAME_WIDTH}}\tall\t{value}")
+    if num_q is not None:
+        lines.append(f"{'num_q':<{_NAME_WIDTH}}\tall\t{num_q}")
+    return lines
+
+
+def write_trec_eval_file(per_query: DataFrame, aggregate: DataFrame, path: str | Path) -> None:
+    """Write :func:`trec_eval_lines` to ``path``."""
+    Path(path).write_text("\n".join(trec_eval_lines(per_query, aggregate)) + "\n", encoding="utf-8")

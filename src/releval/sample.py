@@ -1,0 +1,88 @@
+"""A synthetic search log and graded qrels, generated with a fixed seed.
+
+Shaped like a production log: several systems over several days, columns named
+as logs name them (``item_id``, ``position``), graded labels 0-3 for a pool of
+judged documents per query, and many retrieved documents that were never judged.
+
+Each query has a latent relevance for every document of its pool; a system
+ranks documents by that relevance plus noise (a better system has less noise)
+and mixes in documents from the rest of the corpus, most of them unjudged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+
+#: system name -> noise of its scores (smaller is better)
+SYSTEMS = {"bm25": 1.2, "dense": 0.8, "hybrid": 0.5}
+DATES = ("2026-11-27", "2026-11-28", "2026-11-29")
+
+
+@dataclass(frozen=True)
+class SampleShape:
+    """Size of the generated sample."""
+
+    queries: int = 300
+    docs_per_query: int = 50
+    judged_per_query: int = 20
+    corpus: int = 20_000
+    seed: int = 20261130
+
+
+def generate(shape: SampleShape = SampleShape()) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Generate (run log, qrels) as pandas frames; same seed, same data."""
+    rng = np.random.default_rng(shape.seed)
+    qrels_rows = []
+    pools: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for q in range(shape.queries):
+        qid = f"q{q:05d}"
+        pool = rng.choice(shape.corpus, size=shape.judged_per_query, replace=False)
+        # graded labels: mostly 0 and 1, a few 2 and 3
+        labels = rng.choice([0, 1, 2, 3], size=shape.judged_per_query, p=[0.45, 0.3, 0.15, 0.1])
+        pools[qid] = (pool, labels)
+        qrels_rows.extend((qid, f"d{d:06d}", int(label)) for d, label in zip(pool, labels))
+    qrels = pd.DataFrame(qrels_rows, columns=["query_id", "doc_id", "relevance"])
+    qrels["qrels_version"] = "v1"
+
+    run_rows = []
+    for date in DATES:
+        for system, noise in SYSTEMS.items():
+            # a few queries are not served on a given day; a few served queries are unjudged
+            served = [q for q in pools if rng.random() > 0.03]
+            extra = [f"x{date[-2:]}{i:04d}" for i in range(max(1, shape.queries // 50))]
+            for qid in served + extra:
+                pool, labels = pools.get(qid, (np.empty(0, dtype=int), np.empty(0, dtype=int)))
+                others = rng.choice(shape.corpus, size=shape.docs_per_query, replace=False)
+                docs = np.concatenate([pool, others[~np.isin(others, pool)]])
+                latent = np.concatenate([labels, np.zeros(len(docs) - len(pool))]).astype(float)
+                scores = latent + rng.normal(0.0, noise * 1.5, size=len(docs))
+                top = np.argsort(-scores, kind="stable")[: shape.docs_per_query]
+                for position, i in enumerate(top, start=1):
+                    run_rows.append(
+                        (qid, f"d{int(docs[i]):06d}", round(float(scores[i]), 6), position, system, date)
+                    )
+    run = pd.DataFrame(
+        run_rows, columns=["query_id", "item_id", "score", "position", "system", "date"]
+    )
+    return run, qrels
+
+
+def write_sample(spark: SparkSession, *, run_path: str, qrels_path: str,
+                 shape: SampleShape = SampleShape()) -> tuple[int, int]:
+    """Generate the sample and write it as Delta tables (replacing what was there).
+
+    Returns:
+        (run rows, qrels rows) written.
+    """
+    run, qrels = generate(shape)
+    run_df: DataFrame = spark.createDataFrame(run)
+    qrels_df: DataFrame = spark.createDataFrame(qrels)
+    (run_df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+     .partitionBy("system", "date").save(run_path))
+    (qrels_df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+     .partitionBy("qrels_version").save(qrels_path))
+    return len(run), len(qrels)
