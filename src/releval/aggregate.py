@@ -5,30 +5,36 @@
   (P@k: sum num_rel_ret / (k * queries); R@k: sum num_rel_ret / sum num_rel).
 * ``sum``: the total over queries, for counts (num_ret, num_rel, num_rel_ret),
   as trec_eval's ``all`` line prints them.
+
+Which averagings apply to which measure comes from the registry, as a small
+broadcast table joined on ``measure_key`` (a per-measure CASE expression would
+grow with the measure list and slow Spark's optimizer down).
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from releval import schemas as S
 from releval.metrics.registry import Measure
+from releval.metrics.stats import safe_divide
 
-_MEAN, _SUM, _N, _REL_RET, _REL = "_mean", "_sum", "_n", "_rel_ret", "_rel"
+_MEAN, _SUM, _N, _REL_RET, _REL, _MICRO = "_mean", "_sum", "_n", "_rel_ret", "_rel", "_micro"
 
 
-def _by_measure(measures: Sequence[Measure], value: dict[str, Column]) -> Column:
-    """CASE measure_key WHEN key THEN value[key] ... END (null for other keys)."""
-    expr: Column | None = None
-    for m in measures:
-        if m.key not in value:
-            continue
-        cond = F.col(S.MEASURE_KEY) == m.key
-        expr = F.when(cond, value[m.key]) if expr is None else expr.when(cond, value[m.key])
-    return expr if expr is not None else F.lit(None).cast("double")
+def averagings(per_query: DataFrame, measures: Sequence[Measure]) -> DataFrame:
+    """(measure_key, averaging, micro denominator) for each averaging of each measure."""
+    rows = [
+        (m.key, averaging, m.spec.micro if averaging == "micro" else None)
+        for m in measures
+        for averaging in m.spec.averaging
+        if averaging != "micro" or m.spec.micro is not None
+    ]
+    schema = f"{S.MEASURE_KEY} string, {S.AVERAGING} string, {_MICRO} string"
+    return per_query.sparkSession.createDataFrame(rows, schema)
 
 
 def aggregate(
@@ -52,29 +58,19 @@ def aggregate(
         F.sum(S.NUM_REL_RET).alias(_REL_RET),
         F.sum(S.NUM_REL).alias(_REL),
     )
-    rel_ret, rel, n = F.col(_REL_RET), F.col(_REL), F.col(_N)
-    by_averaging: dict[str, dict[str, Column]] = {"macro": {}, "micro": {}, "sum": {}}
-    for m in measures:
-        spec = m.spec
-        if "macro" in spec.averaging:
-            by_averaging["macro"][m.key] = F.col(_MEAN)
-        if "sum" in spec.averaging:
-            by_averaging["sum"][m.key] = F.col(_SUM)
-        if "micro" in spec.averaging and spec.micro is not None:
-            by_averaging["micro"][m.key] = spec.micro(m, rel_ret, rel, n)
-    candidates = F.array(
-        *[
-            F.struct(F.lit(name).alias(S.AVERAGING), _by_measure(measures, values).alias(S.VALUE))
-            for name, values in by_averaging.items()
-        ]
-    )
-    return (
-        grouped.select(*keys, n.alias(S.NUM_QUERIES), F.explode(candidates).alias("_a"))
-        .where(F.col(f"_a.{S.VALUE}").isNotNull())
-        .select(
-            *keys,
-            f"_a.{S.AVERAGING}",
-            F.col(f"_a.{S.VALUE}").cast("double").alias(S.VALUE),
-            F.col(S.NUM_QUERIES).cast("long").alias(S.NUM_QUERIES),
+    averaging, micro = F.col(S.AVERAGING), F.col(_MICRO)
+    value = (
+        F.when(averaging == "macro", F.col(_MEAN))
+        .when(averaging == "sum", F.col(_SUM))
+        .when(micro == "num_rel", safe_divide(F.col(_REL_RET), F.col(_REL)))
+        .when(
+            micro == "cutoff_x_queries",
+            safe_divide(F.col(_REL_RET), F.col(_N) * F.col(S.CUTOFF)),
         )
+    )
+    return grouped.join(F.broadcast(averagings(per_query, measures)), on=S.MEASURE_KEY).select(
+        *keys,
+        averaging,
+        value.cast("double").alias(S.VALUE),
+        F.col(_N).cast("long").alias(S.NUM_QUERIES),
     )

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 CutoffRule = Literal["required", "optional", "none"]
 Averaging = Literal["macro", "micro", "sum"]
+#: What a micro average divides the pooled relevant-retrieved count by.
+MicroDenominator = Literal["cutoff_x_queries", "num_rel"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,8 @@ class MetricSpec:
         value: builds the per-query value from the named statistics of a :class:`Stats`.
         num_rel_ret: the count that explains the value (relevant retrieved within the cutoff).
         averaging: how per-query values are aggregated (macro mean, pooled micro, sum).
-        micro: the pooled value from summed counts (only when "micro" is in averaging).
+        micro: the denominator of the pooled (micro) value, sum of num_rel_ret over queries
+            divided by k * queries (P@k) or by the sum of num_rel (R@k).
         trec_name: trec_eval's measure name for a parsed measure.
         description: the formula, shown by ``releval measures``.
     """
@@ -72,7 +75,7 @@ class MetricSpec:
     value: Callable[[Measure, "Stats"], Column]
     num_rel_ret: Callable[[Measure, "Stats"], Column]
     averaging: tuple[Averaging, ...] = ("macro",)
-    micro: Callable[[Measure, Column, Column, Column], Column] | None = None
+    micro: MicroDenominator | None = None
     trec_name: Callable[[Measure], str | None] | None = None
     description: str = ""
 

@@ -34,7 +34,7 @@ register(
         value=_precision,
         num_rel_ret=_rel_ret,
         averaging=("macro", "micro"),
-        micro=lambda m, rel_ret, num_rel, n: safe_divide(rel_ret, n * F.lit(m.cutoff)),
+        micro="cutoff_x_queries",
         trec_name=lambda m: f"P_{m.cutoff}",
         description="P@k = (relevant documents at ranks 1..k) / k; divides by k even when "
         "fewer than k documents were retrieved.",
@@ -49,7 +49,7 @@ register(
         value=_recall,
         num_rel_ret=_rel_ret,
         averaging=("macro", "micro"),
-        micro=lambda m, rel_ret, num_rel, n: safe_divide(rel_ret, num_rel),
+        micro="num_rel",
         trec_name=lambda m: f"recall_{m.cutoff}",
         description="R@k = (relevant documents at ranks 1..k) / (relevant documents of the "
         "query in the qrels); 0 when the query has none.",

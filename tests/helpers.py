@@ -1,0 +1,44 @@
+"""Small builders for test inputs written inline."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+
+from releval import schemas as S
+from releval.metrics import parse_measures
+from releval.pipeline import Evaluation, evaluate
+
+
+def run_df(spark: SparkSession, rows: Sequence[tuple]) -> DataFrame:
+    """Rows of (query_id, doc_id, score[, rank])."""
+    full = [(*r, None) if len(r) == 3 else r for r in rows]
+    return spark.createDataFrame(full, S.RUN_SCHEMA)
+
+
+def qrels_df(spark: SparkSession, rows: Sequence[tuple[str, str, int]]) -> DataFrame:
+    return spark.createDataFrame(rows, S.QRELS_SCHEMA)
+
+
+def evaluate_rows(
+    spark: SparkSession,
+    run: Sequence[tuple],
+    qrels: Sequence[tuple[str, str, int]],
+    measures: str,
+    **kwargs: object,
+) -> Evaluation:
+    return evaluate(
+        run_df(spark, run),
+        qrels_df(spark, qrels),
+        measures=parse_measures([measures], relevance_level=int(kwargs.pop("relevance_level", 1))),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def values(evaluation: Evaluation) -> dict[tuple[str, str], float]:
+    """{(query_id, measure_key): value} of the per-query table."""
+    return {
+        (r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE]
+        for r in evaluation.per_query.select(S.QUERY_ID, S.MEASURE_KEY, S.VALUE).collect()
+    }
