@@ -15,7 +15,7 @@ SPARK_SUBMIT := PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath 
 	$(VENV)/bin/spark-submit --jars $(subst $(space),$(comma),$(abspath $(JARS))) \
 	--driver-java-options -Dlog4j2.configurationFile=$(abspath conf/log4j2.properties)
 
-.PHONY: help install jars run test bench clean
+.PHONY: help install jars run sample test clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -38,9 +38,16 @@ $(JARS_DIR)/%-$(DELTA_VERSION).jar: | $(VENV)/.installed
 	  $(PY) -m releval.session --fetch-jars $(JARS_DIR); \
 	fi
 
-run: install ## generate the sample, run the evaluation job, print the aggregate table
-	$(SPARK_SUBMIT) jobs/generate_sample.py --config $(CONFIG)
+SAMPLE_STAMP := warehouse/sample/.generated
+
+run: install $(SAMPLE_STAMP) ## run the evaluation job on the sample, print the aggregate table
 	$(SPARK_SUBMIT) jobs/evaluate.py --config $(CONFIG)
+
+sample: $(SAMPLE_STAMP) ## generate the synthetic sample log and qrels (once) under warehouse/sample
+
+$(SAMPLE_STAMP): src/releval/sample.py | $(VENV)/.installed $(JARS)
+	$(SPARK_SUBMIT) jobs/generate_sample.py --config conf/local.toml
+	touch $@
 
 test: install ## run the test suite (conformance tests read ../shared/conformance)
 	$(PY) -m pytest

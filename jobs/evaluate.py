@@ -18,7 +18,7 @@ from releval.session import build_session
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Evaluate a run table against qrels.")
     parser.add_argument("--config", required=True, help="TOML config file (see conf/)")
-    parser.add_argument("--show", type=int, default=60, help="aggregate rows to print")
+    parser.add_argument("--show", type=int, default=60, help="run partitions to print")
     return parser.parse_args(argv)
 
 
@@ -29,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spark = build_session(config.spark)
         try:
             summary = pipeline.run(spark, config)
-            pipeline.read_aggregate(spark, config).show(args.show, truncate=False)
+            pipeline.read_overview(spark, config).show(args.show, truncate=False)
         finally:
             spark.stop()
     except RelevalError as exc:

@@ -74,3 +74,19 @@ def aggregate(
         value.cast("double").alias(S.VALUE),
         F.col(_N).cast("long").alias(S.NUM_QUERIES),
     )
+
+
+def overview(
+    aggregate_rows: DataFrame, *, measure_keys: Sequence[str], partition_columns: Sequence[str]
+) -> DataFrame:
+    """A table for people: one row per run partition, one column per measure.
+
+    Macro means (sums for counts), rounded to 4 decimals like trec_eval's summary.
+    """
+    wanted = aggregate_rows.where(F.col(S.AVERAGING).isin("macro", "sum"))
+    return (
+        wanted.groupBy(*partition_columns, S.NUM_QUERIES)
+        .pivot(S.MEASURE_KEY, list(measure_keys))
+        .agg(F.round(F.first(S.VALUE), 4))
+        .orderBy(*partition_columns)
+    )

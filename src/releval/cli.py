@@ -101,7 +101,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         try:
             summary = pipeline.run(spark, config)
             aggregate = pipeline.read_aggregate(spark, config)
-            aggregate.show(200, truncate=False)
+            aggregate.show(500, truncate=False)
             if args.trec_eval_output:
                 write_trec_eval_file(
                     pipeline.read_per_query(spark, config), aggregate, args.trec_eval_output

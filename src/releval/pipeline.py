@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from releval import schemas as S
-from releval.aggregate import aggregate
+from releval.aggregate import aggregate, overview
 from releval.config import Config
 from releval.io.readers import read_qrels, read_run
 from releval.io.writers import with_comments, write_delta
@@ -189,6 +189,18 @@ def _read_output(spark: SparkSession, path: str | None, table: str | None) -> Da
 def read_per_query(spark: SparkSession, config: Config) -> DataFrame:
     """The per-query table the config writes to."""
     return _read_output(spark, config.output.per_query_path, config.output.per_query_table)
+
+
+def read_overview(spark: SparkSession, config: Config) -> DataFrame:
+    """The aggregate table as one row per run partition and one column per measure."""
+    measures = parse_measures(
+        config.evaluation.measures, relevance_level=config.evaluation.relevance_level
+    )
+    return overview(
+        read_aggregate(spark, config),
+        measure_keys=[m.key for m in measures],
+        partition_columns=config.run.partition_columns,
+    )
 
 
 def read_aggregate(spark: SparkSession, config: Config) -> DataFrame:

@@ -1,0 +1,59 @@
+"""The `releval` command as a user runs it: a real process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+RELEVAL = [sys.executable, "-m", "releval.cli"]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*RELEVAL, *args], capture_output=True, text=True, timeout=600)
+
+
+def test_trec_eval_output_matches_trec_eval(conformance_dir, tmp_path):
+    out = tmp_path / "releval.q"
+    result = run_cli(
+        "evaluate", "--run", str(conformance_dir / "results.trunc"),
+        "--qrels", str(conformance_dir / "qrels.test"),
+        "--measures", "P_5,map,ndcg_cut_10,recip_rank,num_ret",
+        "--output", str(tmp_path / "tables"), "--trec-eval-output", str(out),
+        "--master", "local[2]",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "queries scored (run partition x query): 2" in result.stdout
+    produced = {tuple(line.split("\t")[:2]): line.split("\t")[2] for line in out.read_text().splitlines()}
+    # trec_eval -q -c qrels.test results.trunc, full precision (302 is missing: scored 0)
+    expected = {}
+    for line in (conformance_dir / "full.trunc.qc").read_text().splitlines():
+        name, qid, value = line.split("\t")
+        if name.strip() in {"P_5", "map", "ndcg_cut_10", "recip_rank", "num_ret", "num_q"}:
+            expected[(name, qid)] = value
+    assert produced.keys() == expected.keys()
+    for key, value in expected.items():
+        assert abs(float(produced[key]) - float(value)) <= 1e-9, key
+    # the per-query and aggregate Delta tables are there too
+    assert (tmp_path / "tables" / "per_query" / "_delta_log").is_dir()
+    assert (tmp_path / "tables" / "aggregate" / "_delta_log").is_dir()
+
+
+def test_unknown_measure_is_one_line_and_exit_2(tmp_path):
+    result = run_cli("evaluate", "--run", "x", "--qrels", "y", "--measures", "P@5,nDGC@10")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown measure 'nDGC'" in lines[0] and "nDCG" in lines[0]
+
+
+def test_missing_input_is_one_line_and_exit_2(tmp_path):
+    result = run_cli("evaluate", "--run", str(tmp_path / "missing.run"), "--qrels", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"releval: error: input not found: {tmp_path / 'missing.run'}"]
+
+
+def test_measures_lists_every_registered_measure():
+    result = run_cli("measures")
+    assert result.returncode == 0
+    names = {line.split(" ")[0].rstrip(",") for line in result.stdout.splitlines()}
+    assert {"P", "R", "Hit", "RR", "nDCG", "AP", "num_ret"} <= names

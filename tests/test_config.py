@@ -1,0 +1,63 @@
+"""Strict configuration: every mistake names the file, the section and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from releval.config import load_config
+from releval.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+MINIMAL = """
+[run]
+path = "r"
+[qrels]
+path = "q"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "job.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name", ["local.toml", "production.example.toml"])
+def test_shipped_configs_load(name):
+    config = load_config(ROOT / "conf" / name)
+    assert config.evaluation.measures
+
+
+def test_defaults(tmp_path):
+    config = load_config(write(tmp_path, MINIMAL))
+    assert config.run.rank_by == "score"
+    assert config.evaluation.relevance_level == 1
+    assert config.evaluation.missing_queries == "zero"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (MINIMAL + "[evaluation]\nmeasure = ['P@5']\n", "unknown key(s) ['measure'] in [evaluation]"),
+        (MINIMAL + "[extra]\n", "unknown section(s) ['extra']"),
+        ("[run]\npath='r'\n", "missing section [qrels]"),
+        (MINIMAL.replace('path = "r"', 'path = "r"\nrank_by = "position"'), "run.rank_by"),
+        (MINIMAL + "[evaluation]\nrelevance_level = '2'\n", "evaluation.relevance_level must be an integer"),
+        (MINIMAL.replace('path = "q"', 'path = "q"\ntable = "t"'), "exactly one of 'path' or 'table'"),
+        (MINIMAL + "[evaluation]\nmissing_queries = 'drop'\n", "evaluation.missing_queries"),
+        ("[run\n", "not valid TOML"),
+    ],
+)
+def test_invalid_configs_name_the_key(tmp_path, text, message):
+    with pytest.raises(ConfigError, match=None) as info:
+        load_config(write(tmp_path, text))
+    assert message in str(info.value)
+    assert "job.toml" in str(info.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path / "nope.toml")

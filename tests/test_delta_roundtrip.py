@@ -1,0 +1,98 @@
+"""The job end to end on Delta: write both tables, read them back, check schema and values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from chispa import assert_df_equality
+from delta.tables import DeltaTable
+from pyspark.sql import functions as F
+
+from releval import pipeline
+from releval import schemas as S
+from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
+
+# Two systems on one date, in a log whose columns are named like production logs.
+LOG = [
+    # query, item, score, position, system, date
+    ("q1", "A", 0.9, 1, "new", "2026-11-29"),
+    ("q1", "B", 0.8, 2, "new", "2026-11-29"),
+    ("q1", "C", 0.7, 3, "new", "2026-11-29"),
+    ("q1", "C", 0.9, 1, "old", "2026-11-29"),
+    ("q1", "X", 0.8, 2, "old", "2026-11-29"),
+    ("q9", "A", 0.5, 1, "old", "2026-11-29"),  # q9 has no qrels: not scored
+]
+QRELS = [("q1", "A", 2, "v1"), ("q1", "B", 0, "v1"), ("q1", "C", 1, "v1"), ("q2", "A", 1, "v1"),
+         ("q1", "A", 0, "v0")]  # the v0 judgment is filtered out by the config
+
+
+@pytest.fixture()
+def config(spark, tmp_path) -> Config:
+    run_path, qrels_path = str(tmp_path / "log"), str(tmp_path / "qrels")
+    spark.createDataFrame(
+        LOG, "query_id string, item_id string, score double, position int, system string, date string"
+    ).write.format("delta").partitionBy("system", "date").save(run_path)
+    spark.createDataFrame(
+        QRELS, "query_id string, doc_id string, relevance int, qrels_version string"
+    ).write.format("delta").save(qrels_path)
+    return Config(
+        run=RunSource(path=run_path, doc_id="item_id", rank="position",
+                      partition_columns=("system", "date"), rank_by="rank"),
+        qrels=QrelsSource(path=qrels_path, filter="qrels_version = 'v1'"),
+        evaluation=EvaluationSettings(measures=("P@2", "RR", "nDCG@3", "num_ret")),
+        output=OutputSettings(
+            per_query_path=str(tmp_path / "out" / "per_query"),
+            aggregate_path=str(tmp_path / "out" / "aggregate"),
+            partition_columns=("date",),
+        ),
+    )
+
+
+def test_job_writes_both_tables(spark, config):
+    summary = pipeline.run(spark, config)
+    per_query = pipeline.read_per_query(spark, config)
+    got = {(r["system"], r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE] for r in per_query.collect()}
+    # new: A(2) B(0) C(1): P@2 = 1/2, RR = 1, DCG@3 = 2/1 + 0 + 1/log2(4); IDCG@3 = 2 + 1/log2(3)
+    assert got[("new", "q1", "P@2")] == 0.5
+    assert got[("new", "q1", "RR")] == 1.0
+    assert got[("new", "q1", "nDCG@3")] == pytest.approx((2 + 1 / 2) / (2 + 1 / math.log2(3)))
+    # old: C(1) X(unjudged): P@2 = 1/2, DCG@3 = 1; q2 (judged, not served) scores 0 in both
+    assert got[("old", "q1", "nDCG@3")] == pytest.approx(1 / (2 + 1 / math.log2(3)))
+    assert got[("old", "q2", "RR")] == 0.0 and got[("new", "q2", "RR")] == 0.0
+    assert ("old", "q9", "RR") not in got
+    # 2 systems x 2 scored queries x 4 measures
+    assert summary.per_query_rows == per_query.count() == 16
+    assert (summary.run_rows, summary.qrels_rows) == (6, 4)
+    assert summary.queries_scored == 2 and summary.queries_missing_from_run == 2
+    assert summary.queries_without_qrels == 1
+
+    aggregate = pipeline.read_aggregate(spark, config)
+    p2 = {(r["system"], r[S.AVERAGING]): (r[S.VALUE], r[S.NUM_QUERIES])
+          for r in aggregate.where(F.col(S.MEASURE_KEY) == "P@2").collect()}
+    # (1/2 + 0) / 2 queries, macro and micro alike here
+    assert p2 == {("new", "macro"): (0.25, 2), ("new", "micro"): (0.25, 2),
+                  ("old", "macro"): (0.25, 2), ("old", "micro"): (0.25, 2)}
+    assert summary.aggregate_rows == aggregate.count()
+
+
+def test_tables_have_the_documented_schema_and_partitioning(spark, config):
+    pipeline.run(spark, config)
+    per_query = DeltaTable.forPath(spark, config.output.per_query_path)
+    detail = per_query.detail().first()
+    assert detail["partitionColumns"] == ["date"]
+    schema = per_query.toDF().schema
+    expected_names = ["system", "date", S.QUERY_ID, S.MEASURE, S.CUTOFF, S.REL_LEVEL,
+                      S.MEASURE_KEY, S.VALUE, S.NUM_RET, S.NUM_REL, S.NUM_REL_RET]
+    assert schema.fieldNames() == expected_names
+    assert schema[S.VALUE].metadata["comment"] == S.PER_QUERY_COMMENTS[S.VALUE]
+    aggregate = DeltaTable.forPath(spark, config.output.aggregate_path).toDF()
+    assert aggregate.schema[S.AVERAGING].metadata["comment"].startswith("macro:")
+
+
+def test_rerun_is_idempotent(spark, config):
+    pipeline.run(spark, config)
+    first = pipeline.read_per_query(spark, config).localCheckpoint()
+    pipeline.run(spark, config)
+    second = pipeline.read_per_query(spark, config)
+    assert_df_equality(first, second, ignore_row_order=True)

@@ -1,0 +1,53 @@
+"""Measure names parse to registered specs; bad names fail with the valid ones listed."""
+
+from __future__ import annotations
+
+import pytest
+
+from releval.errors import MeasureError
+from releval.metrics import REGISTRY, parse_measure, parse_measures
+
+
+@pytest.mark.parametrize(
+    "text, key, trec",
+    [
+        ("P@10", "P@10", "P_10"),
+        ("p@10", "P@10", "P_10"),
+        ("P_10", "P@10", "P_10"),
+        ("recall_100", "R@100", "recall_100"),
+        ("Success@10", "Hit@10", "success_10"),
+        ("ndcg_cut_10", "nDCG@10", "ndcg_cut_10"),
+        ("MAP", "AP", "map"),
+        ("map_cut_100", "AP@100", "map_cut_100"),
+        ("MRR", "RR", "recip_rank"),
+        ("RR@10", "RR@10", None),
+        ("P(rel=2)@5", "P(rel=2)@5", "P_5"),
+    ],
+)
+def test_names_parse_to_canonical_keys(text, key, trec):
+    measure = parse_measure(text)
+    assert measure.key == key
+    assert measure.trec_name == trec
+
+
+def test_unknown_name_lists_close_and_valid_names():
+    with pytest.raises(MeasureError) as info:
+        parse_measure("nDGC@10")
+    message = str(info.value)
+    assert "did you mean nDCG" in message
+    assert str(sorted(REGISTRY))[1:-1].split(",")[0] in message
+
+
+@pytest.mark.parametrize("text", ["P@0", "P@-1", "P@ten", "P", "AP(rel=x)", "num_ret@5"])
+def test_bad_parameters(text):
+    with pytest.raises(MeasureError):
+        parse_measure(text)
+
+
+def test_comma_separated_list_keeps_order_and_drops_repeats():
+    measures = parse_measures(["P@5, nDCG@10", "P@5", "AP"])
+    assert [m.key for m in measures] == ["P@5", "nDCG@10", "AP"]
+
+
+def test_every_spec_documents_its_formula():
+    assert all(spec.description for spec in REGISTRY.values())
