@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from bench.generate import SIZES, generate
-from bench.runners import MEASURES, RUNNERS, SPARK_RUNNERS
+from bench.runners import MEASURES, NOT_WORK, RUNNERS, SPARK_RUNNERS
 
 POLL_S = 0.05
 TOLERANCE = 1e-6
@@ -269,6 +269,12 @@ def render(report: dict[str, Any]) -> str:
     lines += ["", "Notes:", "", *notes] if notes else []
     lines += ["", "## Benchmark-only packages", "", "| package | pip install |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in report["install"].items()]
+    if str(report["install"].get("pytrec_eval", "ok")).startswith("failed"):
+        lines += ["", "The original `pytrec_eval` is a source distribution whose build downloads "
+                  "trec_eval's C source from outside the package registry; where that is not "
+                  "reachable it cannot be built. `pytrec_eval-terrier` ships wheels of the same "
+                  "`pytrec_eval` module (same API, trec_eval 9.x inside) and is what the "
+                  "`pytrec_eval` runner and ir_measures use here."]
     lines += ["", "## Phases (seconds, inside each process)", ""]
     for name, row in rows.items():
         phases = ", ".join(f"{k} {v:.2f}" for k, v in row.get("phases", {}).items())
@@ -305,7 +311,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reinstall", action="store_true", help="retry packages that failed")
     parser.add_argument("--tolerance", type=float, default=TOLERANCE)
     parser.add_argument("--timeout", type=float, default=RUNNER_TIMEOUT_S, help="per runner, s")
+    parser.add_argument("--render-only", action="store_true",
+                        help="recompute ratios/agreement and rewrite the .md from the .json")
     args = parser.parse_args(argv)
+    if args.render_only:
+        path = args.results / f"{args.size}.json"
+        report = json.loads(path.read_text())
+        finish(report, args.results, args.tolerance)
+        return 0
 
     status_file = args.data_root / "install-status.json"
     install_status: dict[str, str] = {}
@@ -351,19 +364,29 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "driver_memory": SPARK_DRIVER_MEMORY},
         "install": install_status,
         "runners": rows,
-        "ratios": ratios(rows),
-        "agreement": agreement(rows, args.tolerance),
         "spark_runners": sorted(SPARK_RUNNERS),
     }
-    args.results.mkdir(parents=True, exist_ok=True)
-    (args.results / f"{args.size}.json").write_text(json.dumps(report, indent=2) + "\n")
-    (args.results / f"{args.size}.md").write_text(render(report))
-    print(f"wrote {args.results / (args.size + '.md')} and .json")
+    finish(report, args.results, args.tolerance)
+    return 0
+
+
+def finish(report: dict[str, Any], results: Path, tolerance: float) -> None:
+    """Derive work times, ratios and agreement; write the JSON and Markdown reports."""
+    rows: dict[str, dict[str, Any]] = report["runners"]
+    for row in rows.values():
+        if "phases" in row:
+            row["work_s"] = round(sum(v for k, v in row["phases"].items() if k not in NOT_WORK), 3)
+    report["ratios"] = ratios(rows)
+    report["agreement"] = agreement(rows, tolerance)
+    size = report["size"]
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"{size}.json").write_text(json.dumps(report, indent=2) + "\n")
+    (results / f"{size}.md").write_text(render(report))
+    print(f"wrote {results / (size + '.md')} and .json")
     failed = [n for n, c in report["agreement"].get("peers", {}).items()
               if any(v["status"] == "MISMATCH" for v in c.values())]
     if failed:
         print(f"agreement: MISMATCH for {failed}", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":
