@@ -11,6 +11,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 CONFIG ?= conf/local.toml
+BENCH_SIZE ?= quick
 SPARK_SUBMIT := PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) \
 	$(VENV)/bin/spark-submit --jars $(subst $(space),$(comma),$(abspath $(JARS))) \
 	--driver-java-options -Dlog4j2.configurationFile=$(abspath conf/log4j2.properties)
@@ -51,6 +52,10 @@ $(SAMPLE_STAMP): src/releval/sample.py | $(VENV)/.installed $(JARS)
 
 test: install ## run the test suite (conformance tests read ../shared/conformance)
 	$(PY) -m pytest
+
+bench: install ## benchmark releval against its peers on synthetic data (BENCH_SIZE=quick|full|300k|1m)
+	$(PY) -m pip install --quiet -e '.[bench]' || echo "bench: some peers did not install (recorded in the report)"
+	$(PY) -m bench.harness --size $(BENCH_SIZE) --install
 
 clean: ## remove the sample warehouse and caches (keeps .venv and .jars)
 	rm -rf warehouse spark-warehouse metastore_db derby.log .pytest_cache
