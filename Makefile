@@ -16,7 +16,7 @@ SPARK_SUBMIT := PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath 
 	$(VENV)/bin/spark-submit --jars $(subst $(space),$(comma),$(abspath $(JARS))) \
 	--driver-java-options -Dlog4j2.configurationFile=$(abspath conf/log4j2.properties)
 
-.PHONY: help install jars run sample test clean
+.PHONY: help install jars run sample test bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
