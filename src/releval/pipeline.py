@@ -22,7 +22,7 @@ from releval.io.readers import read_qrels, read_run
 from releval.io.writers import with_comments, write_delta
 from releval.metrics import Measure, parse_measures
 from releval.metrics.compute import IN_QRELS, IN_RUN, judge, long_format, query_measures
-from releval.ranking import rank_run
+from releval.ranking import deduplicate
 
 
 def prepare_qrels(qrels: DataFrame) -> DataFrame:
@@ -66,14 +66,19 @@ def evaluate(
         missing_queries: "zero" or "skip" (see :func:`releval.metrics.compute.query_measures`).
     """
     parts = list(partition_columns)
-    judgments = prepare_qrels(qrels)
-    ranked = rank_run(run, rank_by=rank_by, partition_columns=parts)
+    # The one shuffle of the run: co-locate each query's rows with its judgments.
+    # Deduplication, the label join, the ranking window and the per-query
+    # aggregation all run inside this partitioning.
+    judgments = prepare_qrels(qrels.repartition(S.QUERY_ID))
+    unique = deduplicate(run.repartition(S.QUERY_ID), rank_by=rank_by, partition_columns=parts)
     queries = query_measures(
-        judge(ranked, judgments),
+        judge(unique, judgments),
         judgments,
         measures=measures,
         partition_columns=parts,
         missing_queries=missing_queries,
+        rank_by=rank_by,
+        runs=run.select(*parts).distinct() if parts else None,
     )
     per_query = long_format(queries, partition_columns=parts)
     return Evaluation(

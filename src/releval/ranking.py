@@ -11,13 +11,17 @@ descending so the order is deterministic.
 
 A document that appears more than once in one query of one run keeps its
 best-ranked occurrence only (trec_eval rejects such runs).
+
+The functions are split so the pipeline can attach labels *before* the
+ranking window: positions and every running statistic then share one sort
+(see :func:`query_window`).
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from releval import schemas as S
@@ -32,6 +36,33 @@ def ranking_order(rank_by: str) -> list[Column]:
     raise ValueError(f"rank_by must be 'score' or 'rank', got {rank_by!r}")
 
 
+def query_window(*, rank_by: str, partition_columns: Sequence[str]) -> WindowSpec:
+    """One query of one run, best document first."""
+    return Window.partitionBy(*partition_columns, S.QUERY_ID).orderBy(*ranking_order(rank_by))
+
+
+def position(*, rank_by: str, partition_columns: Sequence[str]) -> Column:
+    """The 1-based rank of a document within its query (see the module docstring)."""
+    if rank_by == "score":
+        window = query_window(rank_by=rank_by, partition_columns=partition_columns)
+        return F.row_number().over(window).cast("int")
+    return F.col(S.RANK).cast("int")
+
+
+def deduplicate(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
+    """One row per (run partition, query, doc): its best-ranked occurrence.
+
+    An aggregation, not a window: on a run already partitioned by query id it
+    needs neither a shuffle nor a sort.
+
+    Returns:
+        The partition columns, query_id, doc_id and the ranking column (score or rank).
+    """
+    keys = [*partition_columns, S.QUERY_ID, S.DOC_ID]
+    best = F.max(S.SCORE).alias(S.SCORE) if rank_by == "score" else F.min(S.RANK).alias(S.RANK)
+    return run.groupBy(*keys).agg(best)
+
+
 def rank_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
     """Rank each query's documents and drop repeated documents.
 
@@ -43,14 +74,10 @@ def rank_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) 
     Returns:
         The partition columns, query_id, doc_id and ``position`` (1-based).
     """
-    query = [*partition_columns, S.QUERY_ID]
-    order = ranking_order(rank_by)
-    best_first = Window.partitionBy(*query, S.DOC_ID).orderBy(*order)
-    deduplicated = run.withColumn("_occurrence", F.row_number().over(best_first)).where(
-        F.col("_occurrence") == 1
+    deduplicated = deduplicate(run, rank_by=rank_by, partition_columns=partition_columns)
+    return deduplicated.select(
+        *partition_columns,
+        S.QUERY_ID,
+        S.DOC_ID,
+        position(rank_by=rank_by, partition_columns=partition_columns).alias(S.POSITION),
     )
-    if rank_by == "score":
-        position = F.row_number().over(Window.partitionBy(*query).orderBy(*order))
-    else:
-        position = F.col(S.RANK)
-    return deduplicated.select(*query, S.DOC_ID, position.cast("int").alias(S.POSITION))

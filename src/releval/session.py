@@ -52,6 +52,9 @@ def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
         builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         .config("spark.sql.adaptive.enabled", "true")
+        # Let the label join reuse the run's partitioning by query id (a subset of the
+        # join keys query id, doc id): the pipeline's one shuffle. See pipeline.evaluate.
+        .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
     )

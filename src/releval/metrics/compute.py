@@ -16,14 +16,19 @@ from pyspark.sql import functions as F
 from releval import schemas as S
 from releval.metrics.registry import Measure
 from releval.metrics.stats import IDEAL_POSITION, Stats
+from releval.ranking import position
 
 IN_RUN = "_in_run"
 IN_QRELS = "_in_qrels"
 
 
-def judge(ranked: DataFrame, qrels: DataFrame) -> DataFrame:
-    """Attach each ranked document's label; unjudged documents get a null ``relevance``."""
-    return ranked.join(qrels, on=[S.QUERY_ID, S.DOC_ID], how="left")
+def judge(run: DataFrame, qrels: DataFrame) -> DataFrame:
+    """Attach each retrieved document's label; unjudged documents get a null ``relevance``.
+
+    Both sides are expected partitioned by query id; a shuffled hash join then
+    needs no further shuffle and no sort.
+    """
+    return run.join(qrels.hint("shuffle_hash"), on=[S.QUERY_ID, S.DOC_ID], how="left")
 
 
 def _query_qrels_stats(qrels: DataFrame, stats: Stats) -> DataFrame:
@@ -42,6 +47,7 @@ def query_table(
     stats: Stats,
     partition_columns: Sequence[str],
     missing_queries: str,
+    runs: DataFrame | None = None,
 ) -> DataFrame:
     """One row per (run partition, query) with every statistic of ``stats``.
 
@@ -49,16 +55,18 @@ def query_table(
     partition did not retrieve is present with ``_in_run`` false when
     ``missing_queries == "zero"`` (trec_eval ``-c``); a run query without qrels
     is present with ``_in_qrels`` false, so it can be counted, then dropped.
+    ``runs`` holds the distinct run partitions (default: derived from ``judged``).
     """
     parts = list(partition_columns)
-    rows = judged.select("*", *[c.alias(n) for n, c in stats.row.items()])
+    rank = position(rank_by=stats.rank_by, partition_columns=parts).alias(S.POSITION)
+    rows = judged.select("*", rank, *[c.alias(n) for n, c in stats.row.items()])
     run_q = rows.groupBy(*parts, S.QUERY_ID).agg(
         F.first(F.lit(True)).alias(IN_RUN), *[c.alias(n) for n, c in stats.run.items()]
     )
     qrels_q = _query_qrels_stats(qrels, stats)
     if missing_queries == "zero":
         if parts:
-            runs = run_q.select(*parts).distinct()
+            runs = run_q.select(*parts).distinct() if runs is None else runs
             expected = F.broadcast(runs).crossJoin(qrels_q)
         else:
             expected = qrels_q
@@ -89,23 +97,27 @@ def query_measures(
     measures: Sequence[Measure],
     partition_columns: Sequence[str],
     missing_queries: str = "zero",
+    rank_by: str = "score",
+    runs: DataFrame | None = None,
 ) -> DataFrame:
     """Compute every measure for every (run partition, query), one wide row each.
 
     Args:
-        judged: ranked run rows with labels (see :func:`judge`).
+        judged: deduplicated run rows with labels (see :func:`judge`), not yet ranked.
         qrels: the deduplicated qrels (query_id, doc_id, relevance).
         measures: parsed measures.
         partition_columns: the run's partition columns.
         missing_queries: "zero" scores qrels queries absent from a run partition as 0
             (they count in means, trec_eval ``-c``); "skip" leaves them out.
+        rank_by: the ranking rule (:mod:`releval.ranking`).
+        runs: the distinct run partitions, when the caller has them cheaply.
 
     Returns:
         Partition columns, query_id, the ``_in_run`` / ``_in_qrels`` flags, ``num_ret``
         and ``_measures``: an array with one struct per measure (measure, cutoff,
         rel_level, measure_key, value, num_rel, num_rel_ret). See :func:`long_format`.
     """
-    stats = Stats(partition_columns=tuple(partition_columns))
+    stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by)
     num_ret = stats.num_ret()
     entries = []
     for m in measures:
@@ -127,6 +139,7 @@ def query_measures(
         stats=stats,
         partition_columns=partition_columns,
         missing_queries=missing_queries,
+        runs=runs,
     )
     return table.select(
         *partition_columns,

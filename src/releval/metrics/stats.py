@@ -22,6 +22,7 @@ from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from releval import schemas as S
+from releval.ranking import query_window
 
 IDEAL_POSITION = "_ideal_position"
 
@@ -59,6 +60,8 @@ class Stats:
 
     Attributes:
         partition_columns: the run's partition columns (windows are per run and query).
+        rank_by: the ranking rule; running statistics use the ranking's own window, so
+            positions and running counts share one sort.
         row: name -> row-level column over the ranked, judged run.
         run: name -> aggregate over a query's ranked, judged rows.
         run_default: name -> value when a query has no rows in the run (missing query).
@@ -66,6 +69,7 @@ class Stats:
     """
 
     partition_columns: tuple[str, ...]
+    rank_by: str = "score"
     row: dict[str, Column] = field(default_factory=dict)
     run: dict[str, Column] = field(default_factory=dict)
     run_default: dict[str, Column | None] = field(default_factory=dict)
@@ -103,11 +107,9 @@ class Stats:
     def precision_sum(self, *, level: int, cutoff: int | None) -> Column:
         """Sum over relevant documents at positions <= cutoff of (relevant so far / position)."""
         running = f"_cum_rel_l{_level(level)}"
-        window = (
-            Window.partitionBy(*self.partition_columns, S.QUERY_ID)
-            .orderBy(F.col(S.POSITION).asc(), F.col(S.DOC_ID).desc())
-            .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        )
+        window = query_window(
+            rank_by=self.rank_by, partition_columns=self.partition_columns
+        ).rowsBetween(Window.unboundedPreceding, Window.currentRow)
         self.row.setdefault(running, F.sum(is_relevant(level).cast("int")).over(window))
         name = f"_prec_sum_l{_level(level)}_k{_suffix(cutoff)}"
         term = F.col(running).cast("double") / F.col(S.POSITION).cast("double")
