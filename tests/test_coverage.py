@@ -7,8 +7,8 @@ import pytest
 from releval import pipeline
 from releval import schemas as S
 from releval.config import config_from_dict
-from releval.errors import ConfigError
 from releval.coverage import UnjudgedRate, render_lines, with_judged_measures
+from releval.errors import ConfigError
 from releval.metrics import parse_measures
 
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 import random
 
 import pytest
+from helpers import qrels_df, run_df
 
 from releval import schemas as S
 from releval.metrics import parse_measures
 from releval.pipeline import evaluate
-
-from helpers import qrels_df, run_df
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

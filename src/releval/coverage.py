@@ -16,8 +16,8 @@ measure.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
@@ -107,7 +107,8 @@ def render_lines(
             flag = "  <-- above the warning share" if rate.share > warning_share else ""
             lines.append(f"    {rate.label()}: {rate.share:.1%} ({rate.queries} queries){flag}")
         if len(ordered) > MAX_LINES:
-            lines.append(f"    ... {len(ordered) - MAX_LINES} more in the aggregate table (Judged@k)")
+            more = len(ordered) - MAX_LINES
+            lines.append(f"    ... {more} more in the aggregate table (Judged@k)")
     high = [r for r in ordered if r.share > warning_share]
     if high:
         worst = max(high, key=lambda r: r.share)

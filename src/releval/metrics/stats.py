@@ -31,12 +31,12 @@ above them) and finish the sum after the join with the qrels aggregates.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from pyspark.sql import Column, Window
-from pyspark.sql.window import WindowSpec
 from pyspark.sql import functions as F
+from pyspark.sql.window import WindowSpec
 
 from releval import schemas as S
 
