@@ -199,7 +199,7 @@ def run(spark: SparkSession, config: Config) -> Summary:
         aggregate_rows=aggregate_rows,
         unjudged=rates,
         unjudged_warning_share=config.evaluation.unjudged_warning_share,
-        binary_labels=bool(qrels_df.agg(F.max(S.RELEVANCE) <= 1).first()[0]),
+        binary_labels=bool(qrels_df.agg(F.max(S.RELEVANCE) <= 1).collect()[0][0]),
         measures=tuple(measures),
     )
 
