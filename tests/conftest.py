@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Iterator
 
@@ -11,7 +12,12 @@ from pyspark.sql import SparkSession
 from releval.config import SparkSettings
 from releval.session import build_session
 
-CONFORMANCE = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "trec_eval"
+CONFORMANCE = Path(
+    os.environ.get(
+        "RELEVAL_CONFORMANCE_DIR",  # a worktree not next to shared/ can point at it
+        Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "trec_eval",
+    )
+)
 
 
 @pytest.fixture(scope="session")

@@ -61,8 +61,10 @@ def test_job_writes_both_tables(spark, config):
     assert got[("old", "q1", "nDCG@3")] == pytest.approx(1 / (2 + 1 / math.log2(3)))
     assert got[("old", "q2", "RR")] == 0.0 and got[("new", "q2", "RR")] == 0.0
     assert ("old", "q9", "RR") not in got
-    # 2 systems x 2 scored queries x 4 measures
-    assert summary.per_query_rows == per_query.count() == 16
+    # 2 systems x 2 scored queries x (4 measures + Judged@2 and Judged@3, which the job
+    # adds for every cutoff it evaluates)
+    assert summary.per_query_rows == per_query.count() == 24
+    assert got[("old", "q1", "Judged@2")] == 0.5  # C judged, X not
     assert (summary.run_rows, summary.qrels_rows) == (6, 4)
     assert summary.queries_scored == 2 and summary.queries_missing_from_run == 2
     assert summary.queries_without_qrels == 1
@@ -83,7 +85,7 @@ def test_tables_have_the_documented_schema_and_partitioning(spark, config):
     assert detail["partitionColumns"] == ["date"]
     schema = per_query.toDF().schema
     expected_names = ["system", "date", S.QUERY_ID, S.MEASURE, S.CUTOFF, S.REL_LEVEL,
-                      S.MEASURE_KEY, S.VALUE, S.NUM_RET, S.NUM_REL, S.NUM_REL_RET]
+                      S.JUDGED_ONLY, S.MEASURE_KEY, S.VALUE, S.NUM_RET, S.NUM_REL, S.NUM_REL_RET]
     assert schema.fieldNames() == expected_names
     assert schema[S.VALUE].metadata["comment"] == S.PER_QUERY_COMMENTS[S.VALUE]
     aggregate = DeltaTable.forPath(spark, config.output.aggregate_path).toDF()

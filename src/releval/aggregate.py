@@ -50,7 +50,7 @@ def aggregate(
     Returns:
         The columns of :func:`releval.schemas.aggregate_schema`, in order.
     """
-    keys = [*partition_columns, S.MEASURE, S.CUTOFF, S.REL_LEVEL, S.MEASURE_KEY]
+    keys = [*partition_columns, S.MEASURE, S.CUTOFF, S.REL_LEVEL, S.JUDGED_ONLY, S.MEASURE_KEY]
     grouped = per_query.groupBy(*keys).agg(
         F.avg(S.VALUE).alias(_MEAN),
         F.sum(S.VALUE).alias(_SUM),

@@ -118,6 +118,11 @@ def _list_measures() -> int:
     for name, spec in sorted(REGISTRY.items()):
         aliases = f" (also {', '.join(spec.aliases)})" if spec.aliases else ""
         print(f"{name}{aliases}, cutoff {spec.cutoff}: {spec.description}")
+    print(
+        "\nSyntax: NAME[(rel=N)][@k][[judged]]: (rel=N) sets this measure's relevance "
+        "threshold; [judged] computes it on judged documents only (condensed list, "
+        "trec_eval -J). See docs/incomplete-judgments.md."
+    )
     return 0
 
 

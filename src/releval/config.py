@@ -68,6 +68,10 @@ class EvaluationSettings:
     measures: tuple[str, ...] = ("P@5", "P@10", "R@100", "Hit@10", "RR", "nDCG@10", "AP", "AP@100")
     relevance_level: int = 1
     missing_queries: str = "zero"
+    #: Compute every measure judged-only (trec_eval -J); ``[judged]`` does it per measure.
+    judged_only: bool = False
+    #: Warn in the job summary when more than this share of a top k is unjudged.
+    unjudged_warning_share: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,14 @@ def _coerce(f: dataclasses.Field[Any], value: Any, where: str, source: str) -> A
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: {where} must be a table of strings, got {value!r}")
         return {str(k): str(v) for k, v in value.items()}
+    if type_ == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{source}: {where} must be true or false, got {value!r}")
+        return value
+    if type_ == "float":
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise ConfigError(f"{source}: {where} must be a number, got {value!r}")
+        return float(value)
     if type_.startswith("int"):
         if not isinstance(value, int) or isinstance(value, bool):
             raise ConfigError(f"{source}: {where} must be an integer, got {value!r}")
@@ -164,6 +176,11 @@ def validate(config: Config, source: str = "config") -> Config:
     _check_choice(config.evaluation.missing_queries, MISSING_QUERIES, "evaluation.missing_queries", source)
     if not config.evaluation.measures:
         raise ConfigError(f"{source}: evaluation.measures is empty")
+    if not 0.0 <= config.evaluation.unjudged_warning_share <= 1.0:
+        raise ConfigError(
+            f"{source}: evaluation.unjudged_warning_share = "
+            f"{config.evaluation.unjudged_warning_share!r}; expected a share between 0 and 1"
+        )
     missing = [c for c in config.output_partition_columns if c not in config.run.partition_columns]
     if missing:
         raise ConfigError(

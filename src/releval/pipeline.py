@@ -18,6 +18,7 @@ from pyspark.sql import types as T
 from releval import schemas as S
 from releval.aggregate import aggregate, overview
 from releval.config import Config
+from releval.coverage import UnjudgedRate, render_lines, unjudged_rates, with_judged_measures
 from releval.io.readers import read_qrels, read_run
 from releval.io.writers import with_comments, write_delta
 from releval.metrics import Measure, parse_measures
@@ -101,6 +102,10 @@ class Summary:
     missing_queries: str
     per_query_rows: int
     aggregate_rows: int
+    unjudged: tuple[UnjudgedRate, ...] = ()
+    unjudged_warning_share: float = 0.2
+    binary_labels: bool = False
+    measures: tuple[Measure, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -117,6 +122,12 @@ class Summary:
             f"  qrels queries missing from a run ({missing_rule}): {self.queries_missing_from_run}",
             f"  rows written: per-query {self.per_query_rows}, aggregate {self.aggregate_rows}",
         ]
+        lines += render_lines(
+            self.unjudged,
+            warning_share=self.unjudged_warning_share,
+            binary_labels=self.binary_labels,
+            measures=self.measures,
+        )
         return "\n".join(lines)
 
 
@@ -132,8 +143,11 @@ def run(spark: SparkSession, config: Config) -> Summary:
         The job summary.
     """
     measures = parse_measures(
-        config.evaluation.measures, relevance_level=config.evaluation.relevance_level
+        config.evaluation.measures,
+        relevance_level=config.evaluation.relevance_level,
+        judged_only=config.evaluation.judged_only,
     )
+    measures = with_judged_measures(measures, relevance_level=config.evaluation.relevance_level)
     parts = list(config.run.partition_columns)
     run_df = read_run(spark, config.run)
     qrels_df = read_qrels(spark, config.qrels)
@@ -172,6 +186,10 @@ def run(spark: SparkSession, config: Config) -> Summary:
             partition_columns=out_parts,
             description="releval aggregate measures: one row per run partition, measure, averaging.",
         )
+        rates = tuple(
+            UnjudgedRate.from_row(r, parts)
+            for r in unjudged_rates(per_query, partition_columns=parts).collect()
+        )
     finally:
         queries.unpersist()
     return Summary(
@@ -184,6 +202,10 @@ def run(spark: SparkSession, config: Config) -> Summary:
         missing_queries=config.evaluation.missing_queries,
         per_query_rows=per_query_rows,
         aggregate_rows=aggregate_rows,
+        unjudged=rates,
+        unjudged_warning_share=config.evaluation.unjudged_warning_share,
+        binary_labels=bool(qrels_df.agg(F.max(S.RELEVANCE) <= 1).collect()[0][0]),
+        measures=tuple(measures),
     )
 
 

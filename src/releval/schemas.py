@@ -23,6 +23,7 @@ POSITION = "position"
 MEASURE = "measure"
 CUTOFF = "cutoff"
 REL_LEVEL = "rel_level"
+JUDGED_ONLY = "judged_only"
 MEASURE_KEY = "measure_key"
 VALUE = "value"
 NUM_RET = "num_ret"
@@ -53,14 +54,23 @@ MEASURE_FIELDS = [
     T.StructField(MEASURE, T.StringType(), False),
     T.StructField(CUTOFF, T.IntegerType(), True),
     T.StructField(REL_LEVEL, T.IntegerType(), False),
+    T.StructField(JUDGED_ONLY, T.BooleanType(), False),
     T.StructField(MEASURE_KEY, T.StringType(), False),
 ]
 
 PER_QUERY_COMMENTS = {
     QUERY_ID: "Query id, as in the run and the qrels.",
-    MEASURE: "Measure family: P, R, Hit, RR, nDCG, AP, num_ret, num_rel, num_rel_ret.",
+    MEASURE: (
+        "Measure family: P, R, Hit, RR, nDCG, nDCG_exp, AP, Rprec, bpref, Judged, "
+        "num_ret, num_rel, num_rel_ret."
+    ),
     CUTOFF: "Rank cutoff k of the measure; null when the measure has none (RR, AP).",
     REL_LEVEL: "A document counts as relevant when its label >= rel_level (nDCG gains ignore it).",
+    JUDGED_ONLY: (
+        "true: judged-only (condensed-list) variant, unjudged documents removed from the "
+        "ranking before cutting at k (trec_eval -J); key ends in [judged]. false: unjudged "
+        "documents count as non-relevant."
+    ),
     MEASURE_KEY: "The measure as written in the measure list, canonical form: P@10, nDCG@10, AP.",
     VALUE: "The measure's value for this query.",
     NUM_RET: "Documents the run retrieved for this query (all ranks).",
@@ -72,6 +82,7 @@ AGGREGATE_COMMENTS = {
     MEASURE: PER_QUERY_COMMENTS[MEASURE],
     CUTOFF: PER_QUERY_COMMENTS[CUTOFF],
     REL_LEVEL: PER_QUERY_COMMENTS[REL_LEVEL],
+    JUDGED_ONLY: PER_QUERY_COMMENTS[JUDGED_ONLY],
     MEASURE_KEY: PER_QUERY_COMMENTS[MEASURE_KEY],
     AVERAGING: (
         "macro: mean over queries of the per-query values; micro: pooled counts over "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from releval.metrics import counts, dcg, rank_based, set_based  # noqa: F401  (register specs)
+from releval.metrics import counts, dcg, incomplete, rank_based, set_based  # noqa: F401  (register specs)
 from releval.metrics.registry import REGISTRY, Measure, MetricSpec, parse_measure, parse_measures
 
 __all__ = ["REGISTRY", "Measure", "MetricSpec", "parse_measure", "parse_measures"]

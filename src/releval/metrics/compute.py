@@ -115,22 +115,24 @@ def query_measures(
     Returns:
         Partition columns, query_id, the ``_in_run`` / ``_in_qrels`` flags, ``num_ret``
         and ``_measures``: an array with one struct per measure (measure, cutoff,
-        rel_level, measure_key, value, num_rel, num_rel_ret). See :func:`long_format`.
+        rel_level, judged_only, measure_key, value, num_rel, num_rel_ret). See :func:`long_format`.
     """
     stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by)
     num_ret = stats.num_ret()
     entries = []
     for m in measures:
         spec = m.spec
+        view = stats.judged() if m.judged_only else stats
         entries.append(
             F.struct(
                 F.lit(m.name).alias(S.MEASURE),
                 F.lit(m.cutoff).cast("int").alias(S.CUTOFF),
                 F.lit(m.rel_level).cast("int").alias(S.REL_LEVEL),
+                F.lit(m.judged_only).alias(S.JUDGED_ONLY),
                 F.lit(m.key).alias(S.MEASURE_KEY),
-                spec.value(m, stats).cast("double").alias(S.VALUE),
+                spec.value(m, view).cast("double").alias(S.VALUE),
                 stats.num_rel(level=m.rel_level).cast("long").alias(S.NUM_REL),
-                spec.num_rel_ret(m, stats).cast("long").alias(S.NUM_REL_RET),
+                spec.num_rel_ret(m, view).cast("long").alias(S.NUM_REL_RET),
             )
         )
     table = query_table(
@@ -168,6 +170,7 @@ def long_format(wide: DataFrame, *, partition_columns: Sequence[str]) -> DataFra
             f"_m.{S.MEASURE}",
             f"_m.{S.CUTOFF}",
             f"_m.{S.REL_LEVEL}",
+            f"_m.{S.JUDGED_ONLY}",
             f"_m.{S.MEASURE_KEY}",
             f"_m.{S.VALUE}",
             S.NUM_RET,

@@ -1,4 +1,4 @@
-"""Measures of where relevant documents sit: reciprocal rank and average precision."""
+"""Measures of where relevant documents sit: reciprocal rank, average precision, R-precision."""
 
 from __future__ import annotations
 
@@ -48,5 +48,30 @@ register(
         description="AP = sum over relevant retrieved documents (at ranks 1..k for AP@k) of "
         "precision at their rank, divided by all relevant documents of the query in the "
         "qrels (retrieved or not); 0 when the query has none. Its mean is MAP.",
+    )
+)
+
+
+def _r_precision_hits(m: Measure, s: Stats) -> Column:
+    num_rel = s.num_rel(level=m.rel_level)
+    positions = s.rel_positions(level=m.rel_level)
+    return F.size(F.filter(positions, lambda p: p <= num_rel)).cast("long")
+
+
+def _r_precision(m: Measure, s: Stats) -> Column:
+    return safe_divide(_r_precision_hits(m, s), s.num_rel(level=m.rel_level))
+
+
+register(
+    MetricSpec(
+        name="Rprec",
+        aliases=(),
+        cutoff="none",
+        value=_r_precision,
+        num_rel_ret=_r_precision_hits,
+        trec_name=lambda m: "Rprec",
+        description="Rprec = (relevant documents at ranks 1..R) / R, R = relevant documents "
+        "of the query in the qrels (precision at rank R, where it equals recall); divides "
+        "by R even when fewer than R documents were retrieved; 0 when R = 0.",
     )
 )

@@ -1,7 +1,8 @@
 """The metric registry: every measure is declared once, as a :class:`MetricSpec`.
 
-A measure string such as ``nDCG@10``, ``P(rel=2)@5`` or ``AP`` parses to a
-:class:`Measure`: the spec's name plus its parameters (cutoff, relevance level).
+A measure string such as ``nDCG@10``, ``P(rel=2)@5``, ``AP`` or
+``nDCG@10[judged]`` parses to a :class:`Measure`: the spec's name plus its
+parameters (cutoff, relevance level, judged-only flag).
 Families register their specs by calling :func:`register` at import time; the
 modules are imported by ``releval.metrics``.
 """
@@ -34,6 +35,9 @@ class Measure:
     cutoff: int | None
     rel_level: int
     rel_explicit: bool = False
+    #: Computed on the condensed ranking: unjudged documents removed before cutting at k
+    #: (trec_eval ``-J``, ir_measures ``judged_only``). Written as ``[judged]`` after the key.
+    judged_only: bool = False
 
     @property
     def spec(self) -> MetricSpec:
@@ -41,15 +45,21 @@ class Measure:
 
     @property
     def key(self) -> str:
-        """Canonical form, as written in the output (``P@10``, ``AP(rel=2)``)."""
+        """Canonical form, as written in the output (``P@10``, ``AP(rel=2)``, ``P@5[judged]``)."""
         rel = f"(rel={self.rel_level})" if self.rel_explicit else ""
         cut = f"@{self.cutoff}" if self.cutoff is not None else ""
-        return f"{self.name}{rel}{cut}"
+        judged = JUDGED_SUFFIX if self.judged_only else ""
+        return f"{self.name}{rel}{cut}{judged}"
 
     @property
     def trec_name(self) -> str | None:
-        """trec_eval's name for this measure, or None when it has none."""
-        return self.spec.trec_name(self) if self.spec.trec_name else None
+        """trec_eval's name for this measure, or None when it has none.
+
+        Judged-only variants have none: trec_eval's ``-J`` applies to a whole run.
+        """
+        if self.judged_only or not self.spec.trec_name:
+            return None
+        return self.spec.trec_name(self)
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,8 @@ class MetricSpec:
             divided by k * queries (P@k) or by the sum of num_rel (R@k).
         trec_name: trec_eval's measure name for a parsed measure.
         description: the formula, shown by ``releval measures``.
+        judged_variant: whether a ``[judged]`` (condensed-list) variant makes sense
+            (not for Judged@k itself, which measures the unjudged documents).
     """
 
     name: str
@@ -78,6 +90,7 @@ class MetricSpec:
     micro: MicroDenominator | None = None
     trec_name: Callable[[Measure], str | None] | None = None
     description: str = ""
+    judged_variant: bool = True
 
 
 REGISTRY: dict[str, MetricSpec] = {}
@@ -97,8 +110,12 @@ def register(spec: MetricSpec) -> MetricSpec:
 _MEASURE_RE = re.compile(
     r"^(?P<name>[A-Za-z_][A-Za-z_0-9]*?)"
     r"(?:\(\s*rel\s*=\s*(?P<rel>[^)]*)\))?"
-    r"(?:@(?P<cutoff>.*))?$"
+    r"(?:@(?P<cutoff>[^\[]*))?"
+    r"(?:\[(?P<flag>[^\]]*)\])?$"
 )
+
+#: The measure-string suffix of a judged-only (condensed-list) measure.
+JUDGED_SUFFIX = "[judged]"
 
 
 _TREC_RE = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<cutoff>\d+)$")
@@ -108,15 +125,18 @@ def _all_names() -> list[str]:
     return sorted({*REGISTRY, *(a for s in REGISTRY.values() for a in s.aliases)})
 
 
-def parse_measure(text: str, *, relevance_level: int = 1) -> Measure:
-    """Parse ``NAME[(rel=N)][@k]`` into a :class:`Measure`.
+def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = False) -> Measure:
+    """Parse ``NAME[(rel=N)][@k][[judged]]`` into a :class:`Measure`.
 
     trec_eval's names are accepted too: ``P_5``, ``recall_100``, ``success_10``,
-    ``ndcg_cut_10``, ``map_cut_100``, ``map``, ``recip_rank``.
+    ``ndcg_cut_10``, ``map_cut_100``, ``map``, ``recip_rank``, ``Rprec``, ``bpref``.
 
     Args:
         text: the measure as a user wrote it.
         relevance_level: the default threshold of binary relevance.
+        judged_only: the default of the judged-only flag (``evaluation.judged_only``);
+            ``[judged]`` in the text sets it for one measure. Ignored for measures
+            without a judged variant (Judged@k) unless written explicitly.
 
     Raises:
         MeasureError: unknown name (with the closest valid names), bad cutoff or level.
@@ -126,7 +146,10 @@ def parse_measure(text: str, *, relevance_level: int = 1) -> Measure:
         text = f"{trec_style['name']}@{trec_style['cutoff']}"  # trec_eval's P_5 is P@5
     match = _MEASURE_RE.match(text.strip())
     if not match:
-        raise MeasureError(f"cannot parse measure {text!r}; expected NAME, NAME@k or NAME(rel=N)@k")
+        raise MeasureError(
+            f"cannot parse measure {text!r}; expected NAME, NAME@k, NAME(rel=N)@k "
+            f"or NAME(rel=N)@k{JUDGED_SUFFIX}"
+        )
     raw_name = match["name"]
     name = _BY_LOWER_NAME.get(raw_name.lower())
     if name is None:
@@ -154,19 +177,43 @@ def parse_measure(text: str, *, relevance_level: int = 1) -> Measure:
             raise MeasureError(f"measure {text!r}: rel must be an integer, got {raw_rel!r}")
         rel_level = int(raw_rel)
         rel_explicit = True
-    return Measure(name=name, cutoff=cutoff, rel_level=rel_level, rel_explicit=rel_explicit)
+    judged = judged_only and spec.judged_variant
+    if match["flag"] is not None:
+        if f"[{match['flag'].strip().lower()}]" != JUDGED_SUFFIX:
+            raise MeasureError(
+                f"measure {text!r}: unknown suffix [{match['flag']}]; the only suffix is "
+                f"{JUDGED_SUFFIX} (judged-only, condensed-list evaluation)"
+            )
+        if not spec.judged_variant:
+            raise MeasureError(
+                f"measure {text!r}: {name} has no judged-only variant "
+                "(it would count judged documents among judged documents)"
+            )
+        judged = True
+    return Measure(
+        name=name,
+        cutoff=cutoff,
+        rel_level=rel_level,
+        rel_explicit=rel_explicit,
+        judged_only=judged,
+    )
 
 
-def parse_measures(texts: Sequence[str], *, relevance_level: int = 1) -> list[Measure]:
+def parse_measures(
+    texts: Sequence[str], *, relevance_level: int = 1, judged_only: bool = False
+) -> list[Measure]:
     """Parse a list of measure strings, dropping exact repeats but keeping order.
 
-    A single string may hold several measures separated by commas.
+    A single string may hold several measures separated by commas. ``judged_only``
+    makes every measure (that has such a variant) judged-only, like trec_eval ``-J``.
     """
     measures: list[Measure] = []
     for text in texts:
         for part in text.split(","):
             if part.strip():
-                measure = parse_measure(part, relevance_level=relevance_level)
+                measure = parse_measure(
+                    part, relevance_level=relevance_level, judged_only=judged_only
+                )
                 if measure not in measures:
                     measures.append(measure)
     if not measures:

@@ -12,23 +12,38 @@ Statistics come from three places:
   relevant documents, for AP);
 * run aggregates: ``groupBy(partition, query)`` over the ranked, judged rows;
 * qrels aggregates: ``groupBy(query)`` over the qrels (relevant count, ideal DCG).
+
+Judged-only (condensed-list) measures ask a view of the collector,
+``stats.judged()``: the same dictionaries, but every statistic that depends on
+rank uses the *condensed position* (the rank among the query's judged documents,
+a running count over the same window) and counts only judged rows. Their names
+end in ``_j``, so the full and the condensed statistics live side by side and
+everything is still one ``groupBy`` over the run rows.
+
+A document is *judged* when it has any label in the qrels, negative or not.
+
+Statistics that need a qrels count inside a per-row term (R-precision cuts at
+R = num_rel; bpref caps counts at num_rel) collect a small array per query in the
+run ``groupBy`` (positions of relevant documents, or judged non-relevant counts
+above them) and finish the sum after the join with the qrels aggregates.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
+from pyspark.sql.window import WindowSpec
 
 from releval import schemas as S
 from releval.ranking import query_window
 
 IDEAL_POSITION = "_ideal_position"
-
-
-def _within(cutoff: int | None) -> Column:
-    return F.lit(True) if cutoff is None else F.col(S.POSITION) <= cutoff
+#: Rank among the query's judged documents (null for unjudged rows); a row column.
+JUDGED_POSITION = "_judged_position"
 
 
 def _suffix(cutoff: int | None) -> str:
@@ -49,6 +64,23 @@ def linear_gain(label: Column) -> Column:
     return F.when(label > 0, label.cast("double")).otherwise(F.lit(0.0))
 
 
+def is_judged() -> Column:
+    """True when the row's document has a label in the qrels (any label, negative too)."""
+    return F.col(S.RELEVANCE).isNotNull()
+
+
+def exponential_gain(label: Column) -> Column:
+    """The web-search gain: 2^label - 1 when the label is positive, else 0."""
+    return F.when(label > 0, F.pow(F.lit(2.0), label.cast("double")) - 1.0).otherwise(F.lit(0.0))
+
+
+#: Gain functions of DCG by name; both DCG and the ideal DCG use the same one.
+GAINS: dict[str, Callable[[Column], Column]] = {
+    "linear": linear_gain,
+    "exponential": exponential_gain,
+}
+
+
 def discount(position: Column) -> Column:
     """1 / log2(position + 1)."""
     return F.lit(1.0) / F.log2(position.cast("double") + 1.0)
@@ -66,6 +98,7 @@ class Stats:
         run: name -> aggregate over a query's ranked, judged rows.
         run_default: name -> value when a query has no rows in the run (missing query).
         qrels: name -> aggregate over a query's qrels rows.
+        judged_only: this view ranks by the condensed position (see :meth:`judged`).
     """
 
     partition_columns: tuple[str, ...]
@@ -74,6 +107,37 @@ class Stats:
     run: dict[str, Column] = field(default_factory=dict)
     run_default: dict[str, Column | None] = field(default_factory=dict)
     qrels: dict[str, Column] = field(default_factory=dict)
+    judged_only: bool = False
+
+    def judged(self) -> Stats:
+        """A view for judged-only measures: same dictionaries, condensed positions."""
+        return dataclasses.replace(self, judged_only=True)
+
+    def _window(self) -> WindowSpec:
+        """A query's rows in ranking order, from the first to the current row."""
+        return query_window(
+            rank_by=self.rank_by, partition_columns=self.partition_columns
+        ).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+
+    def _position(self) -> Column:
+        """The rank this view uses: the position, or the condensed (judged-only) position."""
+        if not self.judged_only:
+            return F.col(S.POSITION)
+        judged_so_far = F.sum(is_judged().cast("int")).over(self._window())
+        self.row.setdefault(JUDGED_POSITION, F.when(is_judged(), judged_so_far))
+        return F.col(JUDGED_POSITION)
+
+    def _within(self, cutoff: int | None) -> Column:
+        """Rows this view counts that sit at ranks 1..cutoff (unjudged rows excluded if judged)."""
+        if cutoff is None and not self.judged_only:
+            return F.lit(True)
+        position = self._position()
+        if cutoff is None:
+            return position.isNotNull()
+        return F.coalesce(position <= cutoff, F.lit(False))
+
+    def _name(self, name: str) -> str:
+        return f"{name}_j" if self.judged_only else name
 
     def _run_stat(self, name: str, agg: Column, default: Column | None) -> Column:
         self.run.setdefault(name, agg)
@@ -81,40 +145,79 @@ class Stats:
         return F.col(name)
 
     def num_ret(self) -> Column:
-        """Documents retrieved for the query (all ranks)."""
-        return self._run_stat("_num_ret", F.count(F.lit(1)), F.lit(0).cast("long"))
+        """Documents retrieved for the query (all ranks; judged view: judged documents)."""
+        if not self.judged_only:
+            return self._run_stat("_num_ret", F.count(F.lit(1)), F.lit(0).cast("long"))
+        agg = F.sum(F.when(self._within(None), 1).otherwise(0)).cast("long")
+        return self._run_stat(self._name("_num_ret"), agg, F.lit(0).cast("long"))
+
+    def ret(self, *, cutoff: int | None) -> Column:
+        """Documents retrieved at ranks 1..cutoff (fewer than k when the run is short)."""
+        name = self._name(f"_ret_k{_suffix(cutoff)}")
+        agg = F.sum(F.when(self._within(cutoff), 1).otherwise(0)).cast("long")
+        return self._run_stat(name, agg, F.lit(0).cast("long"))
+
+    def judged_ret(self, *, cutoff: int | None) -> Column:
+        """Documents at ranks 1..cutoff that have a label in the qrels."""
+        name = self._name(f"_judged_ret_k{_suffix(cutoff)}")
+        agg = F.sum(F.when(is_judged() & self._within(cutoff), 1).otherwise(0)).cast("long")
+        return self._run_stat(name, agg, F.lit(0).cast("long"))
 
     def rel_ret(self, *, level: int, cutoff: int | None) -> Column:
         """Relevant documents (label >= level) retrieved at positions <= cutoff."""
-        name = f"_rel_ret_l{_level(level)}_k{_suffix(cutoff)}"
-        hit = is_relevant(level) & _within(cutoff)
+        name = self._name(f"_rel_ret_l{_level(level)}_k{_suffix(cutoff)}")
+        hit = is_relevant(level) & self._within(cutoff)
         agg = F.sum(F.when(hit, 1).otherwise(0)).cast("long")
         return self._run_stat(name, agg, F.lit(0).cast("long"))
 
     def first_rel_position(self, *, level: int) -> Column:
         """Position of the first relevant document; null when none was retrieved."""
-        name = f"_first_rel_l{_level(level)}"
-        agg = F.min(F.when(is_relevant(level), F.col(S.POSITION)))
+        name = self._name(f"_first_rel_l{_level(level)}")
+        agg = F.min(F.when(is_relevant(level), self._position()))
         return self._run_stat(name, agg, None)
 
-    def dcg(self, *, cutoff: int | None) -> Column:
-        """Sum over positions <= cutoff of gain(label) / log2(position + 1)."""
-        name = f"_dcg_k{_suffix(cutoff)}"
-        gain = linear_gain(F.coalesce(F.col(S.RELEVANCE), F.lit(0)))
-        agg = F.sum(F.when(_within(cutoff), gain * discount(F.col(S.POSITION))).otherwise(0.0))
+    def dcg(self, *, cutoff: int | None, gain: str = "linear") -> Column:
+        """Sum over positions <= cutoff of gain(label) / log2(position + 1).
+
+        ``gain`` names a function of :data:`GAINS` (linear: trec_eval's; exponential).
+        """
+        name = self._name(f"_dcg{'' if gain == 'linear' else '_' + gain}_k{_suffix(cutoff)}")
+        g = GAINS[gain](F.coalesce(F.col(S.RELEVANCE), F.lit(0)))
+        term = g * discount(self._position())
+        agg = F.sum(F.when(self._within(cutoff), term).otherwise(0.0))
         return self._run_stat(name, agg, F.lit(0.0))
 
     def precision_sum(self, *, level: int, cutoff: int | None) -> Column:
         """Sum over relevant documents at positions <= cutoff of (relevant so far / position)."""
         running = f"_cum_rel_l{_level(level)}"
-        window = query_window(
-            rank_by=self.rank_by, partition_columns=self.partition_columns
-        ).rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        self.row.setdefault(running, F.sum(is_relevant(level).cast("int")).over(window))
-        name = f"_prec_sum_l{_level(level)}_k{_suffix(cutoff)}"
-        term = F.col(running).cast("double") / F.col(S.POSITION).cast("double")
-        agg = F.sum(F.when(is_relevant(level) & _within(cutoff), term).otherwise(0.0))
+        self.row.setdefault(running, F.sum(is_relevant(level).cast("int")).over(self._window()))
+        name = self._name(f"_prec_sum_l{_level(level)}_k{_suffix(cutoff)}")
+        term = F.col(running).cast("double") / self._position().cast("double")
+        agg = F.sum(F.when(is_relevant(level) & self._within(cutoff), term).otherwise(0.0))
         return self._run_stat(name, agg, F.lit(0.0))
+
+    def rel_positions(self, *, level: int) -> Column:
+        """Array of the positions of the query's relevant retrieved documents (any order)."""
+        name = self._name(f"_rel_pos_l{_level(level)}")
+        agg = F.collect_list(F.when(is_relevant(level), self._position().cast("long")))
+        return self._run_stat(name, agg, F.array().cast("array<long>"))
+
+    def nonrel_above_relevant(self, *, level: int) -> Column:
+        """Array with, for each relevant retrieved document, the judged non-relevant
+        documents (0 <= label < level) ranked above it.
+
+        Negative labels are neither relevant nor non-relevant here: trec_eval's bpref
+        treats them as "in the pool, not judged" and skips them; unjudged documents are
+        skipped too, so the array is the same in the judged-only view.
+        """
+        running = f"_cum_nonrel_l{_level(level)}"
+        nonrel = (F.col(S.RELEVANCE) >= 0) & (F.col(S.RELEVANCE) < level)
+        self.row.setdefault(
+            running, F.sum(F.coalesce(nonrel, F.lit(False)).cast("long")).over(self._window())
+        )
+        name = f"_nonrel_above_l{_level(level)}"
+        agg = F.collect_list(F.when(is_relevant(level), F.col(running)))
+        return self._run_stat(name, agg, F.array().cast("array<long>"))
 
     def num_rel(self, *, level: int) -> Column:
         """Documents of the query with label >= level in the qrels."""
@@ -122,12 +225,19 @@ class Stats:
         self.qrels.setdefault(name, F.sum(is_relevant(level).cast("long")))
         return F.col(name)
 
-    def ideal_dcg(self, *, cutoff: int | None) -> Column:
+    def num_nonrel(self, *, level: int) -> Column:
+        """Judged non-relevant documents of the query: 0 <= label < level (bpref's N)."""
+        name = f"_num_nonrel_l{_level(level)}"
+        nonrel = (F.col(S.RELEVANCE) >= 0) & (F.col(S.RELEVANCE) < level)
+        self.qrels.setdefault(name, F.sum(nonrel.cast("long")))
+        return F.col(name)
+
+    def ideal_dcg(self, *, cutoff: int | None, gain: str = "linear") -> Column:
         """DCG of the ideal ranking: all positive labels of the query, best first, cut at k."""
-        name = f"_idcg_k{_suffix(cutoff)}"
-        gain = linear_gain(F.col(S.RELEVANCE))
+        name = f"_idcg{'' if gain == 'linear' else '_' + gain}_k{_suffix(cutoff)}"
+        g = GAINS[gain](F.col(S.RELEVANCE))
         within = F.lit(True) if cutoff is None else F.col(IDEAL_POSITION) <= cutoff
-        agg = F.sum(F.when(within, gain * discount(F.col(IDEAL_POSITION))).otherwise(0.0))
+        agg = F.sum(F.when(within, g * discount(F.col(IDEAL_POSITION))).otherwise(0.0))
         self.qrels.setdefault(name, agg)
         return F.col(name)
 

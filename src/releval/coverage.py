@@ -1,0 +1,126 @@
+"""How much of each top k was judged: Judged@k for the summary, and its warnings.
+
+Every other measure counts an unjudged document as non-relevant, so a run whose
+top k is largely unjudged is under-scored by P@k, nDCG@k and the like. releval
+therefore always computes ``Judged@k`` for every cutoff k of the requested
+measures (adding it to the measure list when it is not there: the rows are
+written to both tables like any measure), and the job summary reports the
+unjudged share ``1 - mean Judged@k`` per run partition and k, with a warning above
+``evaluation.unjudged_warning_share``.
+
+The summary's share is the mean over the queries the run retrieved something for
+(``num_ret > 0``); the aggregate table's ``Judged@k`` macro row also counts qrels
+queries missing from the run as 0 when ``missing_queries = "zero"``, like every
+measure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
+
+from releval import schemas as S
+from releval.metrics.registry import Measure
+
+JUDGED = "Judged"
+UNJUDGED_SHARE = "unjudged_share"
+QUERIES = "queries"
+#: How many (run partition, k) lines the summary prints before it abbreviates.
+MAX_LINES = 20
+#: Measures that gain nothing from graded labels when every label is 0/1 (or negative).
+GRADED_MEASURES = ("nDCG", "nDCG_exp")
+
+
+def with_judged_measures(measures: Sequence[Measure], *, relevance_level: int) -> list[Measure]:
+    """The measures plus ``Judged@k`` for each cutoff k that has none yet, in order of k.
+
+    Args:
+        measures: the parsed measure list.
+        relevance_level: the job's default level (Judged@k ignores it; it sets the
+            ``num_rel`` / ``num_rel_ret`` columns of the added rows).
+    """
+    have = {m.cutoff for m in measures if m.name == JUDGED}
+    cutoffs = sorted({m.cutoff for m in measures if m.cutoff is not None} - have)
+    added = [Measure(name=JUDGED, cutoff=k, rel_level=relevance_level) for k in cutoffs]
+    return [*measures, *added]
+
+
+def unjudged_rates(per_query: DataFrame, *, partition_columns: Sequence[str]) -> DataFrame:
+    """Per (run partition, k): 1 - mean Judged@k over the queries with retrieved documents.
+
+    Args:
+        per_query: rows of the per-query table (with Judged@k rows).
+        partition_columns: the run's partition columns.
+
+    Returns:
+        The partition columns, ``cutoff``, ``unjudged_share`` and ``queries``.
+    """
+    parts = list(partition_columns)
+    judged = per_query.where(
+        (F.col(S.MEASURE) == JUDGED) & F.col(S.CUTOFF).isNotNull() & (F.col(S.NUM_RET) > 0)
+    )
+    return judged.groupBy(*parts, S.CUTOFF).agg(
+        (F.lit(1.0) - F.avg(S.VALUE)).alias(UNJUDGED_SHARE),
+        F.count_distinct(S.QUERY_ID).alias(QUERIES),
+    )
+
+
+@dataclass(frozen=True)
+class UnjudgedRate:
+    """The unjudged share of the top k of one run partition."""
+
+    partition: tuple[tuple[str, str], ...]
+    cutoff: int
+    share: float
+    queries: int
+
+    @classmethod
+    def from_row(cls, row: Row, partition_columns: Sequence[str]) -> UnjudgedRate:
+        return cls(
+            partition=tuple((c, str(row[c])) for c in partition_columns),
+            cutoff=int(row[S.CUTOFF]),
+            share=float(row[UNJUDGED_SHARE]),
+            queries=int(row[QUERIES]),
+        )
+
+    def label(self) -> str:
+        where = ", ".join(f"{c}={v}" for c, v in self.partition)
+        return f"{where + ' ' if where else ''}top {self.cutoff}"
+
+
+def render_lines(
+    rates: Sequence[UnjudgedRate],
+    *,
+    warning_share: float,
+    binary_labels: bool,
+    measures: Sequence[Measure],
+) -> list[str]:
+    """The summary lines about judgment coverage (empty when there is nothing to say)."""
+    lines: list[str] = []
+    ordered = sorted(rates, key=lambda r: (r.partition, r.cutoff))
+    if ordered:
+        lines.append("  unjudged share of the top k (1 - mean Judged@k, queries with results):")
+        for rate in ordered[:MAX_LINES]:
+            flag = "  <-- above the warning share" if rate.share > warning_share else ""
+            lines.append(f"    {rate.label()}: {rate.share:.1%} ({rate.queries} queries){flag}")
+        if len(ordered) > MAX_LINES:
+            more = len(ordered) - MAX_LINES
+            lines.append(f"    ... {more} more in the aggregate table (Judged@k)")
+    high = [r for r in ordered if r.share > warning_share]
+    if high:
+        worst = max(high, key=lambda r: r.share)
+        lines.append(
+            f"  WARNING: more than {warning_share:.0%} of the top k is unjudged in {len(high)} of "
+            f"{len(ordered)} (run partition, k) pairs (worst: {worst.label()}, {worst.share:.1%}). "
+            "Unjudged documents count as non-relevant, so P@k, nDCG@k and the like undercount; "
+            "compare with the judged-only variants (e.g. nDCG@10[judged]) or bpref."
+        )
+    if binary_labels and any(m.name in GRADED_MEASURES for m in measures):
+        lines.append(
+            "  note: all qrels labels are binary (at most 1): nDCG adds little over Recall and AP "
+            "here, and nDCG_exp equals nDCG."
+        )
+    return lines

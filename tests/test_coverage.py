@@ -1,0 +1,85 @@
+"""Judgment coverage in the job: Judged@k for every cutoff, the unjudged share, the warning."""
+
+from __future__ import annotations
+
+import pytest
+
+from releval import pipeline
+from releval import schemas as S
+from releval.config import config_from_dict
+from releval.coverage import UnjudgedRate, render_lines, with_judged_measures
+from releval.errors import ConfigError
+from releval.metrics import parse_measures
+
+
+def test_judged_measures_are_added_for_every_cutoff():
+    measures = parse_measures(["P@10,nDCG@5,AP,Judged@10,R(rel=2)@20"])
+    keys = [m.key for m in with_judged_measures(measures, relevance_level=1)]
+    # Judged@10 is already there; AP has no cutoff
+    assert keys == ["P@10", "nDCG@5", "AP", "Judged@10", "R(rel=2)@20", "Judged@5", "Judged@20"]
+
+
+def test_render_warns_above_the_share_and_notes_binary_labels():
+    rates = [
+        UnjudgedRate(partition=(("run_id", "a"),), cutoff=10, share=0.35, queries=4),
+        UnjudgedRate(partition=(("run_id", "a"),), cutoff=5, share=0.1, queries=4),
+    ]
+    lines = render_lines(
+        rates, warning_share=0.2, binary_labels=True, measures=parse_measures(["nDCG@10"])
+    )
+    text = "\n".join(lines)
+    assert "run_id=a top 5: 10.0% (4 queries)" in text
+    assert "run_id=a top 10: 35.0% (4 queries)  <-- above the warning share" in text
+    assert "WARNING: more than 20% of the top k is unjudged in 1 of 2" in text
+    assert "nDCG adds little over Recall and AP" in text
+    quiet = render_lines(
+        rates, warning_share=0.5, binary_labels=True, measures=parse_measures(["P@10"])
+    )
+    assert not any("WARNING" in line or "note:" in line for line in quiet)
+
+
+def test_config_keys():
+    base = {"run": {"path": "r", "format": "trec"}, "qrels": {"path": "q", "format": "trec"}}
+    config = config_from_dict(
+        {**base, "evaluation": {"judged_only": True, "unjudged_warning_share": 0.5}}
+    )
+    assert config.evaluation.judged_only is True
+    assert config.evaluation.unjudged_warning_share == 0.5
+    assert config_from_dict(base).evaluation.unjudged_warning_share == 0.2
+    with pytest.raises(ConfigError, match="unjudged_warning_share"):
+        config_from_dict({**base, "evaluation": {"unjudged_warning_share": 1.5}})
+    with pytest.raises(ConfigError, match="judged_only must be true or false"):
+        config_from_dict({**base, "evaluation": {"judged_only": "yes"}})
+
+
+def test_job_summary_reports_the_unjudged_share(spark, tmp_path):
+    # q1 ranks A X Y (X, Y unjudged); q2 ranks B C (both judged). Binary labels.
+    (tmp_path / "run.txt").write_text(
+        "q1 Q0 A 1 3.0 sys\nq1 Q0 X 2 2.0 sys\nq1 Q0 Y 3 1.0 sys\n"
+        "q2 Q0 B 1 2.0 sys\nq2 Q0 C 2 1.0 sys\n"
+    )
+    (tmp_path / "qrels.txt").write_text("q1 0 A 1\nq2 0 B 1\nq2 0 C 0\n")
+    config = config_from_dict(
+        {
+            "run": {"path": str(tmp_path / "run.txt"), "format": "trec",
+                    "partition_columns": ["run_id"]},
+            "qrels": {"path": str(tmp_path / "qrels.txt"), "format": "trec"},
+            "evaluation": {"measures": ["P@1", "nDCG@2[judged]"]},
+            "output": {"per_query_path": str(tmp_path / "pq"),
+                       "aggregate_path": str(tmp_path / "agg")},
+        }
+    )
+    summary = pipeline.run(spark, config)
+    shares = {r.cutoff: (r.share, r.queries) for r in summary.unjudged}
+    # Judged@1: q1 1/1, q2 1/1 -> unjudged 0; Judged@2: q1 1/2 (A, X), q2 2/2 -> 1 - 0.75
+    assert shares == {1: (0.0, 2), 2: (pytest.approx(0.25), 2)}
+    text = summary.render()
+    assert "WARNING: more than 20% of the top k is unjudged in 1 of 2" in text
+    assert "all qrels labels are binary" in text
+    aggregate = {
+        (r[S.MEASURE_KEY], r[S.JUDGED_ONLY]): r[S.VALUE]
+        for r in pipeline.read_aggregate(spark, config).where(f"{S.AVERAGING} = 'macro'").collect()
+    }
+    assert aggregate[("Judged@2", False)] == pytest.approx(0.75)
+    # nDCG@2[judged]: q1 condensed list is A alone -> 1; q2 B C -> 1
+    assert aggregate[("nDCG@2[judged]", True)] == pytest.approx(1.0)
