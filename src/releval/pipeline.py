@@ -18,10 +18,10 @@ from pyspark.sql import types as T
 from releval import schemas as S
 from releval.aggregate import aggregate
 from releval.config import Config
-from releval.io.readers import read_qrels, read_run
 from releval.io.writers import with_comments, write_delta
 from releval.metrics import Measure, parse_measures
 from releval.metrics.compute import IN_QRELS, IN_RUN, judge, long_format, query_measures
+from releval.quality import QualityReport, check_inputs
 from releval.ranking import rank_run
 
 
@@ -96,6 +96,7 @@ class Summary:
     missing_queries: str
     per_query_rows: int
     aggregate_rows: int
+    quality: QualityReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -112,6 +113,8 @@ class Summary:
             f"  qrels queries missing from a run ({missing_rule}): {self.queries_missing_from_run}",
             f"  rows written: per-query {self.per_query_rows}, aggregate {self.aggregate_rows}",
         ]
+        if self.quality is not None:
+            lines.append(self.quality.render())
         return "\n".join(lines)
 
 
@@ -120,8 +123,11 @@ def _partition_fields(run: DataFrame, columns: Sequence[str]) -> list[T.StructFi
     return [by_name[c] for c in columns]
 
 
-def run(spark: SparkSession, config: Config) -> Summary:
+def run(spark: SparkSession, config: Config, *, strict: bool | None = None) -> Summary:
     """Run the evaluation job a config describes; write both Delta tables.
+
+    The inputs are read raw and split into clean and quarantined rows first
+    (:func:`releval.quality.check_inputs`); ``strict`` overrides ``evaluation.strict``.
 
     Returns:
         The job summary.
@@ -130,8 +136,8 @@ def run(spark: SparkSession, config: Config) -> Summary:
         config.evaluation.measures, relevance_level=config.evaluation.relevance_level
     )
     parts = list(config.run.partition_columns)
-    run_df = read_run(spark, config.run)
-    qrels_df = read_qrels(spark, config.qrels)
+    checked = check_inputs(spark, config, strict=strict)
+    run_df, qrels_df = checked.run, checked.qrels
     result = evaluate(
         run_df,
         qrels_df,
@@ -169,9 +175,10 @@ def run(spark: SparkSession, config: Config) -> Summary:
         )
     finally:
         queries.unpersist()
+        checked.unpersist()
     return Summary(
-        run_rows=run_df.count(),
-        qrels_rows=qrels_df.count(),
+        run_rows=checked.report.run.input,
+        qrels_rows=checked.report.qrels.input,
         run_partitions=int(counts["partitions"]),
         queries_scored=int(counts["scored"]),
         queries_without_qrels=int(counts["without_qrels"]),
@@ -179,6 +186,7 @@ def run(spark: SparkSession, config: Config) -> Summary:
         missing_queries=config.evaluation.missing_queries,
         per_query_rows=per_query_rows,
         aggregate_rows=aggregate_rows,
+        quality=checked.report,
     )
 
 
