@@ -10,6 +10,7 @@ import sys
 from typing import Sequence
 
 from releval import pipeline
+from releval.cli import quiet_spark_error_logs
 from releval.config import load_config
 from releval.errors import RelevalError
 from releval.session import build_session
@@ -26,6 +27,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    quiet_spark_error_logs()
     try:
         config = load_config(args.config)
         spark = build_session(config.spark)

@@ -126,9 +126,24 @@ def _list_measures() -> int:
     return 0
 
 
+def quiet_spark_error_logs() -> None:
+    """Stop PySpark from logging analysis errors to stderr as JSON lines.
+
+    PySpark logs every AnalysisException with a query context when it is raised; the readers
+    turn those into one-line InputErrors, so the log line would only repeat the error.
+    """
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``releval`` command."""
     args = _parser().parse_args(argv)
+    quiet_spark_error_logs()
     try:
         if args.command == "measures":
             return _list_measures()
