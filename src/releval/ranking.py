@@ -11,6 +11,8 @@ descending so the order is deterministic.
 
 A document that appears more than once in one query of one run keeps its
 best-ranked occurrence only (trec_eval rejects such runs).
+The job quarantines the other occurrences first (``duplicate_doc``, see
+``releval.validate``), so this dedupe only guards direct callers of :func:`rank_run`.
 """
 
 from __future__ import annotations
