@@ -41,8 +41,8 @@ def test_defaults(tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        (MINIMAL + "[evaluation]\nmeasure = ['P@5']\n", "unknown key(s) ['measure'] in [evaluation]"),
-        (MINIMAL + "[extra]\n", "unknown section(s) ['extra']"),
+        (MINIMAL + "[evaluation]\nmeasure = ['P@5']\n", "job.toml:7: unknown key 'measure' in [evaluation]"),
+        (MINIMAL + "[extra]\n", "job.toml:6: unknown section [extra]"),
         ("[run]\npath='r'\n", "missing section [qrels]"),
         (MINIMAL.replace('path = "r"', 'path = "r"\nrank_by = "position"'), "run.rank_by"),
         (MINIMAL + "[evaluation]\nrelevance_level = '2'\n", "evaluation.relevance_level must be an integer"),

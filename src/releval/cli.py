@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--trec-eval-output", default=None,
                     help="also write per-query and 'all' lines in trec_eval -q format")
     ev.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    ev.add_argument("--strict", action="store_true",
+                    help="fail (exit 2) when any input row is quarantined; the quarantine "
+                    "table is written first")
     sub.add_parser("measures", help="list the measures and their formulas")
     return parser
 
@@ -75,10 +78,12 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
             measures=(args.measures,),
             relevance_level=args.relevance_level,
             missing_queries=args.missing_queries,
+            strict=bool(getattr(args, "strict", False)),
         ),
         output=OutputSettings(
             per_query_path=str(Path(output) / "per_query"),
             aggregate_path=str(Path(output) / "aggregate"),
+            quarantine_path=str(Path(output) / "quarantine"),
         ),
         spark=SparkSettings(master=args.master, app_name="releval-cli", shuffle_partitions=8),
     )
@@ -126,16 +131,46 @@ def _list_measures() -> int:
     return 0
 
 
+def quiet_spark_error_logs() -> None:
+    """Stop PySpark from logging analysis errors to stderr as JSON lines.
+
+    PySpark logs every AnalysisException with a query context when it is raised; the readers
+    turn those into one-line InputErrors, so the log line would only repeat the error.
+    """
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``releval`` command."""
     args = _parser().parse_args(argv)
+    quiet_spark_error_logs()
     try:
         if args.command == "measures":
             return _list_measures()
         return _evaluate(args)
     except RelevalError as exc:
-        print(f"releval: error: {exc}", file=sys.stderr)
+        print(f"releval: error: {one_line(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a Spark analysis error the readers did not name: still one line
+        if type(exc).__name__ not in SPARK_USER_ERRORS:
+            raise
+        print(f"releval: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+
+
+#: Spark exceptions caused by user input (bad table, column or expression), not by a bug.
+SPARK_USER_ERRORS = ("AnalysisException", "ParseException", "IllegalArgumentException")
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an error message (Spark appends plans and stack traces)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 if __name__ == "__main__":

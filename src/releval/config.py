@@ -7,6 +7,7 @@ file, the section and the key. See ``conf/local.toml`` for a commented example.
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -72,6 +73,8 @@ class EvaluationSettings:
     judged_only: bool = False
     #: Warn in the job summary when more than this share of a top k is unjudged.
     unjudged_warning_share: float = 0.2
+    #: Any quarantined input row fails the job (after the quarantine table is written).
+    strict: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,10 @@ class OutputSettings:
     per_query_table: str | None = None
     aggregate_table: str | None = None
     partition_columns: tuple[str, ...] | None = None
+    #: Where rejected input rows go (default: a ``quarantine`` folder next to per_query_path,
+    #: or ``<per_query_table>_quarantine``).
+    quarantine_path: str | None = None
+    quarantine_table: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,7 +139,7 @@ def _coerce(f: dataclasses.Field[Any], value: Any, where: str, source: str) -> A
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: {where} must be a table of strings, got {value!r}")
         return {str(k): str(v) for k, v in value.items()}
-    if type_ == "bool":
+    if type_.startswith("bool"):
         if not isinstance(value, bool):
             raise ConfigError(f"{source}: {where} must be true or false, got {value!r}")
         return value
@@ -225,4 +232,60 @@ def load_config(path: str | Path) -> Config:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    check_unknown_keys(raw, text, str(path))
     return config_from_dict(raw, source=str(path))
+
+
+_SECTION_TYPES = {
+    "run": RunSource,
+    "qrels": QrelsSource,
+    "evaluation": EvaluationSettings,
+    "output": OutputSettings,
+    "spark": SparkSettings,
+}
+
+
+def key_line(text: str, section: str | None, key: str) -> int | None:
+    """1-based line of ``key`` in TOML ``text`` (in ``[section]``, or the header itself).
+
+    tomllib reports no positions, so the text is scanned: section headers
+    ``[name]`` and ``key =`` / ``"key" =`` assignments.
+    """
+    current: str | None = None
+    header = re.compile(r"^\s*\[\s*([^\]\s]+)\s*\]")
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = header.match(line)
+        if match:
+            current = match.group(1)
+            if section is None and current == key:
+                return number
+            continue
+        if section is not None and current == section and re.match(
+            rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=", line
+        ):
+            return number
+    return None
+
+
+def check_unknown_keys(raw: Mapping[str, Any], text: str, source: str) -> None:
+    """Fail on the first unknown section or key, naming the file and its line.
+
+    Raises:
+        ConfigError: ``file:line: unknown key ...`` with the valid keys.
+    """
+    for name, value in raw.items():
+        if name not in _SECTION_TYPES:
+            line = key_line(text, None, name)
+            raise ConfigError(
+                f"{source}:{line or '?'}: unknown section [{name}]; valid: {sorted(_SECTION_TYPES)}"
+            )
+        if not isinstance(value, dict):
+            continue
+        known = {f.name for f in fields(_SECTION_TYPES[name])}
+        for key in value:
+            if key not in known:
+                line = key_line(text, name, key)
+                raise ConfigError(
+                    f"{source}:{line or '?'}: unknown key {key!r} in [{name}]; "
+                    f"valid keys: {sorted(known)}"
+                )

@@ -17,3 +17,11 @@ class InputError(RelevalError):
 
 class MeasureError(RelevalError):
     """A measure name or parameter is invalid."""
+
+
+class QualityError(RelevalError):
+    """Strict mode: input rows were quarantined (the quarantine table was written)."""
+
+
+class AccountingError(RelevalError):
+    """Input rows != rows used + rows quarantined: a row disappeared (a bug, not bad data)."""

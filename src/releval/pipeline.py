@@ -19,10 +19,10 @@ from releval import schemas as S
 from releval.aggregate import aggregate, overview
 from releval.config import Config
 from releval.coverage import UnjudgedRate, render_lines, unjudged_rates, with_judged_measures
-from releval.io.readers import read_qrels, read_run
 from releval.io.writers import with_comments, write_delta
 from releval.metrics import Measure, parse_measures
 from releval.metrics.compute import IN_QRELS, IN_RUN, judge, long_format, query_measures
+from releval.quality import QualityReport, check_inputs
 from releval.ranking import deduplicate
 
 
@@ -106,6 +106,7 @@ class Summary:
     unjudged_warning_share: float = 0.2
     binary_labels: bool = False
     measures: tuple[Measure, ...] = ()
+    quality: QualityReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -122,6 +123,8 @@ class Summary:
             f"  qrels queries missing from a run ({missing_rule}): {self.queries_missing_from_run}",
             f"  rows written: per-query {self.per_query_rows}, aggregate {self.aggregate_rows}",
         ]
+        if self.quality is not None:
+            lines.append(self.quality.render())
         lines += render_lines(
             self.unjudged,
             warning_share=self.unjudged_warning_share,
@@ -136,8 +139,11 @@ def _partition_fields(run: DataFrame, columns: Sequence[str]) -> list[T.StructFi
     return [by_name[c] for c in columns]
 
 
-def run(spark: SparkSession, config: Config) -> Summary:
+def run(spark: SparkSession, config: Config, *, strict: bool | None = None) -> Summary:
     """Run the evaluation job a config describes; write both Delta tables.
+
+    The inputs are read raw and split into clean and quarantined rows first
+    (:func:`releval.quality.check_inputs`); ``strict`` overrides ``evaluation.strict``.
 
     Returns:
         The job summary.
@@ -149,8 +155,8 @@ def run(spark: SparkSession, config: Config) -> Summary:
     )
     measures = with_judged_measures(measures, relevance_level=config.evaluation.relevance_level)
     parts = list(config.run.partition_columns)
-    run_df = read_run(spark, config.run)
-    qrels_df = read_qrels(spark, config.qrels)
+    checked = check_inputs(spark, config, strict=strict)
+    run_df, qrels_df = checked.run, checked.qrels
     result = evaluate(
         run_df,
         qrels_df,
@@ -192,9 +198,10 @@ def run(spark: SparkSession, config: Config) -> Summary:
         )
     finally:
         queries.unpersist()
+        checked.unpersist()
     return Summary(
-        run_rows=run_df.count(),
-        qrels_rows=qrels_df.count(),
+        run_rows=checked.report.run.input,
+        qrels_rows=checked.report.qrels.input,
         run_partitions=int(counts["partitions"]),
         queries_scored=int(counts["scored"]),
         queries_without_qrels=int(counts["without_qrels"]),
@@ -206,6 +213,7 @@ def run(spark: SparkSession, config: Config) -> Summary:
         unjudged_warning_share=config.evaluation.unjudged_warning_share,
         binary_labels=bool(qrels_df.agg(F.max(S.RELEVANCE) <= 1).collect()[0][0]),
         measures=tuple(measures),
+        quality=checked.report,
     )
 
 

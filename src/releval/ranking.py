@@ -15,6 +15,9 @@ best-ranked occurrence only (trec_eval rejects such runs).
 The functions are split so the pipeline can attach labels *before* the
 ranking window: positions and every running statistic then share one sort
 (see :func:`query_window`).
+
+The job quarantines the other occurrences first (``duplicate_doc``, see
+``releval.validate``), so this dedupe only guards direct callers of :func:`rank_run`.
 """
 
 from __future__ import annotations

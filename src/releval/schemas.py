@@ -120,3 +120,41 @@ def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(NUM_QUERIES, T.LongType(), False),
         ]
     )
+
+
+# --- quarantine table ----------------------------------------------------------
+INPUT = "input"
+SOURCE = "source"
+LINE = "line"
+PARTITION = "partition"
+RAW = "raw"
+REASON_CODE = "reason_code"
+MESSAGE = "message"
+JOB_PARTITION = "job_partition"
+
+QUARANTINE_SCHEMA = T.StructType(
+    [
+        T.StructField(INPUT, T.StringType(), False),
+        T.StructField(SOURCE, T.StringType(), True),
+        T.StructField(LINE, T.LongType(), True),
+        T.StructField(PARTITION, T.MapType(T.StringType(), T.StringType(), True), False),
+        T.StructField(RAW, T.MapType(T.StringType(), T.StringType(), True), False),
+        T.StructField(REASON_CODE, T.StringType(), False),
+        T.StructField(MESSAGE, T.StringType(), False),
+        T.StructField(JOB_PARTITION, T.StringType(), False),
+    ]
+)
+
+QUARANTINE_COMMENTS = {
+    INPUT: "Which input the rejected row came from: run or qrels.",
+    SOURCE: "The file (TREC text) or table/path the row was read from.",
+    LINE: "1-based line number in a TREC text file; null for tables.",
+    PARTITION: "The row's run partition (run partition column -> value); empty for qrels.",
+    RAW: "The row's raw values as strings, keyed by canonical column name.",
+    REASON_CODE: "Why the row was rejected (see releval.validate.REASONS).",
+    MESSAGE: "The reason in words.",
+    JOB_PARTITION: (
+        "The run partitions the job evaluated (output partition values, e.g. 'date=2024-05-01'), "
+        "or 'all'; a re-run of the same job replaces its rows."
+    ),
+}

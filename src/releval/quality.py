@@ -1,0 +1,207 @@
+"""The job's input checks: read raw, split into clean and quarantined rows, account, quarantine.
+
+Order (so that job-level problems stop the job before anything is written):
+
+1. read the run and the qrels raw (``releval.io.readers``): missing path/table/column, a
+   column type that cannot be cast, a filter that does not match, a malformed TREC line;
+2. split each input (``releval.validate``) and count it with one aggregation per input:
+   an empty run or qrels (after the filter) is an error; so is a broken accounting invariant
+   ``input = used + quarantined`` (per partition);
+3. write the quarantine Delta table (the rows of this job's run partitions are replaced);
+4. in strict mode, fail with the reasons when any row was quarantined.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from releval import schemas as S
+from releval.config import Config
+from releval.errors import InputError, QualityError
+from releval.io.readers import read_qrels_raw, read_run_raw, source_name
+from releval.io.writers import absolute, conform, ensure_table, with_comments
+from releval.validate import (
+    InputAccount,
+    account,
+    label_qrels,
+    label_run,
+    render_partition,
+    split_labelled_qrels,
+    split_labelled_run,
+)
+
+
+@dataclass(frozen=True)
+class QualityReport:
+    """What the input checks found: row accounting of both inputs and the quarantine."""
+
+    run: InputAccount
+    qrels: InputAccount
+    job_partition: str
+    quarantine: str | None
+    strict: bool
+
+    @property
+    def quarantined(self) -> int:
+        return self.run.quarantined_total + self.qrels.quarantined_total
+
+    def render(self) -> str:
+        where = f" -> {self.quarantine}" if self.quarantine else ""
+        lines = [
+            f"  row accounting (input = used + quarantined), job partition {self.job_partition}:",
+            *self.run.render(),
+            *self.qrels.render(),
+            f"  quarantined rows: {self.quarantined}{where}",
+        ]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CheckedInputs:
+    """The clean inputs the job evaluates, and the report of the checks."""
+
+    run: DataFrame
+    qrels: DataFrame
+    report: QualityReport
+    cached: tuple[DataFrame, ...] = ()
+
+    def unpersist(self) -> None:
+        for df in self.cached:
+            df.unpersist()
+
+
+def quarantine_target(config: Config) -> tuple[str | None, str | None]:
+    """(path, table) of the quarantine table: configured, or next to the per-query table."""
+    out = config.output
+    if out.quarantine_path or out.quarantine_table:
+        return out.quarantine_path, out.quarantine_table
+    if out.per_query_table:
+        return None, f"{out.per_query_table}_quarantine"
+    if out.per_query_path:
+        return os.path.join(os.path.dirname(out.per_query_path.rstrip("/")), "quarantine"), None
+    return None, None
+
+
+def job_partition(run: InputAccount, output_partition_columns: Sequence[str]) -> str:
+    """The output partitions the job evaluated, e.g. ``date=2024-05-01``, or ``all``."""
+    wanted = list(output_partition_columns)
+    if not wanted:
+        return "all"
+    values = set()
+    for p in run.partitions:
+        pairs = dict(kv.split("=", 1) for kv in p.partition.split("/") if "=" in kv)
+        values.add("/".join(f"{c}={pairs.get(c)}" for c in wanted))
+    return ";".join(sorted(values)) or "all"
+
+
+def write_quarantine(
+    quarantined: DataFrame, *, path: str | None, table: str | None, job_partition: str
+) -> None:
+    """Replace this job's rows of the quarantine Delta table (``replaceWhere job_partition``).
+
+    The table is partitioned by ``job_partition``; a re-run of a job with no rejected rows
+    empties its partition, so the table never shows stale rejections.
+    """
+    spark = quarantined.sparkSession
+    schema = with_comments(S.QUARANTINE_SCHEMA, S.QUARANTINE_COMMENTS)
+    ensure_table(
+        spark, path=path, table=table, schema=schema, partition_columns=[S.JOB_PARTITION],
+        description="releval quarantine: one row per rejected input row, with the reason.",
+    )
+    escaped = job_partition.replace("\\", "\\\\").replace("'", "\\'")
+    writer = (
+        conform(quarantined.withColumn(S.JOB_PARTITION, F.lit(job_partition)), schema)
+        .write.format("delta")
+        .mode("overwrite")
+        .option("replaceWhere", f"{S.JOB_PARTITION} = '{escaped}'")
+    )
+    if table:
+        writer.saveAsTable(table)
+    else:
+        writer.save(absolute(path or ""))
+
+
+def _empty_error(name: str, src_name: str, filter_: str | None) -> InputError:
+    where = f" matching {name}.filter {filter_!r}" if filter_ else ""
+    return InputError(f"{name} {src_name} has no rows{where}: nothing to evaluate")
+
+
+def check_inputs(spark: SparkSession, config: Config, *, strict: bool | None = None) -> CheckedInputs:
+    """Read, split, account and quarantine the inputs a config names.
+
+    Args:
+        spark: the session.
+        config: the job config.
+        strict: overrides ``evaluation.strict`` when given (the ``--strict`` flag).
+
+    Returns:
+        The clean run and qrels (exactly what :func:`releval.pipeline.evaluate` receives),
+        with the report. Call ``unpersist()`` when done.
+
+    Raises:
+        InputError: a job-level problem (nothing is written).
+        AccountingError: input != used + quarantined.
+        QualityError: strict mode and rows were quarantined (after the quarantine is written).
+    """
+    strict = config.evaluation.strict if strict is None else strict
+    parts = list(config.run.partition_columns)
+    raw_run = read_run_raw(spark, config.run)
+    raw_qrels = read_qrels_raw(spark, config.qrels)
+    labelled_run = label_run(raw_run, rank_by=config.run.rank_by, partition_columns=parts)
+    labelled_qrels = label_qrels(raw_qrels)
+    labelled_run.persist(StorageLevel.MEMORY_AND_DISK)
+    labelled_qrels.persist(StorageLevel.MEMORY_AND_DISK)
+    cached = (labelled_run, labelled_qrels)
+    try:
+        run, run_quarantine = split_labelled_run(labelled_run, partition_columns=parts)
+        qrels, qrels_quarantine = split_labelled_qrels(labelled_qrels)
+        run_account = account(
+            "run", source_name(config.run), raw=labelled_run, clean=run,
+            quarantined=run_quarantine, partition_columns=parts,
+        )
+        if run_account.input == 0:
+            raise _empty_error("run", source_name(config.run), config.run.filter)
+        qrels_account = account(
+            "qrels", source_name(config.qrels), raw=labelled_qrels, clean=qrels,
+            quarantined=qrels_quarantine, duplicate_keys=(S.QUERY_ID, S.DOC_ID, S.RELEVANCE),
+        )
+        if qrels_account.input == 0:
+            raise _empty_error("qrels", source_name(config.qrels), config.qrels.filter)
+        job = job_partition(run_account, config.output_partition_columns)
+        path, table = quarantine_target(config)
+        if path or table:
+            write_quarantine(
+                run_quarantine.unionByName(qrels_quarantine), path=path, table=table,
+                job_partition=job,
+            )
+        report = QualityReport(run_account, qrels_account, job, table or path, strict)
+        if strict and report.quarantined:
+            reasons = {**{f"run {k}": v for k, v in run_account.quarantined.items()},
+                       **{f"qrels {k}": v for k, v in qrels_account.quarantined.items()}}
+            listed = ", ".join(f"{k} {v}" for k, v in reasons.items())
+            raise QualityError(
+                f"strict mode: {report.quarantined} input row(s) quarantined ({listed}); "
+                f"see {table or path or 'the quarantine'} (job_partition = '{job}')"
+            )
+    except BaseException:
+        for df in cached:
+            df.unpersist()
+        raise
+    return CheckedInputs(run=run, qrels=qrels, report=report, cached=cached)
+
+
+__all__ = [
+    "CheckedInputs",
+    "QualityReport",
+    "check_inputs",
+    "job_partition",
+    "quarantine_target",
+    "render_partition",
+    "write_quarantine",
+]

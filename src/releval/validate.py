@@ -1,0 +1,391 @@
+"""Row-level validation: every input row is either used or quarantined, with a reason.
+
+:func:`split_run` and :func:`split_qrels` are pure ``DataFrame -> (clean, quarantined)``
+functions. ``clean`` is exactly what :func:`releval.pipeline.evaluate` receives (canonical,
+typed columns); ``quarantined`` has one row per rejected input row in the shape of
+:data:`releval.schemas.QUARANTINE_SCHEMA` (without ``job_partition``, added when written).
+
+The reasons are declared once, in :data:`REASONS`. The rules:
+
+* run: a null or empty query id or doc id; when ranking by score, a score that is null,
+  non-numeric, NaN or infinite; when ranking by rank, a rank that is null, non-integer, zero
+  or negative; the same doc id twice in one query of one run (the best-ranked occurrence is
+  kept, the others are ``duplicate_doc``); when ranking by rank, two documents at the same
+  rank of one query (the first in the tie order, doc id descending, is kept; the others are
+  ``duplicate_rank``).
+* qrels: a null or empty query id or doc id; a relevance that is null, non-numeric or not an
+  integer; the same (query, doc) judged with different labels: the **highest label is used**
+  and the rows with a lower label are ``conflicting_label`` (strict mode fails the job).
+  Exact duplicate judgments (same query, doc and label) are all kept (they are one judgment
+  for the measures) and counted, not quarantined.
+
+A row gets only the first reason that applies, in the order of :data:`REASONS`; duplicates are
+looked for among the rows that passed the per-row checks.
+
+:func:`account` checks the accounting invariant ``input = used + quarantined`` per partition
+with one aggregation per input.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from releval import schemas as S
+from releval.errors import AccountingError
+from releval.ranking import ranking_order
+
+#: Columns a raw reader may add (see ``releval.io.readers``); optional for these functions.
+RAW_SOURCE = "_source"
+RAW_LINE = "_line"
+_REASON = "_reason"
+
+RUN = "run"
+QRELS = "qrels"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why an input row was rejected."""
+
+    code: str
+    input: str
+    message: str
+
+
+REASONS: dict[str, Reason] = {
+    r.code: r
+    for r in (
+        Reason("missing_query_id", "run, qrels", "the query id is null or empty"),
+        Reason("missing_doc_id", "run, qrels", "the doc id is null or empty"),
+        Reason("invalid_score", RUN, "ranking by score: the score is null, non-numeric, NaN or infinite"),
+        Reason("invalid_rank", RUN, "ranking by rank: the rank is null, not an integer, zero or negative"),
+        Reason(
+            "duplicate_doc", RUN,
+            "the doc id appears again in this query of this run; its best-ranked occurrence is kept",
+        ),
+        Reason(
+            "duplicate_rank", RUN,
+            "ranking by rank: another document of this query has the same rank and comes first "
+            "in the tie order (doc id descending)",
+        ),
+        Reason("invalid_relevance", QRELS, "the relevance label is null, non-numeric or not an integer"),
+        Reason(
+            "conflicting_label", QRELS,
+            "the (query, doc) is judged again with a higher label; the highest label is used",
+        ),
+    )
+}
+
+_INT_MAX = 2**31 - 1
+
+
+def _messages() -> Column:
+    """The reason code -> message map, as one literal map (a lookup, not a CASE chain)."""
+    return F.create_map(*[F.lit(x) for r in REASONS.values() for x in (r.code, r.message)])
+
+
+def partition_map(partition_columns: Sequence[str]) -> Column:
+    """The partition columns as a ``map<string,string>`` (empty map without partitions)."""
+    pairs = [x for c in partition_columns for x in (F.lit(c), F.col(c).cast("string"))]
+    return F.create_map(*pairs).cast("map<string,string>")
+
+
+def _blank(col: Column) -> Column:
+    return col.isNull() | (F.trim(col) == "")
+
+
+def _bad_integer(value: Column, *, minimum: int) -> Column:
+    """True when ``value`` (any type) is not an integer >= minimum that fits an int."""
+    d = value.try_cast("double")
+    return d.isNull() | F.isnan(d) | (d < minimum) | (d > _INT_MAX) | (d != F.floor(d))
+
+
+def _meta(df: DataFrame) -> list[Column]:
+    source = F.col(RAW_SOURCE) if RAW_SOURCE in df.columns else F.lit(None)
+    line = F.col(RAW_LINE) if RAW_LINE in df.columns else F.lit(None)
+    return [source.cast("string").alias(RAW_SOURCE), line.cast("long").alias(RAW_LINE)]
+
+
+def _raw_map(df: DataFrame, columns: Sequence[str]) -> Column:
+    pairs = [x for c in columns for x in (F.lit(c), F.col(c).cast("string"))]
+    return F.create_map(*pairs).cast("map<string,string>")
+
+
+def _first_reason(*rules: tuple[Column, str]) -> Column:
+    """The code of the first rule that holds, else null (a short fixed chain)."""
+    out: Column | None = None
+    for cond, code in rules:
+        out = F.when(cond, F.lit(code)) if out is None else out.when(cond, F.lit(code))
+    assert out is not None
+    return out.otherwise(F.lit(None).cast("string"))
+
+
+def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
+    """Run rows with typed canonical columns, their raw values and ``_reason`` (null = clean).
+
+    Args:
+        run: partition columns, query_id, doc_id, score, rank (any atomic types, e.g. the
+            raw strings of a TREC file), optionally ``_source`` and ``_line``.
+        rank_by: "score" or "rank": which column must be valid and orders duplicates.
+        partition_columns: the columns that identify one run.
+    """
+    parts = list(partition_columns)
+    score = F.col(S.SCORE).try_cast("double")
+    bad_rank = _bad_integer(F.col(S.RANK), minimum=1)
+    bad_score = score.isNull() | F.isnan(score) | (F.abs(score) == float("inf"))
+    rules = [
+        (_blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
+        (_blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
+    ]
+    rules.append((bad_score, "invalid_score") if rank_by == "score" else (bad_rank, "invalid_rank"))
+    typed = run.select(
+        *parts,
+        *_meta(run),
+        F.col(S.QUERY_ID).cast("string").alias(S.QUERY_ID),
+        F.col(S.DOC_ID).cast("string").alias(S.DOC_ID),
+        score.alias(S.SCORE),
+        F.when(~bad_rank, F.col(S.RANK).try_cast("double").cast("int")).alias(S.RANK),
+        _raw_map(run, [S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK]).alias(S.RAW),
+        _first_reason(*rules).alias(_REASON),
+    )
+    valid = F.col(_REASON).isNull()
+    query = [*parts, S.QUERY_ID]
+    order = [*ranking_order(rank_by), F.col(S.SCORE).desc_nulls_last(), F.col(S.RANK).asc_nulls_last(),
+             F.col(RAW_SOURCE).asc_nulls_last(), F.col(RAW_LINE).asc_nulls_last()]
+    occurrence = F.row_number().over(Window.partitionBy(*query, S.DOC_ID, valid).orderBy(*order))
+    labelled = typed.withColumn(
+        _REASON, F.when(valid & (occurrence > 1), F.lit("duplicate_doc")).otherwise(F.col(_REASON))
+    )
+    if rank_by == "rank":
+        valid = F.col(_REASON).isNull()
+        same_rank = Window.partitionBy(*query, S.RANK, valid).orderBy(*order)
+        labelled = labelled.withColumn(
+            _REASON,
+            F.when(valid & (F.row_number().over(same_rank) > 1), F.lit("duplicate_rank")).otherwise(
+                F.col(_REASON)
+            ),
+        )
+    return labelled
+
+
+def label_qrels(qrels: DataFrame) -> DataFrame:
+    """Qrels rows with typed canonical columns, their raw values and ``_reason`` (null = clean)."""
+    relevance = F.col(S.RELEVANCE)
+    bad_label = _bad_integer(relevance, minimum=-_INT_MAX)
+    typed = qrels.select(
+        *_meta(qrels),
+        F.col(S.QUERY_ID).cast("string").alias(S.QUERY_ID),
+        F.col(S.DOC_ID).cast("string").alias(S.DOC_ID),
+        F.when(~bad_label, relevance.try_cast("double").cast("int")).alias(S.RELEVANCE),
+        _raw_map(qrels, [S.QUERY_ID, S.DOC_ID, S.RELEVANCE]).alias(S.RAW),
+        _first_reason(
+            (_blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
+            (_blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
+            (bad_label, "invalid_relevance"),
+        ).alias(_REASON),
+    )
+    valid = F.col(_REASON).isNull()
+    best = F.max(S.RELEVANCE).over(Window.partitionBy(S.QUERY_ID, S.DOC_ID, valid))
+    return typed.withColumn(
+        _REASON,
+        F.when(valid & (F.col(S.RELEVANCE) < best), F.lit("conflicting_label")).otherwise(F.col(_REASON)),
+    )
+
+
+def _quarantine(labelled: DataFrame, *, input_name: str, partition_columns: Sequence[str]) -> DataFrame:
+    return labelled.where(F.col(_REASON).isNotNull()).select(
+        F.lit(input_name).alias(S.INPUT),
+        F.col(RAW_SOURCE).alias(S.SOURCE),
+        F.col(RAW_LINE).alias(S.LINE),
+        partition_map(partition_columns).alias(S.PARTITION),
+        F.col(S.RAW),
+        F.col(_REASON).alias(S.REASON_CODE),
+        _messages()[F.col(_REASON)].alias(S.MESSAGE),
+    )
+
+
+def split_labelled_run(labelled: DataFrame, *, partition_columns: Sequence[str]) -> tuple[DataFrame, DataFrame]:
+    """(clean, quarantined) of a :func:`label_run` result."""
+    parts = list(partition_columns)
+    clean = labelled.where(F.col(_REASON).isNull()).select(
+        *parts, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK
+    )
+    return clean, _quarantine(labelled, input_name=RUN, partition_columns=parts)
+
+
+def split_labelled_qrels(labelled: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(clean, quarantined) of a :func:`label_qrels` result."""
+    clean = labelled.where(F.col(_REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
+    return clean, _quarantine(labelled, input_name=QRELS, partition_columns=())
+
+
+def split_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> tuple[DataFrame, DataFrame]:
+    """Split run rows into (clean, quarantined); see the module docstring for the rules.
+
+    Returns:
+        clean: partition columns, query_id, doc_id, score (double), rank (int).
+        quarantined: input, source, line, partition, raw, reason_code, message.
+    """
+    labelled = label_run(run, rank_by=rank_by, partition_columns=partition_columns)
+    return split_labelled_run(labelled, partition_columns=partition_columns)
+
+
+def split_qrels(qrels: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Split qrels rows into (clean, quarantined); see the module docstring for the rules.
+
+    Returns:
+        clean: query_id, doc_id, relevance (int); exact duplicate judgments are kept.
+        quarantined: input, source, line, partition, raw, reason_code, message.
+    """
+    return split_labelled_qrels(label_qrels(qrels))
+
+
+# --- accounting ------------------------------------------------------------------------------
+
+_INPUT_TAG = "_input"
+_USED_TAG = "_used"
+_DUPLICATE_TAG = "_exact_duplicate"
+
+
+def render_partition(key: str) -> str:
+    """``{"date":"2024-05-01"}`` -> ``date=2024-05-01``; ``{}`` -> ``all``."""
+    values = json.loads(key) if key else {}
+    return "/".join(f"{k}={v}" for k, v in values.items()) or "all"
+
+
+@dataclass(frozen=True)
+class PartitionAccount:
+    """Row counts of one input partition."""
+
+    partition: str
+    input: int
+    used: int
+    quarantined: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def quarantined_total(self) -> int:
+        return sum(self.quarantined.values())
+
+    @property
+    def balanced(self) -> bool:
+        return self.input == self.used + self.quarantined_total
+
+
+@dataclass(frozen=True)
+class InputAccount:
+    """Row counts of one input (run or qrels), per partition."""
+
+    name: str
+    source: str
+    partitions: tuple[PartitionAccount, ...]
+    exact_duplicates: int = 0
+
+    @property
+    def input(self) -> int:
+        return sum(p.input for p in self.partitions)
+
+    @property
+    def used(self) -> int:
+        return sum(p.used for p in self.partitions)
+
+    @property
+    def quarantined(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for p in self.partitions:
+            for code, n in p.quarantined.items():
+                out[code] = out.get(code, 0) + n
+        return dict(sorted(out.items()))
+
+    @property
+    def quarantined_total(self) -> int:
+        return sum(self.quarantined.values())
+
+    def render(self) -> list[str]:
+        reasons = ", ".join(f"{c} {n}" for c, n in self.quarantined.items()) or "none"
+        lines = [
+            f"  {self.name} ({self.source}): input {self.input} = used {self.used} "
+            f"+ quarantined {self.quarantined_total} ({reasons})"
+        ]
+        for p in self.partitions:
+            mark = "ok" if p.balanced else "MISMATCH"
+            lines.append(
+                f"    {p.partition}: input {p.input} = used {p.used} + quarantined "
+                f"{p.quarantined_total} [{mark}]"
+            )
+        if self.exact_duplicates:
+            lines.append(f"    exact duplicate judgments (kept, counted once): {self.exact_duplicates}")
+        return lines
+
+
+def account(
+    name: str,
+    source: str,
+    *,
+    raw: DataFrame,
+    clean: DataFrame,
+    quarantined: DataFrame,
+    partition_columns: Sequence[str] = (),
+    duplicate_keys: Sequence[str] = (),
+) -> InputAccount:
+    """Count input, used and quarantined rows per partition and reason in one aggregation.
+
+    Args:
+        name: "run" or "qrels", for messages.
+        source: the file or table, for messages.
+        raw: the rows as read.
+        clean: the rows used.
+        quarantined: the rejected rows (with the ``partition`` map).
+        partition_columns: the partition columns of ``raw`` and ``clean``.
+        duplicate_keys: when given, ``clean`` rows equal on these columns are counted as
+            exact duplicates (qrels: query_id, doc_id, relevance).
+
+    Raises:
+        AccountingError: input != used + quarantined in a partition.
+    """
+    parts = list(partition_columns)
+    key = F.to_json(partition_map(parts))
+    tagged = [
+        raw.select(key.alias("key"), F.lit(_INPUT_TAG).alias("tag"), F.lit(1).alias("n")),
+        clean.select(key.alias("key"), F.lit(_USED_TAG).alias("tag"), F.lit(1).alias("n")),
+        quarantined.select(
+            F.to_json(S.PARTITION).alias("key"), F.col(S.REASON_CODE).alias("tag"), F.lit(1).alias("n")
+        ),
+    ]
+    if duplicate_keys:
+        dup = clean.groupBy(*parts, *duplicate_keys).count().where(F.col("count") > 1)
+        tagged.append(dup.select(key.alias("key"), F.lit(_DUPLICATE_TAG).alias("tag"),
+                                 (F.col("count") - 1).cast("int").alias("n")))
+    union = tagged[0]
+    for t in tagged[1:]:
+        union = union.unionByName(t)
+    rows = union.groupBy("key", "tag").agg(F.sum("n").alias("n")).collect()
+    by_key: dict[str, dict[str, int]] = {}
+    for r in rows:
+        by_key.setdefault(r["key"], {})[r["tag"]] = int(r["n"])
+    partitions = []
+    duplicates = 0
+    for k in sorted(by_key):
+        counts = by_key[k]
+        duplicates += counts.pop(_DUPLICATE_TAG, 0)
+        partitions.append(
+            PartitionAccount(
+                partition=render_partition(k),
+                input=counts.pop(_INPUT_TAG, 0),
+                used=counts.pop(_USED_TAG, 0),
+                quarantined=dict(sorted(counts.items())),
+            )
+        )
+    result = InputAccount(name, source, tuple(partitions), duplicates)
+    broken = [p for p in partitions if not p.balanced]
+    if broken:
+        p = broken[0]
+        raise AccountingError(
+            f"{name} {source}: partition {p.partition}: input rows {p.input} != used {p.used} "
+            f"+ quarantined {p.quarantined_total} {p.quarantined}; a row was lost or duplicated"
+        )
+    return result

@@ -1,0 +1,208 @@
+"""Row-level validation: one chispa test per reason code, and the accounting invariant."""
+
+from __future__ import annotations
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from releval import schemas as S
+from releval.errors import AccountingError
+from releval.validate import REASONS, account, split_qrels, split_run
+
+RAW_RUN = "run_id string, query_id string, doc_id string, score string, rank string"
+RAW_QRELS = "query_id string, doc_id string, relevance string"
+REJECTED = "reason_code string, query_id string, doc_id string"
+KEPT = "query_id string, doc_id string"
+
+
+def rejected(quarantined: DataFrame) -> DataFrame:
+    """(reason_code, raw query_id, raw doc_id) of quarantined rows."""
+    return quarantined.select(
+        S.REASON_CODE,
+        F.col(S.RAW)[S.QUERY_ID].alias(S.QUERY_ID),
+        F.col(S.RAW)[S.DOC_ID].alias(S.DOC_ID),
+    )
+
+
+def check(
+    spark: SparkSession,
+    clean: DataFrame,
+    quarantined: DataFrame,
+    kept: list[tuple],
+    reasons: list[tuple],
+) -> None:
+    assert_df_equality(
+        clean.select(S.QUERY_ID, S.DOC_ID), spark.createDataFrame(kept, KEPT),
+        ignore_row_order=True, ignore_nullable=True,
+    )
+    assert_df_equality(
+        rejected(quarantined), spark.createDataFrame(reasons, REJECTED),
+        ignore_row_order=True, ignore_nullable=True,
+    )
+
+
+# Each case: rank_by, raw run rows (run_id, qid, doc, score, rank), kept (qid, doc), rejected.
+RUN_CASES = {
+    "missing_query_id": (
+        "score",
+        [("r", None, "d1", "1.0", "1"), ("r", " ", "d2", "1.0", "2"), ("r", "q", "d3", "1.0", "3")],
+        [("q", "d3")],
+        [("missing_query_id", None, "d1"), ("missing_query_id", " ", "d2")],
+    ),
+    "missing_doc_id": (
+        "score",
+        [("r", "q", None, "1.0", "1"), ("r", "q", "", "1.0", "2"), ("r", "q", "d3", "1.0", "3")],
+        [("q", "d3")],
+        [("missing_doc_id", "q", None), ("missing_doc_id", "q", "")],
+    ),
+    "invalid_score": (
+        "score",
+        # null, non-numeric, NaN, infinite are rejected; the rank is not checked when ranking by score
+        [("r", "q", "d1", None, "1"), ("r", "q", "d2", "x", "2"), ("r", "q", "d3", "NaN", "3"),
+         ("r", "q", "d4", "-Infinity", "4"), ("r", "q", "d5", "0.5", "nope")],
+        [("q", "d5")],
+        [("invalid_score", "q", "d1"), ("invalid_score", "q", "d2"), ("invalid_score", "q", "d3"),
+         ("invalid_score", "q", "d4")],
+    ),
+    "invalid_rank": (
+        "rank",
+        # null, zero, negative, non-integer, non-numeric are rejected; the score is not checked
+        [("r", "q", "d1", "1", None), ("r", "q", "d2", "1", "0"), ("r", "q", "d3", "1", "-2"),
+         ("r", "q", "d4", "1", "1.5"), ("r", "q", "d5", "1", "x"), ("r", "q", "d6", "x", "3")],
+        [("q", "d6")],
+        [("invalid_rank", "q", "d1"), ("invalid_rank", "q", "d2"), ("invalid_rank", "q", "d3"),
+         ("invalid_rank", "q", "d4"), ("invalid_rank", "q", "d5")],
+    ),
+    "duplicate_doc": (
+        "score",
+        # d1 at scores 0.2 and 0.9: the best-ranked (0.9, line 2) is kept; d1 in run s is separate
+        [("r", "q", "d1", "0.2", "2"), ("r", "q", "d1", "0.9", "1"), ("r", "q", "d2", "0.5", "3"),
+         ("s", "q", "d1", "0.1", "1")],
+        [("q", "d1"), ("q", "d2"), ("q", "d1")],
+        [("duplicate_doc", "q", "d1")],
+    ),
+    "duplicate_rank": (
+        "rank",
+        # d1 and d2 both at rank 1: tie order is doc id descending, so d2 is kept, d1 rejected
+        [("r", "q", "d1", "0.9", "1"), ("r", "q", "d2", "0.1", "1"), ("r", "q", "d3", "0.5", "2")],
+        [("q", "d2"), ("q", "d3")],
+        [("duplicate_rank", "q", "d1")],
+    ),
+}
+
+
+@pytest.mark.parametrize("code", sorted(RUN_CASES))
+def test_run_reason(spark, code):
+    rank_by, rows, kept, reasons = RUN_CASES[code]
+    clean, quarantined = split_run(
+        spark.createDataFrame(rows, RAW_RUN), rank_by=rank_by, partition_columns=["run_id"]
+    )
+    check(spark, clean, quarantined, kept, reasons)
+
+
+QRELS_CASES = {
+    "missing_query_id": (
+        [(None, "d1", "1"), ("", "d2", "1"), ("q", "d3", "1")],
+        [("q", "d3")],
+        [("missing_query_id", None, "d1"), ("missing_query_id", "", "d2")],
+    ),
+    "missing_doc_id": (
+        [("q", None, "1"), ("q", "  ", "1"), ("q", "d3", "0")],
+        [("q", "d3")],
+        [("missing_doc_id", "q", None), ("missing_doc_id", "q", "  ")],
+    ),
+    "invalid_relevance": (
+        [("q", "d1", None), ("q", "d2", "x"), ("q", "d3", "1.5"), ("q", "d4", "2"), ("q", "d5", "-1")],
+        [("q", "d4"), ("q", "d5")],
+        [("invalid_relevance", "q", "d1"), ("invalid_relevance", "q", "d2"),
+         ("invalid_relevance", "q", "d3")],
+    ),
+    "conflicting_label": (
+        # d1 judged 0, 2 and 2: the highest label (2) is kept twice (exact duplicates), 0 rejected
+        [("q", "d1", "0"), ("q", "d1", "2"), ("q", "d1", "2"), ("q", "d2", "1")],
+        [("q", "d1"), ("q", "d1"), ("q", "d2")],
+        [("conflicting_label", "q", "d1")],
+    ),
+}
+
+
+@pytest.mark.parametrize("code", sorted(QRELS_CASES))
+def test_qrels_reason(spark, code):
+    rows, kept, reasons = QRELS_CASES[code]
+    clean, quarantined = split_qrels(spark.createDataFrame(rows, RAW_QRELS))
+    check(spark, clean, quarantined, kept, reasons)
+
+
+def test_every_reason_code_has_a_test():
+    assert set(REASONS) == set(RUN_CASES) | set(QRELS_CASES)
+
+
+def test_quarantine_row_keeps_partition_source_line_and_message(spark):
+    raw = spark.createDataFrame(
+        [("r", "f.txt", 7, "q", "d1", "x", "1")],
+        "run_id string, _source string, _line long, query_id string, doc_id string, "
+        "score string, rank string",
+    )
+    _, quarantined = split_run(raw, rank_by="score", partition_columns=["run_id"])
+    row = quarantined.first()
+    assert row[S.INPUT] == "run"
+    assert (row[S.SOURCE], row[S.LINE]) == ("f.txt", 7)
+    assert row[S.PARTITION] == {"run_id": "r"}
+    assert row[S.RAW] == {"query_id": "q", "doc_id": "d1", "score": "x", "rank": "1"}
+    assert row[S.MESSAGE] == REASONS["invalid_score"].message
+
+
+def test_clean_rows_are_typed_canonical(spark):
+    raw = spark.createDataFrame([("r", "q", "d1", "0.5", "3")], RAW_RUN)
+    clean, _ = split_run(raw, rank_by="rank", partition_columns=["run_id"])
+    assert [(f.name, f.dataType.simpleString()) for f in clean.schema.fields] == [
+        ("run_id", "string"), ("query_id", "string"), ("doc_id", "string"),
+        ("score", "double"), ("rank", "int"),
+    ]
+    assert clean.first()[S.RANK] == 3
+
+
+DIRTY_RUN = [
+    # run r: 5 rows = 2 used + missing_doc_id, invalid_score, duplicate_doc
+    ("r", "q1", "d1", "0.9", "1"), ("r", "q1", "d1", "0.3", "2"), ("r", "q1", "", "0.5", "3"),
+    ("r", "q2", "d1", "x", "1"), ("r", "q2", "d2", "0.1", "2"),
+    # run s: 2 rows = 1 used + missing_query_id
+    ("s", None, "d1", "0.9", "1"), ("s", "q1", "d1", "0.2", "1"),
+]
+DIRTY_QRELS = [
+    # 6 rows = 4 used (one exact duplicate) + invalid_relevance + conflicting_label
+    ("q1", "d1", "1"), ("q1", "d1", "1"), ("q1", "d1", "0"), ("q1", "d2", "?"),
+    ("q2", "d2", "2"), ("q2", "d3", "0"),
+]
+
+
+def test_accounting_invariant_on_dirty_sample(spark):
+    raw = spark.createDataFrame(DIRTY_RUN, RAW_RUN)
+    clean, quarantined = split_run(raw, rank_by="score", partition_columns=["run_id"])
+    run = account("run", "sample", raw=raw, clean=clean, quarantined=quarantined,
+                  partition_columns=["run_id"])
+    by_partition = {p.partition: (p.input, p.used, p.quarantined) for p in run.partitions}
+    assert by_partition == {
+        "run_id=r": (5, 2, {"duplicate_doc": 1, "invalid_score": 1, "missing_doc_id": 1}),
+        "run_id=s": (2, 1, {"missing_query_id": 1}),
+    }
+    raw_q = spark.createDataFrame(DIRTY_QRELS, RAW_QRELS)
+    clean_q, quarantined_q = split_qrels(raw_q)
+    qrels = account("qrels", "sample", raw=raw_q, clean=clean_q, quarantined=quarantined_q,
+                    duplicate_keys=(S.QUERY_ID, S.DOC_ID, S.RELEVANCE))
+    assert (qrels.input, qrels.used, qrels.quarantined) == (
+        6, 4, {"conflicting_label": 1, "invalid_relevance": 1}
+    )
+    assert qrels.exact_duplicates == 1
+    assert "run_id=r: input 5 = used 2 + quarantined 3 [ok]" in "\n".join(run.render())
+
+
+def test_accounting_fails_when_a_row_disappears(spark):
+    raw = spark.createDataFrame(DIRTY_RUN, RAW_RUN)
+    clean, quarantined = split_run(raw, rank_by="score", partition_columns=["run_id"])
+    lossy = clean.where(F.col(S.QUERY_ID) != "q2")  # drops the one used row of q2 in run r
+    with pytest.raises(AccountingError, match=r"run_id=r: input rows 5 != used 1 \+ quarantined 3"):
+        account("run", "sample", raw=raw, clean=lossy, quarantined=quarantined,
+                partition_columns=["run_id"])
