@@ -79,6 +79,9 @@ class OutputSettings:
     per_query_table: str | None = None
     aggregate_table: str | None = None
     partition_columns: tuple[str, ...] | None = None
+    #: The batch job's run-log Delta table (default: ``run_log`` next to ``per_query_path``).
+    run_log_path: str | None = None
+    run_log_table: str | None = None
 
 
 @dataclass(frozen=True)

@@ -17,3 +17,11 @@ class InputError(RelevalError):
 
 class MeasureError(RelevalError):
     """A measure name or parameter is invalid."""
+
+
+class SchemaVersionError(RelevalError):
+    """An output table was written by another releval schema version (see docs/migrations.md)."""
+
+
+class WriteConflictError(RelevalError):
+    """A concurrent job kept changing the same output partitions; the write gave up."""

@@ -11,7 +11,10 @@ from typing import Mapping, Sequence
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from releval import schemas as S
 
 
 def with_comments(schema: T.StructType, comments: Mapping[str, str]) -> T.StructType:
@@ -27,8 +30,18 @@ def with_comments(schema: T.StructType, comments: Mapping[str, str]) -> T.Struct
 
 
 def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
-    """Select and cast ``df``'s columns to ``schema``, in its order."""
-    return df.select(*[df[f.name].cast(f.dataType).alias(f.name) for f in schema.fields])
+    """Select and cast ``df``'s columns to ``schema``, in its order.
+
+    A nullable schema column that ``df`` lacks (``job_run_id`` outside a batch job) is null.
+    """
+    return df.select(
+        *[
+            (df[f.name] if f.name in df.columns or not f.nullable else F.lit(None))
+            .cast(f.dataType)
+            .alias(f.name)
+            for f in schema.fields
+        ]
+    )
 
 
 def absolute(path: str) -> str:
@@ -51,6 +64,7 @@ def ensure_table(
     builder = builder.addColumns(schema).comment(description)
     if partition_columns:
         builder = builder.partitionedBy(*partition_columns)
+    builder = builder.property(S.SCHEMA_VERSION_PROPERTY, S.SCHEMA_VERSION)
     builder.property("delta.appendOnly", "false").execute()
 
 
