@@ -149,6 +149,7 @@ def replace_partitions(
     check_schema_version(spark, path=path, table=table)
     data = conform(df, schema)
     for attempt in range(1, max_attempts + 1):
+        existed = table_exists(spark, path=path, table=table)
         try:
             ensure_table(
                 spark, path=path, table=table, schema=schema,
@@ -163,7 +164,9 @@ def replace_partitions(
                 writer.save(absolute(path or ""))
             break
         except Exception as exc:  # noqa: BLE001 - only Delta's conflicts are retried
-            if not is_conflict(exc):
+            # another job created the table at the same time: retry against its version 0
+            created_meanwhile = not existed and table_exists(spark, path=path, table=table)
+            if not (is_conflict(exc) or created_meanwhile):
                 raise
             if attempt == max_attempts:
                 raise WriteConflictError(
@@ -199,6 +202,7 @@ def append_row(
     spark = df.sparkSession
     check_schema_version(spark, path=path, table=table)
     for attempt in range(1, 6):
+        existed = table_exists(spark, path=path, table=table)
         try:
             ensure_table(spark, path=path, table=table, schema=schema, partition_columns=(),
                          description=description)
@@ -210,7 +214,8 @@ def append_row(
                 writer.save(absolute(path or ""))
             break
         except Exception as exc:  # noqa: BLE001
-            if not is_conflict(exc) or attempt == 5:
+            created_meanwhile = not existed and table_exists(spark, path=path, table=table)
+            if not (is_conflict(exc) or created_meanwhile) or attempt == 5:
                 raise
             time.sleep(0.5 * attempt)
     return commit_of(spark, path=path, table=table, user_metadata=user_metadata)[0]
