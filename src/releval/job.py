@@ -236,14 +236,11 @@ def run_job(
             per_query.unpersist()
         _pause("before_run_log")
     except Exception as exc:
-        from releval.errors import SchemaVersionError
-
-        if not isinstance(exc, SchemaVersionError) or "run_log" not in str(exc):
-            try:
-                log(lineage.FAILED, replace_predicate=replace, partitions=todo,
-                    error=str(exc).splitlines()[0][:1000] if str(exc) else type(exc).__name__)
-            except Exception:  # noqa: BLE001 - the original error matters more
-                pass
+        try:
+            log(lineage.FAILED, replace_predicate=replace, partitions=todo,
+                error=str(exc).splitlines()[0][:1000] if str(exc) else type(exc).__name__)
+        except Exception:  # noqa: BLE001 - the original error matters more (e.g. no run log)
+            pass
         raise
     return JobResult(
         log(
