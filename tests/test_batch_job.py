@@ -12,6 +12,7 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from batch_support import (
     AGGREGATE_ROWS_PER_DATE,
@@ -171,7 +172,7 @@ def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
 ) -> None:
     path = str(tmp_path / "table")
     schema = with_comments(S.aggregate_schema([]), S.AGGREGATE_COMMENTS)
-    schema = type(schema)([schema["measure"].__class__("date", S.T.StringType(), True), *schema.fields])
+    schema = T.StructType([T.StructField("date", T.StringType(), True), *schema.fields])
 
     def rows(job: str):  # noqa: ANN202
         # 2 rows for date 29 per writer
