@@ -1,6 +1,11 @@
 """spark-submit entry point of the evaluation job.
 
-    spark-submit --jars <delta jars> jobs/evaluate.py --config conf/local.toml
+    spark-submit --jars <delta jars> jobs/evaluate.py --config conf/local.toml \
+        [--partition date=2026-11-29 ...] [--from 2026-11-27 --to 2026-11-29] [--pending]
+
+Without a partition option the job evaluates every run partition and replaces the
+whole output tables; with one it evaluates only those partitions and replaces exactly
+them (see docs/batch_jobs.md).
 """
 
 from __future__ import annotations
@@ -10,9 +15,10 @@ import sys
 from typing import Sequence
 
 from releval import pipeline
-from releval.cli import quiet_spark_error_logs
 from releval.config import load_config
 from releval.errors import RelevalError
+from releval.job import run_job
+from releval.partitions import DEFAULT_DATE_COLUMN, parse_selection
 from releval.session import build_session
 
 
@@ -22,25 +28,47 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--show", type=int, default=60, help="run partitions to print")
     parser.add_argument("--strict", action="store_true", default=None,
                         help="fail when any input row is quarantined (overrides evaluation.strict)")
+    parser.add_argument("--partition", action="append", default=[], metavar="KEY=VALUE",
+                        help="evaluate only these run partitions: KEY=VALUE, KEY=V1,V2 or "
+                        "KEY=LOW..HIGH (repeatable; all must hold)")
+    parser.add_argument("--from", dest="date_from", default=None,
+                        help="first date (inclusive) of --date-column to evaluate")
+    parser.add_argument("--to", dest="date_to", default=None,
+                        help="last date (inclusive) of --date-column to evaluate")
+    parser.add_argument("--date-column", default=DEFAULT_DATE_COLUMN,
+                        help=f"the partition column --from/--to apply to (default {DEFAULT_DATE_COLUMN})")
+    parser.add_argument("--pending", action="store_true",
+                        help="only the (selected) run partitions the outputs do not hold yet")
+    parser.add_argument("--job-run-id", default=None, help="the run's id (default: a new uuid4)")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    quiet_spark_error_logs()
     try:
         config = load_config(args.config)
+        selection = parse_selection(
+            args.partition,
+            date_from=args.date_from,
+            date_to=args.date_to,
+            date_column=args.date_column,
+            pending=args.pending,
+            run_partition_columns=config.run.partition_columns,
+        )
         spark = build_session(config.spark)
         try:
-            summary = pipeline.run(spark, config, strict=args.strict)
-            pipeline.read_overview(spark, config).show(args.show, truncate=False)
+            result = run_job(
+                spark, config, selection, job_run_id=args.job_run_id, strict=args.strict
+            )
+            if args.show and result.summary is not None:
+                pipeline.read_overview(spark, config).show(args.show, truncate=False)
         finally:
             spark.stop()
     except RelevalError as exc:
-        print(f"releval: error: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
+        print(f"releval: error: {exc}", file=sys.stderr)
         return 2
-    print(summary.render())
-    return 0 if summary.ok else 1
+    print(result.render())
+    return 0
 
 
 if __name__ == "__main__":

@@ -47,6 +47,8 @@ class RunSource:
     partition_columns: tuple[str, ...] = ()
     rank_by: str = "score"
     filter: str | None = None
+    #: Read this Delta version (time travel); the batch job pins the version it started with.
+    version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ class QrelsSource:
     doc_id: str = "doc_id"
     relevance: str = "relevance"
     filter: str | None = None
+    #: Read this Delta version (time travel); the batch job pins the version it started with.
+    version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,9 @@ class OutputSettings:
     #: or ``<per_query_table>_quarantine``).
     quarantine_path: str | None = None
     quarantine_table: str | None = None
+    #: The batch job's run-log Delta table (default: ``run_log`` next to ``per_query_path``).
+    run_log_path: str | None = None
+    run_log_table: str | None = None
 
 
 @dataclass(frozen=True)

@@ -25,3 +25,11 @@ class QualityError(RelevalError):
 
 class AccountingError(RelevalError):
     """Input rows != rows used + rows quarantined: a row disappeared (a bug, not bad data)."""
+
+
+class SchemaVersionError(RelevalError):
+    """An output table was written by another releval schema version (see docs/migrations.md)."""
+
+
+class WriteConflictError(RelevalError):
+    """A concurrent job kept changing the same output partitions; the write gave up."""

@@ -19,11 +19,13 @@ from releval import schemas as S
 from releval.aggregate import aggregate, overview
 from releval.config import Config
 from releval.coverage import UnjudgedRate, render_lines, unjudged_rates, with_judged_measures
-from releval.io.writers import with_comments, write_delta
+from releval.io.atomic import replace_partitions
+from releval.io.writers import with_comments
 from releval.metrics import Measure, parse_measures
 from releval.metrics.compute import IN_QRELS, IN_RUN, judge, long_format, query_measures
 from releval.quality import QualityReport, check_inputs
 from releval.ranking import deduplicate
+from releval.testhooks import pause
 
 
 def prepare_qrels(qrels: DataFrame) -> DataFrame:
@@ -90,6 +92,20 @@ def evaluate(
 
 
 @dataclass(frozen=True)
+class WriteOptions:
+    """How :func:`run` replaces rows of the output tables.
+
+    Attributes:
+        predicate: the ``replaceWhere`` predicate covering the evaluated partitions
+            (see ``releval.partitions``); None replaces the whole tables.
+        job_run_id: written to every output row and the commits' ``userMetadata``.
+    """
+
+    predicate: str | None = None
+    job_run_id: str | None = None
+
+
+@dataclass(frozen=True)
 class Summary:
     """What a job read, scored and wrote."""
 
@@ -102,6 +118,8 @@ class Summary:
     missing_queries: str
     per_query_rows: int
     aggregate_rows: int
+    per_query_version: int = 0
+    aggregate_version: int = 0
     unjudged: tuple[UnjudgedRate, ...] = ()
     unjudged_warning_share: float = 0.2
     binary_labels: bool = False
@@ -139,11 +157,19 @@ def _partition_fields(run: DataFrame, columns: Sequence[str]) -> list[T.StructFi
     return [by_name[c] for c in columns]
 
 
-def run(spark: SparkSession, config: Config, *, strict: bool | None = None) -> Summary:
+def run(
+    spark: SparkSession,
+    config: Config,
+    *,
+    strict: bool | None = None,
+    write: WriteOptions = WriteOptions(),
+) -> Summary:
     """Run the evaluation job a config describes; write both Delta tables.
 
     The inputs are read raw and split into clean and quarantined rows first
     (:func:`releval.quality.check_inputs`); ``strict`` overrides ``evaluation.strict``.
+    Each output table gets one atomic commit replacing ``write.predicate`` (the whole
+    table when None); a concurrent job's conflicting commit is retried.
 
     Returns:
         The job summary.
@@ -176,21 +202,29 @@ def run(spark: SparkSession, config: Config, *, strict: bool | None = None) -> S
             (F.count_distinct(*parts) if parts else F.lit(1)).alias("partitions"),
         ).collect()[0]
         per_query = long_format(queries, partition_columns=parts)
-        per_query_rows = write_delta(
-            per_query,
+        lineage = F.lit(write.job_run_id).cast("string").alias(S.JOB_RUN_ID)
+        metadata = f"releval job_run_id={write.job_run_id}"
+        pause("before_write")
+        per_query_written = replace_partitions(
+            per_query.select("*", lineage),
             path=config.output.per_query_path,
             table=config.output.per_query_table,
             schema=with_comments(S.per_query_schema(part_fields), S.PER_QUERY_COMMENTS),
             partition_columns=out_parts,
             description="releval per-query measures: one row per run partition, query, measure.",
+            predicate=write.predicate,
+            user_metadata=metadata,
         )
-        aggregate_rows = write_delta(
-            aggregate(per_query, measures=measures, partition_columns=parts),
+        pause("between_tables")
+        aggregate_written = replace_partitions(
+            aggregate(per_query, measures=measures, partition_columns=parts).select("*", lineage),
             path=config.output.aggregate_path,
             table=config.output.aggregate_table,
             schema=with_comments(S.aggregate_schema(part_fields), S.AGGREGATE_COMMENTS),
             partition_columns=out_parts,
             description="releval aggregate measures: one row per run partition, measure, averaging.",
+            predicate=write.predicate,
+            user_metadata=metadata,
         )
         rates = tuple(
             UnjudgedRate.from_row(r, parts)
@@ -207,8 +241,10 @@ def run(spark: SparkSession, config: Config, *, strict: bool | None = None) -> S
         queries_without_qrels=int(counts["without_qrels"]),
         queries_missing_from_run=int(counts["missing"]),
         missing_queries=config.evaluation.missing_queries,
-        per_query_rows=per_query_rows,
-        aggregate_rows=aggregate_rows,
+        per_query_rows=per_query_written.rows,
+        aggregate_rows=aggregate_written.rows,
+        per_query_version=per_query_written.version,
+        aggregate_version=aggregate_written.version,
         unjudged=rates,
         unjudged_warning_share=config.evaluation.unjudged_warning_share,
         binary_labels=bool(qrels_df.agg(F.max(S.RELEVANCE) <= 1).collect()[0][0]),

@@ -31,6 +31,12 @@ NUM_REL = "num_rel"
 NUM_REL_RET = "num_rel_ret"
 AVERAGING = "averaging"
 NUM_QUERIES = "num_queries"
+#: The batch job run that wrote a row (joins to the run-log table; see releval.lineage).
+JOB_RUN_ID = "job_run_id"
+
+#: Table property holding the version of the output schemas (see docs/migrations.md).
+SCHEMA_VERSION_PROPERTY = "releval.schema_version"
+SCHEMA_VERSION = "1"
 
 RUN_SCHEMA = T.StructType(
     [
@@ -76,6 +82,7 @@ PER_QUERY_COMMENTS = {
     NUM_RET: "Documents the run retrieved for this query (all ranks).",
     NUM_REL: "Documents of this query judged relevant (label >= rel_level) in the qrels.",
     NUM_REL_RET: "Relevant documents retrieved within the cutoff (all ranks when no cutoff).",
+    JOB_RUN_ID: "Id of the job run that wrote this row; joins to the run-log table's job_run_id.",
 }
 
 AGGREGATE_COMMENTS = {
@@ -91,6 +98,7 @@ AGGREGATE_COMMENTS = {
     ),
     VALUE: "The aggregate value.",
     NUM_QUERIES: "Queries that entered the aggregate.",
+    JOB_RUN_ID: PER_QUERY_COMMENTS[JOB_RUN_ID],
 }
 
 
@@ -105,6 +113,7 @@ def per_query_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(NUM_RET, T.LongType(), False),
             T.StructField(NUM_REL, T.LongType(), False),
             T.StructField(NUM_REL_RET, T.LongType(), False),
+            T.StructField(JOB_RUN_ID, T.StringType(), True),
         ]
     )
 
@@ -118,6 +127,7 @@ def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(AVERAGING, T.StringType(), False),
             T.StructField(VALUE, T.DoubleType(), False),
             T.StructField(NUM_QUERIES, T.LongType(), False),
+            T.StructField(JOB_RUN_ID, T.StringType(), True),
         ]
     )
 

@@ -25,12 +25,19 @@ def source_name(src: RunSource | QrelsSource) -> str:
     return f"{src.format} {'table ' + src.table if src.table else src.path}"
 
 
-def _load(spark: SparkSession, src: RunSource | QrelsSource) -> DataFrame:
-    """Load a Delta/Parquet path or a catalog table, with a clear error when missing."""
+def _load(spark: SparkSession, src: RunSource | QrelsSource, version: int | None = None) -> DataFrame:
+    """Load a Delta/Parquet path or a catalog table (a Delta ``version``: time travel).
+
+    ``version`` defaults to the source's configured ``version``.
+    """
+    version = src.version if version is None else version
     try:
+        reader = spark.read.format(src.format)
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
         if src.table:
-            return spark.table(src.table)
-        return spark.read.format(src.format).load(src.path)
+            return reader.table(src.table) if version is not None else spark.table(src.table)
+        return reader.load(src.path)
     except Exception as exc:  # Spark raises AnalysisException subclasses here
         message = str(exc).splitlines()[0]
         raise InputError(f"cannot read {source_name(src)}: {message}") from None
@@ -61,11 +68,11 @@ def _trec_fields(spark: SparkSession, path: str, src: RunSource | QrelsSource) -
     )
 
 
-def read_run(spark: SparkSession, src: RunSource) -> DataFrame:
+def read_run(spark: SparkSession, src: RunSource, *, version: int | None = None) -> DataFrame:
     """Read a run into ``partition columns + query_id, doc_id, score, rank``.
 
     TREC run text is ``qid Q0 docno rank score tag [anything]``; its tag becomes
-    the ``run_id`` partition column.
+    the ``run_id`` partition column. ``version`` pins a Delta input (``versionAsOf``).
     """
     if src.format == "trec":
         f = F.col("f")
@@ -83,7 +90,7 @@ def read_run(spark: SparkSession, src: RunSource) -> DataFrame:
                 f"'{TREC_RUN_ID}' (its tag); run.partition_columns names {partitions}"
             )
         return df.select(*src.partition_columns, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK)
-    df = _load(spark, src)
+    df = _load(spark, src, version)
     mapping = {"query_id": src.query_id, "doc_id": src.doc_id, "score": src.score, "rank": src.rank}
     needed = {k: v for k, v in mapping.items() if k in ("query_id", "doc_id", src.rank_by)}
     _require_columns(df, needed, src, "run")
@@ -108,17 +115,17 @@ def read_run(spark: SparkSession, src: RunSource) -> DataFrame:
     )
 
 
-def read_qrels(spark: SparkSession, src: QrelsSource) -> DataFrame:
+def read_qrels(spark: SparkSession, src: QrelsSource, *, version: int | None = None) -> DataFrame:
     """Read qrels into ``query_id, doc_id, relevance``.
 
-    TREC qrels text is ``qid iteration docno rel``.
+    TREC qrels text is ``qid iteration docno rel``. ``version`` pins a Delta input.
     """
     if src.format == "trec":
         f = F.col("f")
         return _trec_fields(spark, src.path or "", src).select(
             f[0].alias(S.QUERY_ID), f[2].alias(S.DOC_ID), f[3].cast("int").alias(S.RELEVANCE)
         )
-    df = _load(spark, src)
+    df = _load(spark, src, version)
     mapping = {"query_id": src.query_id, "doc_id": src.doc_id, "relevance": src.relevance}
     _require_columns(df, dict(mapping), src, "qrels")
     if src.filter:

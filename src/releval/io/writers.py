@@ -1,7 +1,6 @@
-"""Delta writers: explicit schemas with column comments, partitioned tables.
+"""Delta table creation: explicit schemas with column comments, partitioning, properties.
 
-Re-running a job replaces exactly the partitions it evaluated (dynamic
-partition overwrite) and leaves the other partitions of the table untouched.
+The atomic, retried replacement of a table's rows is ``releval.io.atomic``.
 """
 
 from __future__ import annotations
@@ -11,7 +10,10 @@ from typing import Mapping, Sequence
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from releval import schemas as S
 
 
 def with_comments(schema: T.StructType, comments: Mapping[str, str]) -> T.StructType:
@@ -27,8 +29,18 @@ def with_comments(schema: T.StructType, comments: Mapping[str, str]) -> T.Struct
 
 
 def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
-    """Select and cast ``df``'s columns to ``schema``, in its order."""
-    return df.select(*[df[f.name].cast(f.dataType).alias(f.name) for f in schema.fields])
+    """Select and cast ``df``'s columns to ``schema``, in its order.
+
+    A nullable schema column that ``df`` lacks (``job_run_id`` outside a batch job) is null.
+    """
+    return df.select(
+        *[
+            (df[f.name] if f.name in df.columns or not f.nullable else F.lit(None))
+            .cast(f.dataType)
+            .alias(f.name)
+            for f in schema.fields
+        ]
+    )
 
 
 def absolute(path: str) -> str:
@@ -51,47 +63,5 @@ def ensure_table(
     builder = builder.addColumns(schema).comment(description)
     if partition_columns:
         builder = builder.partitionedBy(*partition_columns)
+    builder = builder.property(S.SCHEMA_VERSION_PROPERTY, S.SCHEMA_VERSION)
     builder.property("delta.appendOnly", "false").execute()
-
-
-def write_delta(
-    df: DataFrame,
-    *,
-    path: str | None,
-    table: str | None,
-    schema: T.StructType,
-    partition_columns: Sequence[str],
-    description: str,
-) -> int:
-    """Write ``df`` into a Delta table, replacing the partitions it holds.
-
-    Args:
-        df: rows to write (cast to ``schema``).
-        path: the table's folder (or None with ``table``).
-        table: a catalog table name (or None with ``path``).
-        schema: the table's schema, with column comments.
-        partition_columns: the table's partition columns; the partitions present in
-            ``df`` are replaced atomically, all others are kept. Without partition
-            columns the whole table is replaced.
-        description: the table comment.
-
-    Returns:
-        The number of rows written (from the Delta commit's operation metrics).
-    """
-    spark = df.sparkSession
-    ensure_table(
-        spark, path=path, table=table, schema=schema, partition_columns=partition_columns,
-        description=description,
-    )
-    writer = conform(df, schema).write.format("delta").mode("overwrite")
-    if partition_columns:
-        writer = writer.option("partitionOverwriteMode", "dynamic")
-    if table:
-        writer.saveAsTable(table)
-        delta = DeltaTable.forName(spark, table)
-    else:
-        writer.save(path)
-        delta = DeltaTable.forPath(spark, path or "")
-    last = delta.history(1).select("operationMetrics").first()
-    metrics = (last["operationMetrics"] if last else None) or {}
-    return int(metrics.get("numOutputRows", 0))

@@ -1,0 +1,42 @@
+"""spark-submit entry point that migrates the output tables of a config (docs/migrations.md).
+
+    spark-submit --jars <delta jars> jobs/migrate.py --config conf/local.toml
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from releval.config import load_config
+from releval.errors import RelevalError
+from releval.migrations import migrate_table
+from releval.session import build_session
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Migrate releval's output tables in place.")
+    parser.add_argument("--config", required=True, help="the config whose output tables to migrate")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+        spark = build_session(config.spark)
+        try:
+            out = config.output
+            for label, path, table in (
+                ("per_query", out.per_query_path, out.per_query_table),
+                ("aggregate", out.aggregate_path, out.aggregate_table),
+            ):
+                steps = migrate_table(spark, path=path, table=table)
+                print(f"{label}: " + (" -> ".join(steps) if steps else "no table"))
+        finally:
+            spark.stop()
+    except RelevalError as exc:
+        print(f"releval: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""Exact, atomic, retried Delta writes for the batch job.
+
+One call of :func:`replace_partitions` makes exactly one Delta commit: the rows
+matching the ``replaceWhere`` predicate are replaced by ``df`` (or, without a
+predicate, the whole table is). A job killed before the commit leaves the table at
+its last version (Delta writes data files first and commits by writing one log
+entry atomically); files of an unfinished write are never referenced and are
+removed by ``VACUUM``.
+
+A concurrent commit that conflicts with ours (Delta's optimistic concurrency:
+``ConcurrentAppendException``, ``ConcurrentDeleteReadException``, ...) makes the
+write retry from a fresh snapshot, a few times with back-off; the write is
+idempotent, so a retry cannot duplicate rows. After the last attempt a
+:class:`~releval.errors.WriteConflictError` names the table and the predicate.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from delta.exceptions import base as delta_exceptions
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from releval import schemas as S
+from releval.errors import SchemaVersionError, WriteConflictError
+from releval.io.writers import absolute, conform, ensure_table
+
+#: Delta's exceptions that mean "a concurrent transaction got there first: retry".
+CONFLICTS = (
+    delta_exceptions.DeltaConcurrentModificationException,
+    delta_exceptions.ConcurrentWriteException,
+    delta_exceptions.MetadataChangedException,
+    delta_exceptions.ProtocolChangedException,
+    delta_exceptions.ConcurrentAppendException,
+    delta_exceptions.ConcurrentDeleteReadException,
+    delta_exceptions.ConcurrentDeleteDeleteException,
+    delta_exceptions.ConcurrentTransactionException,
+)
+_CONFLICT_MARKERS = ("DELTA_CONCURRENT", "ConcurrentAppendException", "ProtocolChangedException",
+                     "MetadataChangedException", "ConcurrentDeleteReadException",
+                     "ConcurrentDeleteDeleteException", "ConcurrentTransactionException")
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """True for Delta's concurrent-modification errors (also when not converted)."""
+    return isinstance(exc, CONFLICTS) or any(m in str(exc) for m in _CONFLICT_MARKERS)
+
+
+def table_name(path: str | None, table: str | None) -> str:
+    """How a table is named in messages."""
+    return f"table {table}" if table else f"Delta table {path}"
+
+
+def table_exists(spark: SparkSession, *, path: str | None, table: str | None) -> bool:
+    """Whether the Delta table exists (a catalog name or a folder with a _delta_log)."""
+    if table:
+        return bool(spark.catalog.tableExists(table))
+    return bool(DeltaTable.isDeltaTable(spark, absolute(path or "")))
+
+
+def delta_table(spark: SparkSession, *, path: str | None, table: str | None) -> DeltaTable:
+    """The DeltaTable handle of a path or a catalog table."""
+    return DeltaTable.forName(spark, table) if table else DeltaTable.forPath(spark, absolute(path or ""))
+
+
+def check_schema_version(spark: SparkSession, *, path: str | None, table: str | None) -> None:
+    """Fail when an existing table was written by another output schema version.
+
+    Raises:
+        SchemaVersionError: naming the table, its version and the migration to run.
+    """
+    if not table_exists(spark, path=path, table=table):
+        return
+    detail = delta_table(spark, path=path, table=table).detail().select("properties").first()
+    properties = (detail["properties"] if detail else None) or {}
+    found = properties.get(S.SCHEMA_VERSION_PROPERTY, "0")
+    if found != S.SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{table_name(path, table)} has {S.SCHEMA_VERSION_PROPERTY} = {found!r}, this releval "
+            f"writes version {S.SCHEMA_VERSION!r}; nothing was written. Migrate it first: "
+            f"python jobs/migrate.py --config <config> (see docs/migrations.md)"
+        )
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """The commit a write made."""
+
+    version: int
+    rows: int
+    attempts: int
+
+
+def commit_of(
+    spark: SparkSession, *, path: str | None, table: str | None, user_metadata: str
+) -> tuple[int, int]:
+    """(version, numOutputRows) of the latest commit whose userMetadata is ``user_metadata``."""
+    history = delta_table(spark, path=path, table=table).history()
+    row = (
+        history.where(history.userMetadata == user_metadata)
+        .orderBy(history.version.desc())
+        .select("version", "operationMetrics")
+        .first()
+    )
+    if row is None:
+        return -1, 0
+    metrics = row["operationMetrics"] or {}
+    return int(row["version"]), int(metrics.get("numOutputRows", 0))
+
+
+def replace_partitions(
+    df: DataFrame,
+    *,
+    path: str | None,
+    table: str | None,
+    schema: T.StructType,
+    partition_columns: Sequence[str],
+    description: str,
+    predicate: str | None,
+    user_metadata: str,
+    max_attempts: int = 5,
+    backoff_seconds: float = 1.0,
+) -> WriteResult:
+    """Replace the rows matching ``predicate`` with ``df`` in one atomic Delta commit.
+
+    Args:
+        df: the new rows (cast to ``schema``); each must match ``predicate``.
+        path: the table's folder (or None with ``table``).
+        table: a catalog table name (or None with ``path``).
+        schema: the table's schema with comments (used when the table is created).
+        partition_columns: the table's partition columns (when created).
+        description: the table comment (when created).
+        predicate: the ``replaceWhere`` SQL predicate; None replaces the whole table.
+        user_metadata: stored in the commit (Delta history's ``userMetadata``), e.g. the
+            job run id, so a run finds its own commit among concurrent ones.
+        max_attempts: attempts when a concurrent transaction conflicts.
+        backoff_seconds: first back-off; doubled each attempt, with jitter.
+
+    Raises:
+        SchemaVersionError: the existing table has another schema version.
+        WriteConflictError: still conflicting after ``max_attempts``.
+    """
+    spark = df.sparkSession
+    check_schema_version(spark, path=path, table=table)
+    data = conform(df, schema)
+    for attempt in range(1, max_attempts + 1):
+        existed = table_exists(spark, path=path, table=table)
+        try:
+            ensure_table(
+                spark, path=path, table=table, schema=schema,
+                partition_columns=partition_columns, description=description,
+            )
+            writer = data.write.format("delta").mode("overwrite").option("userMetadata", user_metadata)
+            if predicate is not None:
+                writer = writer.option("replaceWhere", predicate)
+            if table:
+                writer.saveAsTable(table)
+            else:
+                writer.save(absolute(path or ""))
+            break
+        except Exception as exc:  # noqa: BLE001 - only Delta's conflicts are retried
+            # another job created the table at the same time: retry against its version 0
+            created_meanwhile = not existed and table_exists(spark, path=path, table=table)
+            if not (is_conflict(exc) or created_meanwhile):
+                raise
+            if attempt == max_attempts:
+                raise WriteConflictError(
+                    f"{table_name(path, table)}: a concurrent job kept changing the rows of "
+                    f"replaceWhere {predicate!r}; gave up after {attempt} attempts "
+                    f"({type(exc).__name__}: {str(exc).splitlines()[0][:300]})"
+                ) from None
+            delay = backoff_seconds * 2 ** (attempt - 1) * (0.5 + random.random())
+            print(
+                f"releval: {table_name(path, table)}: concurrent commit conflicts with ours "
+                f"({type(exc).__name__}); retrying in {delay:.1f}s (attempt {attempt + 1})",
+                flush=True,
+            )
+            time.sleep(delay)
+    version, rows = commit_of(spark, path=path, table=table, user_metadata=user_metadata)
+    return WriteResult(version=version, rows=rows, attempts=attempt)
+
+
+def append_row(
+    df: DataFrame,
+    *,
+    path: str | None,
+    table: str | None,
+    schema: T.StructType,
+    description: str,
+    user_metadata: str,
+) -> int:
+    """Append ``df`` (the run log's row) in one commit; blind appends never conflict.
+
+    Returns:
+        The version committed.
+    """
+    spark = df.sparkSession
+    check_schema_version(spark, path=path, table=table)
+    for attempt in range(1, 6):
+        existed = table_exists(spark, path=path, table=table)
+        try:
+            ensure_table(spark, path=path, table=table, schema=schema, partition_columns=(),
+                         description=description)
+            writer = conform(df, schema).write.format("delta").mode("append")
+            writer = writer.option("userMetadata", user_metadata)
+            if table:
+                writer.saveAsTable(table)
+            else:
+                writer.save(absolute(path or ""))
+            break
+        except Exception as exc:  # noqa: BLE001
+            created_meanwhile = not existed and table_exists(spark, path=path, table=table)
+            if not (is_conflict(exc) or created_meanwhile) or attempt == 5:
+                raise
+            time.sleep(0.5 * attempt)
+    return commit_of(spark, path=path, table=table, user_metadata=user_metadata)[0]

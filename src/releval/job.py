@@ -1,0 +1,198 @@
+"""The scheduled batch job: incremental, idempotent, crash-safe, concurrent, with lineage.
+
+:func:`run_job` evaluates the run partitions a :class:`~releval.partitions.PartitionSelection`
+names and replaces exactly those partitions in the output tables, one Delta commit
+per table, then appends one row to the run log. See docs/batch_jobs.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from releval import lineage, pipeline
+from releval.config import Config
+from releval.io.atomic import append_row, table_exists
+from releval.io.readers import read_run
+from releval.io.writers import with_comments
+from releval.partitions import (
+    PartitionSelection,
+    partition_label,
+    partitions_predicate,
+    pending_partitions,
+    selection_predicate,
+)
+from releval.pipeline import Summary
+from releval.testhooks import pause
+
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """What one job run did (the run-log row it wrote)."""
+
+    record: lineage.RunRecord
+    summary: Summary | None = None
+
+    def render(self) -> str:
+        r = self.record
+        evaluated = [self.summary.render()] if self.summary else []
+        parts = ", ".join(partition_label(p, sorted(p)) for p in r.partitions) or "none"
+        return "\n".join(
+            [
+                "releval batch job",
+                f"  job_run_id: {r.job_run_id} ({r.status})",
+                f"  inputs: run {r.run_source} @v{r.run_version}, "
+                f"qrels {r.qrels_source} @v{r.qrels_version}",
+                f"  selection: {r.selection}",
+                f"  partitions evaluated: {parts}",
+                f"  rows written: per-query {r.per_query_rows} (v{r.per_query_version}), "
+                f"aggregate {r.aggregate_rows} (v{r.aggregate_version})",
+                *evaluated,
+            ]
+        )
+
+
+def _and(*predicates: str | None) -> str | None:
+    present = [f"({p})" for p in predicates if p]
+    return " AND ".join(present) if present else None
+
+
+def _distinct_partitions(df: DataFrame, columns: Sequence[str]) -> list[dict[str, str]]:
+    """The distinct values of ``columns`` in ``df`` as string maps (a small collect)."""
+    if not columns:
+        return [{}]
+    rows = df.select(*[F.col(c).cast("string").alias(c) for c in columns]).distinct().collect()
+    return [{c: row[c] for c in columns} for row in rows]
+
+
+def done_partitions(spark: SparkSession, config: Config) -> list[dict[str, str]]:
+    """Run partitions the outputs already hold: in the aggregate table or a succeeded run-log row."""
+    parts = list(config.run.partition_columns)
+    done: list[dict[str, str]] = []
+    out = config.output
+    if table_exists(spark, path=out.aggregate_path, table=out.aggregate_table):
+        table = (spark.table(out.aggregate_table) if out.aggregate_table
+                 else spark.read.format("delta").load(out.aggregate_path))
+        done.extend(_distinct_partitions(table, parts))
+    log_path, log_table = lineage.run_log_location(config)
+    if table_exists(spark, path=log_path, table=log_table):
+        log = spark.table(log_table) if log_table else spark.read.format("delta").load(log_path)
+        logged = log.where(F.col("status") == lineage.SUCCEEDED).select(
+            F.explode("partitions").alias("p")
+        )
+        done.extend({c: row["p"].get(c) for c in parts} for row in logged.collect())
+    return done
+
+
+def run_job(
+    spark: SparkSession,
+    config: Config,
+    selection: PartitionSelection = PartitionSelection(),
+    *,
+    job_run_id: str | None = None,
+    strict: bool | None = None,
+) -> JobResult:
+    """Evaluate the selected run partitions and replace them in the output tables.
+
+    Args:
+        spark: the session.
+        config: the job configuration.
+        selection: which run partitions (default: all, replacing the whole tables).
+        job_run_id: the run's id (default: a new uuid4).
+        strict: overrides ``evaluation.strict`` (quarantined rows fail the job).
+
+    Returns:
+        The run-log record the job appended.
+
+    Raises:
+        RelevalError: a user error (config, input, schema version, write conflict); the
+            run log gets a ``failed`` row unless the error came from the run log itself.
+    """
+    job_run_id = job_run_id or str(uuid.uuid4())
+    started = datetime.now(timezone.utc)
+    parts = list(config.run.partition_columns)
+    out_parts = list(config.output_partition_columns)
+    log_path, log_table = lineage.run_log_location(config)
+    run_version = lineage.input_version(spark, config.run)
+    qrels_version = lineage.input_version(spark, config.qrels)
+    run_filter = _and(config.run.filter, selection_predicate(selection))
+    base = dict(
+        job_run_id=job_run_id,
+        started_at=started,
+        releval_version=lineage.releval_version(),
+        config_hash=lineage.config_hash(config),
+        config_json=lineage.canonical_config(config),
+        run_source=lineage.source_label(config.run),
+        run_version=run_version,
+        run_filter=run_filter,
+        qrels_source=lineage.source_label(config.qrels),
+        qrels_version=qrels_version,
+        qrels_filter=config.qrels.filter,
+        selection=selection.describe(),
+    )
+
+    def log(status: str, **fields: object) -> lineage.RunRecord:
+        record = lineage.RunRecord(
+            **base, status=status, finished_at=datetime.now(timezone.utc), **fields  # type: ignore[arg-type]
+        )
+        append_row(
+            record.to_frame(spark),
+            path=log_path,
+            table=log_table,
+            schema=with_comments(lineage.RUN_LOG_SCHEMA, lineage.RUN_LOG_COMMENTS),
+            description="releval run log: one row per batch job run (lineage of the output rows).",
+            user_metadata=f"releval job_run_id={job_run_id}",
+        )
+        return record
+
+    replace: str | None = None
+    todo: list[dict[str, str]] = []
+    try:
+        available = _distinct_partitions(read_run(spark, config.run, version=run_version).where(
+            run_filter or "true"), parts)
+        if selection.pending:
+            todo = pending_partitions(available, done_partitions(spark, config))
+            if not todo:
+                return JobResult(log(lineage.NOTHING_PENDING, replace_predicate=None, partitions=[]))
+            replace = partitions_predicate(todo, output_partition_columns=out_parts)
+            run_filter = _and(run_filter, partitions_predicate(todo, output_partition_columns=parts))
+        else:
+            todo = sorted(available, key=lambda p: sorted(p.items()))
+            replace = selection_predicate(selection)  # None: all partitions, whole tables
+        pinned = dataclasses.replace(
+            config,
+            run=dataclasses.replace(config.run, filter=run_filter, version=run_version),
+            qrels=dataclasses.replace(config.qrels, version=qrels_version),
+        )
+        summary = pipeline.run(
+            spark, pinned, strict=strict,
+            write=pipeline.WriteOptions(predicate=replace, job_run_id=job_run_id),
+        )
+        pause("before_run_log")
+    except Exception as exc:
+        try:
+            log(lineage.FAILED, replace_predicate=replace, partitions=todo,
+                error=str(exc).splitlines()[0][:1000] if str(exc) else type(exc).__name__)
+        except Exception:  # noqa: BLE001 - the original error matters more (e.g. no run log)
+            pass
+        raise
+    return JobResult(
+        log(
+            lineage.SUCCEEDED,
+            replace_predicate=replace,
+            partitions=todo,
+            per_query_version=summary.per_query_version,
+            aggregate_version=summary.aggregate_version,
+            per_query_rows=summary.per_query_rows,
+            aggregate_rows=summary.aggregate_rows,
+        ),
+        summary,
+    )
+

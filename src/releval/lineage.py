@@ -1,0 +1,178 @@
+"""Lineage of the batch job: one run-log row per job run.
+
+Every output row carries ``job_run_id``; the run log says, for that id, which code
+(``releval_version``), which configuration (``config_hash``, ``config_json``), which
+inputs at which Delta versions (``run_version``, ``qrels_version``, the qrels filter),
+which partitions, and which output table versions the run wrote. So
+
+    SELECT a.value, l.qrels_source, l.qrels_version, l.qrels_filter, l.releval_version
+    FROM delta.`.../aggregate` a JOIN delta.`.../run_log` l USING (job_run_id)
+    WHERE a.date = '2026-11-29' AND a.measure_key = 'nDCG@10'
+
+answers "which qrels and which code produced this number?", and reading the inputs
+with ``versionAsOf`` = the recorded versions reproduces it (see docs/batch_jobs.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib import metadata
+from typing import Mapping, Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from releval import schemas as S
+from releval.config import Config, QrelsSource, RunSource
+
+#: run-log statuses
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+NOTHING_PENDING = "nothing_pending"
+
+RUN_LOG_SCHEMA = T.StructType(
+    [
+        T.StructField(S.JOB_RUN_ID, T.StringType(), False),
+        T.StructField("status", T.StringType(), False),
+        T.StructField("started_at", T.TimestampType(), False),
+        T.StructField("finished_at", T.TimestampType(), False),
+        T.StructField("releval_version", T.StringType(), False),
+        T.StructField("config_hash", T.StringType(), False),
+        T.StructField("config_json", T.StringType(), False),
+        T.StructField("run_source", T.StringType(), False),
+        T.StructField("run_version", T.LongType(), True),
+        T.StructField("run_filter", T.StringType(), True),
+        T.StructField("qrels_source", T.StringType(), False),
+        T.StructField("qrels_version", T.LongType(), True),
+        T.StructField("qrels_filter", T.StringType(), True),
+        T.StructField("selection", T.StringType(), False),
+        T.StructField("replace_predicate", T.StringType(), True),
+        T.StructField(
+            "partitions", T.ArrayType(T.MapType(T.StringType(), T.StringType()), False), False
+        ),
+        T.StructField("per_query_version", T.LongType(), True),
+        T.StructField("aggregate_version", T.LongType(), True),
+        T.StructField("per_query_rows", T.LongType(), True),
+        T.StructField("aggregate_rows", T.LongType(), True),
+        T.StructField("error", T.StringType(), True),
+    ]
+)
+
+RUN_LOG_COMMENTS = {
+    S.JOB_RUN_ID: "Id (uuid4) of the job run; the job_run_id of every output row it wrote.",
+    "status": "succeeded | failed | nothing_pending. A run killed mid-way has no row.",
+    "started_at": "When the job run started (UTC).",
+    "finished_at": "When the job run wrote this row (UTC).",
+    "releval_version": "The releval package version that ran.",
+    "config_hash": "sha256 of the canonical JSON of the config, [spark] section excluded.",
+    "config_json": "The canonical JSON the hash is computed over.",
+    "run_source": "The run input: format and path or table.",
+    "run_version": "Delta version the run input was read at (versionAsOf); null for Parquet/TREC.",
+    "run_filter": "The run filter applied: config run.filter and the partition selection.",
+    "qrels_source": "The qrels input: format and path or table.",
+    "qrels_version": "Delta version the qrels were read at (versionAsOf); null for Parquet/TREC.",
+    "qrels_filter": "The qrels filter of the config (e.g. a qrels_version predicate).",
+    "selection": "The partitions asked for on the command line, as text.",
+    "replace_predicate": "The replaceWhere predicate of the output writes; null: whole table.",
+    "partitions": "The run partitions evaluated, each a map column -> value.",
+    "per_query_version": "Version of the per-query table this run committed.",
+    "aggregate_version": "Version of the aggregate table this run committed.",
+    "per_query_rows": "Rows written to the per-query table.",
+    "aggregate_rows": "Rows written to the aggregate table.",
+    "error": "The error of a failed run (first line).",
+}
+
+
+def releval_version() -> str:
+    """The installed releval version (``0+unknown`` when not installed)."""
+    try:
+        return metadata.version("releval")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def canonical_config(config: Config) -> str:
+    """The config as canonical JSON (sorted keys), without the [spark] section.
+
+    Spark settings (master, memory, ...) change how, not what, is computed.
+    """
+    raw = dataclasses.asdict(config)
+    raw.pop("spark", None)
+    return json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def config_hash(config: Config) -> str:
+    """sha256 hex digest of :func:`canonical_config`."""
+    return hashlib.sha256(canonical_config(config).encode("utf-8")).hexdigest()
+
+
+def source_label(src: RunSource | QrelsSource) -> str:
+    """``delta:/abs/path`` or ``delta:table:db.name``."""
+    if src.table:
+        return f"{src.format}:table:{src.table}"
+    path = src.path or ""
+    return f"{src.format}:{path if '://' in path else os.path.abspath(path)}"
+
+
+def input_version(spark: SparkSession, src: RunSource | QrelsSource) -> int | None:
+    """The latest Delta version of an input (to pin it for the whole job); None if not Delta."""
+    if src.format != "delta":
+        return None
+    from delta.tables import DeltaTable
+
+    from releval.io.writers import absolute
+
+    table = DeltaTable.forName(spark, src.table) if src.table else DeltaTable.forPath(
+        spark, absolute(src.path or "")
+    )
+    row = table.history(1).select("version").first()
+    return int(row["version"]) if row else None
+
+
+def run_log_location(config: Config) -> tuple[str | None, str | None]:
+    """(path, table) of the run log: configured, or next to the per-query table."""
+    out = config.output
+    if out.run_log_path or out.run_log_table:
+        return out.run_log_path, out.run_log_table
+    if out.per_query_table:
+        return None, f"{out.per_query_table}_run_log"
+    return os.path.join(os.path.dirname(os.path.abspath(out.per_query_path or ".")), "run_log"), None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run-log row (see :data:`RUN_LOG_SCHEMA` for the meaning of each field)."""
+
+    job_run_id: str
+    status: str
+    started_at: datetime
+    finished_at: datetime
+    releval_version: str
+    config_hash: str
+    config_json: str
+    run_source: str
+    run_version: int | None
+    run_filter: str | None
+    qrels_source: str
+    qrels_version: int | None
+    qrels_filter: str | None
+    selection: str
+    replace_predicate: str | None
+    partitions: Sequence[Mapping[str, str]] = field(default_factory=tuple)
+    per_query_version: int | None = None
+    aggregate_version: int | None = None
+    per_query_rows: int | None = None
+    aggregate_rows: int | None = None
+    error: str | None = None
+
+    def to_frame(self, spark: SparkSession) -> DataFrame:
+        """A one-row DataFrame of :data:`RUN_LOG_SCHEMA`."""
+        values = dataclasses.asdict(self)
+        values["partitions"] = [dict(p) for p in self.partitions]
+        return spark.createDataFrame([tuple(values[f.name] for f in RUN_LOG_SCHEMA.fields)],
+                                     RUN_LOG_SCHEMA)

@@ -1,0 +1,191 @@
+"""Which run partitions a batch job evaluates, and the SQL predicates that select them.
+
+A :class:`PartitionSelection` is parsed from the job's command line
+(``--partition KEY=VALUE`` repeatable, ``KEY=V1,V2``, ``KEY=A..B``, ``--from/--to``,
+``--pending``). It becomes
+
+* a filter on the run read (partition pruning): :func:`selection_predicate`;
+* the ``replaceWhere`` predicate of the output writes: the same predicate for an
+  explicit selection (so a requested partition that now yields no rows is cleared),
+  or :func:`partitions_predicate` over the concrete list of partitions for
+  ``--pending``.
+
+Everything here is pure Python: no Spark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from releval.errors import ConfigError
+
+#: The column ``--from`` / ``--to`` apply to unless ``--date-column`` says otherwise.
+DEFAULT_DATE_COLUMN = "date"
+
+
+@dataclass(frozen=True)
+class KeyFilter:
+    """One key's condition: a set of values, or an inclusive range (string order)."""
+
+    key: str
+    values: tuple[str, ...] = ()
+    low: str | None = None
+    high: str | None = None
+
+    def predicate(self) -> str:
+        """The SQL condition on this key."""
+        col = quote_identifier(self.key)
+        if self.values:
+            if len(self.values) == 1:
+                return f"{col} = {quote_literal(self.values[0])}"
+            return f"{col} IN ({', '.join(quote_literal(v) for v in self.values)})"
+        parts = []
+        if self.low is not None:
+            parts.append(f"{col} >= {quote_literal(self.low)}")
+        if self.high is not None:
+            parts.append(f"{col} <= {quote_literal(self.high)}")
+        return " AND ".join(parts)
+
+
+@dataclass(frozen=True)
+class PartitionSelection:
+    """The run partitions a job is asked to evaluate.
+
+    Attributes:
+        filters: conditions on run partition columns, all of which must hold.
+        pending: only the selected partitions that the output tables do not hold yet.
+    """
+
+    filters: tuple[KeyFilter, ...] = ()
+    pending: bool = False
+
+    @property
+    def is_all(self) -> bool:
+        """No restriction at all: the job evaluates (and replaces) everything."""
+        return not self.filters and not self.pending
+
+    def describe(self) -> str:
+        """A one-line description, for the run log and messages."""
+        text = " AND ".join(f.predicate() for f in self.filters) or "all partitions"
+        return f"pending of {text}" if self.pending else text
+
+
+def quote_identifier(name: str) -> str:
+    """A column name in back-quotes."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def quote_literal(value: str) -> str:
+    """A SQL string literal (Spark casts it to the column's type when compared)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def parse_partition_arg(arg: str) -> KeyFilter:
+    """Parse ``KEY=VALUE``, ``KEY=V1,V2`` or ``KEY=LOW..HIGH``.
+
+    Raises:
+        ConfigError: the argument has no ``=``, an empty key or an empty value.
+    """
+    key, sep, value = arg.partition("=")
+    key, value = key.strip(), value.strip()
+    if not sep or not key or not value:
+        raise ConfigError(
+            f"--partition {arg!r}: expected KEY=VALUE, KEY=V1,V2 or KEY=LOW..HIGH "
+            "(e.g. date=2026-11-29)"
+        )
+    if ".." in value:
+        low, _, high = value.partition("..")
+        if not low.strip() or not high.strip():
+            raise ConfigError(f"--partition {arg!r}: a range needs both ends, e.g. date=2026-11-27..2026-11-29")
+        if low.strip() > high.strip():
+            raise ConfigError(f"--partition {arg!r}: the range is empty ({low!r} > {high!r})")
+        return KeyFilter(key=key, low=low.strip(), high=high.strip())
+    values = tuple(v.strip() for v in value.split(",") if v.strip())
+    return KeyFilter(key=key, values=values)
+
+
+def parse_selection(
+    partitions: Sequence[str] = (),
+    *,
+    date_from: str | None = None,
+    date_to: str | None = None,
+    date_column: str = DEFAULT_DATE_COLUMN,
+    pending: bool = False,
+    run_partition_columns: Sequence[str] = (),
+) -> PartitionSelection:
+    """Build the selection from the command line's options.
+
+    Args:
+        partitions: the ``--partition`` arguments.
+        date_from: ``--from`` (inclusive), on ``date_column``.
+        date_to: ``--to`` (inclusive), on ``date_column``.
+        date_column: the column ``--from``/``--to`` apply to.
+        pending: ``--pending``.
+        run_partition_columns: the run's partition columns; every key must be one.
+
+    Raises:
+        ConfigError: a key is not a run partition column, or an argument is malformed.
+    """
+    filters = [parse_partition_arg(p) for p in partitions]
+    if date_from is not None or date_to is not None:
+        if date_from and date_to and date_from > date_to:
+            raise ConfigError(f"--from {date_from} is after --to {date_to}")
+        filters.append(KeyFilter(key=date_column, low=date_from, high=date_to))
+    unknown = sorted({f.key for f in filters} - set(run_partition_columns))
+    if unknown:
+        raise ConfigError(
+            f"partition key(s) {unknown} are not run partition columns "
+            f"(run.partition_columns = {list(run_partition_columns)})"
+        )
+    return PartitionSelection(filters=tuple(filters), pending=pending)
+
+
+def selection_predicate(selection: PartitionSelection) -> str | None:
+    """The SQL predicate of the selection's filters, or None when there are none."""
+    if not selection.filters:
+        return None
+    return " AND ".join(f"({f.predicate()})" for f in selection.filters)
+
+
+def partitions_predicate(
+    partitions: Sequence[Mapping[str, str]], *, output_partition_columns: Sequence[str]
+) -> str:
+    """A predicate that holds for exactly the given run partitions.
+
+    It starts with ``col IN (...)`` conjuncts on the output tables' partition columns
+    so that Delta prunes files and its conflict checker sees which output partitions
+    the write touches; then the exact disjunction of the run partitions.
+
+    Args:
+        partitions: run partitions, each ``{column: value}`` (values as strings).
+        output_partition_columns: the output tables' partition columns.
+
+    Raises:
+        ValueError: ``partitions`` is empty (there is nothing to replace).
+    """
+    if not partitions:
+        raise ValueError("partitions_predicate needs at least one partition")
+    conjuncts = []
+    for col in output_partition_columns:
+        values = sorted({p[col] for p in partitions})
+        conjuncts.append(KeyFilter(key=col, values=tuple(values)).predicate())
+    exact = " OR ".join(
+        "(" + " AND ".join(KeyFilter(key=k, values=(v,)).predicate() for k, v in sorted(p.items())) + ")"
+        for p in sorted(partitions, key=lambda p: sorted(p.items()))
+    )
+    return " AND ".join([*(f"({c})" for c in conjuncts), f"({exact})"])
+
+
+def partition_label(partition: Mapping[str, str], columns: Sequence[str]) -> str:
+    """``system=bm25/date=2026-11-29``: a partition as the run log lists it."""
+    return "/".join(f"{c}={partition[c]}" for c in columns)
+
+
+def pending_partitions(
+    available: Sequence[Mapping[str, str]], done: Sequence[Mapping[str, str]]
+) -> list[dict[str, str]]:
+    """The ``available`` run partitions not in ``done``, sorted."""
+    seen = {tuple(sorted(p.items())) for p in done}
+    result = [dict(p) for p in available if tuple(sorted(p.items())) not in seen]
+    return sorted(result, key=lambda p: sorted(p.items()))

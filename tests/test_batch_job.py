@@ -1,0 +1,209 @@
+"""The batch job in-process: incremental selection, exact replaceWhere, lineage, schema versions.
+
+The crash, re-run and concurrent-process tests are in test_batch_job_processes.py.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from batch_support import (
+    AGGREGATE_ROWS_PER_DATE,
+    D27,
+    D28,
+    D29,
+    PER_QUERY_ROWS_PER_DATE,
+    config_at,
+    history,
+    read,
+    sorted_rows,
+    version,
+    write_config,
+    write_inputs,
+)
+from releval import lineage
+from releval import schemas as S
+from releval.coverage import with_judged_measures
+from releval.errors import SchemaVersionError
+from releval.io.atomic import replace_partitions
+from releval.io.readers import read_qrels, read_run
+from releval.io.writers import with_comments
+from releval.job import run_job
+from releval.metrics import parse_measures
+from releval.migrations import migrate_table
+from releval.partitions import parse_selection
+from releval.pipeline import evaluate
+
+PARTS = ("system", "date")
+
+
+@pytest.fixture(scope="module")
+def inputs(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    return write_inputs(spark, tmp_path_factory.mktemp("inputs"))
+
+
+def select(*partitions: str, pending: bool = False):  # noqa: ANN201 - a PartitionSelection
+    return parse_selection(list(partitions), pending=pending, run_partition_columns=PARTS)
+
+
+def dates(spark: SparkSession, path: str) -> dict[str, int]:
+    rows = read(spark, path).groupBy("date").count().collect()
+    return {r["date"]: r["count"] for r in rows}
+
+
+def test_incremental_runs_replace_only_the_selected_partitions(
+    spark: SparkSession, inputs: tuple[str, str], tmp_path: Path
+) -> None:
+    config = config_at(write_config(tmp_path, *inputs))
+    pq, agg = config.output.per_query_path or "", config.output.aggregate_path or ""
+
+    first = run_job(spark, config, select(f"date={D27}"), job_run_id="run-27").record
+    assert first.status == lineage.SUCCEEDED
+    assert [p["date"] for p in first.partitions] == [D27, D27, D27]
+    assert dates(spark, pq) == {D27: PER_QUERY_ROWS_PER_DATE}
+    assert dates(spark, agg) == {D27: AGGREGATE_ROWS_PER_DATE}
+    before_27 = sorted_rows(read(spark, pq).where(F.col("date") == D27), drop=())
+
+    # --pending: the run holds 3 dates, the outputs hold 27 -> 28 and 29 are evaluated
+    second = run_job(spark, config, select(pending=True), job_run_id="run-pending").record
+    assert sorted({p["date"] for p in second.partitions}) == [D28, D29]
+    assert dates(spark, pq) == {d: PER_QUERY_ROWS_PER_DATE for d in (D27, D28, D29)}
+    assert dates(spark, agg) == {d: AGGREGATE_ROWS_PER_DATE for d in (D27, D28, D29)}
+    # date 27 untouched, row for row, job_run_id included
+    assert sorted_rows(read(spark, pq).where(F.col("date") == D27), drop=()) == before_27
+    ids = {r[0] for r in read(spark, pq).select(S.JOB_RUN_ID).distinct().collect()}
+    assert ids == {"run-27", "run-pending"}
+
+    # nothing pending: no commit to the output tables, one run-log row saying so
+    versions = (version(spark, pq), version(spark, agg))
+    third = run_job(spark, config, select(pending=True), job_run_id="run-none").record
+    assert third.status == lineage.NOTHING_PENDING and third.partitions == []
+    assert (version(spark, pq), version(spark, agg)) == versions
+    # one WRITE per table per run that wrote: CREATE TABLE, run-27, run-pending
+    assert [(op, meta) for _, op, meta in history(spark, agg)] == [
+        ("CREATE TABLE", None),
+        ("WRITE", "releval job_run_id=run-27"),
+        ("WRITE", "releval job_run_id=run-pending"),
+    ]
+    log = read(spark, str(tmp_path / "out" / "run_log"))
+    assert sorted(r[0] for r in log.select("status").collect()) == [
+        "nothing_pending", "succeeded", "succeeded"
+    ]
+
+
+def test_a_partition_that_now_yields_no_rows_is_cleared_and_lineage_reproduces_the_old_result(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    run_path, qrels_path = write_inputs(spark, tmp_path / "in")
+    config = config_at(write_config(tmp_path, run_path, qrels_path))
+    agg = config.output.aggregate_path or ""
+    log_path = str(tmp_path / "out" / "run_log")
+    old = run_job(spark, config, select(f"date={D28}..{D29}"), job_run_id="old").record
+    assert old.run_version == 0 and old.qrels_version == 0
+
+    # date 29 disappears from the input (input version 1); re-running the same range clears it
+    DeltaTable.forPath(spark, run_path).delete(F.col("date") == D29)
+    new = run_job(spark, config, select(f"date={D28}..{D29}"), job_run_id="new").record
+    assert new.run_version == 1
+    assert dates(spark, agg) == {D28: AGGREGATE_ROWS_PER_DATE}
+
+    # "which qrels and which code produced this number?" in one SQL query
+    row = spark.sql(
+        f"""SELECT l.job_run_id, l.qrels_source, l.qrels_version, l.qrels_filter,
+                   l.releval_version, l.config_hash, l.run_version
+            FROM delta.`{agg}` a JOIN delta.`{log_path}` l USING (job_run_id)
+            WHERE a.date = '{D28}' AND a.system = 'bm25' AND a.measure_key = 'AP'
+              AND a.averaging = 'macro'"""
+    ).collect()
+    assert [tuple(r) for r in row] == [
+        ("new", f"delta:{qrels_path}", 0, "qrels_version = 'v1'", lineage.releval_version(),
+         lineage.config_hash(config), 1)
+    ]
+
+    # reproduce the old date-29 numbers: the aggregate table at the old run's version equals
+    # a fresh evaluation of the inputs read at the versions the run log recorded
+    then = read(spark, agg, old.aggregate_version).where(F.col("date") == D29)
+    run_then = read_run(spark, config.run, version=old.run_version).where(F.col("date") == D29)
+    qrels_then = read_qrels(spark, config.qrels, version=old.qrels_version)
+    again = evaluate(
+        run_then, qrels_then,
+        measures=with_judged_measures(  # the job adds Judged@k for each evaluated k
+            parse_measures(config.evaluation.measures, relevance_level=1), relevance_level=1
+        ),
+        partition_columns=PARTS,
+    ).aggregate
+    # (values to 12 digits: a mean's last bit depends on the order Spark sums in)
+    def rounded(df):  # noqa: ANN001, ANN202
+        return sorted_rows(df.select(*[c for c in then.columns if c != S.JOB_RUN_ID])
+                           .withColumn(S.VALUE, F.round(S.VALUE, 12)))
+
+    assert rounded(then) == rounded(again)
+
+
+def test_an_old_schema_version_is_refused_until_migrated(
+    spark: SparkSession, inputs: tuple[str, str], tmp_path: Path
+) -> None:
+    config = config_at(write_config(tmp_path, *inputs))
+    pq = config.output.per_query_path or ""
+    # a per-query table as the release before job_run_id wrote it: no column, no property
+    old_fields = [f for f in S.per_query_schema([]).fields if f.name != S.JOB_RUN_ID]
+    (DeltaTable.create(spark).location(pq)
+     .addColumn("system", "STRING").addColumn("date", "STRING").addColumns(old_fields)
+     .partitionedBy("date").execute())
+    with pytest.raises(SchemaVersionError, match=r"releval.schema_version = '0'.*docs/migrations.md"):
+        run_job(spark, config, select(f"date={D27}"), job_run_id="refused")
+    assert version(spark, pq) == 0  # nothing written
+    log = read(spark, str(tmp_path / "out" / "run_log"))
+    assert [tuple(r) for r in log.select(S.JOB_RUN_ID, "status").collect()] == [("refused", "failed")]
+
+    assert migrate_table(spark, path=pq, table=None) == ["0", "1"]
+    assert migrate_table(spark, path=pq, table=None) == ["1"]
+    run_job(spark, config, select(f"date={D27}"), job_run_id="migrated")
+    assert read(spark, pq).columns[-1] == S.JOB_RUN_ID
+    assert dates(spark, pq) == {D27: PER_QUERY_ROWS_PER_DATE}
+
+
+def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "table")
+    schema = with_comments(S.aggregate_schema([]), S.AGGREGATE_COMMENTS)
+    schema = T.StructType([T.StructField("date", T.StringType(), True), *schema.fields])
+
+    def rows(job: str):  # noqa: ANN202
+        # 2 rows for date 29 per writer
+        return spark.createDataFrame(
+            [(D29, "P", 5, 1, False, "P@5", "macro", 0.5, 10, job),
+             (D29, "AP", None, 1, False, "AP", "macro", 0.25, 10, job)],
+            schema,
+        )
+
+    frames = {job: rows(job) for job in ("a", "b")}
+    errors: list[BaseException] = []
+
+    def write(job: str) -> None:
+        try:
+            replace_partitions(frames[job], path=path, table=None, schema=schema,
+                               partition_columns=["date"], description="t",
+                               predicate=f"date = '{D29}'", user_metadata=job,
+                               backoff_seconds=0.2)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(job,)) for job in frames]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    table = read(spark, path)
+    # one writer's 2 rows, not 4: the later commit replaced the earlier one's
+    assert table.count() == 2
+    assert table.select(S.JOB_RUN_ID).distinct().count() == 1
