@@ -85,7 +85,7 @@ def test_tables_have_the_documented_schema_and_partitioning(spark, config):
     assert detail["partitionColumns"] == ["date"]
     schema = per_query.toDF().schema
     expected_names = ["system", "date", S.QUERY_ID, S.MEASURE, S.CUTOFF, S.REL_LEVEL,
-                      S.JUDGED_ONLY, S.MEASURE_KEY, S.VALUE, S.NUM_RET, S.NUM_REL, S.NUM_REL_RET]
+                      S.JUDGED_ONLY, S.MEASURE_KEY, S.VALUE, S.NUM_RET, S.NUM_REL, S.NUM_REL_RET, S.JOB_RUN_ID]
     assert schema.fieldNames() == expected_names
     assert schema[S.VALUE].metadata["comment"] == S.PER_QUERY_COMMENTS[S.VALUE]
     aggregate = DeltaTable.forPath(spark, config.output.aggregate_path).toDF()

@@ -205,4 +205,7 @@ def test_empty_partition_for_the_requested_date(shared_session, tmp_path, capsys
     code = job.main(["--config", path])
     err = [l for l in capsys.readouterr().err.splitlines() if l]
     assert_one_line_error(code, err, "has no rows matching run.filter \"date = '2024-05-02'\"")
-    assert not (tmp_path / "o").exists()
+    # no results and no quarantine were written; the batch job's run log records the failure
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["run_log"]
+    log = shared_session.read.format("delta").load(str(tmp_path / "o" / "run_log")).collect()
+    assert [(r["status"], r["error"].startswith("run parquet")) for r in log] == [("failed", True)]

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from releval.coverage import with_judged_measures
 from releval import pipeline
 from releval import schemas as S
 from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
@@ -151,9 +152,8 @@ def test_job_metrics_equal_the_metrics_of_the_model_clean_rows(spark, rows, qrel
         "run_id string, query_id string, doc_id string, score double, rank int",
     )
     typed_qrels = spark.createDataFrame(model_qrels(qrels), S.QRELS_SCHEMA)
-    expected = evaluate(
-        typed_run, typed_qrels, measures=parse_measures([MEASURES]), partition_columns=["run_id"]
-    )
+    measures = with_judged_measures(parse_measures([MEASURES]), relevance_level=1)  # as the job
+    expected = evaluate(typed_run, typed_qrels, measures=measures, partition_columns=["run_id"])
     want = per_query(expected.per_query.collect())
     assert got.keys() == want.keys()
     for key, value in want.items():

@@ -60,8 +60,10 @@ class JobResult:
 
 
 def _and(*predicates: str | None) -> str | None:
-    present = [f"({p})" for p in predicates if p]
-    return " AND ".join(present) if present else None
+    present = [p for p in predicates if p]
+    if len(present) <= 1:
+        return present[0] if present else None
+    return " AND ".join(f"({p})" for p in present)
 
 
 def _distinct_partitions(df: DataFrame, columns: Sequence[str]) -> list[dict[str, str]]:
@@ -155,8 +157,8 @@ def run_job(
     replace: str | None = None
     todo: list[dict[str, str]] = []
     try:
-        available = _distinct_partitions(read_run(spark, config.run, version=run_version).where(
-            run_filter or "true"), parts)
+        selected = dataclasses.replace(config.run, filter=run_filter, version=run_version)
+        available = _distinct_partitions(read_run(spark, selected), parts)
         if selection.pending:
             todo = pending_partitions(available, done_partitions(spark, config))
             if not todo:

@@ -20,6 +20,7 @@ from releval.aggregate import aggregate, overview
 from releval.config import Config
 from releval.coverage import UnjudgedRate, render_lines, unjudged_rates, with_judged_measures
 from releval.io.atomic import replace_partitions
+from releval.layout import by_query
 from releval.io.writers import with_comments
 from releval.metrics import Measure, parse_measures
 from releval.metrics.compute import IN_QRELS, IN_RUN, judge, long_format, query_measures
@@ -57,6 +58,7 @@ def evaluate(
     rank_by: str = "score",
     partition_columns: Sequence[str] = (),
     missing_queries: str = "zero",
+    laid_out_by_query: bool = False,
 ) -> Evaluation:
     """Evaluate a run against qrels.
 
@@ -67,13 +69,17 @@ def evaluate(
         rank_by: "score" (trec_eval's order) or "rank" (the given positions).
         partition_columns: the columns that identify one run.
         missing_queries: "zero" or "skip" (see :func:`releval.metrics.compute.query_measures`).
+        laid_out_by_query: both inputs are already partitioned by :func:`releval.layout.by_query`
+            (the job's checked inputs), so no shuffle is added here.
     """
     parts = list(partition_columns)
     # The one shuffle of the run: co-locate each query's rows with its judgments.
     # Deduplication, the label join, the ranking window and the per-query
     # aggregation all run inside this partitioning.
-    judgments = prepare_qrels(qrels.repartition(S.QUERY_ID))
-    unique = deduplicate(run.repartition(S.QUERY_ID), rank_by=rank_by, partition_columns=parts)
+    if not laid_out_by_query:
+        run, qrels = by_query(run), by_query(qrels)
+    judgments = prepare_qrels(qrels)
+    unique = deduplicate(run, rank_by=rank_by, partition_columns=parts)
     queries = query_measures(
         judge(unique, judgments),
         judgments,
@@ -190,6 +196,7 @@ def run(
         rank_by=config.run.rank_by,
         partition_columns=parts,
         missing_queries=config.evaluation.missing_queries,
+        laid_out_by_query=True,
     )
     part_fields = _partition_fields(run_df, parts)
     out_parts = config.output_partition_columns

@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from releval import schemas as S
+from releval.layout import by_query
 from releval.config import Config
 from releval.errors import InputError, QualityError
 from releval.io.readers import read_qrels_raw, read_run_raw, source_name
@@ -151,8 +152,9 @@ def check_inputs(spark: SparkSession, config: Config, *, strict: bool | None = N
     """
     strict = config.evaluation.strict if strict is None else strict
     parts = list(config.run.partition_columns)
-    raw_run = read_run_raw(spark, config.run)
-    raw_qrels = read_qrels_raw(spark, config.qrels)
+    # the job's one shuffle (releval.layout); evaluate() is told the inputs are laid out
+    raw_run = by_query(read_run_raw(spark, config.run))
+    raw_qrels = by_query(read_qrels_raw(spark, config.qrels))
     labelled_run = label_run(raw_run, rank_by=config.run.rank_by, partition_columns=parts)
     labelled_qrels = label_qrels(raw_qrels)
     labelled_run.persist(StorageLevel.MEMORY_AND_DISK)

@@ -100,8 +100,7 @@ def read_run(spark: SparkSession, src: RunSource, *, version: int | None = None)
             f"{source_name(src)}: missing partition column(s) {missing_parts} "
             f"(run.partition_columns); found columns {df.columns}"
         )
-    if src.filter:
-        df = df.where(src.filter)
+    df = _apply_filter(df, src, "run", src.partition_columns)
 
     def col_or_null(name: str | None, type_: str) -> Column:
         return F.col(name).cast(type_) if name and name in df.columns else F.lit(None).cast(type_)
@@ -128,8 +127,7 @@ def read_qrels(spark: SparkSession, src: QrelsSource, *, version: int | None = N
     df = _load(spark, src, version)
     mapping = {"query_id": src.query_id, "doc_id": src.doc_id, "relevance": src.relevance}
     _require_columns(df, dict(mapping), src, "qrels")
-    if src.filter:
-        df = df.where(src.filter)
+    df = _apply_filter(df, src, "qrels", ())
     return df.select(
         F.col(src.query_id).cast("string").alias(S.QUERY_ID),
         F.col(src.doc_id).cast("string").alias(S.DOC_ID),
