@@ -7,6 +7,7 @@ file, the section and the key. See ``conf/local.toml`` for a commented example.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -108,6 +109,16 @@ class Config:
     evaluation: EvaluationSettings = EvaluationSettings()
     output: OutputSettings = OutputSettings()
     spark: SparkSettings = SparkSettings()
+
+    def sibling_table(self, name: str) -> tuple[str | None, str | None]:
+        """(path, table) of a table stored next to the per-query table: ``<folder>/name``
+        beside ``per_query_path``, or ``<per_query_table>_name`` in the catalog."""
+        if self.output.per_query_table:
+            return None, f"{self.output.per_query_table}_{name}"
+        if self.output.per_query_path:
+            folder = os.path.dirname(os.path.abspath(self.output.per_query_path.rstrip("/")))
+            return os.path.join(folder, name), None
+        return None, None
 
     @property
     def output_partition_columns(self) -> tuple[str, ...]:

@@ -139,9 +139,7 @@ def run_log_location(config: Config) -> tuple[str | None, str | None]:
     out = config.output
     if out.run_log_path or out.run_log_table:
         return out.run_log_path, out.run_log_table
-    if out.per_query_table:
-        return None, f"{out.per_query_table}_run_log"
-    return os.path.join(os.path.dirname(os.path.abspath(out.per_query_path or ".")), "run_log"), None
+    return config.sibling_table("run_log")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ Order (so that job-level problems stop the job before anything is written):
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -82,11 +81,7 @@ def quarantine_target(config: Config) -> tuple[str | None, str | None]:
     out = config.output
     if out.quarantine_path or out.quarantine_table:
         return out.quarantine_path, out.quarantine_table
-    if out.per_query_table:
-        return None, f"{out.per_query_table}_quarantine"
-    if out.per_query_path:
-        return os.path.join(os.path.dirname(out.per_query_path.rstrip("/")), "quarantine"), None
-    return None, None
+    return config.sibling_table("quarantine")
 
 
 def job_partition(run: InputAccount, output_partition_columns: Sequence[str]) -> str:

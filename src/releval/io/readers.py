@@ -68,6 +68,25 @@ def _trec_fields(spark: SparkSession, path: str, src: RunSource | QrelsSource) -
     )
 
 
+def _run_table(
+    spark: SparkSession, src: RunSource, *, version: int | None, check_types: bool
+) -> DataFrame:
+    """A Delta/Parquet run with its mapped and partition columns checked, filtered."""
+    df = _load(spark, src, version)
+    mapping = {"query_id": src.query_id, "doc_id": src.doc_id, "score": src.score, "rank": src.rank}
+    needed = {k: v for k, v in mapping.items() if k in ("query_id", "doc_id", src.rank_by)}
+    _require_columns(df, needed, src, "run")
+    if check_types:
+        _require_types(df, mapping, src, "run")
+    missing_parts = [c for c in src.partition_columns if c not in df.columns]
+    if missing_parts:
+        raise InputError(
+            f"{source_name(src)}: missing partition column(s) {missing_parts} "
+            f"(run.partition_columns); found columns {df.columns}"
+        )
+    return _apply_filter(df, src, "run", src.partition_columns)
+
+
 def read_run(spark: SparkSession, src: RunSource, *, version: int | None = None) -> DataFrame:
     """Read a run into ``partition columns + query_id, doc_id, score, rank``.
 
@@ -90,17 +109,7 @@ def read_run(spark: SparkSession, src: RunSource, *, version: int | None = None)
                 f"'{TREC_RUN_ID}' (its tag); run.partition_columns names {partitions}"
             )
         return df.select(*src.partition_columns, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK)
-    df = _load(spark, src, version)
-    mapping = {"query_id": src.query_id, "doc_id": src.doc_id, "score": src.score, "rank": src.rank}
-    needed = {k: v for k, v in mapping.items() if k in ("query_id", "doc_id", src.rank_by)}
-    _require_columns(df, needed, src, "run")
-    missing_parts = [c for c in src.partition_columns if c not in df.columns]
-    if missing_parts:
-        raise InputError(
-            f"{source_name(src)}: missing partition column(s) {missing_parts} "
-            f"(run.partition_columns); found columns {df.columns}"
-        )
-    df = _apply_filter(df, src, "run", src.partition_columns)
+    df = _run_table(spark, src, version=version, check_types=False)
 
     def col_or_null(name: str | None, type_: str) -> Column:
         return F.col(name).cast(type_) if name and name in df.columns else F.lit(None).cast(type_)
@@ -245,18 +254,7 @@ def read_run_raw(spark: SparkSession, src: RunSource) -> DataFrame:
             f[4].alias(S.SCORE),
             f[3].alias(S.RANK),
         ).select(*src.partition_columns, RAW_SOURCE, RAW_LINE, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK)
-    df = _load(spark, src)
-    mapping = {"query_id": src.query_id, "doc_id": src.doc_id, "score": src.score, "rank": src.rank}
-    needed = {k: v for k, v in mapping.items() if k in ("query_id", "doc_id", src.rank_by)}
-    _require_columns(df, needed, src, "run")
-    _require_types(df, mapping, src, "run")
-    missing_parts = [c for c in src.partition_columns if c not in df.columns]
-    if missing_parts:
-        raise InputError(
-            f"{source_name(src)}: missing partition column(s) {missing_parts} "
-            f"(run.partition_columns); found columns {df.columns}"
-        )
-    df = _apply_filter(df, src, "run", src.partition_columns)
+    df = _run_table(spark, src, version=None, check_types=True)
 
     def col_or_null(name: str | None) -> Column:
         return F.col(name) if name and name in df.columns else F.lit(None).cast("string")
