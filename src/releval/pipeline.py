@@ -237,6 +237,8 @@ def run(
             UnjudgedRate.from_row(r, parts)
             for r in unjudged_rates(per_query, partition_columns=parts).collect()
         )
+        # on the cached qrels, before they are released
+        binary_labels = bool(qrels_df.agg(F.max(S.RELEVANCE) <= 1).collect()[0][0])
     finally:
         queries.unpersist()
         checked.unpersist()
@@ -254,7 +256,7 @@ def run(
         aggregate_version=aggregate_written.version,
         unjudged=rates,
         unjudged_warning_share=config.evaluation.unjudged_warning_share,
-        binary_labels=bool(qrels_df.agg(F.max(S.RELEVANCE) <= 1).collect()[0][0]),
+        binary_labels=binary_labels,
         measures=tuple(measures),
         quality=checked.report,
     )
