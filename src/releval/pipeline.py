@@ -132,10 +132,6 @@ class Summary:
     measures: tuple[Measure, ...] = ()
     quality: QualityReport | None = None
 
-    @property
-    def ok(self) -> bool:
-        return True
-
     def render(self) -> str:
         missing_rule = "scored 0, in means" if self.missing_queries == "zero" else "skipped"
         lines = [

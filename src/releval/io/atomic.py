@@ -23,7 +23,7 @@ from typing import Sequence
 
 from delta.exceptions import base as delta_exceptions
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import types as T
 
 from releval import schemas as S
@@ -113,6 +113,14 @@ def commit_of(
     return int(row["version"]), int(metrics.get("numOutputRows", 0))
 
 
+def _save(writer: DataFrameWriter, *, path: str | None, table: str | None) -> None:
+    """Run ``writer`` into the catalog table or the path."""
+    if table:
+        writer.saveAsTable(table)
+    else:
+        writer.save(absolute(path or ""))
+
+
 def replace_partitions(
     df: DataFrame,
     *,
@@ -158,10 +166,7 @@ def replace_partitions(
             writer = data.write.format("delta").mode("overwrite").option("userMetadata", user_metadata)
             if predicate is not None:
                 writer = writer.option("replaceWhere", predicate)
-            if table:
-                writer.saveAsTable(table)
-            else:
-                writer.save(absolute(path or ""))
+            _save(writer, path=path, table=table)
             break
         except Exception as exc:  # noqa: BLE001 - only Delta's conflicts are retried
             # another job created the table at the same time: retry against its version 0
@@ -208,10 +213,7 @@ def append_row(
                          description=description)
             writer = conform(df, schema).write.format("delta").mode("append")
             writer = writer.option("userMetadata", user_metadata)
-            if table:
-                writer.saveAsTable(table)
-            else:
-                writer.save(absolute(path or ""))
+            _save(writer, path=path, table=table)
             break
         except Exception as exc:  # noqa: BLE001
             created_meanwhile = not existed and table_exists(spark, path=path, table=table)
