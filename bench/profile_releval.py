@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     from releval.io.readers import read_qrels, read_run
     from releval.metrics import parse_measures
-    from releval.metrics.compute import judge
+    from releval.metrics.compute import judge, prepare_qrels
     from releval.ranking import rank_run
     from releval.session import build_session
 
@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stages = {
         "read run + qrels": _noop(run_df) + _noop(qrels_df),
         "rank_run (dedup window + position window)": _noop(ranked),
-        "judge (rank + join qrels)": _noop(judge(ranked, pipeline.prepare_qrels(qrels_df))),
+        "judge (rank + join qrels)": _noop(judge(ranked, prepare_qrels(qrels_df))),
         "queries (wide table, all statistics)": _noop(ev.queries),
         "per_query (long format)": _noop(ev.per_query),
         "aggregate (from scratch)": _noop(ev.aggregate),

@@ -1,6 +1,6 @@
 """Agreement with trec_eval 10.0 on its own test data, to 1e-9, per query and for 'all'.
 
-The expected values are trec_eval's output at full double precision
+Both engines (``releval.metrics.compute.ENGINES``) are checked. The expected values are trec_eval's output at full double precision
 (``../shared/conformance/trec_eval/full.*``). Every measure releval implements
 under a trec_eval name is compared; the measures releval does not implement
 (iprec_at_recall, gm_map...) are simply not compared.
@@ -19,6 +19,7 @@ from releval.errors import MeasureError
 from releval.io.readers import read_qrels, read_run
 from releval.io.trec_eval_format import trec_eval_lines
 from releval.metrics import parse_measure
+from releval.metrics.compute import ENGINES
 from releval.pipeline import evaluate
 
 CASES = {
@@ -55,9 +56,10 @@ def supported(names: set[str]) -> dict[str, str]:
     return out
 
 
-@pytest.fixture(scope="module", params=sorted(CASES))
+@pytest.fixture(scope="module", params=[(c, e) for c in sorted(CASES) for e in sorted(ENGINES)],
+                ids=lambda p: f"{p[0]}-{p[1]}")
 def case(request, spark, conformance_dir):
-    expected_file = request.param
+    expected_file, engine = request.param
     qrels_file, run_file, level, missing = CASES[expected_file]
     expected = read_expected(conformance_dir / expected_file)
     mapping = supported({name for name, _ in expected})
@@ -69,6 +71,7 @@ def case(request, spark, conformance_dir):
         run.drop("run_id"), qrels,
         measures=parse_measures(sorted(set(mapping.values())), relevance_level=level),
         missing_queries=missing,
+        engine=engine,
     )
     per_query = ev.per_query.toPandas()
     aggregate = ev.aggregate.toPandas()

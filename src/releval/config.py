@@ -19,6 +19,7 @@ from releval.errors import ConfigError
 FORMATS = ("delta", "parquet", "trec")
 RANK_BY = ("score", "rank")
 MISSING_QUERIES = ("zero", "skip")
+ENGINES = ("arrow", "sql")
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,9 @@ class EvaluationSettings:
     unjudged_warning_share: float = 0.2
     #: Any quarantined input row fails the job (after the quarantine table is written).
     strict: bool = False
+    #: How the run statistics are computed: "arrow" (vectorized NumPy per shuffle
+    #: partition, the faster) or "sql" (window functions); same values.
+    engine: str = "arrow"
 
 
 @dataclass(frozen=True)
@@ -199,6 +203,7 @@ def validate(config: Config, source: str = "config") -> Config:
     if config.run.rank_by == "rank" and not config.run.rank and config.run.format != "trec":
         raise ConfigError(f"{source}: run.rank_by = 'rank' needs run.rank (the rank column)")
     _check_choice(config.evaluation.missing_queries, MISSING_QUERIES, "evaluation.missing_queries", source)
+    _check_choice(config.evaluation.engine, ENGINES, "evaluation.engine", source)
     if not config.evaluation.measures:
         raise ConfigError(f"{source}: evaluation.measures is empty")
     if not 0.0 <= config.evaluation.unjudged_warning_share <= 1.0:

@@ -20,18 +20,11 @@ from releval.aggregate import aggregate, overview
 from releval.config import Config
 from releval.coverage import UnjudgedRate, render_lines, unjudged_rates, with_judged_measures
 from releval.io.atomic import replace_partitions
-from releval.layout import by_query
 from releval.io.writers import with_comments
 from releval.metrics import Measure, parse_measures
-from releval.metrics.compute import IN_QRELS, IN_RUN, judge, long_format, query_measures
+from releval.metrics.compute import IN_QRELS, IN_RUN, long_format, query_measures
 from releval.quality import QualityReport, check_inputs
-from releval.ranking import deduplicate
 from releval.testhooks import pause
-
-
-def prepare_qrels(qrels: DataFrame) -> DataFrame:
-    """One label per (query, doc): the highest, when a document was judged twice."""
-    return qrels.groupBy(S.QUERY_ID, S.DOC_ID).agg(F.max(S.RELEVANCE).alias(S.RELEVANCE))
 
 
 @dataclass(frozen=True)
@@ -59,6 +52,7 @@ def evaluate(
     partition_columns: Sequence[str] = (),
     missing_queries: str = "zero",
     laid_out_by_query: bool = False,
+    engine: str = "arrow",
 ) -> Evaluation:
     """Evaluate a run against qrels.
 
@@ -70,24 +64,20 @@ def evaluate(
         partition_columns: the columns that identify one run.
         missing_queries: "zero" or "skip" (see :func:`releval.metrics.compute.query_measures`).
         laid_out_by_query: both inputs are already partitioned by :func:`releval.layout.by_query`
-            (the job's checked inputs), so no shuffle is added here.
+            (the job's checked inputs), so the SQL engine adds no shuffle.
+        engine: how the run statistics are computed (``releval.metrics.compute.ENGINES``).
     """
     parts = list(partition_columns)
-    # The one shuffle of the run: co-locate each query's rows with its judgments.
-    # Deduplication, the label join, the ranking window and the per-query
-    # aggregation all run inside this partitioning.
-    if not laid_out_by_query:
-        run, qrels = by_query(run), by_query(qrels)
-    judgments = prepare_qrels(qrels)
-    unique = deduplicate(run, rank_by=rank_by, partition_columns=parts)
     queries = query_measures(
-        judge(unique, judgments),
-        judgments,
+        run,
+        qrels,
         measures=measures,
         partition_columns=parts,
         missing_queries=missing_queries,
         rank_by=rank_by,
         runs=run.select(*parts).distinct() if parts else None,
+        engine=engine,
+        laid_out_by_query=laid_out_by_query,
     )
     per_query = long_format(queries, partition_columns=parts)
     return Evaluation(
@@ -193,6 +183,7 @@ def run(
         partition_columns=parts,
         missing_queries=config.evaluation.missing_queries,
         laid_out_by_query=True,
+        engine=config.evaluation.engine,
     )
     part_fields = _partition_fields(run_df, parts)
     out_parts = config.output_partition_columns

@@ -9,6 +9,7 @@ pinned Maven coordinates itself (``spark.jars.packages``) and caches them.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -40,6 +41,9 @@ def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
     Returns:
         The active SparkSession.
     """
+    # The Arrow engine's Python workers need this interpreter's packages (NumPy, PyArrow);
+    # an explicit PYSPARK_PYTHON (spark-submit, a cluster's own Python) wins.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(settings.app_name)
     if settings.master:
         builder = builder.master(settings.master)
@@ -57,6 +61,8 @@ def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
         .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
+        # the Arrow engine receives a shuffle partition in batches of this many rows
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
     )
     if settings.shuffle_partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))

@@ -1,22 +1,34 @@
-"""Ranked, judged rows + qrels -> one row per (run partition, query, measure).
+"""Run + qrels -> one row per (run partition, query, measure).
 
 All measures are computed in one pass: the statistics they need are collected
-by :class:`~releval.metrics.stats.Stats`, computed in one ``groupBy`` over the
-run rows and one over the qrels, and each measure's value is a column
-expression over those statistics.
+by :class:`~releval.metrics.stats.Stats`, the run statistics are computed by an
+engine (:data:`ENGINES`) as one row per (run partition, query), the qrels
+statistics by one ``groupBy`` over the qrels, and each measure's value is a
+column expression over those statistics.
+
+Engines (``evaluation.engine``), which compute the same statistics:
+
+* ``arrow`` (the default, the faster one, see ``bench/results``): one shuffle of
+  the run and qrels rows together by query id, then a vectorized NumPy function
+  per partition (:mod:`releval.metrics.kernel`);
+* ``sql``: deduplication by ``groupBy``, a shuffled hash join for the labels, the
+  ranking window and running sums (one sort), and a ``groupBy``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Sequence
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from releval import schemas as S
+from releval.layout import by_query
+from releval.metrics.kernel import arrow_run_stats
 from releval.metrics.registry import Measure
 from releval.metrics.stats import IDEAL_POSITION, Stats
-from releval.ranking import position
+from releval.ranking import deduplicate, position
 
 IN_RUN = "_in_run"
 IN_QRELS = "_in_qrels"
@@ -31,6 +43,43 @@ def judge(run: DataFrame, qrels: DataFrame) -> DataFrame:
     return run.join(qrels.hint("shuffle_hash"), on=[S.QUERY_ID, S.DOC_ID], how="left")
 
 
+def prepare_qrels(qrels: DataFrame) -> DataFrame:
+    """One label per (query, doc): the highest, when a document was judged twice."""
+    return qrels.groupBy(S.QUERY_ID, S.DOC_ID).agg(F.max(S.RELEVANCE).alias(S.RELEVANCE))
+
+
+def sql_run_stats(
+    run: DataFrame,
+    qrels: DataFrame,
+    *,
+    stats: Stats,
+    partition_columns: Sequence[str],
+    laid_out_by_query: bool = False,
+) -> DataFrame:
+    """The SQL engine: one row per (run partition, query) with every run statistic.
+
+    The run is shuffled once by query id (unless ``laid_out_by_query``); the
+    deduplication, the label join, the ranking window and the aggregation all run
+    inside that partitioning.
+    """
+    parts = list(partition_columns)
+    if not laid_out_by_query:
+        run, qrels = by_query(run), by_query(qrels)
+    unique = deduplicate(run, rank_by=stats.rank_by, partition_columns=parts)
+    judged = judge(unique, prepare_qrels(qrels))
+    rank = position(rank_by=stats.rank_by, partition_columns=parts).alias(S.POSITION)
+    rows = judged.select("*", rank, *[c.alias(n) for n, c in stats.row.items()])
+    return rows.groupBy(*parts, S.QUERY_ID).agg(
+        F.first(F.lit(True)).alias(IN_RUN), *[c.alias(n) for n, c in stats.run.items()]
+    )
+
+
+#: How the run statistics are computed: (run, qrels, stats, partition columns) ->
+#: one row per (run partition, query) with ``_in_run`` and every statistic of ``stats.run``.
+RunStatsEngine = Callable[..., DataFrame]
+ENGINES: dict[str, RunStatsEngine] = {"arrow": arrow_run_stats, "sql": sql_run_stats}
+
+
 def _query_qrels_stats(qrels: DataFrame, stats: Stats) -> DataFrame:
     ideal = Window.partitionBy(S.QUERY_ID).orderBy(F.col(S.RELEVANCE).desc(), F.col(S.DOC_ID).asc())
     return (
@@ -41,7 +90,7 @@ def _query_qrels_stats(qrels: DataFrame, stats: Stats) -> DataFrame:
 
 
 def query_table(
-    judged: DataFrame,
+    run_q: DataFrame,
     qrels: DataFrame,
     *,
     stats: Stats,
@@ -51,18 +100,16 @@ def query_table(
 ) -> DataFrame:
     """One row per (run partition, query) with every statistic of ``stats``.
 
+    ``run_q`` is an engine's result (the run statistics); the qrels statistics
+    are joined to it here.
+
     Rows are flagged ``_in_run`` / ``_in_qrels``: a query of the qrels that a run
     partition did not retrieve is present with ``_in_run`` false when
     ``missing_queries == "zero"`` (trec_eval ``-c``); a run query without qrels
     is present with ``_in_qrels`` false, so it can be counted, then dropped.
-    ``runs`` holds the distinct run partitions (default: derived from ``judged``).
+    ``runs`` holds the distinct run partitions (default: derived from ``run_q``).
     """
     parts = list(partition_columns)
-    rank = position(rank_by=stats.rank_by, partition_columns=parts).alias(S.POSITION)
-    rows = judged.select("*", rank, *[c.alias(n) for n, c in stats.row.items()])
-    run_q = rows.groupBy(*parts, S.QUERY_ID).agg(
-        F.first(F.lit(True)).alias(IN_RUN), *[c.alias(n) for n, c in stats.run.items()]
-    )
     qrels_q = _query_qrels_stats(qrels, stats)
     if missing_queries == "zero":
         if parts:
@@ -91,7 +138,7 @@ MEASURES = "_measures"
 
 
 def query_measures(
-    judged: DataFrame,
+    run: DataFrame,
     qrels: DataFrame,
     *,
     measures: Sequence[Measure],
@@ -99,18 +146,25 @@ def query_measures(
     missing_queries: str = "zero",
     rank_by: str = "score",
     runs: DataFrame | None = None,
+    engine: str = "arrow",
+    laid_out_by_query: bool = False,
 ) -> DataFrame:
     """Compute every measure for every (run partition, query), one wide row each.
 
     Args:
-        judged: deduplicated run rows with labels (see :func:`judge`), not yet ranked.
-        qrels: the deduplicated qrels (query_id, doc_id, relevance).
+        run: canonical run rows (partition columns, query_id, doc_id, score, rank);
+            a document repeated in a query keeps its best-ranked occurrence.
+        qrels: canonical qrels rows (query_id, doc_id, relevance); a document judged
+            twice keeps its highest label.
         measures: parsed measures.
         partition_columns: the run's partition columns.
         missing_queries: "zero" scores qrels queries absent from a run partition as 0
             (they count in means, trec_eval ``-c``); "skip" leaves them out.
         rank_by: the ranking rule (:mod:`releval.ranking`).
         runs: the distinct run partitions, when the caller has them cheaply.
+        engine: a name of :data:`ENGINES`.
+        laid_out_by_query: both inputs are already partitioned by
+            :func:`releval.layout.by_query` (used by the SQL engine).
 
     Returns:
         Partition columns, query_id, the ``_in_run`` / ``_in_qrels`` flags, ``num_ret``
@@ -135,9 +189,16 @@ def query_measures(
                 spec.num_rel_ret(m, view).cast("long").alias(S.NUM_REL_RET),
             )
         )
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {sorted(ENGINES)}, got {engine!r}")
+    judgments = prepare_qrels(qrels)
+    run_q = ENGINES[engine](
+        run, qrels, stats=stats, partition_columns=partition_columns,
+        laid_out_by_query=laid_out_by_query,
+    )
     table = query_table(
-        judged,
-        qrels,
+        run_q,
+        judgments,
         stats=stats,
         partition_columns=partition_columns,
         missing_queries=missing_queries,

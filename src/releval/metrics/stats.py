@@ -86,6 +86,29 @@ def discount(position: Column) -> Column:
     return F.lit(1.0) / F.log2(position.cast("double") + 1.0)
 
 
+@dataclass(frozen=True)
+class RunStat:
+    """What a run statistic is, independent of how it is computed.
+
+    The SQL engine computes a statistic from its Spark aggregate; the Arrow engine
+    (:mod:`releval.metrics.kernel`) computes the same statistic from this description.
+
+    Attributes:
+        kind: ``num_ret``, ``ret``, ``judged_ret``, ``rel_ret``, ``first_rel``, ``dcg``,
+            ``prec_sum``, ``rel_pos`` or ``nonrel_above`` (see the :class:`Stats` methods).
+        judged: counts judged rows only and ranks by the condensed position.
+        level: relevance level (kinds that test relevance).
+        cutoff: ranks 1..cutoff; None = all.
+        gain: ``linear`` or ``exponential`` (``dcg``).
+    """
+
+    kind: str
+    judged: bool = False
+    level: int | None = None
+    cutoff: int | None = None
+    gain: str = "linear"
+
+
 @dataclass
 class Stats:
     """Collects named statistics; see the module docstring.
@@ -97,6 +120,7 @@ class Stats:
         row: name -> row-level column over the ranked, judged run.
         run: name -> aggregate over a query's ranked, judged rows.
         run_default: name -> value when a query has no rows in the run (missing query).
+        run_spec: name -> the :class:`RunStat` the run aggregate computes.
         qrels: name -> aggregate over a query's qrels rows.
         judged_only: this view ranks by the condensed position (see :meth:`judged`).
     """
@@ -106,6 +130,7 @@ class Stats:
     row: dict[str, Column] = field(default_factory=dict)
     run: dict[str, Column] = field(default_factory=dict)
     run_default: dict[str, Column | None] = field(default_factory=dict)
+    run_spec: dict[str, RunStat] = field(default_factory=dict)
     qrels: dict[str, Column] = field(default_factory=dict)
     judged_only: bool = False
 
@@ -139,42 +164,50 @@ class Stats:
     def _name(self, name: str) -> str:
         return f"{name}_j" if self.judged_only else name
 
-    def _run_stat(self, name: str, agg: Column, default: Column | None) -> Column:
+    def _run_stat(self, name: str, agg: Column, default: Column | None, spec: RunStat) -> Column:
         self.run.setdefault(name, agg)
         self.run_default.setdefault(name, default)
+        self.run_spec.setdefault(name, spec)
         return F.col(name)
 
     def num_ret(self) -> Column:
         """Documents retrieved for the query (all ranks; judged view: judged documents)."""
         if not self.judged_only:
-            return self._run_stat("_num_ret", F.count(F.lit(1)), F.lit(0).cast("long"))
+            return self._run_stat(
+                "_num_ret", F.count(F.lit(1)), F.lit(0).cast("long"), RunStat("num_ret")
+            )
         agg = F.sum(F.when(self._within(None), 1).otherwise(0)).cast("long")
-        return self._run_stat(self._name("_num_ret"), agg, F.lit(0).cast("long"))
+        spec = RunStat("num_ret", judged=True)
+        return self._run_stat(self._name("_num_ret"), agg, F.lit(0).cast("long"), spec)
 
     def ret(self, *, cutoff: int | None) -> Column:
         """Documents retrieved at ranks 1..cutoff (fewer than k when the run is short)."""
         name = self._name(f"_ret_k{_suffix(cutoff)}")
         agg = F.sum(F.when(self._within(cutoff), 1).otherwise(0)).cast("long")
-        return self._run_stat(name, agg, F.lit(0).cast("long"))
+        spec = RunStat("ret", judged=self.judged_only, cutoff=cutoff)
+        return self._run_stat(name, agg, F.lit(0).cast("long"), spec)
 
     def judged_ret(self, *, cutoff: int | None) -> Column:
         """Documents at ranks 1..cutoff that have a label in the qrels."""
         name = self._name(f"_judged_ret_k{_suffix(cutoff)}")
         agg = F.sum(F.when(is_judged() & self._within(cutoff), 1).otherwise(0)).cast("long")
-        return self._run_stat(name, agg, F.lit(0).cast("long"))
+        spec = RunStat("judged_ret", judged=self.judged_only, cutoff=cutoff)
+        return self._run_stat(name, agg, F.lit(0).cast("long"), spec)
 
     def rel_ret(self, *, level: int, cutoff: int | None) -> Column:
         """Relevant documents (label >= level) retrieved at positions <= cutoff."""
         name = self._name(f"_rel_ret_l{_level(level)}_k{_suffix(cutoff)}")
         hit = is_relevant(level) & self._within(cutoff)
         agg = F.sum(F.when(hit, 1).otherwise(0)).cast("long")
-        return self._run_stat(name, agg, F.lit(0).cast("long"))
+        spec = RunStat("rel_ret", judged=self.judged_only, level=level, cutoff=cutoff)
+        return self._run_stat(name, agg, F.lit(0).cast("long"), spec)
 
     def first_rel_position(self, *, level: int) -> Column:
         """Position of the first relevant document; null when none was retrieved."""
         name = self._name(f"_first_rel_l{_level(level)}")
         agg = F.min(F.when(is_relevant(level), self._position()))
-        return self._run_stat(name, agg, None)
+        spec = RunStat("first_rel", judged=self.judged_only, level=level)
+        return self._run_stat(name, agg, None, spec)
 
     def dcg(self, *, cutoff: int | None, gain: str = "linear") -> Column:
         """Sum over positions <= cutoff of gain(label) / log2(position + 1).
@@ -185,7 +218,8 @@ class Stats:
         g = GAINS[gain](F.coalesce(F.col(S.RELEVANCE), F.lit(0)))
         term = g * discount(self._position())
         agg = F.sum(F.when(self._within(cutoff), term).otherwise(0.0))
-        return self._run_stat(name, agg, F.lit(0.0))
+        spec = RunStat("dcg", judged=self.judged_only, cutoff=cutoff, gain=gain)
+        return self._run_stat(name, agg, F.lit(0.0), spec)
 
     def precision_sum(self, *, level: int, cutoff: int | None) -> Column:
         """Sum over relevant documents at positions <= cutoff of (relevant so far / position)."""
@@ -194,13 +228,15 @@ class Stats:
         name = self._name(f"_prec_sum_l{_level(level)}_k{_suffix(cutoff)}")
         term = F.col(running).cast("double") / self._position().cast("double")
         agg = F.sum(F.when(is_relevant(level) & self._within(cutoff), term).otherwise(0.0))
-        return self._run_stat(name, agg, F.lit(0.0))
+        spec = RunStat("prec_sum", judged=self.judged_only, level=level, cutoff=cutoff)
+        return self._run_stat(name, agg, F.lit(0.0), spec)
 
     def rel_positions(self, *, level: int) -> Column:
         """Array of the positions of the query's relevant retrieved documents (any order)."""
         name = self._name(f"_rel_pos_l{_level(level)}")
         agg = F.collect_list(F.when(is_relevant(level), self._position().cast("long")))
-        return self._run_stat(name, agg, F.array().cast("array<long>"))
+        spec = RunStat("rel_pos", judged=self.judged_only, level=level)
+        return self._run_stat(name, agg, F.array().cast("array<long>"), spec)
 
     def nonrel_above_relevant(self, *, level: int) -> Column:
         """Array with, for each relevant retrieved document, the judged non-relevant
@@ -217,7 +253,8 @@ class Stats:
         )
         name = f"_nonrel_above_l{_level(level)}"
         agg = F.collect_list(F.when(is_relevant(level), F.col(running)))
-        return self._run_stat(name, agg, F.array().cast("array<long>"))
+        spec = RunStat("nonrel_above", level=level)
+        return self._run_stat(name, agg, F.array().cast("array<long>"), spec)
 
     def num_rel(self, *, level: int) -> Column:
         """Documents of the query with label >= level in the qrels."""

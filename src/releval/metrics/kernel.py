@@ -1,0 +1,307 @@
+"""The Arrow engine: every run statistic of a query computed by NumPy, a partition at a time.
+
+The SQL engine (:func:`releval.metrics.compute.sql_run_stats`) ranks with a window
+(a sort inside each shuffle partition), joins the labels and aggregates with
+``groupBy``. This engine sends the run rows and the qrels rows of a shuffle
+partition together (one ``union``, partitioned by query id: each query's rows and
+judgments are in the same partition) through ``mapInArrow`` to a vectorized
+NumPy function that deduplicates, ranks (the rule of :mod:`releval.ranking`),
+attaches labels and computes every :class:`~releval.metrics.stats.RunStat` the
+measures asked for, returning one row per (run partition, query). No Python code
+runs per row or per query: each step is one NumPy operation over the partition.
+
+A partition is held in the Python worker's memory while it is computed, so the
+shuffle partition count must keep partitions small (``releval.layout``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from releval import schemas as S
+from releval.layout import by_query
+from releval.metrics.stats import RunStat, Stats
+
+_IS_RUN = "_is_run"
+_ORDER = "_order"
+_IN_RUN = "_in_run"
+
+_COUNT_KINDS = ("num_ret", "ret", "judged_ret", "rel_ret")
+_LIST_KINDS = ("rel_pos", "nonrel_above")
+
+
+def _arrow_type(spec: RunStat) -> pa.DataType:
+    if spec.kind in _COUNT_KINDS or spec.kind == "first_rel":
+        return pa.int64()
+    if spec.kind in _LIST_KINDS:
+        return pa.list_(pa.int64())
+    return pa.float64()
+
+
+def _ddl(spec: RunStat) -> str:
+    if spec.kind in _LIST_KINDS:
+        return "array<bigint>"
+    return "bigint" if spec.kind in _COUNT_KINDS or spec.kind == "first_rel" else "double"
+
+
+def _numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return column.to_numpy(zero_copy_only=False)
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """Dense int64 codes of a column's values (nulls get a code too), and the dictionary."""
+    encoded = pc.dictionary_encode(column, null_encoding="encode").combine_chunks()
+    return _numpy(encoded.indices).astype(np.int64), encoded.dictionary
+
+
+def _group_ids(table: pa.Table, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Group id of each row by ``columns`` (0..groups-1), and the first row of each group."""
+    code = np.zeros(table.num_rows, dtype=np.int64)
+    for name in columns:
+        values, dictionary = _codes(table.column(name))
+        width = max(len(dictionary), 1)
+        if int(code.max(initial=0)) >= (1 << 62) // width:  # re-densify before it could overflow
+            code = np.unique(code, return_inverse=True)[1].astype(np.int64)
+        code = code * width + values
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return inverse.astype(np.int64), first
+
+
+class _Ranked:
+    """One partition's deduplicated run rows in ranking order, with their labels."""
+
+    def __init__(self, group: np.ndarray, position: np.ndarray, label: np.ndarray,
+                 judged: np.ndarray, groups: int) -> None:
+        self.group, self.position, self.label, self.judged = group, position, label, judged
+        self.groups = groups
+        self.starts = np.searchsorted(group, np.arange(groups))
+        self.judged_position = self.running(judged.astype(np.int64))
+
+    def running(self, values: np.ndarray) -> np.ndarray:
+        """Running sum of ``values`` within each group, current row included."""
+        total = np.cumsum(values)
+        before = np.concatenate(([0], total))[self.starts][self.group]
+        return total - before
+
+    def per_group(self, weights: np.ndarray) -> np.ndarray:
+        return np.bincount(self.group, weights=weights, minlength=self.groups)
+
+    def relevant(self, level: int) -> np.ndarray:
+        return self.judged & (self.label >= level)
+
+    def view_position(self, judged: bool) -> np.ndarray:
+        return self.judged_position if judged else self.position
+
+    def within(self, *, judged: bool, cutoff: int | None) -> np.ndarray:
+        """Rows the view counts at ranks 1..cutoff (the judged view: judged rows only)."""
+        rows = self.judged if judged else np.ones(len(self.group), dtype=bool)
+        if cutoff is None:
+            return rows
+        return rows & (self.view_position(judged) <= cutoff)
+
+    def lists(self, selected: np.ndarray, values: np.ndarray) -> pa.Array:
+        """One list per group of ``values`` at the selected rows, in ranking order."""
+        counts = np.bincount(self.group[selected], minlength=self.groups)
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+        return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[selected], pa.int64()))
+
+
+def _gain(label: np.ndarray, gain: str) -> np.ndarray:
+    positive = np.where(label > 0, label, 0).astype(np.float64)
+    return positive if gain == "linear" else np.where(label > 0, np.exp2(positive) - 1.0, 0.0)
+
+
+def _first_rel(r: _Ranked, spec: RunStat) -> pa.Array:
+    selected = r.relevant(spec.level or 0)
+    groups = r.group[selected]
+    first = np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1]))[: len(groups)])
+    out = np.zeros(r.groups, dtype=np.int64)
+    mask = np.ones(r.groups, dtype=bool)
+    out[groups[first]] = r.view_position(spec.judged)[selected][first]
+    mask[groups[first]] = False
+    return pa.array(out, pa.int64(), mask=mask)
+
+
+def _count(r: _Ranked, spec: RunStat) -> np.ndarray:
+    rows = r.within(judged=spec.judged, cutoff=spec.cutoff)
+    if spec.kind == "judged_ret":
+        rows = rows & r.judged
+    elif spec.kind == "rel_ret":
+        rows = rows & r.relevant(spec.level or 0)
+    return r.per_group(rows).astype(np.int64)
+
+
+def _dcg(r: _Ranked, spec: RunStat) -> np.ndarray:
+    rows = r.within(judged=spec.judged, cutoff=spec.cutoff)
+    position = np.maximum(r.view_position(spec.judged), 1).astype(np.float64)
+    term = _gain(np.where(r.judged, r.label, 0), spec.gain) / np.log2(position + 1.0)
+    return r.per_group(np.where(rows, term, 0.0))
+
+
+def _prec_sum(r: _Ranked, spec: RunStat) -> np.ndarray:
+    relevant = r.relevant(spec.level or 0)
+    rows = relevant & r.within(judged=spec.judged, cutoff=spec.cutoff)
+    running = r.running(relevant.astype(np.int64)).astype(np.float64)
+    position = np.maximum(r.view_position(spec.judged), 1).astype(np.float64)
+    return r.per_group(np.where(rows, running / position, 0.0))
+
+
+def _rel_pos(r: _Ranked, spec: RunStat) -> pa.Array:
+    return r.lists(r.relevant(spec.level or 0), r.view_position(spec.judged))
+
+
+def _nonrel_above(r: _Ranked, spec: RunStat) -> pa.Array:
+    level = spec.level or 0
+    nonrel = r.judged & (r.label >= 0) & (r.label < level)
+    return r.lists(r.relevant(level), r.running(nonrel.astype(np.int64)))
+
+
+#: How the kernel computes each kind of :class:`RunStat` (one entry per kind).
+KINDS: dict[str, Callable[[_Ranked, RunStat], Any]] = {
+    "num_ret": _count,
+    "ret": _count,
+    "judged_ret": _count,
+    "rel_ret": _count,
+    "first_rel": _first_rel,
+    "dcg": _dcg,
+    "prec_sum": _prec_sum,
+    "rel_pos": _rel_pos,
+    "nonrel_above": _nonrel_above,
+}
+
+
+def _labels(qrels: pa.Table, query: np.ndarray, doc: np.ndarray, docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (query, doc) keys of the qrels and their label (the highest per key)."""
+    key = query * docs + doc
+    label = _numpy(qrels.column(S.RELEVANCE)).astype(np.int64)
+    order = np.lexsort((label, key))
+    key, label = key[order], label[order]
+    last = np.concatenate((key[1:] != key[:-1], [True])) if len(key) else np.zeros(0, dtype=bool)
+    return key[last], label[last]
+
+
+def partition_stats(
+    table: pa.Table, *, specs: dict[str, RunStat], partition_columns: Sequence[str], rank_by: str
+) -> pa.Table:
+    """The run statistics of every (run partition, query) in one shuffle partition.
+
+    Args:
+        table: run rows (``_is_run`` true: partition columns, query_id, doc_id, ``_order``
+            = score or rank) and qrels rows (``_is_run`` false: query_id, doc_id, relevance)
+            of the same queries.
+        specs: statistic name -> what to compute.
+        partition_columns: the run's partition columns.
+        rank_by: "score" or "rank" (:mod:`releval.ranking`).
+
+    Returns:
+        Partition columns, query_id, ``_in_run`` and one column per statistic.
+    """
+    is_run = _numpy(table.column(_IS_RUN)).astype(bool)
+    query_all, _ = _codes(table.column(S.QUERY_ID))
+    doc_all, doc_dictionary = _codes(table.column(S.DOC_ID))
+    docs = max(len(doc_dictionary), 1)
+    # doc id rank in byte order, for the tie-break "doc id descending"
+    doc_rank = np.empty(len(doc_dictionary), dtype=np.int64)
+    doc_rank[_numpy(pc.sort_indices(doc_dictionary))] = np.arange(len(doc_dictionary))
+
+    run = table.filter(pa.array(is_run))
+    run_query, run_doc = query_all[is_run], doc_all[is_run]
+    qrels_key, qrels_label = _labels(
+        table.filter(pa.array(~is_run)), query_all[~is_run], doc_all[~is_run], docs
+    )
+    keys = [*partition_columns, S.QUERY_ID]
+    group, first_row = _group_ids(run, keys)
+    order_value = _numpy(run.column(_ORDER)).astype(np.float64)
+    tie = -doc_rank[run_doc] if len(run_doc) else run_doc
+    primary = -order_value if rank_by == "score" else order_value
+    order = np.lexsort((tie, primary, group))
+    # one row per (group, doc): its first occurrence in ranking order is the best one
+    _, best = np.unique(group[order] * docs + run_doc[order], return_index=True)
+    order = order[np.sort(best)]
+    group, run_query, run_doc, order_value = group[order], run_query[order], run_doc[order], order_value[order]
+    groups = len(first_row)
+    starts = np.searchsorted(group, np.arange(groups))
+    if rank_by == "score":
+        position = np.arange(len(group), dtype=np.int64) - starts[group] + 1
+    else:
+        position = order_value.astype(np.int64)
+    run_key = run_query * docs + run_doc
+    at = np.searchsorted(qrels_key, run_key)
+    at[at >= len(qrels_key)] = 0
+    judged = (qrels_key[at] == run_key) if len(qrels_key) else np.zeros(len(run_key), dtype=bool)
+    label = np.where(judged, qrels_label[at] if len(qrels_key) else 0, 0)
+    ranked = _Ranked(group, position, label, judged, groups)
+
+    columns: dict[str, Any] = {k: run.column(k).take(pa.array(first_row)) for k in keys}
+    columns[_IN_RUN] = pa.array(np.ones(groups, dtype=bool))
+    for name, spec in specs.items():
+        columns[name] = KINDS[spec.kind](ranked, spec)
+    return pa.table(columns)
+
+
+def arrow_run_stats(
+    run: DataFrame,
+    qrels: DataFrame,
+    *,
+    stats: Stats,
+    partition_columns: Sequence[str],
+    laid_out_by_query: bool = False,
+) -> DataFrame:
+    """One row per (run partition, query) with every run statistic of ``stats``.
+
+    Args:
+        run: canonical run rows.
+        qrels: canonical qrels rows.
+        stats: the collector the measures filled.
+        partition_columns: the run's partition columns.
+        laid_out_by_query: ignored: the union of both inputs is shuffled by query id here
+            (a union of two partitioned inputs is not partitioned).
+
+    Returns:
+        Partition columns, query_id, ``_in_run`` and the statistics, like the SQL engine.
+    """
+    parts = list(partition_columns)
+    order_column = S.SCORE if stats.rank_by == "score" else S.RANK
+    rows = run.select(
+        *parts, S.QUERY_ID, S.DOC_ID,
+        F.col(order_column).cast("double").alias(_ORDER),
+        F.lit(None).cast("int").alias(S.RELEVANCE),
+        F.lit(True).alias(_IS_RUN),
+    )
+    judgments = qrels.select(
+        *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
+        S.QUERY_ID, S.DOC_ID,
+        F.lit(None).cast("double").alias(_ORDER),
+        F.col(S.RELEVANCE).cast("int").alias(S.RELEVANCE),
+        F.lit(False).alias(_IS_RUN),
+    )
+    specs = dict(stats.run_spec)
+    rank_by = stats.rank_by
+    part_ddl = [f"`{c}` {run.schema[c].dataType.simpleString()}" for c in parts]
+    schema = ", ".join([
+        *part_ddl, f"`{S.QUERY_ID}` string", f"`{_IN_RUN}` boolean",
+        *[f"`{n}` {_ddl(s)}" for n, s in specs.items()],
+    ])
+
+    def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        collected = list(batches)
+        if not collected or not any(b.num_rows for b in collected):
+            return
+        table = partition_stats(
+            pa.Table.from_batches(collected), specs=specs, partition_columns=parts, rank_by=rank_by
+        )
+        yield from table.to_batches()
+
+    return by_query(rows.unionByName(judgments)).mapInArrow(compute, schema)
+
+
+__all__ = ["KINDS", "arrow_run_stats", "partition_stats"]
