@@ -290,8 +290,8 @@ def across_sizes(report: dict[str, Any], results: Path) -> dict[str, Any]:
     and whether they finish at 100M. Also the growth of releval's wall time
     against ``BASE_SIZE`` (10M rows), for the target "at most linear".
     """
-    reports = {}
-    for size in SCALE_SIZES:
+    reports: dict[str, dict[str, Any]] = {}
+    for size in SCALE_SIZES if report["size"] in SCALE_SIZES else ():
         path = results / f"{size}.json"
         if size == report["size"]:
             reports[size] = report
@@ -323,6 +323,7 @@ def across_sizes(report: dict[str, Any], results: Path) -> dict[str, Any]:
             "rows_ratio": round(rows_ratio, 2),
             "linear": None if wall_ratio is None else wall_ratio <= rows_ratio,
             "base_generated_at": base.get("generated_at"),
+            "base_driver_memory": base.get("spark", {}).get("driver_memory"),
         }
     return out
 
@@ -433,7 +434,8 @@ def _render_across_sizes(across: dict[str, Any] | None) -> list[str]:
         lines += [
             "",
             f"**{growth['label']}: {_fmt(growth['wall_ratio'])}** for {growth['rows_ratio']:g}x the "
-            f"run rows ({verdict}; {BASE_SIZE} measured {growth['base_generated_at']}).",
+            f"run rows ({verdict}; {BASE_SIZE} measured {growth['base_generated_at']} with driver "
+            f"memory {growth.get('base_driver_memory') or '–'}).",
         ]
     sizes = across["sizes"]
     if len(sizes) < 2:

@@ -249,3 +249,8 @@ def test_growth_ratio_and_across_sizes_table(tmp_path: Path) -> None:
     assert out["runners"]["ranx"]["full"]["peak_rss_mib"] == 5629.0
     assert out["runners"]["ranx"]["100m"]["status"] == "stopped: peak RSS > 20 GiB cap"
     assert "growth" not in across_sizes(full, tmp_path)  # full against itself: no ratio
+    quick = _report("quick", 1_000_000, {"releval": {"ok": True, "wall_s": 40.0, "status": "ok"}})
+    assert across_sizes(quick, tmp_path)["sizes"] == ["quick"]  # small sizes: no cross-size table
+    md = "\n".join(harness._render_across_sizes(out))
+    assert "**releval wall at 100m / releval wall at full: 8.00** for 10x the run rows (at most linear" in md
+    assert "| ranx | 72 s / 5629 MiB / ok | 300 s / 20481 MiB / stopped: peak RSS > 20 GiB cap |" in md
