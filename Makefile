@@ -53,7 +53,7 @@ $(SAMPLE_STAMP): src/releval/sample.py | $(VENV)/.installed $(JARS)
 test: install ## run the test suite (conformance tests read ../shared/conformance)
 	$(PY) -m pytest
 
-bench: install ## benchmark releval against its peers on synthetic data (BENCH_SIZE=quick|full|300k|1m)
+bench: install ## benchmark releval against its peers on synthetic data (BENCH_SIZE=quick|full|30m|100m)
 	$(PY) -m pip install --quiet -e '.[bench]' || echo "bench: some peers did not install (recorded in the report)"
 	$(PY) -m bench.harness --size $(BENCH_SIZE) --install
 

@@ -13,6 +13,15 @@ Outputs, in one folder:
 * ``run.trec`` (``qid Q0 docno rank score tag``) and ``qrels.trec``
   (``qid 0 docno rel``) for trec_eval / pytrec_eval.
 
+Large sizes are generated and written in chunks of ``CHUNK_QUERIES`` queries
+(Parquet row groups appended by one ``ParquetWriter``, TREC text appended by one
+``CSVWriter``), so memory is bounded by one chunk whatever the size. Chunk ``i``
+covers queries ``i * CHUNK_QUERIES ...`` and draws from its own generator:
+``default_rng(seed)`` for chunk 0 and ``default_rng([seed, i])`` after it. Sizes
+of at most one chunk (tiny, quick, full) are therefore the same stream, and the
+same bytes, as before chunking, and the first 100k queries of ``30m``/``100m``
+are exactly ``full``.
+
     python -m bench.generate --size quick --out bench/data/quick
 """
 
@@ -23,7 +32,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -43,9 +52,14 @@ SIZES: dict[str, int] = {
     "tiny": 1_000,
     "quick": 10_000,
     "full": 100_000,
-    "300k": 300_000,
-    "1m": 1_000_000,
+    "30m": 300_000,
+    "100m": 1_000_000,
 }
+#: Former names of the large sizes (by number of queries), still accepted.
+ALIASES: dict[str, str] = {"300k": "30m", "1m": "100m"}
+#: Queries generated and written at a time: one chunk is what the generator holds
+#: in memory (about 1.6 GB of peak RSS for 100k queries = 10M run rows).
+CHUNK_QUERIES = 100_000
 
 
 @dataclass(frozen=True)
@@ -58,6 +72,19 @@ class DataInfo:
     qrels_rows: int
     seed: int
     seconds: float
+    #: Queries per chunk of the random stream (data made before chunking: one chunk).
+    chunk_queries: int = 0
+    #: Peak resident memory of the generating process (MiB), when psutil is installed.
+    peak_rss_mib: float | None = None
+
+    def same_stream(self, queries: int, seed: int, chunk_queries: int) -> bool:
+        """Whether this data is what ``queries``/``seed``/``chunk_queries`` would generate."""
+        chunks = self.chunk_queries or self.queries  # before chunking: one chunk
+        return (
+            self.queries == queries
+            and self.seed == seed
+            and min(chunks, queries) == min(chunk_queries, queries)
+        )
 
 
 def _ids(prefix: str, numbers: np.ndarray) -> pa.Array:
@@ -66,15 +93,28 @@ def _ids(prefix: str, numbers: np.ndarray) -> pa.Array:
     return pc.binary_join_element_wise(prefix, digits, "")
 
 
-def generate_arrays(queries: int, seed: int = SEED) -> tuple[pa.Table, pa.Table]:
+def chunk_rng(seed: int, index: int) -> np.random.Generator:
+    """The random generator of chunk ``index``: chunk 0 is ``default_rng(seed)``."""
+    return np.random.default_rng(seed if index == 0 else [seed, index])
+
+
+def generate_arrays(
+    queries: int, seed: int = SEED, *, first_query: int = 0, rng: np.random.Generator | None = None
+) -> tuple[pa.Table, pa.Table]:
     """The run and qrels tables for ``queries`` queries.
+
+    Args:
+        queries: number of queries.
+        seed: seed of the random generator (when ``rng`` is not given).
+        first_query: number of the first query (``q<first_query>``), for chunks.
+        rng: the random generator to draw from (default ``default_rng(seed)``).
 
     Returns:
         ``run`` (query_id, doc_id, score, rank) sorted by query then rank, and
         ``qrels`` (query_id, doc_id, relevance) sorted by query then doc.
     """
-    rng = np.random.default_rng(seed)
-    q = np.arange(queries, dtype=np.int64)
+    rng = rng if rng is not None else np.random.default_rng(seed)
+    q = np.arange(first_query, first_query + queries, dtype=np.int64)
 
     # Judged candidates: the first JUDGED of a random permutation of each query's candidates.
     perm = np.argsort(rng.random((queries, CANDIDATES), dtype=np.float32), axis=1)
@@ -114,19 +154,14 @@ def generate_arrays(queries: int, seed: int = SEED) -> tuple[pa.Table, pa.Table]
     return run, qrels
 
 
-def _write_trec(table: pa.Table, path: Path) -> None:
-    """Space-separated text without header or quoting (TREC's formats)."""
-    options = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
-    pacsv.write_csv(table, str(path), write_options=options)
+TREC_WRITE_OPTIONS = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+PARQUET_ROW_GROUP = 1 << 20
 
 
-def write(out: Path, run: pa.Table, qrels: pa.Table) -> None:
-    """Write Parquet and TREC text copies of ``run`` and ``qrels`` into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    pq.write_table(run, out / "run.parquet", row_group_size=1 << 20)
-    pq.write_table(qrels, out / "qrels.parquet", row_group_size=1 << 20)
+def _trec_run(run: pa.Table) -> pa.Table:
+    """``qid Q0 docno rank score tag`` columns of ``run``."""
     n = run.num_rows
-    trec_run = pa.table(
+    return pa.table(
         {
             "qid": run["query_id"],
             "q0": pa.array(np.full(n, "Q0", dtype=object), type=pa.string()),
@@ -136,8 +171,11 @@ def write(out: Path, run: pa.Table, qrels: pa.Table) -> None:
             "tag": pa.array(np.full(n, RUN_TAG, dtype=object), type=pa.string()),
         }
     )
-    _write_trec(trec_run, out / "run.trec")
-    trec_qrels = pa.table(
+
+
+def _trec_qrels(qrels: pa.Table) -> pa.Table:
+    """``qid 0 docno rel`` columns of ``qrels``."""
+    return pa.table(
         {
             "qid": qrels["query_id"],
             "iter": pa.array(np.zeros(qrels.num_rows, dtype=np.int32)),
@@ -145,27 +183,108 @@ def write(out: Path, run: pa.Table, qrels: pa.Table) -> None:
             "rel": qrels["relevance"],
         }
     )
-    _write_trec(trec_qrels, out / "qrels.trec")
 
 
-def generate(size: str, out: Path, seed: int = SEED) -> DataInfo:
-    """Generate the ``size`` data set into ``out`` (skipped when ``info.json`` matches)."""
-    queries = SIZES[size]
+class ChunkWriter:
+    """Appends chunks of run and qrels to the four files of a data folder.
+
+    Space-separated text without header or quoting for the TREC formats; Parquet
+    row groups of at most ``PARQUET_ROW_GROUP`` rows. Writing one table in one
+    chunk gives the same bytes as ``pq.write_table`` and ``pacsv.write_csv``.
+    """
+
+    def __init__(self, out: Path) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self.out = out
+        self._writers: dict[str, Any] = {}
+
+    def _writer(self, name: str, schema: pa.Schema, kind: str) -> Any:
+        if name not in self._writers:
+            path = str(self.out / name)
+            self._writers[name] = (
+                pq.ParquetWriter(path, schema) if kind == "parquet"
+                else pacsv.CSVWriter(path, schema, write_options=TREC_WRITE_OPTIONS)
+            )
+        return self._writers[name]
+
+    def write(self, run: pa.Table, qrels: pa.Table) -> None:
+        """Append one chunk to ``run.parquet``, ``qrels.parquet``, ``run.trec``, ``qrels.trec``."""
+        self._writer("run.parquet", run.schema, "parquet").write_table(run, row_group_size=PARQUET_ROW_GROUP)
+        self._writer("qrels.parquet", qrels.schema, "parquet").write_table(
+            qrels, row_group_size=PARQUET_ROW_GROUP)
+        trec_run = _trec_run(run)
+        self._writer("run.trec", trec_run.schema, "csv").write_table(trec_run)
+        trec_qrels = _trec_qrels(qrels)
+        self._writer("qrels.trec", trec_qrels.schema, "csv").write_table(trec_qrels)
+
+    def close(self) -> None:
+        """Close every file (writes the Parquet footers)."""
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
+
+
+def write(out: Path, run: pa.Table, qrels: pa.Table) -> None:
+    """Write Parquet and TREC text copies of ``run`` and ``qrels`` into ``out`` (one chunk)."""
+    writer = ChunkWriter(out)
+    try:
+        writer.write(run, qrels)
+    finally:
+        writer.close()
+
+
+def _peak_rss_mib() -> float | None:
+    """This process's peak resident memory so far (MiB; Linux ``ru_maxrss`` is in KiB)."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return None
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def generate(
+    size: str, out: Path, seed: int = SEED, *, queries: int | None = None,
+    chunk_queries: int = CHUNK_QUERIES,
+) -> DataInfo:
+    """Generate the ``size`` data set into ``out`` (skipped when ``info.json`` matches).
+
+    Args:
+        size: a name of ``SIZES`` (or ``ALIASES``).
+        out: the data folder.
+        seed: the seed of the random stream.
+        queries: number of queries (default: the size's); for tests.
+        chunk_queries: queries generated and written at a time (memory bound).
+    """
+    size = ALIASES.get(size, size)
+    queries = SIZES[size] if queries is None else queries
     info_path = out / "info.json"
     if info_path.is_file():
         info = DataInfo(**json.loads(info_path.read_text()))
-        if info.queries == queries and info.seed == seed:
+        if info.same_stream(queries, seed, chunk_queries):
             return info
+        info_path.unlink()  # the files below are rewritten; never leave a stale info.json
     start = time.perf_counter()
-    run, qrels = generate_arrays(queries, seed)
-    write(out, run, qrels)
+    run_rows = qrels_rows = 0
+    writer = ChunkWriter(out)
+    try:
+        for index, first in enumerate(range(0, queries, chunk_queries)):
+            n = min(chunk_queries, queries - first)
+            run, qrels = generate_arrays(n, seed, first_query=first, rng=chunk_rng(seed, index))
+            writer.write(run, qrels)
+            run_rows += run.num_rows
+            qrels_rows += qrels.num_rows
+            del run, qrels
+    finally:
+        writer.close()
     info = DataInfo(
         size=size,
         queries=queries,
-        run_rows=run.num_rows,
-        qrels_rows=qrels.num_rows,
+        run_rows=run_rows,
+        qrels_rows=qrels_rows,
         seed=seed,
         seconds=round(time.perf_counter() - start, 3),
+        chunk_queries=chunk_queries,
+        peak_rss_mib=_peak_rss_mib(),
     )
     info_path.write_text(json.dumps(asdict(info), indent=2) + "\n")
     return info
@@ -173,7 +292,7 @@ def generate(size: str, out: Path, seed: int = SEED) -> DataInfo:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", choices=sorted(SIZES), default="quick")
+    parser.add_argument("--size", choices=sorted([*SIZES, *ALIASES]), default="quick")
     parser.add_argument("--out", type=Path, help="folder (default bench/data/<size>)")
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)

@@ -5,8 +5,10 @@
 Each runner (see :mod:`bench.runners`) is a child process; the harness measures
 its wall time from start to exit and its peak memory by polling the resident set
 size of the whole process tree (the Python process plus, for Spark, the JVM it
-starts) every ``POLL_S`` seconds. Results go to ``bench/results/<size>.md`` and
-``bench/results/<size>.json``.
+starts) every ``POLL_S`` seconds. A runner whose tree goes above the memory cap
+(``--memory-cap-gib``) or runs longer than the size's timeout is killed, tree and
+all, and reported as stopped: that is where the in-memory peers stop at 30m and
+100m. Results go to ``bench/results/<size>.md`` and ``bench/results/<size>.json``.
 """
 
 from __future__ import annotations
@@ -22,12 +24,27 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from bench.generate import SIZES, generate
+from bench.generate import ALIASES, SIZES, generate
 from bench.runners import MEASURES, NOT_WORK, RUNNERS, SPARK_RUNNERS
 
 POLL_S = 0.05
 TOLERANCE = 1e-6
 RUNNER_TIMEOUT_S = 3600
+#: Default memory cap of one runner's process tree (GiB); above it the tree is killed.
+MEMORY_CAP_GIB = 20.0
+#: Per size: runner timeout (s) and the Spark driver heap. Issue 6: releval runs the
+#: 30m and 100m sizes with a 4 GB driver heap; the smaller sizes keep the 8g their
+#: published results were measured with.
+SIZE_SETTINGS: dict[str, dict[str, Any]] = {
+    "tiny": {"timeout_s": 600, "driver_memory": "8g"},
+    "quick": {"timeout_s": 1800, "driver_memory": "8g"},
+    "full": {"timeout_s": 3600, "driver_memory": "8g"},
+    "30m": {"timeout_s": 2 * 3600, "driver_memory": "4g"},
+    "100m": {"timeout_s": 6 * 3600, "driver_memory": "4g"},
+}
+#: The size the growth ratio compares to, and the sizes of the across-sizes table.
+BASE_SIZE = "full"
+SCALE_SIZES = ("full", "30m", "100m")
 #: Benchmark-only packages, tried one by one; a failure is recorded, not fatal.
 #: ``pytrec_eval`` (the original) builds from source and downloads trec_eval while
 #: building; ``pytrec_eval-terrier`` ships wheels of the same ``pytrec_eval`` module.
@@ -46,8 +63,12 @@ DIFFERENT_DEFINITION = {
 
 
 def shuffle_partitions(run_rows: int) -> int:
-    """About 250k run rows per shuffle partition, between 4 and 64."""
-    return max(4, min(64, run_rows // 250_000))
+    """About 250k run rows per shuffle partition, between 4 and 400.
+
+    quick 4, full 40 (as before), 30m 120, 100m 400: a partition of a shuffle of
+    the run stays around 250k rows whatever the size, so it fits a 4 GB heap.
+    """
+    return max(4, min(400, run_rows // 250_000))
 
 
 def install(packages: Sequence[str], status_file: Path, again: bool) -> dict[str, str]:
@@ -76,15 +97,21 @@ def install(packages: Sequence[str], status_file: Path, again: bool) -> dict[str
     return status
 
 
-def _tree_rss(proc: Any) -> int:
-    """Resident bytes of a psutil process and all its descendants."""
+def _tree(proc: Any) -> list[Any]:
+    """A psutil process and all its descendants ([] when it is gone)."""
+    import psutil
+
+    try:
+        return [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _tree_rss(procs: list[Any]) -> int:
+    """Resident bytes of the processes ``procs``."""
     import psutil
 
     total = 0
-    try:
-        procs = [proc, *proc.children(recursive=True)]
-    except psutil.Error:
-        return 0
     for p in procs:
         try:
             total += p.memory_info().rss
@@ -93,27 +120,62 @@ def _tree_rss(proc: Any) -> int:
     return total
 
 
-def measure(cmd: list[str], log: Path, timeout_s: float) -> dict[str, Any]:
-    """Run ``cmd``; return its wall seconds, peak tree RSS (MiB) and exit code."""
+def _ended(p: Any) -> bool:
+    """Whether a psutil process has ended (a zombie waiting for its parent counts)."""
+    import psutil
+
+    try:
+        return p.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+def _kill(procs: list[Any], child: subprocess.Popen[bytes]) -> list[int]:
+    """SIGKILL ``procs`` (descendants first); reap ``child``; wait for the rest; return the pids."""
+    import psutil
+
+    for p in reversed(procs):
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    child.wait()  # reaped here, by Popen, so its return code is the signal
+    deadline = time.monotonic() + 30
+    while not all(_ended(p) for p in procs) and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+    return [p.pid for p in procs]
+
+
+def measure(
+    cmd: list[str], log: Path, timeout_s: float, memory_cap_mib: float | None = None
+) -> dict[str, Any]:
+    """Run ``cmd``; return its wall seconds, peak tree RSS (MiB), exit code and why it stopped.
+
+    The process tree's resident memory is sampled every ``POLL_S`` s. When it is
+    above ``memory_cap_mib``, or the run is longer than ``timeout_s``, every process
+    of the tree is killed (SIGKILL) and ``stopped`` says why; ``killed_pids`` lists them.
+    """
     import psutil
 
     log.parent.mkdir(parents=True, exist_ok=True)
+    cap = None if memory_cap_mib is None else memory_cap_mib * 2**20
+    stopped: str | None = None
+    killed: list[int] = []
     with open(log, "w") as out:
         start = time.perf_counter()
         child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         proc = psutil.Process(child.pid)
         peak = 0
-        timed_out = False
         while child.poll() is None:
-            peak = max(peak, _tree_rss(proc))
-            if time.perf_counter() - start > timeout_s:
-                timed_out = True
-                for p in [*proc.children(recursive=True), proc]:
-                    try:
-                        p.kill()
-                    except psutil.Error:
-                        pass
-                child.wait()
+            procs = _tree(proc)
+            rss = _tree_rss(procs)
+            peak = max(peak, rss)
+            if cap is not None and rss > cap:
+                stopped = f"stopped: peak RSS > {memory_cap_mib / 1024:g} GiB cap"
+            elif time.perf_counter() - start > timeout_s:
+                stopped = f"stopped: timed out after {timeout_s:.0f} s"
+            if stopped:
+                killed = _kill(_tree(proc) or procs, child)
                 break
             time.sleep(POLL_S)
         wall = time.perf_counter() - start
@@ -121,30 +183,51 @@ def measure(cmd: list[str], log: Path, timeout_s: float) -> dict[str, Any]:
         "wall_s": round(wall, 3),
         "peak_rss_mib": round(peak / 2**20, 1),
         "exit_code": child.returncode,
-        "timed_out": timed_out,
+        "timed_out": bool(stopped and "timed out" in stopped),
+        "stopped": stopped,
+        "killed_pids": killed,
     }
 
 
-def run_one(name: str, data: Path, work: Path, partitions: int, timeout_s: float) -> dict[str, Any]:
+def status(row: dict[str, Any]) -> str:
+    """``ok``, ``stopped: ...`` (killed by the harness), ``killed by signal N`` or ``failed: ...``."""
+    if row.get("stopped"):
+        return row["stopped"]
+    if row.get("ok"):
+        return "ok"
+    code = row.get("exit_code")
+    if isinstance(code, int) and code < 0 and row.get("error") == "no result written":
+        # Killed from outside the harness; SIGKILL without a result is most often the
+        # kernel's out-of-memory killer.
+        return f"killed by signal {-code}" + (" (out of memory?)" if code == -9 else "")
+    return f"failed: {row.get('error')}"
+
+
+def run_one(
+    name: str, data: Path, work: Path, partitions: int, timeout_s: float,
+    *, driver_memory: str = "8g", memory_cap_mib: float | None = None,
+) -> dict[str, Any]:
     """One runner in its own process; its own JSON merged with the outside measures."""
     result_file = work / f"{name}.json"
     result_file.unlink(missing_ok=True)
     cmd = [
         sys.executable, "-m", "bench.runners", name, "--data", str(data),
         "--result", str(result_file), "--work", str(work / name),
-        "--shuffle-partitions", str(partitions),
+        "--shuffle-partitions", str(partitions), "--driver-memory", driver_memory,
     ]
-    outside = measure(cmd, work / "logs" / f"{name}.log", timeout_s)
+    outside = measure(cmd, work / "logs" / f"{name}.log", timeout_s, memory_cap_mib)
     inside: dict[str, Any] = {"runner": name, "ok": False, "error": "no result written"}
     if result_file.is_file():
         inside = json.loads(result_file.read_text())
-    if outside["timed_out"]:
-        inside.update(ok=False, error=f"timed out after {timeout_s:.0f} s")
+    if outside["stopped"]:
+        inside.update(ok=False, error=outside["stopped"])
     row = {**inside, **outside}
+    row["status"] = status(row)
+    row["finished"] = bool(row["ok"])
     row["log"] = str(work / "logs" / f"{name}.log")
     print(
         f"{name:24s} ok={row['ok']!s:5s} wall={row['wall_s']:8.2f}s "
-        f"rss={row['peak_rss_mib']:8.1f}MiB {row.get('error') or ''}",
+        f"rss={row['peak_rss_mib']:8.1f}MiB {'' if row['ok'] else row['status']}",
         flush=True,
     )
     return row
@@ -199,6 +282,52 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float | None]:
     }
 
 
+def across_sizes(report: dict[str, Any], results: Path) -> dict[str, Any]:
+    """Each runner's wall, peak RSS and status at the sizes of ``SCALE_SIZES`` (and this one).
+
+    Read from ``results/<size>.json`` for the other sizes, so the report of 100m
+    shows where the in-memory peers stop: their peak memory at 10M and 30M rows
+    and whether they finish at 100M. Also the growth of releval's wall time
+    against ``BASE_SIZE`` (10M rows), for the target "at most linear".
+    """
+    reports: dict[str, dict[str, Any]] = {}
+    for size in SCALE_SIZES if report["size"] in SCALE_SIZES else ():
+        path = results / f"{size}.json"
+        if size == report["size"]:
+            reports[size] = report
+        elif path.is_file():
+            reports[size] = json.loads(path.read_text())
+    if report["size"] not in reports:
+        reports[report["size"]] = report
+    table: dict[str, dict[str, Any]] = {}
+    for size, rep in reports.items():
+        for name, row in rep["runners"].items():
+            table.setdefault(name, {})[size] = {
+                "run_rows": rep["data"]["run_rows"],
+                "wall_s": row.get("wall_s"),
+                "peak_rss_mib": row.get("peak_rss_mib"),
+                "status": row.get("status") or status(row),
+            }
+    out: dict[str, Any] = {"sizes": list(reports), "runners": table}
+    base = reports.get(BASE_SIZE)
+    if base is not None and report["size"] != BASE_SIZE:
+        mine, theirs = report["runners"].get("releval", {}), base["runners"].get("releval", {})
+        rows_ratio = report["data"]["run_rows"] / base["data"]["run_rows"]
+        wall_ratio = (
+            _ratio(mine.get("wall_s"), theirs.get("wall_s"))
+            if mine.get("ok") and theirs.get("ok") else None
+        )
+        out["growth"] = {
+            "label": f"releval wall at {report['size']} / releval wall at {BASE_SIZE}",
+            "wall_ratio": wall_ratio,
+            "rows_ratio": round(rows_ratio, 2),
+            "linear": None if wall_ratio is None else wall_ratio <= rows_ratio,
+            "base_generated_at": base.get("generated_at"),
+            "base_driver_memory": base.get("spark", {}).get("driver_memory"),
+        }
+    return out
+
+
 def _fmt(v: Any, spec: str = ".2f") -> str:
     return "–" if v is None else format(v, spec)
 
@@ -215,30 +344,33 @@ def render(report: dict[str, Any]) -> str:
         f"qrels rows (seed {data['seed']}). Machine: {report['machine']['cpus']} CPUs, "
         f"{report['machine']['memory_gib']} GiB, Python {report['machine']['python']}; "
         f"Spark `{report['spark']['master']}`, {report['spark']['shuffle_partitions']} shuffle "
-        f"partitions, driver memory {report['spark']['driver_memory']}. "
-        f"Generated {report['generated_at']}.",
+        f"partitions, driver memory (spark.driver.memory) {report['spark']['driver_memory']}. "
+        + _limits(report.get("limits"))
+        + f"Generated {report['generated_at']}.",
         "",
         "Wall: the runner's process from start to exit (interpreter, imports and, for Spark, "
         "JVM start and stop included). After start-up: the time measured inside the process "
         "once imports are done and, for Spark, once the SparkSession is up (reading, computing, "
         "writing). Peak RSS: the resident memory of the process tree (Python + JVM), "
-        f"sampled every {POLL_S * 1000:.0f} ms.",
+        f"sampled every {POLL_S * 1000:.0f} ms. A runner above the memory cap or the timeout "
+        "is killed with its process tree and reported as `stopped` with the peak seen.",
         "",
         "| runner | what it does | wall s | start-up s | after start-up s | peak RSS MiB "
         "| wall / releval | after start-up / releval | status |",
         "|---|---|--:|--:|--:|--:|--:|--:|---|",
     ]
     for name, row in rows.items():
-        status = "ok" if row.get("ok") else f"failed: {row.get('error')}"
+        row_status = row.get("status") or status(row)
         lines.append(
             f"| {name} | {DESCRIPTIONS.get(name, '')} | {_fmt(row.get('wall_s'))} "
             f"| {_fmt(row.get('startup_s'))} | {_fmt(row.get('work_s'))} "
             f"| {_fmt(row.get('peak_rss_mib'), '.0f')} "
             f"| {_fmt(_ratio(row.get('wall_s'), ref.get('wall_s')))} "
-            f"| {_fmt(_ratio(row.get('work_s'), ref.get('work_s')))} | {status} |"
+            f"| {_fmt(_ratio(row.get('work_s'), ref.get('work_s')))} | {row_status} |"
         )
     lines += ["", "## Ratios", "", "| ratio | value |", "|---|--:|"]
     lines += [f"| {k} | {_fmt(v)} |" for k, v in report["ratios"].items()]
+    lines += _render_across_sizes(report.get("across_sizes"))
     agree = report["agreement"]
     lines += [
         "",
@@ -282,6 +414,51 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _limits(limits: dict[str, Any] | None) -> str:
+    """The memory cap and timeout sentence of the header (reports before them: none)."""
+    if not limits:
+        return ""
+    cap = limits.get("memory_cap_gib")
+    return (f"Per runner: memory cap {'none' if cap is None else f'{cap:g} GiB'}, "
+            f"timeout {limits['timeout_s']:.0f} s. ")
+
+
+def _render_across_sizes(across: dict[str, Any] | None) -> list[str]:
+    """The growth line and the per-runner table over sizes (empty when only one size)."""
+    if not across:
+        return []
+    lines: list[str] = []
+    growth = across.get("growth")
+    if growth:
+        verdict = {True: "at most linear", False: "MORE than linear", None: "–"}[growth["linear"]]
+        lines += [
+            "",
+            f"**{growth['label']}: {_fmt(growth['wall_ratio'])}** for {growth['rows_ratio']:g}x the "
+            f"run rows ({verdict}; {BASE_SIZE} measured {growth['base_generated_at']} with driver "
+            f"memory {growth.get('base_driver_memory') or '–'}).",
+        ]
+    sizes = across["sizes"]
+    if len(sizes) < 2:
+        return lines
+    lines += [
+        "",
+        "## Across sizes: where the in-memory peers stop",
+        "",
+        "Per runner and size (from `bench/results/<size>.json`): wall s / peak RSS MiB / status.",
+        "",
+        "| runner | " + " | ".join(sizes) + " |",
+        "|---|" + "---|" * len(sizes),
+    ]
+    for name, per_size in across["runners"].items():
+        cells = []
+        for size in sizes:
+            c = per_size.get(size)
+            cells.append("–" if c is None else
+                         f"{_fmt(c['wall_s'], '.0f')} s / {_fmt(c['peak_rss_mib'], '.0f')} MiB / {c['status']}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 DESCRIPTIONS = {
     "pyarrow-read": "read both Parquet files (I/O floor)",
     "numpy": "vectorized NumPy, 5 measures",
@@ -303,17 +480,29 @@ def _memory_gib() -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the releval benchmark.")
-    parser.add_argument("--size", default=os.environ.get("BENCH_SIZE", "quick"), choices=sorted(SIZES))
+    parser.add_argument("--size", default=os.environ.get("BENCH_SIZE", "quick"),
+                        choices=sorted([*SIZES, *ALIASES]))
     parser.add_argument("--runners", help=f"comma-separated subset of {','.join(ORDER)}")
     parser.add_argument("--data-root", type=Path, default=Path("bench/data"))
     parser.add_argument("--results", type=Path, default=Path("bench/results"))
     parser.add_argument("--install", action="store_true", help="pip install the peers first")
     parser.add_argument("--reinstall", action="store_true", help="retry packages that failed")
     parser.add_argument("--tolerance", type=float, default=TOLERANCE)
-    parser.add_argument("--timeout", type=float, default=RUNNER_TIMEOUT_S, help="per runner, s")
+    parser.add_argument("--timeout", type=float,
+                        help="per runner, s (default per size: "
+                        + ", ".join(f"{k} {v['timeout_s']}" for k, v in SIZE_SETTINGS.items()) + ")")
+    parser.add_argument("--memory-cap-gib", type=float, default=MEMORY_CAP_GIB,
+                        help="kill a runner whose process tree's RSS goes above this "
+                        f"(default {MEMORY_CAP_GIB:g}; 0 = no cap)")
+    parser.add_argument("--driver-memory", help="spark.driver.memory of the Spark runners "
+                        "(default per size: " + ", ".join(
+                            f"{k} {v['driver_memory']}" for k, v in SIZE_SETTINGS.items()) + ")")
+    parser.add_argument("--shuffle-partitions", type=int,
+                        help="default: about one per 250k run rows (see shuffle_partitions)")
     parser.add_argument("--render-only", action="store_true",
                         help="recompute ratios/agreement and rewrite the .md from the .json")
     args = parser.parse_args(argv)
+    args.size = ALIASES.get(args.size, args.size)
     if args.render_only:
         path = args.results / f"{args.size}.json"
         report = json.loads(path.read_text())
@@ -331,7 +520,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     info = generate(args.size, data)
     print(f"data {args.size}: {info.run_rows:,} run rows in {data} ({time.perf_counter() - t0:.1f} s)")
-    partitions = shuffle_partitions(info.run_rows)
+    partitions = args.shuffle_partitions or shuffle_partitions(info.run_rows)
+    settings = SIZE_SETTINGS.get(args.size, {"timeout_s": RUNNER_TIMEOUT_S, "driver_memory": "8g"})
+    timeout_s = args.timeout or settings["timeout_s"]
+    driver_memory = args.driver_memory or settings["driver_memory"]
+    memory_cap_mib = args.memory_cap_gib * 1024 if args.memory_cap_gib > 0 else None
+    print(f"spark.driver.memory {driver_memory}, {partitions} shuffle partitions; per runner: "
+          f"timeout {timeout_s:.0f} s, memory cap {args.memory_cap_gib:g} GiB", flush=True)
     work = (args.data_root / f"{args.size}-work").resolve()
     work.mkdir(parents=True, exist_ok=True)
 
@@ -345,12 +540,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in [n for n in ORDER if n in wanted]:
         module = NEEDS.get(name)
         if module and importlib.util.find_spec(module) is None:
-            rows[name] = {"runner": name, "ok": False, "error": f"{module} is not installed"}
+            rows[name] = {"runner": name, "ok": False, "error": f"{module} is not installed",
+                          "status": f"skipped: {module} is not installed", "finished": False}
             print(f"{name:24s} skipped: {module} is not installed", flush=True)
             continue
-        rows[name] = run_one(name, data.resolve(), work, partitions, args.timeout)
+        rows[name] = run_one(name, data.resolve(), work, partitions, timeout_s,
+                             driver_memory=driver_memory, memory_cap_mib=memory_cap_mib)
 
-    from bench.runners import SPARK_DRIVER_MEMORY, SPARK_MASTER
+    from bench.runners import SPARK_MASTER
 
     report = {
         "size": args.size,
@@ -361,7 +558,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "python": platform.python_version(), "platform": platform.platform(),
         },
         "spark": {"master": SPARK_MASTER, "shuffle_partitions": partitions,
-                  "driver_memory": SPARK_DRIVER_MEMORY},
+                  "driver_memory": driver_memory},
+        "limits": {"memory_cap_gib": args.memory_cap_gib or None, "timeout_s": timeout_s},
         "install": install_status,
         "runners": rows,
         "spark_runners": sorted(SPARK_RUNNERS),
@@ -376,8 +574,15 @@ def finish(report: dict[str, Any], results: Path, tolerance: float) -> None:
     for row in rows.values():
         if "phases" in row:
             row["work_s"] = round(sum(v for k, v in row["phases"].items() if k not in NOT_WORK), 3)
+    for row in rows.values():
+        row.setdefault("status", status(row))
+        row.setdefault("finished", bool(row.get("ok")))
     report["ratios"] = ratios(rows)
     report["agreement"] = agreement(rows, tolerance)
+    report["across_sizes"] = across_sizes(report, results)
+    growth = report["across_sizes"].get("growth")
+    if growth:
+        report["ratios"][growth["label"]] = growth["wall_ratio"]
     size = report["size"]
     results.mkdir(parents=True, exist_ok=True)
     (results / f"{size}.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -90,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--shuffle-partitions", type=int, default=4)
     parser.add_argument("--explain", type=Path, help="write the formatted plan here")
+    parser.add_argument("--driver-memory", default=SPARK_DRIVER_MEMORY,
+                        help=f"spark.driver.memory (default {SPARK_DRIVER_MEMORY}; the bench uses 4g at 30m/100m)")
     parser.add_argument("--ranking-variants", action="store_true",
                         help="only time rank_run against ranking without its dedup window")
     args = parser.parse_args(argv)
@@ -106,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     spark = build_session(SparkSettings(
         master=SPARK_MASTER, app_name="bench-profile", shuffle_partitions=args.shuffle_partitions,
-        conf={"spark.driver.memory": SPARK_DRIVER_MEMORY, "spark.ui.enabled": "false"},
+        conf={"spark.driver.memory": args.driver_memory, "spark.ui.enabled": "false"},
     ))
     data = args.data.resolve()
     out = Path(tempfile.mkdtemp(prefix="releval-profile-"))

@@ -34,6 +34,8 @@ RELEVAL_MEASURES = (
 #: stopping, and releval's read-back of its aggregate table for the agreement check.
 NOT_WORK = frozenset({"import", "startup", "stop", "verify: read aggregate"})
 SPARK_MASTER = "local[2]"
+#: Default driver heap (``spark.driver.memory``); the harness passes one per size
+#: (``bench.harness.SIZE_SETTINGS``: 4g at 30m and 100m).
 SPARK_DRIVER_MEMORY = "8g"
 
 
@@ -47,6 +49,7 @@ class Result:
         self.notes: list[str] = []
         self.extra: dict[str, Any] = {}
         self.startup_s: float | None = None
+        self.driver_memory = SPARK_DRIVER_MEMORY
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -269,7 +272,10 @@ def run_ranx(data: Path, res: Result, work: Path) -> None:
 
 
 def _spark(res: Result, shuffle_partitions: int) -> Any:
-    """releval's SparkSession (Delta configured), timed as the 'startup' phase."""
+    """releval's SparkSession (Delta configured), timed as the 'startup' phase.
+
+    The driver heap is ``res.driver_memory`` (``--driver-memory``).
+    """
     from releval.config import SparkSettings
     from releval.session import build_session
 
@@ -279,13 +285,13 @@ def _spark(res: Result, shuffle_partitions: int) -> Any:
                 master=SPARK_MASTER,
                 app_name=f"bench-{res.name}",
                 shuffle_partitions=shuffle_partitions,
-                conf={"spark.driver.memory": SPARK_DRIVER_MEMORY, "spark.ui.enabled": "false"},
+                conf={"spark.driver.memory": res.driver_memory, "spark.ui.enabled": "false"},
             )
         )
     res.startup_s = res.phases["startup"]
     res.extra["versions"] = {"pyspark": _version("pyspark"), "delta-spark": _version("delta-spark")}
     res.extra["spark"] = {"master": SPARK_MASTER, "shuffle_partitions": shuffle_partitions,
-                          "driver_memory": SPARK_DRIVER_MEMORY}
+                          "driver_memory": res.driver_memory}
     return spark
 
 
@@ -450,8 +456,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--result", type=Path, required=True)
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temp folder)")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
+    parser.add_argument("--driver-memory", default=SPARK_DRIVER_MEMORY,
+                        help=f"spark.driver.memory of the Spark runners (default {SPARK_DRIVER_MEMORY})")
     args = parser.parse_args(argv)
     res = Result(args.runner)
+    res.driver_memory = args.driver_memory
     work = args.work or Path(tempfile.mkdtemp(prefix="releval-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     ok, error = True, None

@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import math
+import signal
+import sys
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("pyarrow")
+#: The harness measures memory with psutil (a ``bench`` extra, not a ``test`` one).
+needs_psutil = pytest.mark.skipif(
+    importlib.util.find_spec("psutil") is None, reason="psutil is not installed (pip install -e '.[bench]')"
+)
 
-from bench.generate import DOCS_PER_QUERY, JUDGED, generate_arrays  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.csv as pacsv  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from bench import harness  # noqa: E402
+from bench.generate import (  # noqa: E402
+    CHUNK_QUERIES, DOCS_PER_QUERY, JUDGED, SIZES, DataInfo, _trec_qrels, _trec_run, chunk_rng,
+    generate, generate_arrays,
+)
+from bench.harness import SIZE_SETTINGS, across_sizes, measure, shuffle_partitions, status  # noqa: E402
 from bench.runners import numpy_measures  # noqa: E402
 
 
@@ -63,3 +81,176 @@ def test_numpy_floor_matches_plain_python() -> None:
     expected = reference(run_d, qrels_d)
     for measure, values in per_query.items():
         assert values.mean() == pytest.approx(expected[measure], abs=1e-12), measure
+
+
+# --- bench.generate: chunked writing ----------------------------------------------------
+
+
+def test_chunks_are_written_one_after_the_other(tmp_path: Path) -> None:
+    # 50 queries in chunks of 20: chunks of 20, 20 and 10 queries, each from its own generator.
+    info = generate("tiny", tmp_path, seed=7, queries=50, chunk_queries=20)
+    chunks = [
+        generate_arrays(n, 7, first_query=first, rng=chunk_rng(7, i))
+        for i, (first, n) in enumerate([(0, 20), (20, 20), (40, 10)])
+    ]
+    run = pq.read_table(tmp_path / "run.parquet")
+    qrels = pq.read_table(tmp_path / "qrels.parquet")
+    assert run.equals(pa.concat_tables([c[0] for c in chunks]))
+    assert qrels.equals(pa.concat_tables([c[1] for c in chunks]))
+    assert pq.ParquetFile(tmp_path / "run.parquet").metadata.num_row_groups == 3  # one per chunk
+    assert (info.run_rows, info.qrels_rows, info.chunk_queries) == (5000, 1000, 20)
+    lines = (tmp_path / "run.trec").read_text().splitlines()
+    assert len(lines) == 5000 and lines[2000].startswith("q20 Q0 D20")  # chunk 2 starts at q20
+    assert len((tmp_path / "qrels.trec").read_text().splitlines()) == 1000
+    # Chunk 0 is the unchunked stream: the first queries of a big size are the small size.
+    assert chunks[0][0].equals(generate_arrays(20, 7)[0])
+    assert len(set(run["doc_id"].to_pylist())) == run.num_rows  # doc ids unique across chunks
+
+
+def test_one_chunk_gives_the_bytes_of_the_single_table_writers(tmp_path: Path) -> None:
+    """Sizes of at most one chunk (tiny, quick, full) keep the files they had before chunking."""
+    generate("tiny", tmp_path / "chunked", seed=3, queries=30, chunk_queries=100)
+    run, qrels = generate_arrays(30, 3)
+    old = tmp_path / "old"
+    old.mkdir()
+    # The writers before chunking: one write_table / write_csv per file.
+    pq.write_table(run, old / "run.parquet", row_group_size=1 << 20)
+    pq.write_table(qrels, old / "qrels.parquet", row_group_size=1 << 20)
+    options = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+    pacsv.write_csv(_trec_run(run), str(old / "run.trec"), write_options=options)
+    pacsv.write_csv(_trec_qrels(qrels), str(old / "qrels.trec"), write_options=options)
+    for name in ("run.parquet", "qrels.parquet", "run.trec", "qrels.trec"):
+        assert (tmp_path / "chunked" / name).read_bytes() == (old / name).read_bytes(), name
+
+
+def test_data_is_regenerated_when_the_chunking_changes(tmp_path: Path) -> None:
+    first = generate("tiny", tmp_path, seed=5, queries=30, chunk_queries=10)
+    before = (tmp_path / "run.parquet").read_bytes()
+    assert generate("tiny", tmp_path, seed=5, queries=30, chunk_queries=10) == first  # reused
+    again = generate("tiny", tmp_path, seed=5, queries=30, chunk_queries=100)
+    assert again.chunk_queries == 100
+    assert (tmp_path / "run.parquet").read_bytes() != before  # one chunk: another stream
+    # info.json written before chunking (no chunk_queries) was one chunk of all queries.
+    legacy = DataInfo(size="full", queries=100_000, run_rows=0, qrels_rows=0, seed=5, seconds=0.0)
+    assert legacy.same_stream(100_000, 5, CHUNK_QUERIES)  # full: one chunk either way
+    legacy_big = DataInfo(size="1m", queries=1_000_000, run_rows=0, qrels_rows=0, seed=5, seconds=0.0)
+    assert not legacy_big.same_stream(1_000_000, 5, CHUNK_QUERIES)  # 100m: regenerated
+
+
+# --- bench.harness: memory guard, timeouts, partitions, growth ratio ------------------
+
+
+#: A fake runner: starts a child (like Spark's JVM) that writes its pid, then allocates
+#: and touches 300 MiB and holds it; the parent also holds 50 MiB. Neither ends alone.
+FAKE_RUNNER = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", '''
+import os, sys, time
+open(sys.argv[1], "w").write(str(os.getpid()))
+block = b"\\\\x01" * (300 << 20)
+time.sleep(600)
+''', sys.argv[1]])
+block = b"\\x01" * (50 << 20)
+time.sleep(600)
+"""
+
+
+def _gone(pid: int) -> bool:
+    """The process has ended (or is a zombie waiting to be reaped)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@needs_psutil
+def test_memory_guard_kills_the_process_tree_above_the_cap(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    cmd = [sys.executable, "-c", FAKE_RUNNER, str(pid_file)]
+    out = measure(cmd, tmp_path / "fake.log", timeout_s=300, memory_cap_mib=100)
+    assert out["stopped"] == f"stopped: peak RSS > {100 / 1024:g} GiB cap"
+    assert out["peak_rss_mib"] > 100  # the peak seen is recorded
+    assert out["exit_code"] == -signal.SIGKILL and not out["timed_out"]
+    child_pid = int(pid_file.read_text())  # the child is what went above the cap
+    assert child_pid in out["killed_pids"]
+    assert _gone(child_pid) and all(_gone(p) for p in out["killed_pids"])
+    row = {"runner": "fake", "ok": False, "error": out["stopped"], **out}
+    assert status(row) == out["stopped"]
+
+
+@needs_psutil
+def test_timeout_kills_the_process_tree(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    cmd = [sys.executable, "-c", FAKE_RUNNER, str(pid_file)]
+    out = measure(cmd, tmp_path / "fake.log", timeout_s=0, memory_cap_mib=None)
+    assert out["stopped"] == "stopped: timed out after 0 s" and out["timed_out"]
+    assert out["exit_code"] == -signal.SIGKILL
+    assert all(_gone(p) for p in out["killed_pids"])
+
+
+@needs_psutil
+def test_harness_reports_a_runner_stopped_by_the_memory_cap(tmp_path: Path) -> None:
+    # A cap of 1 MiB: the numpy runner's interpreter alone is above it.
+    argv = ["--size", "tiny", "--runners", "numpy", "--data-root", str(tmp_path / "data"),
+            "--results", str(tmp_path / "results"), "--memory-cap-gib", str(1 / 1024)]
+    assert harness.main(argv) == 0
+    report = json.loads((tmp_path / "results" / "tiny.json").read_text())
+    row = report["runners"]["numpy"]
+    assert row["status"] == "stopped: peak RSS > 0.000976562 GiB cap"
+    assert row["finished"] is False and row["ok"] is False and row["exit_code"] == -signal.SIGKILL
+    assert _gone(row["killed_pids"][0])
+    assert report["spark"]["driver_memory"] == "8g"  # tiny keeps the 8g of the small sizes
+    md = (tmp_path / "results" / "tiny.md").read_text()
+    assert "| numpy | vectorized NumPy, 5 measures |" in md
+    assert "stopped: peak RSS > 0.000976562 GiB cap |" in md
+
+
+def test_status_names_a_kill_from_outside() -> None:
+    row = {"ok": False, "error": "no result written", "exit_code": -9, "stopped": None}
+    assert status(row) == "killed by signal 9 (out of memory?)"
+    assert status({"ok": False, "error": "MemoryError: ", "exit_code": 1}) == "failed: MemoryError: "
+    assert status({"ok": True, "exit_code": 0}) == "ok"
+
+
+def test_shuffle_partitions_keep_about_250k_rows_each() -> None:
+    # quick 1M rows -> 4 (the minimum), full 10M -> 40, 30m -> 120, 100m -> 400 (the maximum).
+    assert [shuffle_partitions(n) for n in (100_000, 1_000_000, 10_000_000, 30_000_000, 100_000_000)] == [
+        4, 4, 40, 120, 400]
+
+
+def test_large_sizes_run_spark_with_a_4g_driver() -> None:
+    assert {s: SIZE_SETTINGS[s]["driver_memory"] for s in ("full", "30m", "100m")} == {
+        "full": "8g", "30m": "4g", "100m": "4g"}
+    assert set(SIZE_SETTINGS) == set(SIZES)
+
+
+def _report(size: str, run_rows: int, rows: dict[str, dict[str, object]]) -> dict[str, object]:
+    return {"size": size, "generated_at": "then", "data": {"run_rows": run_rows}, "runners": rows}
+
+
+def test_growth_ratio_and_across_sizes_table(tmp_path: Path) -> None:
+    full = _report("full", 10_000_000, {
+        "releval": {"ok": True, "wall_s": 136.0, "peak_rss_mib": 6578.0, "status": "ok"},
+        "ranx": {"ok": True, "wall_s": 72.0, "peak_rss_mib": 5629.0, "status": "ok"},
+    })
+    (tmp_path / "full.json").write_text(json.dumps(full))
+    big = _report("100m", 100_000_000, {
+        "releval": {"ok": True, "wall_s": 1088.0, "peak_rss_mib": 5000.0, "status": "ok"},
+        "ranx": {"ok": False, "wall_s": 300.0, "peak_rss_mib": 20481.0,
+                 "status": "stopped: peak RSS > 20 GiB cap"},
+    })
+    out = across_sizes(big, tmp_path)
+    # 1088 / 136 = 8.0 for 100M / 10M = 10x the rows: at most linear.
+    assert out["growth"]["wall_ratio"] == 8.0 and out["growth"]["rows_ratio"] == 10
+    assert out["growth"]["linear"] is True
+    assert out["sizes"] == ["full", "100m"]
+    assert out["runners"]["ranx"]["full"]["peak_rss_mib"] == 5629.0
+    assert out["runners"]["ranx"]["100m"]["status"] == "stopped: peak RSS > 20 GiB cap"
+    assert "growth" not in across_sizes(full, tmp_path)  # full against itself: no ratio
+    quick = _report("quick", 1_000_000, {"releval": {"ok": True, "wall_s": 40.0, "status": "ok"}})
+    assert across_sizes(quick, tmp_path)["sizes"] == ["quick"]  # small sizes: no cross-size table
+    md = "\n".join(harness._render_across_sizes(out))
+    assert "**releval wall at 100m / releval wall at full: 8.00** for 10x the run rows (at most linear" in md
+    assert "| ranx | 72 s / 5629 MiB / ok | 300 s / 20481 MiB / stopped: peak RSS > 20 GiB cap |" in md
