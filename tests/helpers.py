@@ -10,6 +10,9 @@ from releval import schemas as S
 from releval.metrics import parse_measures
 from releval.pipeline import Evaluation, evaluate
 
+#: The engine ``evaluate_rows`` uses; test modules that check both engines set it per test.
+ENGINE = "arrow"
+
 
 def run_df(spark: SparkSession, rows: Sequence[tuple]) -> DataFrame:
     """Rows of (query_id, doc_id, score[, rank])."""
@@ -32,6 +35,7 @@ def evaluate_rows(
         run_df(spark, run),
         qrels_df(spark, qrels),
         measures=parse_measures([measures], relevance_level=int(kwargs.pop("relevance_level", 1))),
+        engine=str(kwargs.pop("engine", ENGINE)),
         **kwargs,  # type: ignore[arg-type]
     )
 

@@ -14,6 +14,7 @@ from helpers import qrels_df, run_df
 
 from releval import schemas as S
 from releval.metrics import parse_measures
+from releval.metrics.compute import ENGINES
 from releval.pipeline import evaluate
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -52,10 +53,12 @@ def random_case(seed: int = 7, queries: int = 30):
     return run, qrels
 
 
-def test_judged_only_measures_agree_with_pytrec_eval(spark):
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_judged_only_measures_agree_with_pytrec_eval(spark, engine):
     run, qrels = random_case()
     ev = evaluate(
-        run_df(spark, run), qrels_df(spark, qrels), measures=parse_measures([",".join(MEASURES)])
+        run_df(spark, run), qrels_df(spark, qrels), measures=parse_measures([",".join(MEASURES)]),
+        engine=engine,
     )
     got = {
         (r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE]

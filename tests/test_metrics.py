@@ -1,4 +1,7 @@
-"""Hand-worked cases: each expected value is derived in the comment beside it."""
+"""Hand-worked cases: each expected value is derived in the comment beside it.
+
+Every case runs on both engines (``releval.metrics.compute.ENGINES``).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +12,16 @@ from chispa import assert_approx_df_equality
 from pyspark.sql import types as T
 
 from releval import schemas as S
+from releval.metrics.compute import ENGINES
 
+import helpers
 from helpers import evaluate_rows, values
+
+
+@pytest.fixture(autouse=True, params=sorted(ENGINES))
+def engine(request, monkeypatch):
+    monkeypatch.setattr(helpers, "ENGINE", request.param)
+    return request.param
 
 # The worked example: relevant {A, B, C}; ranking D A E B F (scores 5..1).
 WORKED_RUN = [("q1", "D", 5.0), ("q1", "A", 4.0), ("q1", "E", 3.0), ("q1", "B", 2.0), ("q1", "F", 1.0)]
@@ -166,7 +177,7 @@ def test_micro_and_macro_averages(spark):
     assert ("num_rel", "macro") not in got
 
 
-def test_partitions_are_evaluated_separately(spark):
+def test_partitions_are_evaluated_separately(spark, engine):
     from pyspark.sql import functions as F
 
     from helpers import qrels_df, run_df
@@ -178,7 +189,7 @@ def test_partitions_are_evaluated_separately(spark):
     two = run_df(spark, [("q1", "A", 9.0), ("q1", "D", 1.0)]).withColumn("system", F.lit("two"))
     ev = evaluate(
         one.unionByName(two), qrels_df(spark, WORKED_QRELS),
-        measures=parse_measures(["RR"]), partition_columns=["system"],
+        measures=parse_measures(["RR"]), partition_columns=["system"], engine=engine,
     )
     got = {r["system"]: r[S.VALUE] for r in ev.per_query.collect()}
     assert got == {"one": 0.5, "two": 1.0}

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
@@ -63,8 +64,17 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     return _numpy(encoded.indices).astype(np.int64), encoded.dictionary
 
 
-def _group_ids(table: pa.Table, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Group id of each row by ``columns`` (0..groups-1), and the first row of each group."""
+def _dense(codes: np.ndarray, size: int) -> np.ndarray:
+    """Codes in 0..size-1 renumbered to 0..distinct-1, keeping their order."""
+    present = np.zeros(size, dtype=bool)
+    present[codes] = True
+    return (np.cumsum(present) - 1)[codes]
+
+
+def _group_ids(table: pa.Table, columns: Sequence[str], query: np.ndarray, queries: int) -> np.ndarray:
+    """Group id (0..groups-1) of each row by ``columns``; ``query`` holds the query codes."""
+    if len(columns) == 1:  # the query id alone: its codes, made dense
+        return _dense(query, queries)
     code = np.zeros(table.num_rows, dtype=np.int64)
     for name in columns:
         values, dictionary = _codes(table.column(name))
@@ -72,8 +82,21 @@ def _group_ids(table: pa.Table, columns: Sequence[str]) -> tuple[np.ndarray, np.
         if int(code.max(initial=0)) >= (1 << 62) // width:  # re-densify before it could overflow
             code = np.unique(code, return_inverse=True)[1].astype(np.int64)
         code = code * width + values
-    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    return inverse.astype(np.int64), first
+    return np.unique(code, return_inverse=True)[1].astype(np.int64)
+
+
+def _ranking_order(group: np.ndarray, primary: np.ndarray, doc: np.ndarray, docs: pa.Array) -> np.ndarray:
+    """Row order by group, then ``primary`` ascending, then doc id descending (byte order).
+
+    The doc ids are sorted only when two documents of a group tie on ``primary``.
+    """
+    order = np.lexsort((primary, group))
+    g, p = group[order], primary[order]
+    if not np.any((g[1:] == g[:-1]) & (p[1:] == p[:-1])):
+        return order
+    doc_rank = np.empty(len(docs), dtype=np.int64)
+    doc_rank[_numpy(pc.sort_indices(docs))] = np.arange(len(docs))
+    return np.lexsort((-doc_rank[doc], primary, group))
 
 
 class _Ranked:
@@ -206,12 +229,9 @@ def partition_stats(
         Partition columns, query_id, ``_in_run`` and one column per statistic.
     """
     is_run = _numpy(table.column(_IS_RUN)).astype(bool)
-    query_all, _ = _codes(table.column(S.QUERY_ID))
+    query_all, query_dictionary = _codes(table.column(S.QUERY_ID))
     doc_all, doc_dictionary = _codes(table.column(S.DOC_ID))
     docs = max(len(doc_dictionary), 1)
-    # doc id rank in byte order, for the tie-break "doc id descending"
-    doc_rank = np.empty(len(doc_dictionary), dtype=np.int64)
-    doc_rank[_numpy(pc.sort_indices(doc_dictionary))] = np.arange(len(doc_dictionary))
 
     run = table.filter(pa.array(is_run))
     run_query, run_doc = query_all[is_run], doc_all[is_run]
@@ -219,17 +239,18 @@ def partition_stats(
         table.filter(pa.array(~is_run)), query_all[~is_run], doc_all[~is_run], docs
     )
     keys = [*partition_columns, S.QUERY_ID]
-    group, first_row = _group_ids(run, keys)
+    group = _group_ids(run, keys, run_query, len(query_dictionary))
     order_value = _numpy(run.column(_ORDER)).astype(np.float64)
-    tie = -doc_rank[run_doc] if len(run_doc) else run_doc
     primary = -order_value if rank_by == "score" else order_value
-    order = np.lexsort((tie, primary, group))
+    order = _ranking_order(group, primary, run_doc, doc_dictionary)
     # one row per (group, doc): its first occurrence in ranking order is the best one
-    _, best = np.unique(group[order] * docs + run_doc[order], return_index=True)
-    order = order[np.sort(best)]
+    repeated = pd.Series(group[order] * docs + run_doc[order]).duplicated().to_numpy()
+    if repeated.any():
+        order = order[~repeated]
     group, run_query, run_doc, order_value = group[order], run_query[order], run_doc[order], order_value[order]
-    groups = len(first_row)
+    groups = int(group[-1]) + 1 if len(group) else 0
     starts = np.searchsorted(group, np.arange(groups))
+    first_row = order[starts]
     if rank_by == "score":
         position = np.arange(len(group), dtype=np.int64) - starts[group] + 1
     else:

@@ -1,0 +1,116 @@
+"""The Arrow engine's NumPy function on a hand-made partition (no Spark needed).
+
+Run "r", query q1, scored: D 5, A 4, E 3, B 3, A 1 (a repeat of A, worse).
+Qrels of q1: A 2 and A 1 (judged twice: the highest label, 2, counts), B 1, C 1, D 0, X -1.
+Ranking: D(1) A(2) E(3) B(4): the repeated A is dropped; E and B tie on 3 and E comes first
+(doc id descending). E is unjudged; labels D 0, A 2, B 1. Judged positions: D 1, A 2, B 3.
+
+Run "s", query q1: X 1.0, C 0.5 -> X(1) C(2); X's label is -1 (judged, never relevant,
+and not a judged non-relevant document for bpref).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pyarrow as pa
+import pytest
+
+from releval.metrics.kernel import partition_stats
+from releval.metrics.stats import RunStat
+
+RUN = [("r", "q1", "D", 5.0), ("r", "q1", "A", 4.0), ("r", "q1", "E", 3.0), ("r", "q1", "B", 3.0),
+       ("r", "q1", "A", 1.0), ("s", "q1", "X", 1.0), ("s", "q1", "C", 0.5)]
+QRELS = [("q1", "A", 2), ("q1", "A", 1), ("q1", "B", 1), ("q1", "C", 1), ("q1", "D", 0),
+         ("q1", "X", -1)]
+
+SPECS = {
+    "num_ret": RunStat("num_ret"),
+    "num_ret_j": RunStat("num_ret", judged=True),
+    "ret_2": RunStat("ret", cutoff=2),
+    "judged_ret_3": RunStat("judged_ret", cutoff=3),
+    "rel_ret_l1_3": RunStat("rel_ret", level=1, cutoff=3),
+    "rel_ret_l1_3_j": RunStat("rel_ret", judged=True, level=1, cutoff=3),
+    "rel_ret_l2_all": RunStat("rel_ret", level=2),
+    "first_rel_l1": RunStat("first_rel", level=1),
+    "first_rel_l3": RunStat("first_rel", level=3),
+    "dcg_4": RunStat("dcg", cutoff=4),
+    "dcg_all_j": RunStat("dcg", judged=True),
+    "dcg_exp_2": RunStat("dcg", cutoff=2, gain="exponential"),
+    "prec_sum_l1": RunStat("prec_sum", level=1),
+    "prec_sum_l1_j": RunStat("prec_sum", judged=True, level=1),
+    "rel_pos_l1": RunStat("rel_pos", level=1),
+    "rel_pos_l1_j": RunStat("rel_pos", judged=True, level=1),
+    "nonrel_above_l1": RunStat("nonrel_above", level=1),
+}
+
+
+def partition(run: list[tuple], qrels: list[tuple], order: str = "_order") -> pa.Table:
+    """The union the engine sends to the function: run rows, then qrels rows."""
+    n, m = len(run), len(qrels)
+    return pa.table({
+        "run_id": pa.array([r[0] for r in run] + [None] * m, pa.string()),
+        "query_id": pa.array([r[1] for r in run] + [q[0] for q in qrels], pa.string()),
+        "doc_id": pa.array([r[2] for r in run] + [q[1] for q in qrels], pa.string()),
+        order: pa.array([float(r[3]) for r in run] + [None] * m, pa.float64()),
+        "relevance": pa.array([None] * n + [q[2] for q in qrels], pa.int32()),
+        "_is_run": pa.array([True] * n + [False] * m),
+    })
+
+
+def by_run(table: pa.Table) -> dict[str, dict]:
+    return {row["run_id"]: row for row in table.to_pylist()}
+
+
+def test_statistics_of_a_hand_made_partition():
+    got = by_run(partition_stats(
+        partition(RUN, QRELS), specs=SPECS, partition_columns=["run_id"], rank_by="score"
+    ))
+    r = got["r"]
+    assert (r["query_id"], r["_in_run"]) == ("q1", True)
+    assert r["num_ret"] == 4  # D A E B (the repeated A dropped)
+    assert r["num_ret_j"] == 3  # D A B
+    assert r["ret_2"] == 2
+    assert r["judged_ret_3"] == 2  # D, A (E unjudged)
+    assert r["rel_ret_l1_3"] == 1  # A
+    assert r["rel_ret_l1_3_j"] == 2  # judged positions A 2, B 3
+    assert r["rel_ret_l2_all"] == 1  # A (label 2)
+    assert r["first_rel_l1"] == 2
+    assert r["first_rel_l3"] is None  # no label 3: null, not 0
+    # 0/log2(2) + 2/log2(3) + 0 (E unjudged) + 1/log2(5)
+    assert r["dcg_4"] == pytest.approx(2 / math.log2(3) + 1 / math.log2(5), abs=1e-12)
+    # judged positions: D 1, A 2, B 3 -> 2/log2(3) + 1/log2(4)
+    assert r["dcg_all_j"] == pytest.approx(2 / math.log2(3) + 0.5, abs=1e-12)
+    assert r["dcg_exp_2"] == pytest.approx((2**2 - 1) / math.log2(3), abs=1e-12)
+    assert r["prec_sum_l1"] == pytest.approx(1 / 2 + 2 / 4, abs=1e-12)  # A at 2, B at 4
+    assert r["prec_sum_l1_j"] == pytest.approx(1 / 2 + 2 / 3, abs=1e-12)  # A at 2, B at 3
+    assert r["rel_pos_l1"] == [2, 4]
+    assert r["rel_pos_l1_j"] == [2, 3]
+    assert r["nonrel_above_l1"] == [1, 1]  # D (label 0) is above both A and B
+    s = got["s"]
+    assert (s["num_ret"], s["first_rel_l1"], s["rel_pos_l1"]) == (2, 2, [2])
+    assert s["nonrel_above_l1"] == [0]  # X's label -1 is not a judged non-relevant label
+    assert s["num_ret_j"] == 2  # a negative label is a judgment
+
+
+def test_rank_by_rank_keeps_the_logged_positions_and_the_best_repeat():
+    # logged ranks with a gap: A 1, B 3, A 5 (a repeat, worse) -> positions A 1, B 3
+    run = [("r", "q1", "A", 1), ("r", "q1", "B", 3), ("r", "q1", "A", 5)]
+    got = by_run(partition_stats(
+        partition(run, [("q1", "B", 1)]), specs=SPECS, partition_columns=["run_id"],
+        rank_by="rank",
+    ))["r"]
+    assert (got["num_ret"], got["first_rel_l1"], got["rel_pos_l1"]) == (2, 3, [3])
+    assert got["dcg_4"] == pytest.approx(1 / math.log2(4), abs=1e-12)  # B at rank 3
+
+
+def test_queries_without_qrels_and_qrels_without_run_rows():
+    # q2 has no judgments: every count 0, no first relevant; q3's qrels have no run rows
+    run = [("r", "q2", "A", 1.0)]
+    got = partition_stats(
+        partition(run, [("q3", "A", 1)]), specs=SPECS, partition_columns=["run_id"],
+        rank_by="score",
+    ).to_pylist()
+    assert [(g["query_id"], g["num_ret"], g["num_ret_j"], g["first_rel_l1"]) for g in got] == [
+        ("q2", 1, 0, None)
+    ]
