@@ -388,7 +388,8 @@ def run_spark_sql(data: Path, res: Result, work: Path, partitions: int) -> None:
 
 
 def run_releval(
-    data: Path, res: Result, work: Path, partitions: int, measures: Sequence[str] = RELEVAL_MEASURES
+    data: Path, res: Result, work: Path, partitions: int, measures: Sequence[str] = RELEVAL_MEASURES,
+    engine: str = "arrow",
 ) -> None:
     """releval end to end: ``pipeline.run`` on the Parquet inputs, both Delta tables written."""
     from pyspark.sql import functions as F
@@ -404,7 +405,9 @@ def run_releval(
     config = Config(
         run=RunSource(path=str(data / "run.parquet"), format="parquet", rank_by="score"),
         qrels=QrelsSource(path=str(data / "qrels.parquet"), format="parquet"),
-        evaluation=EvaluationSettings(measures=tuple(measures), missing_queries="zero"),
+        evaluation=EvaluationSettings(
+            measures=tuple(measures), missing_queries="zero", engine=engine
+        ),
         output=OutputSettings(
             per_query_path=str(out / "per_query"), aggregate_path=str(out / "aggregate")
         ),
@@ -426,6 +429,7 @@ def run_releval(
         "aggregate table back for the agreement check is not counted"
     )
     res.extra["measures"] = list(measures)
+    res.extra["engine"] = engine
     res.extra["summary"] = {
         "run_rows": summary.run_rows, "qrels_rows": summary.qrels_rows,
         "queries_scored": summary.queries_scored, "per_query_rows": summary.per_query_rows,
@@ -445,8 +449,9 @@ RUNNERS: dict[str, Callable[..., None]] = {
     "spark-sql": run_spark_sql,
     "releval": run_releval,
     "releval-5": lambda d, r, w, p: run_releval(d, r, w, p, MEASURES),
+    "releval-sql": lambda d, r, w, p: run_releval(d, r, w, p, engine="sql"),
 }
-SPARK_RUNNERS = {"spark-RankingEvaluator", "spark-sql", "releval", "releval-5"}
+SPARK_RUNNERS = {"spark-RankingEvaluator", "spark-sql", "releval", "releval-5", "releval-sql"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

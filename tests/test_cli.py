@@ -57,3 +57,19 @@ def test_measures_lists_every_registered_measure():
     assert result.returncode == 0
     names = {line.split(" ")[0].rstrip(",") for line in result.stdout.splitlines()}
     assert {"P", "R", "Hit", "RR", "nDCG", "AP", "num_ret"} <= names
+
+
+def test_explain_prints_the_plan_and_writes_nothing(conformance_dir, tmp_path):
+    result = run_cli(
+        "evaluate", "--run", str(conformance_dir / "results.test"),
+        "--qrels", str(conformance_dir / "qrels.test"), "--measures", "P@10,nDCG@10,AP",
+        "--output", str(tmp_path / "tables"), "--explain", "--master", "local[2]",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    plan = result.stdout
+    assert "== Physical Plan ==" in plan
+    # the Arrow engine: the run and qrels rows go together through one NumPy function per
+    # partition after a shuffle by query id; no sort of the run rows for ranking
+    assert "MapInArrow" in plan
+    assert "hashpartitioning(query_id" in plan
+    assert not (tmp_path / "tables").exists()  # nothing was run or written

@@ -2,7 +2,8 @@
 
     releval evaluate --run PATH --qrels PATH [--format trec|parquet|delta]
                      [--measures "P@5,nDCG@10,AP"] [--relevance-level N]
-                     [--output DIR] [--trec-eval-output FILE]
+                     [--output DIR] [--trec-eval-output FILE] [--engine arrow|sql]
+                     [--explain] [--strict]
     releval measures
 
 User errors (bad measure, missing file, missing column...) print one line on
@@ -58,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--trec-eval-output", default=None,
                     help="also write per-query and 'all' lines in trec_eval -q format")
     ev.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    ev.add_argument("--engine", choices=["arrow", "sql"], default="arrow",
+                    help="how run statistics are computed: vectorized NumPy per partition "
+                    "(arrow, default) or Spark window functions (sql); same values")
+    ev.add_argument("--explain", action="store_true",
+                    help="print the physical plan of the per-query computation and exit; "
+                    "nothing is computed or written")
     ev.add_argument("--strict", action="store_true",
                     help="fail (exit 2) when any input row is quarantined; the quarantine "
                     "table is written first")
@@ -79,6 +86,7 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
             relevance_level=args.relevance_level,
             missing_queries=args.missing_queries,
             strict=bool(getattr(args, "strict", False)),
+            engine=getattr(args, "engine", "arrow"),
         ),
         output=OutputSettings(
             per_query_path=str(Path(output) / "per_query"),
@@ -103,6 +111,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="releval-") as tmp:
         config = config_from_args(args, args.output or tmp)
         spark = build_session(config.spark)
+        if args.explain:
+            try:
+                print(pipeline.explain(spark, config))
+            finally:
+                spark.stop()
+            return 0
         try:
             summary = pipeline.run(spark, config)
             aggregate = pipeline.read_aggregate(spark, config)

@@ -23,7 +23,8 @@ from releval.io.atomic import replace_partitions
 from releval.io.writers import with_comments
 from releval.metrics import Measure, parse_measures
 from releval.metrics.compute import IN_QRELS, IN_RUN, long_format, query_measures
-from releval.quality import QualityReport, check_inputs
+from releval.quality import QualityReport, check_inputs, labelled_inputs
+from releval.validate import split_labelled_qrels, split_labelled_run
 from releval.testhooks import pause
 
 
@@ -149,6 +150,49 @@ def _partition_fields(run: DataFrame, columns: Sequence[str]) -> list[T.StructFi
     return [by_name[c] for c in columns]
 
 
+def job_measures(config: Config) -> list[Measure]:
+    """The measures a job computes: the configured ones plus Judged@k for each cutoff."""
+    measures = parse_measures(
+        config.evaluation.measures,
+        relevance_level=config.evaluation.relevance_level,
+        judged_only=config.evaluation.judged_only,
+    )
+    return with_judged_measures(measures, relevance_level=config.evaluation.relevance_level)
+
+
+def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> str:
+    """The physical plan of the job's per-query measures, as Spark explains it; runs nothing.
+
+    The plan is the one :func:`run` executes: the raw read, the shuffle by query id, the
+    input checks' labels (only clean rows go on), and the engine's computation of the
+    per-query table (``evaluation.engine``). :func:`run` materializes the checked inputs
+    once (for the row accounting and the quarantine) and reads them back for this plan.
+
+    Args:
+        spark: the session.
+        config: the job config.
+        mode: ``simple``, ``extended``, ``codegen``, ``cost`` or ``formatted``.
+    """
+    labelled_run, labelled_qrels = labelled_inputs(spark, config)
+    parts = list(config.run.partition_columns)
+    run_df, _ = split_labelled_run(labelled_run, partition_columns=parts)
+    qrels_df, _ = split_labelled_qrels(labelled_qrels)
+    result = evaluate(
+        run_df,
+        qrels_df,
+        measures=job_measures(config),
+        rank_by=config.run.rank_by,
+        partition_columns=parts,
+        missing_queries=config.evaluation.missing_queries,
+        laid_out_by_query=True,
+        engine=config.evaluation.engine,
+    )
+    plan = result.queries._sc._jvm.PythonSQLUtils.explainString(
+        result.queries._jdf.queryExecution(), mode
+    )
+    return str(plan)
+
+
 def run(
     spark: SparkSession,
     config: Config,
@@ -166,12 +210,7 @@ def run(
     Returns:
         The job summary.
     """
-    measures = parse_measures(
-        config.evaluation.measures,
-        relevance_level=config.evaluation.relevance_level,
-        judged_only=config.evaluation.judged_only,
-    )
-    measures = with_judged_measures(measures, relevance_level=config.evaluation.relevance_level)
+    measures = job_measures(config)
     parts = list(config.run.partition_columns)
     checked = check_inputs(spark, config, strict=strict)
     run_df, qrels_df = checked.run, checked.qrels
