@@ -23,7 +23,11 @@ A row gets only the first reason that applies, in the order of :data:`REASONS`; 
 looked for among the rows that passed the per-row checks.
 
 :func:`account` checks the accounting invariant ``input = used + quarantined`` per partition
-with one aggregation per input.
+with one aggregation per input; :func:`account_labelled` does it from the labelled rows (the
+job's path: one hash aggregation by partition and reason, no per-row partition key).
+
+The labelled frames carry no per-row ``raw`` map: :func:`_quarantine` builds it for the
+rejected rows only, from the typed columns and the few original columns kept as ``_raw_*``.
 """
 
 from __future__ import annotations
