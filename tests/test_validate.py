@@ -206,3 +206,39 @@ def test_accounting_fails_when_a_row_disappears(spark):
     with pytest.raises(AccountingError, match=r"run_id=r: input rows 5 != used 1 \+ quarantined 3"):
         account("run", "sample", raw=raw, clean=lossy, quarantined=quarantined,
                 partition_columns=["run_id"])
+
+
+def test_labelled_accounting_matches_the_split(spark):
+    # same DIRTY sample as above, counted from the labelled rows in one aggregation
+    from releval.validate import account_labelled, label_qrels, label_run
+
+    labelled = label_run(spark.createDataFrame(DIRTY_RUN, RAW_RUN), rank_by="score",
+                         partition_columns=["run_id"])
+    run = account_labelled("run", "sample", labelled, partition_columns=["run_id"])
+    assert {p.partition: (p.input, p.used, p.quarantined) for p in run.partitions} == {
+        "run_id=r": (5, 2, {"duplicate_doc": 1, "invalid_score": 1, "missing_doc_id": 1}),
+        "run_id=s": (2, 1, {"missing_query_id": 1}),
+    }
+    qrels = account_labelled("qrels", "sample", label_qrels(spark.createDataFrame(DIRTY_QRELS, RAW_QRELS)))
+    # 6 rows = 4 used + 2 quarantined; (q1, d1, 1) twice -> 1 exact duplicate
+    assert (qrels.input, qrels.used, qrels.quarantined, qrels.exact_duplicates) == (
+        6, 4, {"conflicting_label": 1, "invalid_relevance": 1}, 1
+    )
+
+
+@pytest.mark.parametrize("score_type", ["float", "double"])
+def test_quarantine_raw_of_typed_columns_is_the_original_value(spark, score_type):
+    # typed (Parquet-like) columns: rank 0 is invalid and nulled in the clean columns, but the
+    # raw map still shows it; a float score 0.5 renders "0.5" (exact in binary), NaN "NaN"
+    raw = spark.createDataFrame(
+        [("r", "q", "d1", 0.5, 0), ("r", "q", "d2", float("nan"), 2)],
+        f"run_id string, query_id string, doc_id string, score {score_type}, rank int",
+    )
+    _, by_rank = split_run(raw, rank_by="rank", partition_columns=["run_id"])
+    assert [r[S.RAW] for r in by_rank.collect()] == [
+        {"query_id": "q", "doc_id": "d1", "score": "0.5", "rank": "0"}
+    ]
+    _, by_score = split_run(raw, rank_by="score", partition_columns=["run_id"])
+    assert [r[S.RAW] for r in by_score.collect()] == [
+        {"query_id": "q", "doc_id": "d2", "score": "NaN", "rank": "2"}
+    ]

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -28,7 +27,7 @@ from releval.io.readers import read_qrels_raw, read_run_raw, source_name
 from releval.io.writers import absolute, conform, ensure_table, with_comments
 from releval.validate import (
     InputAccount,
-    account,
+    account_labelled,
     label_qrels,
     label_run,
     render_partition,
@@ -128,6 +127,27 @@ def _empty_error(name: str, src_name: str, filter_: str | None) -> InputError:
     return InputError(f"{name} {src_name} has no rows{where}: nothing to evaluate")
 
 
+def labelled_inputs(spark: SparkSession, config: Config) -> tuple[DataFrame, DataFrame]:
+    """The labelled (run, qrels) of a config: read raw, laid out by query, labelled; lazy.
+
+    No action runs and nothing is persisted: this is the plan :func:`check_inputs` executes,
+    for callers that only want to show it (e.g. ``explain()``). Reading still checks the
+    paths, tables, columns and filter (and scans TREC text for malformed lines).
+
+    Returns:
+        (labelled run, labelled qrels), see :func:`releval.validate.label_run` and
+        :func:`releval.validate.label_qrels`.
+    """
+    parts = list(config.run.partition_columns)
+    # the job's one shuffle (releval.layout); evaluate() is told the inputs are laid out
+    raw_run = by_query(read_run_raw(spark, config.run))
+    raw_qrels = by_query(read_qrels_raw(spark, config.qrels))
+    return (
+        label_run(raw_run, rank_by=config.run.rank_by, partition_columns=parts),
+        label_qrels(raw_qrels),
+    )
+
+
 def check_inputs(spark: SparkSession, config: Config, *, strict: bool | None = None) -> CheckedInputs:
     """Read, split, account and quarantine the inputs a config names.
 
@@ -147,27 +167,20 @@ def check_inputs(spark: SparkSession, config: Config, *, strict: bool | None = N
     """
     strict = config.evaluation.strict if strict is None else strict
     parts = list(config.run.partition_columns)
-    # the job's one shuffle (releval.layout); evaluate() is told the inputs are laid out
-    raw_run = by_query(read_run_raw(spark, config.run))
-    raw_qrels = by_query(read_qrels_raw(spark, config.qrels))
-    labelled_run = label_run(raw_run, rank_by=config.run.rank_by, partition_columns=parts)
-    labelled_qrels = label_qrels(raw_qrels)
-    labelled_run.persist(StorageLevel.MEMORY_AND_DISK)
-    labelled_qrels.persist(StorageLevel.MEMORY_AND_DISK)
-    cached = (labelled_run, labelled_qrels)
+    labelled_run, labelled_qrels = labelled_inputs(spark, config)
+    # Not persisted: recomputing the labelled rows for the accounting, the quarantine write
+    # and the evaluation measured faster than caching them (MEMORY_AND_DISK), on 1M and 10M
+    # run rows, once the raw map and the per-row partition key were gone (issue 6).
+    cached: tuple[DataFrame, ...] = ()
     try:
         run, run_quarantine = split_labelled_run(labelled_run, partition_columns=parts)
         qrels, qrels_quarantine = split_labelled_qrels(labelled_qrels)
-        run_account = account(
-            "run", source_name(config.run), raw=labelled_run, clean=run,
-            quarantined=run_quarantine, partition_columns=parts,
+        run_account = account_labelled(
+            "run", source_name(config.run), labelled_run, partition_columns=parts
         )
         if run_account.input == 0:
             raise _empty_error("run", source_name(config.run), config.run.filter)
-        qrels_account = account(
-            "qrels", source_name(config.qrels), raw=labelled_qrels, clean=qrels,
-            quarantined=qrels_quarantine, duplicate_keys=(S.QUERY_ID, S.DOC_ID, S.RELEVANCE),
-        )
+        qrels_account = account_labelled("qrels", source_name(config.qrels), labelled_qrels)
         if qrels_account.input == 0:
             raise _empty_error("qrels", source_name(config.qrels), config.qrels.filter)
         job = job_partition(run_account, config.output_partition_columns)
@@ -198,6 +211,7 @@ __all__ = [
     "QualityReport",
     "check_inputs",
     "job_partition",
+    "labelled_inputs",
     "quarantine_target",
     "render_partition",
     "write_quarantine",

@@ -23,7 +23,11 @@ A row gets only the first reason that applies, in the order of :data:`REASONS`; 
 looked for among the rows that passed the per-row checks.
 
 :func:`account` checks the accounting invariant ``input = used + quarantined`` per partition
-with one aggregation per input.
+with one aggregation per input; :func:`account_labelled` does it from the labelled rows (the
+job's path: one hash aggregation by partition and reason, no per-row partition key).
+
+The labelled frames carry no per-row ``raw`` map: :func:`_quarantine` builds it for the
+rejected rows only, from the typed columns and the few original columns kept as ``_raw_*``.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from releval.ranking import ranking_order
 RAW_SOURCE = "_source"
 RAW_LINE = "_line"
 _REASON = "_reason"
+_EXACT_DUPLICATE = "_exact_duplicate"
 
 RUN = "run"
 QRELS = "qrels"
@@ -111,8 +116,33 @@ def _meta(df: DataFrame) -> list[Column]:
     return [source.cast("string").alias(RAW_SOURCE), line.cast("long").alias(RAW_LINE)]
 
 
-def _raw_map(df: DataFrame, columns: Sequence[str]) -> Column:
-    pairs = [x for c in columns for x in (F.lit(c), F.col(c).cast("string"))]
+#: Prefix of the original columns a labelled frame keeps for the quarantine's ``raw`` map.
+_RAW_PREFIX = "_raw_"
+RUN_RAW_COLUMNS = (S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK)
+QRELS_RAW_COLUMNS = (S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
+
+
+def _kept_raw(df: DataFrame, column: str, *, identity_for: str | None) -> list[Column]:
+    """The original ``column`` as ``_raw_<column>``, unless its typed column renders the same.
+
+    The quarantine's ``raw`` map is built from the few rejected rows only (see
+    :func:`_raw_map`), so a labelled frame keeps an original column only when the typed one
+    cannot give back its string: ``identity_for`` names the source type (``"*"``: any) for
+    which the typed column is the original unchanged; ``None``: always keep it (rank and
+    relevance are nulled when invalid).
+    """
+    dtype = df.schema[column].dataType.simpleString()
+    if identity_for is not None and identity_for in ("*", dtype):
+        return []
+    return [F.col(column).alias(_RAW_PREFIX + column)]
+
+
+def _raw_map(labelled: DataFrame, columns: Sequence[str]) -> Column:
+    """``{column: original value as string}``, from ``_raw_<column>`` or the typed column."""
+    def original(c: str) -> Column:
+        return F.col(_RAW_PREFIX + c) if _RAW_PREFIX + c in labelled.columns else F.col(c)
+
+    pairs = [x for c in columns for x in (F.lit(c), original(c).cast("string"))]
     return F.create_map(*pairs).cast("map<string,string>")
 
 
@@ -126,7 +156,8 @@ def _first_reason(*rules: tuple[Column, str]) -> Column:
 
 
 def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
-    """Run rows with typed canonical columns, their raw values and ``_reason`` (null = clean).
+    """Run rows with typed canonical columns, ``_reason`` (null = clean) and the original
+    columns the typed ones cannot give back (``_raw_score``, ``_raw_rank``; see :func:`_kept_raw`).
 
     Args:
         run: partition columns, query_id, doc_id, score, rank (any atomic types, e.g. the
@@ -150,7 +181,8 @@ def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
         F.col(S.DOC_ID).cast("string").alias(S.DOC_ID),
         score.alias(S.SCORE),
         F.when(~bad_rank, F.col(S.RANK).try_cast("double").cast("int")).alias(S.RANK),
-        _raw_map(run, [S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK]).alias(S.RAW),
+        *_kept_raw(run, S.SCORE, identity_for="double"),
+        *_kept_raw(run, S.RANK, identity_for=None),
         _first_reason(*rules).alias(_REASON),
     )
     valid = F.col(_REASON).isNull()
@@ -174,7 +206,10 @@ def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
 
 
 def label_qrels(qrels: DataFrame) -> DataFrame:
-    """Qrels rows with typed canonical columns, their raw values and ``_reason`` (null = clean)."""
+    """Qrels rows with typed canonical columns, ``_reason`` (null = clean), ``_raw_relevance``
+    (the original label) and ``_exact_duplicate`` (true on all but one of the clean rows of a
+    (query, doc) judged more than once with the same label, for :func:`account_labelled`).
+    """
     relevance = F.col(S.RELEVANCE)
     bad_label = _bad_integer(relevance, minimum=-_INT_MAX)
     typed = qrels.select(
@@ -182,7 +217,7 @@ def label_qrels(qrels: DataFrame) -> DataFrame:
         F.col(S.QUERY_ID).cast("string").alias(S.QUERY_ID),
         F.col(S.DOC_ID).cast("string").alias(S.DOC_ID),
         F.when(~bad_label, relevance.try_cast("double").cast("int")).alias(S.RELEVANCE),
-        _raw_map(qrels, [S.QUERY_ID, S.DOC_ID, S.RELEVANCE]).alias(S.RAW),
+        *_kept_raw(qrels, S.RELEVANCE, identity_for=None),
         _first_reason(
             (_blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
             (_blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
@@ -190,20 +225,29 @@ def label_qrels(qrels: DataFrame) -> DataFrame:
         ).alias(_REASON),
     )
     valid = F.col(_REASON).isNull()
-    best = F.max(S.RELEVANCE).over(Window.partitionBy(S.QUERY_ID, S.DOC_ID, valid))
-    return typed.withColumn(
-        _REASON,
-        F.when(valid & (F.col(S.RELEVANCE) < best), F.lit("conflicting_label")).otherwise(F.col(_REASON)),
+    # one window (one sort): the best label, and the position among the (query, doc)'s rows
+    judgments = Window.partitionBy(S.QUERY_ID, S.DOC_ID, valid).orderBy(F.col(S.RELEVANCE).desc())
+    best = F.max(S.RELEVANCE).over(
+        judgments.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    )
+    position = F.row_number().over(judgments)
+    return typed.select(
+        *[c for c in typed.columns if c != _REASON],
+        F.when(valid & (F.col(S.RELEVANCE) < best), F.lit("conflicting_label"))
+        .otherwise(F.col(_REASON)).alias(_REASON),
+        (valid & (F.col(S.RELEVANCE) == best) & (position > 1)).alias(_EXACT_DUPLICATE),
     )
 
 
-def _quarantine(labelled: DataFrame, *, input_name: str, partition_columns: Sequence[str]) -> DataFrame:
+def _quarantine(
+    labelled: DataFrame, *, input_name: str, partition_columns: Sequence[str], raw_columns: Sequence[str]
+) -> DataFrame:
     return labelled.where(F.col(_REASON).isNotNull()).select(
         F.lit(input_name).alias(S.INPUT),
         F.col(RAW_SOURCE).alias(S.SOURCE),
         F.col(RAW_LINE).alias(S.LINE),
         partition_map(partition_columns).alias(S.PARTITION),
-        F.col(S.RAW),
+        _raw_map(labelled, raw_columns).alias(S.RAW),
         F.col(_REASON).alias(S.REASON_CODE),
         _messages()[F.col(_REASON)].alias(S.MESSAGE),
     )
@@ -215,13 +259,17 @@ def split_labelled_run(labelled: DataFrame, *, partition_columns: Sequence[str])
     clean = labelled.where(F.col(_REASON).isNull()).select(
         *parts, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK
     )
-    return clean, _quarantine(labelled, input_name=RUN, partition_columns=parts)
+    return clean, _quarantine(
+        labelled, input_name=RUN, partition_columns=parts, raw_columns=RUN_RAW_COLUMNS
+    )
 
 
 def split_labelled_qrels(labelled: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(clean, quarantined) of a :func:`label_qrels` result."""
     clean = labelled.where(F.col(_REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
-    return clean, _quarantine(labelled, input_name=QRELS, partition_columns=())
+    return clean, _quarantine(
+        labelled, input_name=QRELS, partition_columns=(), raw_columns=QRELS_RAW_COLUMNS
+    )
 
 
 def split_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> tuple[DataFrame, DataFrame]:
@@ -367,10 +415,56 @@ def account(
     by_key: dict[str, dict[str, int]] = {}
     for r in rows:
         by_key.setdefault(r["key"], {})[r["tag"]] = int(r["n"])
+    return _input_account(name, source, by_key)
+
+
+def account_labelled(
+    name: str,
+    source: str,
+    labelled: DataFrame,
+    *,
+    partition_columns: Sequence[str] = (),
+) -> InputAccount:
+    """:func:`account` of a :func:`label_run` / :func:`label_qrels` result, in one aggregation.
+
+    The labelled rows are grouped by partition and ``_reason`` (a hash aggregation, a few
+    rows per partition come back); the partition key is built on the driver from those rows.
+    input counts every labelled row, used the rows with a null reason, quarantined the others
+    per reason: the same rows :func:`split_labelled_run` / :func:`split_labelled_qrels` return.
+    Exact duplicate judgments are counted from the ``_exact_duplicate`` column when present.
+
+    Raises:
+        AccountingError: input != used + quarantined in a partition.
+    """
+    parts = list(partition_columns)
+    dup = (
+        F.count_if(F.col(_EXACT_DUPLICATE)) if _EXACT_DUPLICATE in labelled.columns else F.lit(0)
+    ).alias("dup")
+    as_string = [F.col(c).cast("string").alias(c) for c in parts]  # as partition_map renders them
+    rows = labelled.groupBy(*as_string, _REASON).agg(F.count(F.lit(1)).alias("n"), dup).collect()
+    by_key: dict[str, dict[str, int]] = {}
+    for r in rows:
+        # the key to_json(partition_map(...)) gives, built on the few grouped rows
+        key = json.dumps({c: r[c] for c in parts}, separators=(",", ":"), ensure_ascii=False)
+        counts = by_key.setdefault(key, {_INPUT_TAG: 0, _USED_TAG: 0})
+        n = int(r["n"])
+        counts[_INPUT_TAG] += n
+        code = r[_REASON]
+        if code is None:
+            counts[_USED_TAG] += n
+        else:
+            counts[code] = counts.get(code, 0) + n
+        if r["dup"]:
+            counts[_DUPLICATE_TAG] = counts.get(_DUPLICATE_TAG, 0) + int(r["dup"])
+    return _input_account(name, source, by_key)
+
+
+def _input_account(name: str, source: str, by_key: dict[str, dict[str, int]]) -> InputAccount:
+    """The :class:`InputAccount` of ``{partition key JSON: {tag: count}}``; checks the invariant."""
     partitions = []
     duplicates = 0
     for k in sorted(by_key):
-        counts = by_key[k]
+        counts = dict(by_key[k])
         duplicates += counts.pop(_DUPLICATE_TAG, 0)
         partitions.append(
             PartitionAccount(
