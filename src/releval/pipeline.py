@@ -263,8 +263,8 @@ def run(
             UnjudgedRate.from_row(r, parts)
             for r in unjudged_rates(per_query, partition_columns=parts).collect()
         )
-        # on the cached qrels, before they are released
-        binary_labels = bool(qrels_df.agg(F.max(S.RELEVANCE) <= 1).collect()[0][0])
+        # the qrels' highest used label, from the input accounting's aggregation
+        binary_labels = (checked.report.qrels.used_max or 0) <= 1
     finally:
         queries.unpersist()
         checked.unpersist()

@@ -180,16 +180,20 @@ def check_inputs(spark: SparkSession, config: Config, *, strict: bool | None = N
         )
         if run_account.input == 0:
             raise _empty_error("run", source_name(config.run), config.run.filter)
-        qrels_account = account_labelled("qrels", source_name(config.qrels), labelled_qrels)
+        qrels_account = account_labelled(
+            "qrels", source_name(config.qrels), labelled_qrels, max_of=S.RELEVANCE
+        )
         if qrels_account.input == 0:
             raise _empty_error("qrels", source_name(config.qrels), config.qrels.filter)
         job = job_partition(run_account, config.output_partition_columns)
         path, table = quarantine_target(config)
         if path or table:
-            write_quarantine(
-                run_quarantine.unionByName(qrels_quarantine), path=path, table=table,
-                job_partition=job,
-            )
+            rejected = run_quarantine.unionByName(qrels_quarantine)
+            if not run_account.quarantined_total + qrels_account.quarantined_total:
+                # nothing to keep: replace this job's partition with no rows, without
+                # reading the inputs a third time
+                rejected = spark.createDataFrame([], rejected.schema)
+            write_quarantine(rejected, path=path, table=table, job_partition=job)
         report = QualityReport(run_account, qrels_account, job, table or path, strict)
         if strict and report.quarantined:
             reasons = {**{f"run {k}": v for k, v in run_account.quarantined.items()},

@@ -33,6 +33,7 @@ rejected rows only, from the typed columns and the few original columns kept as 
 from __future__ import annotations
 
 import json
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -332,6 +333,8 @@ class InputAccount:
     source: str
     partitions: tuple[PartitionAccount, ...]
     exact_duplicates: int = 0
+    #: The highest value of ``account_labelled``'s ``max_of`` column over the used rows.
+    used_max: int | None = None
 
     @property
     def input(self) -> int:
@@ -424,6 +427,7 @@ def account_labelled(
     labelled: DataFrame,
     *,
     partition_columns: Sequence[str] = (),
+    max_of: str | None = None,
 ) -> InputAccount:
     """:func:`account` of a :func:`label_run` / :func:`label_qrels` result, in one aggregation.
 
@@ -432,6 +436,8 @@ def account_labelled(
     input counts every labelled row, used the rows with a null reason, quarantined the others
     per reason: the same rows :func:`split_labelled_run` / :func:`split_labelled_qrels` return.
     Exact duplicate judgments are counted from the ``_exact_duplicate`` column when present.
+    ``max_of`` names a column whose highest value over the used rows is recorded in the same
+    aggregation (``used_max``; the qrels' highest label, for the summary's binary-label note).
 
     Raises:
         AccountingError: input != used + quarantined in a partition.
@@ -441,7 +447,10 @@ def account_labelled(
         F.count_if(F.col(_EXACT_DUPLICATE)) if _EXACT_DUPLICATE in labelled.columns else F.lit(0)
     ).alias("dup")
     as_string = [F.col(c).cast("string").alias(c) for c in parts]  # as partition_map renders them
-    rows = labelled.groupBy(*as_string, _REASON).agg(F.count(F.lit(1)).alias("n"), dup).collect()
+    top = (F.max(max_of) if max_of else F.lit(None)).alias("top")
+    rows = labelled.groupBy(*as_string, _REASON).agg(F.count(F.lit(1)).alias("n"), dup, top).collect()
+    used_max = max((int(r["top"]) for r in rows if r[_REASON] is None and r["top"] is not None),
+                   default=None)
     by_key: dict[str, dict[str, int]] = {}
     for r in rows:
         # the key to_json(partition_map(...)) gives, built on the few grouped rows
@@ -456,7 +465,7 @@ def account_labelled(
             counts[code] = counts.get(code, 0) + n
         if r["dup"]:
             counts[_DUPLICATE_TAG] = counts.get(_DUPLICATE_TAG, 0) + int(r["dup"])
-    return _input_account(name, source, by_key)
+    return dataclasses.replace(_input_account(name, source, by_key), used_max=used_max)
 
 
 def _input_account(name: str, source: str, by_key: dict[str, dict[str, int]]) -> InputAccount:
