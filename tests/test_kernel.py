@@ -114,3 +114,21 @@ def test_queries_without_qrels_and_qrels_without_run_rows():
     assert [(g["query_id"], g["num_ret"], g["num_ret_j"], g["first_rel_l1"]) for g in got] == [
         ("q2", 1, 0, None)
     ]
+
+
+def test_a_skewed_query_with_100k_judged_documents():
+    # one query returns 100k documents, all judged, label 1 on every 4th (by rank), next to a
+    # small query: the partition is computed as a whole, the big query is just more rows
+    n = 100_000
+    run = [("r", "big", f"d{i:06d}", float(n - i)) for i in range(n)] + [("r", "small", "x", 1.0)]
+    qrels = [("big", f"d{i:06d}", 1 if i % 4 == 0 else 0) for i in range(n)] + [("small", "x", 1)]
+    got = {row["query_id"]: row for row in partition_stats(
+        partition(run, qrels), specs=SPECS, partition_columns=["run_id"], rank_by="score"
+    ).to_pylist()}
+    big = got["big"]
+    assert (big["num_ret"], big["num_ret_j"], big["first_rel_l1"]) == (n, n, 1)
+    assert big["rel_ret_l1_3"] == 1  # ranks 1, 2, 3: only rank 1 is relevant
+    # relevant at ranks 1, 5, 9, ...: the j-th (1-based) is at rank 4j-3 with j relevant so far
+    assert big["prec_sum_l1"] == pytest.approx(sum(j / (4 * j - 3) for j in range(1, n // 4 + 1)))
+    assert big["nonrel_above_l1"][:3] == [0, 3, 6]
+    assert (got["small"]["num_ret"], got["small"]["first_rel_l1"]) == (1, 1)
