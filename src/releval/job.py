@@ -157,16 +157,16 @@ def run_job(
     replace: str | None = None
     todo: list[dict[str, str]] = []
     try:
-        selected = dataclasses.replace(config.run, filter=run_filter, version=run_version)
-        available = _distinct_partitions(read_run(spark, selected), parts)
         if selection.pending:
+            selected = dataclasses.replace(config.run, filter=run_filter, version=run_version)
+            available = _distinct_partitions(read_run(spark, selected), parts)
             todo = pending_partitions(available, done_partitions(spark, config))
             if not todo:
                 return JobResult(log(lineage.NOTHING_PENDING, replace_predicate=None, partitions=[]))
             replace = partitions_predicate(todo, output_partition_columns=out_parts)
             run_filter = _and(run_filter, partitions_predicate(todo, output_partition_columns=parts))
         else:
-            todo = sorted(available, key=lambda p: sorted(p.items()))
+            # the partitions evaluated come from the input accounting (no extra pass)
             replace = selection_predicate(selection)  # None: all partitions, whole tables
         pinned = dataclasses.replace(
             config,
@@ -177,6 +177,11 @@ def run_job(
             spark, pinned, strict=strict,
             write=pipeline.WriteOptions(predicate=replace, job_run_id=job_run_id),
         )
+        if not selection.pending and summary.quality is not None:
+            todo = sorted(
+                ({c: p.values.get(c) for c in parts} for p in summary.quality.run.partitions),
+                key=lambda p: sorted((k, v or "") for k, v in p.items()),
+            )
         pause("before_run_log")
     except Exception as exc:
         try:

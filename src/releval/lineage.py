@@ -79,7 +79,8 @@ RUN_LOG_COMMENTS = {
     "qrels_filter": "The qrels filter of the config (e.g. a qrels_version predicate).",
     "selection": "The partitions asked for on the command line, as text.",
     "replace_predicate": "The replaceWhere predicate of the output writes; null: whole table.",
-    "partitions": "The run partitions evaluated, each a map column -> value.",
+    "partitions": "The run partitions evaluated, each a map column -> value (a failed run "
+    "that stopped before its input accounting lists only the --pending partitions it chose).",
     "per_query_version": "Version of the per-query table this run committed.",
     "aggregate_version": "Version of the aggregate table this run committed.",
     "per_query_rows": "Rows written to the per-query table.",

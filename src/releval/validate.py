@@ -315,6 +315,8 @@ class PartitionAccount:
     input: int
     used: int
     quarantined: dict[str, int] = field(default_factory=dict)
+    #: The partition's column values as strings (the key ``partition`` renders).
+    values: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def quarantined_total(self) -> int:
@@ -481,6 +483,7 @@ def _input_account(name: str, source: str, by_key: dict[str, dict[str, int]]) ->
                 input=counts.pop(_INPUT_TAG, 0),
                 used=counts.pop(_USED_TAG, 0),
                 quarantined=dict(sorted(counts.items())),
+                values=json.loads(k) if k else {},
             )
         )
     result = InputAccount(name, source, tuple(partitions), duplicates)
