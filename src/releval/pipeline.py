@@ -23,8 +23,7 @@ from releval.io.atomic import replace_partitions
 from releval.io.writers import with_comments
 from releval.metrics import Measure, parse_measures
 from releval.metrics.compute import IN_QRELS, IN_RUN, long_format, query_measures
-from releval.quality import QualityReport, check_inputs, labelled_inputs
-from releval.validate import split_labelled_qrels, split_labelled_run
+from releval.quality import QualityReport, check_inputs, job_inputs
 from releval.testhooks import pause
 
 
@@ -163,28 +162,25 @@ def job_measures(config: Config) -> list[Measure]:
 def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> str:
     """The physical plan of the job's per-query measures, as Spark explains it; runs nothing.
 
-    The plan is the one :func:`run` executes: the raw read, the shuffle by query id, the
-    input checks' labels (only clean rows go on), and the engine's computation of the
-    per-query table (``evaluation.engine``). :func:`run` materializes the checked inputs
-    once (for the row accounting and the quarantine) and reads them back for this plan.
+    The plan is the one :func:`run` executes after the input checks: the clean inputs
+    (:func:`releval.quality.job_inputs`) and the engine's computation of the per-query
+    table (``evaluation.engine``). The checks' own actions (accounting, quarantine) are
+    separate passes, not shown.
 
     Args:
         spark: the session.
         config: the job config.
         mode: ``simple``, ``extended``, ``codegen``, ``cost`` or ``formatted``.
     """
-    labelled_run, labelled_qrels = labelled_inputs(spark, config)
-    parts = list(config.run.partition_columns)
-    run_df, _ = split_labelled_run(labelled_run, partition_columns=parts)
-    qrels_df, _ = split_labelled_qrels(labelled_qrels)
+    inputs = job_inputs(spark, config)
     result = evaluate(
-        run_df,
-        qrels_df,
+        inputs.run,
+        inputs.qrels,
         measures=job_measures(config),
         rank_by=config.run.rank_by,
-        partition_columns=parts,
+        partition_columns=list(config.run.partition_columns),
         missing_queries=config.evaluation.missing_queries,
-        laid_out_by_query=True,
+        laid_out_by_query=inputs.laid_out_by_query,
         engine=config.evaluation.engine,
     )
     plan = result.queries._sc._jvm.PythonSQLUtils.explainString(
@@ -221,7 +217,7 @@ def run(
         rank_by=config.run.rank_by,
         partition_columns=parts,
         missing_queries=config.evaluation.missing_queries,
-        laid_out_by_query=True,
+        laid_out_by_query=checked.laid_out_by_query,
         engine=config.evaluation.engine,
     )
     part_fields = _partition_fields(run_df, parts)

@@ -31,6 +31,8 @@ from releval.validate import (
     label_qrels,
     label_run,
     render_partition,
+    row_clean_qrels,
+    row_clean_run,
     split_labelled_qrels,
     split_labelled_run,
 )
@@ -63,12 +65,13 @@ class QualityReport:
 
 @dataclass(frozen=True)
 class CheckedInputs:
-    """The clean inputs the job evaluates, and the report of the checks."""
+    """The clean inputs the job evaluates (see :class:`JobInputs`), and the report of the checks."""
 
     run: DataFrame
     qrels: DataFrame
     report: QualityReport
     cached: tuple[DataFrame, ...] = ()
+    laid_out_by_query: bool = False
 
     def unpersist(self) -> None:
         for df in self.cached:
@@ -127,25 +130,52 @@ def _empty_error(name: str, src_name: str, filter_: str | None) -> InputError:
     return InputError(f"{name} {src_name} has no rows{where}: nothing to evaluate")
 
 
-def labelled_inputs(spark: SparkSession, config: Config) -> tuple[DataFrame, DataFrame]:
-    """The labelled (run, qrels) of a config: read raw, laid out by query, labelled; lazy.
+@dataclass(frozen=True)
+class JobInputs:
+    """The lazy plans of a job's inputs (see :func:`job_inputs`).
 
-    No action runs and nothing is persisted: this is the plan :func:`check_inputs` executes,
-    for callers that only want to show it (e.g. ``explain()``). Reading still checks the
-    paths, tables, columns and filter (and scans TREC text for malformed lines).
+    Attributes:
+        labelled_run, labelled_qrels: every input row with its ``_reason`` (null = clean),
+            laid out by query id: what the accounting counts and the quarantine keeps.
+        run, qrels: what the evaluation reads.
+        laid_out_by_query: ``run`` and ``qrels`` are partitioned by query id.
+    """
 
-    Returns:
-        (labelled run, labelled qrels), see :func:`releval.validate.label_run` and
-        :func:`releval.validate.label_qrels`.
+    labelled_run: DataFrame
+    labelled_qrels: DataFrame
+    run: DataFrame
+    qrels: DataFrame
+    laid_out_by_query: bool
+
+
+def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
+    """The job's input plans: read raw once, labelled for the checks, clean for the evaluation.
+
+    Lazy: no action runs and nothing is persisted (reading still checks the paths, tables,
+    columns and filter, and scans TREC text for malformed lines). With ``rank_by =
+    "score"`` the evaluation reads the rows that pass the row rules, straight from the
+    source: the duplicate rules keep the very rows the evaluation keeps anyway (the
+    best-scored occurrence of a document, the highest label of a judged document; see
+    :func:`releval.validate.row_clean_run`), so the evaluation needs neither the checks'
+    shuffle nor their sort, and the engine's own shuffle is its only one. With ``rank_by
+    = "rank"`` it reads the labelled clean rows (``duplicate_rank`` changes the ranking).
     """
     parts = list(config.run.partition_columns)
-    # the job's one shuffle (releval.layout); evaluate() is told the inputs are laid out
-    raw_run = by_query(read_run_raw(spark, config.run))
-    raw_qrels = by_query(read_qrels_raw(spark, config.qrels))
-    return (
-        label_run(raw_run, rank_by=config.run.rank_by, partition_columns=parts),
-        label_qrels(raw_qrels),
-    )
+    raw_run = read_run_raw(spark, config.run)
+    raw_qrels = read_qrels_raw(spark, config.qrels)
+    # the checks' shuffle (releval.layout): duplicate rules are per query
+    labelled_run = label_run(by_query(raw_run), rank_by=config.run.rank_by, partition_columns=parts)
+    labelled_qrels = label_qrels(by_query(raw_qrels))
+    if config.run.rank_by == "score":
+        return JobInputs(
+            labelled_run, labelled_qrels,
+            run=row_clean_run(raw_run, partition_columns=parts),
+            qrels=row_clean_qrels(raw_qrels),
+            laid_out_by_query=False,
+        )
+    run, _ = split_labelled_run(labelled_run, partition_columns=parts)
+    qrels, _ = split_labelled_qrels(labelled_qrels)
+    return JobInputs(labelled_run, labelled_qrels, run=run, qrels=qrels, laid_out_by_query=True)
 
 
 def check_inputs(spark: SparkSession, config: Config, *, strict: bool | None = None) -> CheckedInputs:
@@ -167,14 +197,15 @@ def check_inputs(spark: SparkSession, config: Config, *, strict: bool | None = N
     """
     strict = config.evaluation.strict if strict is None else strict
     parts = list(config.run.partition_columns)
-    labelled_run, labelled_qrels = labelled_inputs(spark, config)
+    inputs = job_inputs(spark, config)
+    labelled_run, labelled_qrels = inputs.labelled_run, inputs.labelled_qrels
     # Not persisted: recomputing the labelled rows for the accounting, the quarantine write
     # and the evaluation measured faster than caching them (MEMORY_AND_DISK), on 1M and 10M
     # run rows, once the raw map and the per-row partition key were gone (issue 6).
     cached: tuple[DataFrame, ...] = ()
     try:
-        run, run_quarantine = split_labelled_run(labelled_run, partition_columns=parts)
-        qrels, qrels_quarantine = split_labelled_qrels(labelled_qrels)
+        _, run_quarantine = split_labelled_run(labelled_run, partition_columns=parts)
+        _, qrels_quarantine = split_labelled_qrels(labelled_qrels)
         run_account = account_labelled(
             "run", source_name(config.run), labelled_run, partition_columns=parts
         )
@@ -207,7 +238,10 @@ def check_inputs(spark: SparkSession, config: Config, *, strict: bool | None = N
         for df in cached:
             df.unpersist()
         raise
-    return CheckedInputs(run=run, qrels=qrels, report=report, cached=cached)
+    return CheckedInputs(
+        run=inputs.run, qrels=inputs.qrels, report=report, cached=cached,
+        laid_out_by_query=inputs.laid_out_by_query,
+    )
 
 
 __all__ = [
@@ -215,7 +249,8 @@ __all__ = [
     "QualityReport",
     "check_inputs",
     "job_partition",
-    "labelled_inputs",
+    "JobInputs",
+    "job_inputs",
     "quarantine_target",
     "render_partition",
     "write_quarantine",

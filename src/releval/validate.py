@@ -156,6 +156,30 @@ def _first_reason(*rules: tuple[Column, str]) -> Column:
     return out.otherwise(F.lit(None).cast("string"))
 
 
+def _typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
+    """Run rows typed, with the row rules' ``_reason`` (a projection: no shuffle, no sort)."""
+    parts = list(partition_columns)
+    score = F.col(S.SCORE).try_cast("double")
+    bad_rank = _bad_integer(F.col(S.RANK), minimum=1)
+    bad_score = score.isNull() | F.isnan(score) | (F.abs(score) == float("inf"))
+    rules = [
+        (_blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
+        (_blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
+    ]
+    rules.append((bad_score, "invalid_score") if rank_by == "score" else (bad_rank, "invalid_rank"))
+    return run.select(
+        *parts,
+        *_meta(run),
+        F.col(S.QUERY_ID).cast("string").alias(S.QUERY_ID),
+        F.col(S.DOC_ID).cast("string").alias(S.DOC_ID),
+        score.alias(S.SCORE),
+        F.when(~bad_rank, F.col(S.RANK).try_cast("double").cast("int")).alias(S.RANK),
+        *_kept_raw(run, S.SCORE, identity_for="double"),
+        *_kept_raw(run, S.RANK, identity_for=None),
+        _first_reason(*rules).alias(_REASON),
+    )
+
+
 def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
     """Run rows with typed canonical columns, ``_reason`` (null = clean) and the original
     columns the typed ones cannot give back (``_raw_score``, ``_raw_rank``; see :func:`_kept_raw`).
@@ -167,25 +191,7 @@ def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
         partition_columns: the columns that identify one run.
     """
     parts = list(partition_columns)
-    score = F.col(S.SCORE).try_cast("double")
-    bad_rank = _bad_integer(F.col(S.RANK), minimum=1)
-    bad_score = score.isNull() | F.isnan(score) | (F.abs(score) == float("inf"))
-    rules = [
-        (_blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
-        (_blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
-    ]
-    rules.append((bad_score, "invalid_score") if rank_by == "score" else (bad_rank, "invalid_rank"))
-    typed = run.select(
-        *parts,
-        *_meta(run),
-        F.col(S.QUERY_ID).cast("string").alias(S.QUERY_ID),
-        F.col(S.DOC_ID).cast("string").alias(S.DOC_ID),
-        score.alias(S.SCORE),
-        F.when(~bad_rank, F.col(S.RANK).try_cast("double").cast("int")).alias(S.RANK),
-        *_kept_raw(run, S.SCORE, identity_for="double"),
-        *_kept_raw(run, S.RANK, identity_for=None),
-        _first_reason(*rules).alias(_REASON),
-    )
+    typed = _typed_run(run, rank_by=rank_by, partition_columns=parts)
     valid = F.col(_REASON).isNull()
     query = [*parts, S.QUERY_ID]
     order = [*ranking_order(rank_by), F.col(S.SCORE).desc_nulls_last(), F.col(S.RANK).asc_nulls_last(),
@@ -206,14 +212,11 @@ def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
     return labelled
 
 
-def label_qrels(qrels: DataFrame) -> DataFrame:
-    """Qrels rows with typed canonical columns, ``_reason`` (null = clean), ``_raw_relevance``
-    (the original label) and ``_exact_duplicate`` (true on all but one of the clean rows of a
-    (query, doc) judged more than once with the same label, for :func:`account_labelled`).
-    """
+def _typed_qrels(qrels: DataFrame) -> DataFrame:
+    """Qrels rows typed, with the row rules' ``_reason`` (a projection: no shuffle, no sort)."""
     relevance = F.col(S.RELEVANCE)
     bad_label = _bad_integer(relevance, minimum=-_INT_MAX)
-    typed = qrels.select(
+    return qrels.select(
         *_meta(qrels),
         F.col(S.QUERY_ID).cast("string").alias(S.QUERY_ID),
         F.col(S.DOC_ID).cast("string").alias(S.DOC_ID),
@@ -225,6 +228,14 @@ def label_qrels(qrels: DataFrame) -> DataFrame:
             (bad_label, "invalid_relevance"),
         ).alias(_REASON),
     )
+
+
+def label_qrels(qrels: DataFrame) -> DataFrame:
+    """Qrels rows with typed canonical columns, ``_reason`` (null = clean), ``_raw_relevance``
+    (the original label) and ``_exact_duplicate`` (true on all but one of the clean rows of a
+    (query, doc) judged more than once with the same label, for :func:`account_labelled`).
+    """
+    typed = _typed_qrels(qrels)
     valid = F.col(_REASON).isNull()
     # one window (one sort): the best label, and the position among the (query, doc)'s rows
     judgments = Window.partitionBy(S.QUERY_ID, S.DOC_ID, valid).orderBy(F.col(S.RELEVANCE).desc())
@@ -252,6 +263,32 @@ def _quarantine(
         F.col(_REASON).alias(S.REASON_CODE),
         _messages()[F.col(_REASON)].alias(S.MESSAGE),
     )
+
+
+def row_clean_run(run: DataFrame, *, partition_columns: Sequence[str]) -> DataFrame:
+    """The run rows that pass the row rules, typed; for ``rank_by = "score"`` only.
+
+    A document repeated in a query is still there: the evaluation keeps its best-scored
+    occurrence (``releval.ranking``), the very row the ``duplicate_doc`` rule keeps, so
+    evaluating these rows gives the measures of :func:`split_labelled_run`'s clean rows
+    without the duplicate rules' shuffle and sort. (With ``rank_by = "rank"`` the
+    ``duplicate_rank`` rule changes the ranking itself: use the labelled rows.)
+    """
+    parts = list(partition_columns)
+    typed = _typed_run(run, rank_by="score", partition_columns=parts)
+    return typed.where(F.col(_REASON).isNull()).select(
+        *parts, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK
+    )
+
+
+def row_clean_qrels(qrels: DataFrame) -> DataFrame:
+    """The qrels rows that pass the row rules, typed.
+
+    A conflicting lower label is still there: the evaluation keeps the highest label of a
+    (query, doc), the one the ``conflicting_label`` rule keeps.
+    """
+    typed = _typed_qrels(qrels)
+    return typed.where(F.col(_REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
 
 
 def split_labelled_run(labelled: DataFrame, *, partition_columns: Sequence[str]) -> tuple[DataFrame, DataFrame]:
