@@ -41,9 +41,11 @@ def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
     Returns:
         The active SparkSession.
     """
-    # The Arrow engine's Python workers need this interpreter's packages (NumPy, PyArrow);
-    # an explicit PYSPARK_PYTHON (spark-submit, a cluster's own Python) wins.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # On local Spark the Arrow engine's Python workers need this interpreter's packages
+    # (NumPy, PyArrow); an explicit PYSPARK_PYTHON wins. A cluster's executors have their
+    # own Python (spark.pyspark.python), which this does not touch.
+    if (settings.master or "").startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(settings.app_name)
     if settings.master:
         builder = builder.master(settings.master)
