@@ -112,5 +112,9 @@ def start_job(config: Path, *args: str, env: dict[str, str] | None = None) -> su
 def finish(proc: subprocess.Popen[str], timeout: float = 600) -> str:
     """Wait for a job; its output (asserting exit code 0)."""
     out, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, f"job failed ({proc.returncode}):\n{out[-4000:]}"
+    if proc.returncode != 0:
+        # the first lines that name an error, then the end: a JVM stack hides the cause otherwise
+        causes = [line for line in out.splitlines() if "Error" in line or "Exception" in line][:10]
+        raise AssertionError(f"job failed ({proc.returncode}):\n" + "\n".join(causes)
+                             + f"\n...\n{out[-3000:]}")
     return out

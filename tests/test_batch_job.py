@@ -31,7 +31,7 @@ from batch_support import (
 from releval import lineage
 from releval import schemas as S
 from releval.coverage import with_judged_measures
-from releval.errors import SchemaVersionError
+from releval.errors import SchemaVersionError, WriteConflictError
 from releval.io.atomic import replace_partitions
 from releval.io.readers import read_qrels, read_run
 from releval.io.writers import with_comments
@@ -207,3 +207,20 @@ def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
     # one writer's 2 rows, not 4: the later commit replaced the earlier one's
     assert table.count() == 2
     assert table.select(S.JOB_RUN_ID).distinct().count() == 1
+
+
+def test_a_folder_that_is_not_a_delta_table_fails_with_deltas_error(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # someone's Parquet files where the table should be: Delta's own error at once, not
+    # retried as if another job were creating the table, not a WriteConflictError
+    (tmp_path / "table").mkdir()
+    (tmp_path / "table" / "part-0.parquet").write_bytes(b"not delta")
+    schema = with_comments(S.aggregate_schema([]), S.AGGREGATE_COMMENTS)
+    rows = spark.createDataFrame([("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j")], schema)
+    with pytest.raises(Exception, match=r"DELTA_\w+.*table.*is not a Delta table") as caught:
+        replace_partitions(rows, path=str(tmp_path / "table"), table=None, schema=schema,
+                           partition_columns=[], description="t", predicate=None,
+                           user_metadata="j", max_attempts=3, backoff_seconds=0.01)
+    assert not isinstance(caught.value, WriteConflictError)
+    assert "retrying" not in capsys.readouterr().out

@@ -159,6 +159,22 @@ def job_measures(config: Config) -> list[Measure]:
     return with_judged_measures(measures, relevance_level=config.evaluation.relevance_level)
 
 
+def _evaluate_job(
+    config: Config, run: DataFrame, qrels: DataFrame, laid_out_by_query: bool
+) -> Evaluation:
+    """:func:`evaluate` with the job's settings: what :func:`run` executes, :func:`explain` shows."""
+    return evaluate(
+        run,
+        qrels,
+        measures=job_measures(config),
+        rank_by=config.run.rank_by,
+        partition_columns=list(config.run.partition_columns),
+        missing_queries=config.evaluation.missing_queries,
+        laid_out_by_query=laid_out_by_query,
+        engine=config.evaluation.engine,
+    )
+
+
 def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> str:
     """The physical plan of the job's per-query measures, as Spark explains it; runs nothing.
 
@@ -173,16 +189,7 @@ def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> 
         mode: ``simple``, ``extended``, ``codegen``, ``cost`` or ``formatted``.
     """
     inputs = job_inputs(spark, config)
-    result = evaluate(
-        inputs.run,
-        inputs.qrels,
-        measures=job_measures(config),
-        rank_by=config.run.rank_by,
-        partition_columns=list(config.run.partition_columns),
-        missing_queries=config.evaluation.missing_queries,
-        laid_out_by_query=inputs.laid_out_by_query,
-        engine=config.evaluation.engine,
-    )
+    result = _evaluate_job(config, inputs.run, inputs.qrels, inputs.laid_out_by_query)
     plan = result.queries._sc._jvm.PythonSQLUtils.explainString(
         result.queries._jdf.queryExecution(), mode
     )
@@ -209,17 +216,8 @@ def run(
     measures = job_measures(config)
     parts = list(config.run.partition_columns)
     checked = check_inputs(spark, config, strict=strict)
-    run_df, qrels_df = checked.run, checked.qrels
-    result = evaluate(
-        run_df,
-        qrels_df,
-        measures=measures,
-        rank_by=config.run.rank_by,
-        partition_columns=parts,
-        missing_queries=config.evaluation.missing_queries,
-        laid_out_by_query=checked.laid_out_by_query,
-        engine=config.evaluation.engine,
-    )
+    run_df = checked.run
+    result = _evaluate_job(config, run_df, checked.qrels, checked.laid_out_by_query)
     part_fields = _partition_fields(run_df, parts)
     out_parts = config.output_partition_columns
     queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
@@ -263,7 +261,6 @@ def run(
         binary_labels = (checked.report.qrels.used_max or 0) <= 1
     finally:
         queries.unpersist()
-        checked.unpersist()
     return Summary(
         run_rows=checked.report.run.input,
         qrels_rows=checked.report.qrels.input,

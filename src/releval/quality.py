@@ -24,7 +24,8 @@ from releval.layout import by_query
 from releval.config import Config
 from releval.errors import InputError, QualityError
 from releval.io.readers import read_qrels_raw, read_run_raw, source_name
-from releval.io.writers import absolute, conform, ensure_table, with_comments
+from releval.io.atomic import replace_partitions
+from releval.io.writers import with_comments
 from releval.validate import (
     InputAccount,
     account_labelled,
@@ -70,12 +71,7 @@ class CheckedInputs:
     run: DataFrame
     qrels: DataFrame
     report: QualityReport
-    cached: tuple[DataFrame, ...] = ()
     laid_out_by_query: bool = False
-
-    def unpersist(self) -> None:
-        for df in self.cached:
-            df.unpersist()
 
 
 def quarantine_target(config: Config) -> tuple[str | None, str | None]:
@@ -106,23 +102,17 @@ def write_quarantine(
     The table is partitioned by ``job_partition``; a re-run of a job with no rejected rows
     empties its partition, so the table never shows stale rejections.
     """
-    spark = quarantined.sparkSession
-    schema = with_comments(S.QUARANTINE_SCHEMA, S.QUARANTINE_COMMENTS)
-    ensure_table(
-        spark, path=path, table=table, schema=schema, partition_columns=[S.JOB_PARTITION],
-        description="releval quarantine: one row per rejected input row, with the reason.",
-    )
     escaped = job_partition.replace("\\", "\\\\").replace("'", "\\'")
-    writer = (
-        conform(quarantined.withColumn(S.JOB_PARTITION, F.lit(job_partition)), schema)
-        .write.format("delta")
-        .mode("overwrite")
-        .option("replaceWhere", f"{S.JOB_PARTITION} = '{escaped}'")
+    # retried like the output writes: two jobs starting at once both create the table
+    replace_partitions(
+        quarantined.withColumn(S.JOB_PARTITION, F.lit(job_partition)),
+        path=path, table=table,
+        schema=with_comments(S.QUARANTINE_SCHEMA, S.QUARANTINE_COMMENTS),
+        partition_columns=[S.JOB_PARTITION],
+        description="releval quarantine: one row per rejected input row, with the reason.",
+        predicate=f"{S.JOB_PARTITION} = '{escaped}'",
+        user_metadata=f"releval quarantine job_partition={job_partition}",
     )
-    if table:
-        writer.saveAsTable(table)
-    else:
-        writer.save(absolute(path or ""))
 
 
 def _empty_error(name: str, src_name: str, filter_: str | None) -> InputError:
@@ -188,7 +178,7 @@ def check_inputs(spark: SparkSession, config: Config, *, strict: bool | None = N
 
     Returns:
         The clean run and qrels (exactly what :func:`releval.pipeline.evaluate` receives),
-        with the report. Call ``unpersist()`` when done.
+        with the report.
 
     Raises:
         InputError: a job-level problem (nothing is written).
@@ -202,44 +192,38 @@ def check_inputs(spark: SparkSession, config: Config, *, strict: bool | None = N
     # Not persisted: recomputing the labelled rows for the accounting, the quarantine write
     # and the evaluation measured faster than caching them (MEMORY_AND_DISK), on 1M and 10M
     # run rows, once the raw map and the per-row partition key were gone (issue 6).
-    cached: tuple[DataFrame, ...] = ()
-    try:
-        _, run_quarantine = split_labelled_run(labelled_run, partition_columns=parts)
-        _, qrels_quarantine = split_labelled_qrels(labelled_qrels)
-        run_account = account_labelled(
-            "run", source_name(config.run), labelled_run, partition_columns=parts
+    _, run_quarantine = split_labelled_run(labelled_run, partition_columns=parts)
+    _, qrels_quarantine = split_labelled_qrels(labelled_qrels)
+    run_account = account_labelled(
+        "run", source_name(config.run), labelled_run, partition_columns=parts
+    )
+    if run_account.input == 0:
+        raise _empty_error("run", source_name(config.run), config.run.filter)
+    qrels_account = account_labelled(
+        "qrels", source_name(config.qrels), labelled_qrels, max_of=S.RELEVANCE
+    )
+    if qrels_account.input == 0:
+        raise _empty_error("qrels", source_name(config.qrels), config.qrels.filter)
+    job = job_partition(run_account, config.output_partition_columns)
+    path, table = quarantine_target(config)
+    if path or table:
+        rejected = run_quarantine.unionByName(qrels_quarantine)
+        if not run_account.quarantined_total + qrels_account.quarantined_total:
+            # nothing to keep: replace this job's partition with no rows, without
+            # reading the inputs a third time
+            rejected = spark.createDataFrame([], rejected.schema)
+        write_quarantine(rejected, path=path, table=table, job_partition=job)
+    report = QualityReport(run_account, qrels_account, job, table or path, strict)
+    if strict and report.quarantined:
+        reasons = {**{f"run {k}": v for k, v in run_account.quarantined.items()},
+                   **{f"qrels {k}": v for k, v in qrels_account.quarantined.items()}}
+        listed = ", ".join(f"{k} {v}" for k, v in reasons.items())
+        raise QualityError(
+            f"strict mode: {report.quarantined} input row(s) quarantined ({listed}); "
+            f"see {table or path or 'the quarantine'} (job_partition = '{job}')"
         )
-        if run_account.input == 0:
-            raise _empty_error("run", source_name(config.run), config.run.filter)
-        qrels_account = account_labelled(
-            "qrels", source_name(config.qrels), labelled_qrels, max_of=S.RELEVANCE
-        )
-        if qrels_account.input == 0:
-            raise _empty_error("qrels", source_name(config.qrels), config.qrels.filter)
-        job = job_partition(run_account, config.output_partition_columns)
-        path, table = quarantine_target(config)
-        if path or table:
-            rejected = run_quarantine.unionByName(qrels_quarantine)
-            if not run_account.quarantined_total + qrels_account.quarantined_total:
-                # nothing to keep: replace this job's partition with no rows, without
-                # reading the inputs a third time
-                rejected = spark.createDataFrame([], rejected.schema)
-            write_quarantine(rejected, path=path, table=table, job_partition=job)
-        report = QualityReport(run_account, qrels_account, job, table or path, strict)
-        if strict and report.quarantined:
-            reasons = {**{f"run {k}": v for k, v in run_account.quarantined.items()},
-                       **{f"qrels {k}": v for k, v in qrels_account.quarantined.items()}}
-            listed = ", ".join(f"{k} {v}" for k, v in reasons.items())
-            raise QualityError(
-                f"strict mode: {report.quarantined} input row(s) quarantined ({listed}); "
-                f"see {table or path or 'the quarantine'} (job_partition = '{job}')"
-            )
-    except BaseException:
-        for df in cached:
-            df.unpersist()
-        raise
     return CheckedInputs(
-        run=inputs.run, qrels=inputs.qrels, report=report, cached=cached,
+        run=inputs.run, qrels=inputs.qrels, report=report,
         laid_out_by_query=inputs.laid_out_by_query,
     )
 

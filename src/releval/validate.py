@@ -22,9 +22,9 @@ The reasons are declared once, in :data:`REASONS`. The rules:
 A row gets only the first reason that applies, in the order of :data:`REASONS`; duplicates are
 looked for among the rows that passed the per-row checks.
 
-:func:`account` checks the accounting invariant ``input = used + quarantined`` per partition
-with one aggregation per input; :func:`account_labelled` does it from the labelled rows (the
-job's path: one hash aggregation by partition and reason, no per-row partition key).
+:func:`account_labelled` counts input, used and quarantined rows per partition and reason
+from the labelled rows (one hash aggregation by partition and reason, no per-row partition
+key) and checks the accounting invariant ``input = used + quarantined`` per partition.
 
 The labelled frames carry no per-row ``raw`` map: :func:`_quarantine` builds it for the
 rejected rows only, from the typed columns and the few original columns kept as ``_raw_*``.
@@ -412,54 +412,6 @@ class InputAccount:
         return lines
 
 
-def account(
-    name: str,
-    source: str,
-    *,
-    raw: DataFrame,
-    clean: DataFrame,
-    quarantined: DataFrame,
-    partition_columns: Sequence[str] = (),
-    duplicate_keys: Sequence[str] = (),
-) -> InputAccount:
-    """Count input, used and quarantined rows per partition and reason in one aggregation.
-
-    Args:
-        name: "run" or "qrels", for messages.
-        source: the file or table, for messages.
-        raw: the rows as read.
-        clean: the rows used.
-        quarantined: the rejected rows (with the ``partition`` map).
-        partition_columns: the partition columns of ``raw`` and ``clean``.
-        duplicate_keys: when given, ``clean`` rows equal on these columns are counted as
-            exact duplicates (qrels: query_id, doc_id, relevance).
-
-    Raises:
-        AccountingError: input != used + quarantined in a partition.
-    """
-    parts = list(partition_columns)
-    key = F.to_json(partition_map(parts))
-    tagged = [
-        raw.select(key.alias("key"), F.lit(_INPUT_TAG).alias("tag"), F.lit(1).alias("n")),
-        clean.select(key.alias("key"), F.lit(_USED_TAG).alias("tag"), F.lit(1).alias("n")),
-        quarantined.select(
-            F.to_json(S.PARTITION).alias("key"), F.col(S.REASON_CODE).alias("tag"), F.lit(1).alias("n")
-        ),
-    ]
-    if duplicate_keys:
-        dup = clean.groupBy(*parts, *duplicate_keys).count().where(F.col("count") > 1)
-        tagged.append(dup.select(key.alias("key"), F.lit(_DUPLICATE_TAG).alias("tag"),
-                                 (F.col("count") - 1).cast("int").alias("n")))
-    union = tagged[0]
-    for t in tagged[1:]:
-        union = union.unionByName(t)
-    rows = union.groupBy("key", "tag").agg(F.sum("n").alias("n")).collect()
-    by_key: dict[str, dict[str, int]] = {}
-    for r in rows:
-        by_key.setdefault(r["key"], {})[r["tag"]] = int(r["n"])
-    return _input_account(name, source, by_key)
-
-
 def account_labelled(
     name: str,
     source: str,
@@ -468,7 +420,7 @@ def account_labelled(
     partition_columns: Sequence[str] = (),
     max_of: str | None = None,
 ) -> InputAccount:
-    """:func:`account` of a :func:`label_run` / :func:`label_qrels` result, in one aggregation.
+    """Count a :func:`label_run` / :func:`label_qrels` result per partition and reason.
 
     The labelled rows are grouped by partition and ``_reason`` (a hash aggregation, a few
     rows per partition come back); the partition key is built on the driver from those rows.

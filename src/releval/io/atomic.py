@@ -51,6 +51,25 @@ def is_conflict(exc: BaseException) -> bool:
     return isinstance(exc, CONFLICTS) or any(m in str(exc) for m in _CONFLICT_MARKERS)
 
 
+#: What Delta says when another job has begun creating the table in the same folder but
+#: not yet committed its version 0 (the folder is there, its _delta_log entry is not).
+_CREATING_MARKER = "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION"
+
+
+def is_creation_race(
+    exc: BaseException, *, existed: bool, spark: SparkSession, path: str | None, table: str | None
+) -> bool:
+    """True when the table did not exist and another job was creating it at the same time.
+
+    Either that job has committed meanwhile (the table exists now), or it is between
+    making the folder and committing (Delta's non-empty-location error). Retried a few
+    times; a folder that stays non-Delta (a user's Parquet files) fails with Delta's error.
+    """
+    if existed:
+        return False
+    return _CREATING_MARKER in str(exc) or table_exists(spark, path=path, table=table)
+
+
 def table_name(path: str | None, table: str | None) -> str:
     """How a table is named in messages."""
     return f"table {table}" if table else f"Delta table {path}"
@@ -169,9 +188,10 @@ def replace_partitions(
             _save(writer, path=path, table=table)
             break
         except Exception as exc:  # noqa: BLE001 - only Delta's conflicts are retried
+            conflict = is_conflict(exc)
             # another job created the table at the same time: retry against its version 0
-            created_meanwhile = not existed and table_exists(spark, path=path, table=table)
-            if not (is_conflict(exc) or created_meanwhile):
+            racing = is_creation_race(exc, existed=existed, spark=spark, path=path, table=table)
+            if not (conflict or racing) or (attempt == max_attempts and not conflict):
                 raise
             if attempt == max_attempts:
                 raise WriteConflictError(
@@ -180,9 +200,11 @@ def replace_partitions(
                     f"({type(exc).__name__}: {str(exc).splitlines()[0][:300]})"
                 ) from None
             delay = backoff_seconds * 2 ** (attempt - 1) * (0.5 + random.random())
+            why = (f"concurrent commit conflicts with ours ({type(exc).__name__})" if conflict
+                   else "another job is creating the table at the same time")
             print(
-                f"releval: {table_name(path, table)}: concurrent commit conflicts with ours "
-                f"({type(exc).__name__}); retrying in {delay:.1f}s (attempt {attempt + 1})",
+                f"releval: {table_name(path, table)}: {why}; retrying in {delay:.1f}s "
+                f"(attempt {attempt + 1})",
                 flush=True,
             )
             time.sleep(delay)
@@ -215,9 +237,9 @@ def append_row(
             writer = writer.option("userMetadata", user_metadata)
             _save(writer, path=path, table=table)
             break
-        except Exception as exc:  # noqa: BLE001
-            created_meanwhile = not existed and table_exists(spark, path=path, table=table)
-            if not (is_conflict(exc) or created_meanwhile) or attempt == 5:
+        except Exception as exc:  # noqa: BLE001 - only conflicts and creation races are retried
+            racing = is_creation_race(exc, existed=existed, spark=spark, path=path, table=table)
+            if not (is_conflict(exc) or racing) or attempt == 5:
                 raise
             time.sleep(0.5 * attempt)
     return commit_of(spark, path=path, table=table, user_metadata=user_metadata)[0]
