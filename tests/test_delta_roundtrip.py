@@ -98,3 +98,29 @@ def test_rerun_is_idempotent(spark, config):
     pipeline.run(spark, config)
     second = pipeline.read_per_query(spark, config)
     assert_df_equality(first, second, ignore_row_order=True)
+
+
+def test_quarantine_is_emptied_by_a_clean_rerun_then_left_alone(spark, config, tmp_path):
+    import dataclasses
+
+    config = dataclasses.replace(config, run=dataclasses.replace(config.run, rank_by="score"))
+    log = DeltaTable.forPath(spark, config.run.path)
+    # q1/A served twice by "new" (0.9 and 0.1): the 0.1 row is a duplicate_doc
+    spark.createDataFrame(
+        [("q1", "A", 0.1, 4, "new", "2026-11-29")], log.toDF().schema
+    ).write.format("delta").mode("append").save(config.run.path)
+    quarantine_path = str(tmp_path / "out" / "quarantine")
+
+    def quarantined() -> list[tuple]:
+        rows = spark.read.format("delta").load(quarantine_path).collect()
+        return [(r[S.JOB_PARTITION], r[S.REASON_CODE], r[S.RAW]["score"]) for r in rows]
+
+    summary = pipeline.run(spark, config)
+    assert summary.quality is not None and summary.quality.run.quarantined == {"duplicate_doc": 1}
+    assert quarantined() == [("date=2026-11-29", "duplicate_doc", "0.1")]
+    log.delete((F.col("item_id") == "A") & (F.col("score") == 0.1))
+    pipeline.run(spark, config)  # clean now: the job's partition of the quarantine is emptied
+    assert quarantined() == []
+    version = DeltaTable.forPath(spark, quarantine_path).history(1).first()["version"]
+    pipeline.run(spark, config)  # clean again: nothing to replace, no commit
+    assert DeltaTable.forPath(spark, quarantine_path).history(1).first()["version"] == version

@@ -69,6 +69,7 @@ def test_statistics_of_a_hand_made_partition():
     r = got["r"]
     assert (r["query_id"], r["_in_run"]) == ("q1", True)
     assert r["num_ret"] == 4  # D A E B (the repeated A dropped)
+    assert r["_repeated"] == 1  # A 1, counted for the input accounting (duplicate_doc)
     assert r["num_ret_j"] == 3  # D A B
     assert r["ret_2"] == 2
     assert r["judged_ret_3"] == 2  # D, A (E unjudged)
@@ -91,6 +92,7 @@ def test_statistics_of_a_hand_made_partition():
     assert (s["num_ret"], s["first_rel_l1"], s["rel_pos_l1"]) == (2, 2, [2])
     assert s["nonrel_above_l1"] == [0]  # X's label -1 is not a judged non-relevant label
     assert s["num_ret_j"] == 2  # a negative label is a judgment
+    assert s["_repeated"] == 0
 
 
 def test_rank_by_rank_keeps_the_logged_positions_and_the_best_repeat():

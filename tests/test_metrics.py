@@ -128,6 +128,8 @@ def test_duplicate_document_keeps_its_best_rank(spark):
     got = values(ev)
     assert got[("q", "P@3")] == pytest.approx(1 / 3)
     assert got[("q", "num_ret")] == 2.0
+    # the dropped A is counted, for the job's input accounting (duplicate_doc)
+    assert [r["_repeated"] for r in ev.queries.collect()] == [1]
 
 
 def test_query_without_relevant_documents_scores_zero(spark):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 
 from releval.coverage import with_judged_measures
 from releval import pipeline
@@ -146,6 +147,16 @@ def test_job_metrics_equal_the_metrics_of_the_model_clean_rows(spark, rows, qrel
         assert report.qrels.used + report.qrels.quarantined_total == len(qrels)
         quarantine = spark.read.format("delta").load(f"{tmp}/quarantine")
         assert quarantine.count() == report.quarantined
+        # the run's used rows are the model's, per run; the repeated documents the evaluation
+        # dropped are the duplicate_doc rows the quarantine holds
+        kept = Counter(r[0] for r in model_run(rows, "score"))
+        assert {p.values["run_id"]: p.used for p in report.run.partitions} == {
+            run_id: kept[run_id] for run_id in {r[0] for r in rows}
+        }
+        in_quarantine = Counter(
+            r[S.REASON_CODE] for r in quarantine.where(F.col(S.INPUT) == "run").collect()
+        )
+        assert in_quarantine == Counter(report.run.quarantined)
 
     typed_run = spark.createDataFrame(
         [(r, q, d, float(s), None) for r, q, d, s, _ in model_run(rows, "score")],

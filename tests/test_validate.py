@@ -223,3 +223,23 @@ def test_quarantine_raw_of_typed_columns_is_the_original_value(spark, score_type
     assert [r[S.RAW] for r in by_score.collect()] == [
         {"query_id": "q", "doc_id": "d2", "score": "NaN", "rank": "2"}
     ]
+
+
+def test_repeated_documents_move_from_used_to_duplicate_doc():
+    from releval.validate import InputAccount, PartitionAccount, with_repeated_documents
+
+    # run r: 5 rows, 1 invalid_score, 4 passed the row rules; the evaluation dropped 2 of
+    # them as repeated documents -> used 4 - 2 = 2, duplicate_doc 2; run s untouched
+    rows = InputAccount("run", "sample", (
+        PartitionAccount("run_id=r", 5, 4, {"invalid_score": 1}, values={"run_id": "r"}),
+        PartitionAccount("run_id=s", 2, 2, {}, values={"run_id": "s"}),
+    ))
+    done = with_repeated_documents(rows, {("r",): 2, ("s",): 0}, partition_columns=["run_id"])
+    assert [(p.partition, p.input, p.used, p.quarantined) for p in done.partitions] == [
+        ("run_id=r", 5, 2, {"duplicate_doc": 2, "invalid_score": 1}),
+        ("run_id=s", 2, 2, {}),
+    ]
+    with pytest.raises(AccountingError, match="dropped 5 repeated documents of 4 used rows"):
+        with_repeated_documents(rows, {("r",): 5}, partition_columns=["run_id"])
+    with pytest.raises(AccountingError, match="partitions the accounting did not see"):
+        with_repeated_documents(rows, {("t",): 1}, partition_columns=["run_id"])

@@ -16,14 +16,8 @@ from pyspark.sql import SparkSession
 
 from releval import schemas as S
 from releval.errors import SchemaVersionError
-from releval.io.atomic import delta_table, table_exists
-from releval.io.writers import absolute
+from releval.io.atomic import sql_name, table_exists, table_schema_version
 from releval.partitions import quote_literal
-
-
-def sql_name(path: str | None, table: str | None) -> str:
-    """A table as SQL names it: the catalog name, or delta.`/abs/path`."""
-    return table if table else f"delta.`{absolute(path or '')}`"
 
 
 def _v0_to_v1(spark: SparkSession, name: str) -> None:
@@ -36,12 +30,6 @@ def _v0_to_v1(spark: SparkSession, name: str) -> None:
 STEPS: dict[str, tuple[Callable[[SparkSession, str], None], str]] = {
     "0": (_v0_to_v1, "1"),
 }
-
-
-def table_schema_version(spark: SparkSession, *, path: str | None, table: str | None) -> str:
-    """The table's ``releval.schema_version`` ("0": written before versions were recorded)."""
-    detail = delta_table(spark, path=path, table=table).detail().select("properties").first()
-    return ((detail["properties"] if detail else None) or {}).get(S.SCHEMA_VERSION_PROPERTY, "0")
 
 
 def migrate_table(spark: SparkSession, *, path: str | None, table: str | None) -> list[str]:

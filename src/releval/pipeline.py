@@ -22,8 +22,8 @@ from releval.coverage import UnjudgedRate, render_lines, unjudged_rates, with_ju
 from releval.io.atomic import replace_partitions
 from releval.io.writers import with_comments
 from releval.metrics import Measure, parse_measures
-from releval.metrics.compute import IN_QRELS, IN_RUN, long_format, query_measures
-from releval.quality import QualityReport, check_inputs, job_inputs
+from releval.metrics.compute import IN_QRELS, IN_RUN, REPEATED, long_format, query_measures
+from releval.quality import QualityReport, account_inputs, finish_checks, job_inputs
 from releval.testhooks import pause
 
 
@@ -159,6 +159,19 @@ def job_measures(config: Config) -> list[Measure]:
     return with_judged_measures(measures, relevance_level=config.evaluation.relevance_level)
 
 
+def _repeated_documents(queries: DataFrame, parts: Sequence[str]) -> dict[tuple[str | None, ...], int]:
+    """Run rows the evaluation dropped as repeated documents, per run partition (a few rows)."""
+    as_string = [F.col(c).cast("string").alias(c) for c in parts]
+    rows = (
+        queries.where(F.col(REPEATED) > 0)
+        .groupBy(*as_string)
+        .agg(F.sum(REPEATED).alias("n"))
+        .collect()
+    )
+    # without partition columns the aggregation is global: one row, null when none was dropped
+    return {tuple(r[c] for c in parts): int(r["n"]) for r in rows if r["n"]}
+
+
 def _evaluate_job(
     config: Config, run: DataFrame, qrels: DataFrame, laid_out_by_query: bool
 ) -> Evaluation:
@@ -205,23 +218,30 @@ def run(
 ) -> Summary:
     """Run the evaluation job a config describes; write both Delta tables.
 
-    The inputs are read raw and split into clean and quarantined rows first
-    (:func:`releval.quality.check_inputs`); ``strict`` overrides ``evaluation.strict``.
-    Each output table gets one atomic commit replacing ``write.predicate`` (the whole
-    table when None); a concurrent job's conflicting commit is retried.
+    The inputs are read raw and counted first (:func:`releval.quality.account_inputs`);
+    the per-query statistics are computed and persisted; the accounting is completed with
+    the repeated documents the evaluation dropped, the quarantine written and strict mode
+    enforced (:func:`releval.quality.finish_checks`, ``strict`` overrides
+    ``evaluation.strict``) before anything else is written. Each output table gets one
+    atomic commit replacing ``write.predicate`` (the whole table when None); a concurrent
+    job's conflicting commit is retried.
 
     Returns:
         The job summary.
     """
     measures = job_measures(config)
     parts = list(config.run.partition_columns)
-    checked = check_inputs(spark, config, strict=strict)
-    run_df = checked.run
-    result = _evaluate_job(config, run_df, checked.qrels, checked.laid_out_by_query)
-    part_fields = _partition_fields(run_df, parts)
+    inputs = job_inputs(spark, config)
+    accounts = account_inputs(config, inputs)
+    result = _evaluate_job(config, inputs.run, inputs.qrels, inputs.laid_out_by_query)
+    part_fields = _partition_fields(inputs.run, parts)
     out_parts = config.output_partition_columns
     queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
     try:
+        report = finish_checks(
+            spark, config, inputs, accounts, strict=strict,
+            repeated=_repeated_documents(queries, parts) if inputs.repeats_from_evaluation else {},
+        )
         counts = queries.agg(
             F.count_if(F.col(IN_RUN) & F.col(IN_QRELS)).alias("scored"),
             F.count_if(F.col(IN_RUN) & ~F.col(IN_QRELS)).alias("without_qrels"),
@@ -258,12 +278,12 @@ def run(
             for r in unjudged_rates(per_query, partition_columns=parts).collect()
         )
         # the qrels' highest used label, from the input accounting's aggregation
-        binary_labels = (checked.report.qrels.used_max or 0) <= 1
+        binary_labels = (report.qrels.used_max or 0) <= 1
     finally:
         queries.unpersist()
     return Summary(
-        run_rows=checked.report.run.input,
-        qrels_rows=checked.report.qrels.input,
+        run_rows=report.run.input,
+        qrels_rows=report.qrels.input,
         run_partitions=int(counts["partitions"]),
         queries_scored=int(counts["scored"]),
         queries_without_qrels=int(counts["without_qrels"]),
@@ -277,7 +297,7 @@ def run(
         unjudged_warning_share=config.evaluation.unjudged_warning_share,
         binary_labels=binary_labels,
         measures=tuple(measures),
-        quality=checked.report,
+        quality=report,
     )
 
 

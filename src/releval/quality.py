@@ -4,17 +4,21 @@ Order (so that job-level problems stop the job before anything is written):
 
 1. read the run and the qrels raw (``releval.io.readers``): missing path/table/column, a
    column type that cannot be cast, a filter that does not match, a malformed TREC line;
-2. split each input (``releval.validate``) and count it with one aggregation per input:
-   an empty run or qrels (after the filter) is an error; so is a broken accounting invariant
-   ``input = used + quarantined`` (per partition);
-3. write the quarantine Delta table (the rows of this job's run partitions are replaced);
-4. in strict mode, fail with the reasons when any row was quarantined.
+2. count each input with one aggregation (:func:`account_inputs`): an empty run or qrels
+   (after the filter) is an error. With ``rank_by = "score"`` the run is counted by the row
+   rules only, a projection without shuffle or sort; its repeated documents
+   (``duplicate_doc``) are counted by the evaluation, which drops them anyway;
+3. after the evaluation, before the outputs are written (:func:`finish_checks`): complete
+   the run's account with the evaluation's repeated documents and check the invariant
+   ``input = used + quarantined`` (per partition); write the quarantine Delta table (the
+   rows of this job's run partitions are replaced); in strict mode, fail with the reasons
+   when any row was quarantined.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -24,8 +28,8 @@ from releval.layout import by_query
 from releval.config import Config
 from releval.errors import InputError, QualityError
 from releval.io.readers import read_qrels_raw, read_run_raw, source_name
-from releval.io.atomic import replace_partitions
-from releval.io.writers import with_comments
+from releval.io.atomic import check_schema_version, replace_partitions, table_exists
+from releval.io.writers import absolute, with_comments
 from releval.validate import (
     InputAccount,
     account_labelled,
@@ -34,8 +38,10 @@ from releval.validate import (
     render_partition,
     row_clean_qrels,
     row_clean_run,
+    row_labelled_run,
     split_labelled_qrels,
     split_labelled_run,
+    with_repeated_documents,
 )
 
 
@@ -64,16 +70,6 @@ class QualityReport:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class CheckedInputs:
-    """The clean inputs the job evaluates (see :class:`JobInputs`), and the report of the checks."""
-
-    run: DataFrame
-    qrels: DataFrame
-    report: QualityReport
-    laid_out_by_query: bool = False
-
-
 def quarantine_target(config: Config) -> tuple[str | None, str | None]:
     """(path, table) of the quarantine table: configured, or next to the per-query table."""
     out = config.output
@@ -95,13 +91,27 @@ def job_partition(run: InputAccount, output_partition_columns: Sequence[str]) ->
 
 
 def write_quarantine(
-    quarantined: DataFrame, *, path: str | None, table: str | None, job_partition: str
+    quarantined: DataFrame | None,
+    *,
+    spark: SparkSession,
+    path: str | None,
+    table: str | None,
+    job_partition: str,
 ) -> None:
     """Replace this job's rows of the quarantine Delta table (``replaceWhere job_partition``).
 
     The table is partitioned by ``job_partition``; a re-run of a job with no rejected rows
-    empties its partition, so the table never shows stale rejections.
+    (``quarantined`` None) empties its partition, so the table never shows stale
+    rejections. When that partition holds no files already, nothing is committed: the
+    empty replacement cost a Delta write of its own (about 7 s of ``make run``, issue 6).
     """
+    if quarantined is None:
+        if table_exists(spark, path=path, table=table):
+            check_schema_version(spark, path=path, table=table)
+            existing = spark.table(table) if table else spark.read.format("delta").load(absolute(path or ""))
+            if not existing.where(F.col(S.JOB_PARTITION) == job_partition).inputFiles():
+                return
+        quarantined = spark.createDataFrame([], S.QUARANTINE_SCHEMA)
     escaped = job_partition.replace("\\", "\\\\").replace("'", "\\'")
     # retried like the output writes: two jobs starting at once both create the table
     replace_partitions(
@@ -126,16 +136,22 @@ class JobInputs:
 
     Attributes:
         labelled_run, labelled_qrels: every input row with its ``_reason`` (null = clean),
-            laid out by query id: what the accounting counts and the quarantine keeps.
+            laid out by query id: what the quarantine keeps.
+        counted_run: what the run's accounting counts: ``labelled_run``, or with
+            ``repeats_from_evaluation`` the run labelled by the row rules only.
         run, qrels: what the evaluation reads.
         laid_out_by_query: ``run`` and ``qrels`` are partitioned by query id.
+        repeats_from_evaluation: ``run`` still holds the repeated documents; the
+            evaluation drops them and counts them (``duplicate_doc``).
     """
 
     labelled_run: DataFrame
     labelled_qrels: DataFrame
+    counted_run: DataFrame
     run: DataFrame
     qrels: DataFrame
     laid_out_by_query: bool
+    repeats_from_evaluation: bool
 
 
 def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
@@ -147,8 +163,10 @@ def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
     source: the duplicate rules keep the very rows the evaluation keeps anyway (the
     best-scored occurrence of a document, the highest label of a judged document; see
     :func:`releval.validate.row_clean_run`), so the evaluation needs neither the checks'
-    shuffle nor their sort, and the engine's own shuffle is its only one. With ``rank_by
-    = "rank"`` it reads the labelled clean rows (``duplicate_rank`` changes the ranking).
+    shuffle nor their sort, and the engine's own shuffle is its only one; the accounting
+    counts the row rules only and takes the repeated documents from the evaluation. With
+    ``rank_by = "rank"`` the evaluation reads the labelled clean rows and the accounting
+    counts them (``duplicate_rank`` changes the ranking).
     """
     parts = list(config.run.partition_columns)
     raw_run = read_run_raw(spark, config.run)
@@ -159,60 +177,81 @@ def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
     if config.run.rank_by == "score":
         return JobInputs(
             labelled_run, labelled_qrels,
+            counted_run=row_labelled_run(raw_run, partition_columns=parts),
             run=row_clean_run(raw_run, partition_columns=parts),
             qrels=row_clean_qrels(raw_qrels),
             laid_out_by_query=False,
+            repeats_from_evaluation=True,
         )
     run, _ = split_labelled_run(labelled_run, partition_columns=parts)
     qrels, _ = split_labelled_qrels(labelled_qrels)
-    return JobInputs(labelled_run, labelled_qrels, run=run, qrels=qrels, laid_out_by_query=True)
+    return JobInputs(
+        labelled_run, labelled_qrels, counted_run=labelled_run, run=run, qrels=qrels,
+        laid_out_by_query=True, repeats_from_evaluation=False,
+    )
 
 
-def check_inputs(spark: SparkSession, config: Config, *, strict: bool | None = None) -> CheckedInputs:
-    """Read, split, account and quarantine the inputs a config names.
+def account_inputs(config: Config, inputs: JobInputs) -> tuple[InputAccount, InputAccount]:
+    """(run, qrels) row accounts: one aggregation per input, before the evaluation.
+
+    With ``inputs.repeats_from_evaluation`` the run's account has no ``duplicate_doc``
+    rows yet (:func:`finish_checks` adds them).
+
+    Raises:
+        InputError: the run or the qrels has no rows (after its filter).
+    """
+    run_account = account_labelled(
+        "run", source_name(config.run), inputs.counted_run,
+        partition_columns=list(config.run.partition_columns),
+    )
+    if run_account.input == 0:
+        raise _empty_error("run", source_name(config.run), config.run.filter)
+    qrels_account = account_labelled(
+        "qrels", source_name(config.qrels), inputs.labelled_qrels, max_of=S.RELEVANCE
+    )
+    if qrels_account.input == 0:
+        raise _empty_error("qrels", source_name(config.qrels), config.qrels.filter)
+    return run_account, qrels_account
+
+
+def finish_checks(
+    spark: SparkSession,
+    config: Config,
+    inputs: JobInputs,
+    accounts: tuple[InputAccount, InputAccount],
+    *,
+    repeated: Mapping[tuple[str | None, ...], int],
+    strict: bool | None = None,
+) -> QualityReport:
+    """Complete the accounting, write the quarantine, enforce strict mode.
 
     Args:
         spark: the session.
         config: the job config.
+        inputs: the job's inputs.
+        accounts: :func:`account_inputs`.
+        repeated: the evaluation's repeated documents per run partition (values as
+            strings, in partition column order); used with ``inputs.repeats_from_evaluation``.
         strict: overrides ``evaluation.strict`` when given (the ``--strict`` flag).
 
-    Returns:
-        The clean run and qrels (exactly what :func:`releval.pipeline.evaluate` receives),
-        with the report.
-
     Raises:
-        InputError: a job-level problem (nothing is written).
         AccountingError: input != used + quarantined.
         QualityError: strict mode and rows were quarantined (after the quarantine is written).
     """
     strict = config.evaluation.strict if strict is None else strict
     parts = list(config.run.partition_columns)
-    inputs = job_inputs(spark, config)
-    labelled_run, labelled_qrels = inputs.labelled_run, inputs.labelled_qrels
-    # Not persisted: recomputing the labelled rows for the accounting, the quarantine write
-    # and the evaluation measured faster than caching them (MEMORY_AND_DISK), on 1M and 10M
-    # run rows, once the raw map and the per-row partition key were gone (issue 6).
-    _, run_quarantine = split_labelled_run(labelled_run, partition_columns=parts)
-    _, qrels_quarantine = split_labelled_qrels(labelled_qrels)
-    run_account = account_labelled(
-        "run", source_name(config.run), labelled_run, partition_columns=parts
-    )
-    if run_account.input == 0:
-        raise _empty_error("run", source_name(config.run), config.run.filter)
-    qrels_account = account_labelled(
-        "qrels", source_name(config.qrels), labelled_qrels, max_of=S.RELEVANCE
-    )
-    if qrels_account.input == 0:
-        raise _empty_error("qrels", source_name(config.qrels), config.qrels.filter)
+    run_account, qrels_account = accounts
+    if inputs.repeats_from_evaluation:
+        run_account = with_repeated_documents(run_account, repeated, partition_columns=parts)
     job = job_partition(run_account, config.output_partition_columns)
     path, table = quarantine_target(config)
     if path or table:
-        rejected = run_quarantine.unionByName(qrels_quarantine)
-        if not run_account.quarantined_total + qrels_account.quarantined_total:
-            # nothing to keep: replace this job's partition with no rows, without
-            # reading the inputs a third time
-            rejected = spark.createDataFrame([], rejected.schema)
-        write_quarantine(rejected, path=path, table=table, job_partition=job)
+        rejected: DataFrame | None = None  # nothing to keep: the inputs are not read again
+        if run_account.quarantined_total + qrels_account.quarantined_total:
+            _, run_quarantine = split_labelled_run(inputs.labelled_run, partition_columns=parts)
+            _, qrels_quarantine = split_labelled_qrels(inputs.labelled_qrels)
+            rejected = run_quarantine.unionByName(qrels_quarantine)
+        write_quarantine(rejected, spark=spark, path=path, table=table, job_partition=job)
     report = QualityReport(run_account, qrels_account, job, table or path, strict)
     if strict and report.quarantined:
         reasons = {**{f"run {k}": v for k, v in run_account.quarantined.items()},
@@ -222,16 +261,13 @@ def check_inputs(spark: SparkSession, config: Config, *, strict: bool | None = N
             f"strict mode: {report.quarantined} input row(s) quarantined ({listed}); "
             f"see {table or path or 'the quarantine'} (job_partition = '{job}')"
         )
-    return CheckedInputs(
-        run=inputs.run, qrels=inputs.qrels, report=report,
-        laid_out_by_query=inputs.laid_out_by_query,
-    )
+    return report
 
 
 __all__ = [
-    "CheckedInputs",
     "QualityReport",
-    "check_inputs",
+    "account_inputs",
+    "finish_checks",
     "job_partition",
     "JobInputs",
     "job_inputs",

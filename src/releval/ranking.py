@@ -52,18 +52,22 @@ def position(*, rank_by: str, partition_columns: Sequence[str]) -> Column:
     return F.col(S.RANK).cast("int")
 
 
-def deduplicate(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
+def deduplicate(
+    run: DataFrame, *, rank_by: str, partition_columns: Sequence[str], count_as: str | None = None
+) -> DataFrame:
     """One row per (run partition, query, doc): its best-ranked occurrence.
 
     An aggregation, not a window: on a run already partitioned by query id it
     needs neither a shuffle nor a sort.
 
     Returns:
-        The partition columns, query_id, doc_id and the ranking column (score or rank).
+        The partition columns, query_id, doc_id and the ranking column (score or rank);
+        with ``count_as``, also that column: how many rows the document had.
     """
     keys = [*partition_columns, S.QUERY_ID, S.DOC_ID]
     best = F.max(S.SCORE).alias(S.SCORE) if rank_by == "score" else F.min(S.RANK).alias(S.RANK)
-    return run.groupBy(*keys).agg(best)
+    counted = [F.count(F.lit(1)).alias(count_as)] if count_as else []
+    return run.groupBy(*keys).agg(best, *counted)
 
 
 def rank_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -178,6 +178,15 @@ def _typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]
         *_kept_raw(run, S.RANK, identity_for=None),
         _first_reason(*rules).alias(_REASON),
     )
+
+
+def row_labelled_run(run: DataFrame, *, partition_columns: Sequence[str]) -> DataFrame:
+    """Run rows with the row rules' ``_reason`` only (``rank_by = "score"``): a projection.
+
+    What the job counts when the evaluation gives the ``duplicate_doc`` rows
+    (:func:`with_repeated_documents`).
+    """
+    return _typed_run(run, rank_by="score", partition_columns=partition_columns)
 
 
 def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
@@ -457,6 +466,51 @@ def account_labelled(
         if r["dup"]:
             counts[_DUPLICATE_TAG] = counts.get(_DUPLICATE_TAG, 0) + int(r["dup"])
     return dataclasses.replace(_input_account(name, source, by_key), used_max=used_max)
+
+
+def with_repeated_documents(
+    account: InputAccount,
+    repeated: Mapping[tuple[str | None, ...], int],
+    *,
+    partition_columns: Sequence[str],
+) -> InputAccount:
+    """A run account of the row rules, completed with the ``duplicate_doc`` rows.
+
+    With ``rank_by = "score"`` the job counts the row rules only (no shuffle, no sort)
+    and takes the repeated documents from the evaluation, which drops them anyway
+    (``releval.metrics.compute.REPEATED``): each moves from used to ``duplicate_doc``.
+
+    Args:
+        account: :func:`account_labelled` of :func:`row_labelled_run`.
+        repeated: (partition values as strings, in ``partition_columns`` order) -> rows
+            dropped as a repeated document; partitions without any may be absent.
+        partition_columns: the run's partition columns.
+
+    Raises:
+        AccountingError: the evaluation dropped rows of a partition the accounting did not
+            see, or more rows than the partition used.
+    """
+    parts = list(partition_columns)
+    left = {k: n for k, n in repeated.items() if n}
+    partitions = []
+    for p in account.partitions:
+        n = left.pop(tuple(p.values.get(c) for c in parts), 0)
+        if n > p.used:
+            raise AccountingError(
+                f"{account.name} {account.source}: partition {p.partition}: the evaluation "
+                f"dropped {n} repeated documents of {p.used} used rows"
+            )
+        if n:
+            quarantined = dict(p.quarantined)
+            quarantined["duplicate_doc"] = quarantined.get("duplicate_doc", 0) + n
+            p = dataclasses.replace(p, used=p.used - n, quarantined=dict(sorted(quarantined.items())))
+        partitions.append(p)
+    if left:
+        raise AccountingError(
+            f"{account.name} {account.source}: the evaluation dropped repeated documents in "
+            f"partitions the accounting did not see: {sorted(left, key=str)[:3]}"
+        )
+    return dataclasses.replace(account, partitions=tuple(partitions))
 
 
 def _input_account(name: str, source: str, by_key: dict[str, dict[str, int]]) -> InputAccount:

@@ -32,6 +32,10 @@ from releval.ranking import deduplicate, position
 
 IN_RUN = "_in_run"
 IN_QRELS = "_in_qrels"
+#: Per (run partition, query): the run rows the engine dropped as a repeated document, its
+#: best occurrence kept (what the input checks count as ``duplicate_doc``).
+REPEATED = "_repeated"
+_OCCURRENCES = "_occurrences"
 
 
 def judge(run: DataFrame, qrels: DataFrame) -> DataFrame:
@@ -65,17 +69,20 @@ def sql_run_stats(
     parts = list(partition_columns)
     if not laid_out_by_query:
         run, qrels = by_query(run), by_query(qrels)
-    unique = deduplicate(run, rank_by=stats.rank_by, partition_columns=parts)
+    unique = deduplicate(run, rank_by=stats.rank_by, partition_columns=parts, count_as=_OCCURRENCES)
     judged = judge(unique, prepare_qrels(qrels))
     rank = position(rank_by=stats.rank_by, partition_columns=parts).alias(S.POSITION)
     rows = judged.select("*", rank, *[c.alias(n) for n, c in stats.row.items()])
     return rows.groupBy(*parts, S.QUERY_ID).agg(
-        F.first(F.lit(True)).alias(IN_RUN), *[c.alias(n) for n, c in stats.run.items()]
+        F.first(F.lit(True)).alias(IN_RUN),
+        F.sum(F.col(_OCCURRENCES) - 1).alias(REPEATED),
+        *[c.alias(n) for n, c in stats.run.items()],
     )
 
 
 #: How the run statistics are computed: (run, qrels, stats, partition columns) ->
-#: one row per (run partition, query) with ``_in_run`` and every statistic of ``stats.run``.
+#: one row per (run partition, query) with ``_in_run``, ``_repeated`` and every statistic
+#: of ``stats.run``.
 RunStatsEngine = Callable[..., DataFrame]
 ENGINES: dict[str, RunStatsEngine] = {"arrow": arrow_run_stats, "sql": sql_run_stats}
 
@@ -129,6 +136,7 @@ def query_table(
         S.QUERY_ID,
         F.coalesce(F.col(IN_RUN), F.lit(False)).alias(IN_RUN),
         F.coalesce(F.col(IN_QRELS), F.lit(False)).alias(IN_QRELS),
+        F.coalesce(F.col(REPEATED), F.lit(0)).cast("long").alias(REPEATED),
         *filled,
         *stats.qrels.keys(),
     )
@@ -167,8 +175,8 @@ def query_measures(
             :func:`releval.layout.by_query` (used by the SQL engine).
 
     Returns:
-        Partition columns, query_id, the ``_in_run`` / ``_in_qrels`` flags, ``num_ret``
-        and ``_measures``: an array with one struct per measure (measure, cutoff,
+        Partition columns, query_id, the ``_in_run`` / ``_in_qrels`` flags, ``_repeated``
+        (:data:`REPEATED`), ``num_ret`` and ``_measures``: an array with one struct per measure (measure, cutoff,
         rel_level, judged_only, measure_key, value, num_rel, num_rel_ret). See :func:`long_format`.
     """
     stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by)
@@ -209,6 +217,7 @@ def query_measures(
         S.QUERY_ID,
         IN_RUN,
         IN_QRELS,
+        REPEATED,
         num_ret.alias(S.NUM_RET),
         F.array(*entries).alias(MEASURES),
     )

@@ -33,6 +33,8 @@ from releval.metrics.stats import RunStat, Stats
 _IS_RUN = "_is_run"
 _ORDER = "_order"
 _IN_RUN = "_in_run"
+#: Run rows of the query dropped as a repeated document (``releval.metrics.compute.REPEATED``).
+_REPEATED = "_repeated"
 
 _COUNT_KINDS = ("num_ret", "ret", "judged_ret", "rel_ret")
 _LIST_KINDS = ("rel_pos", "nonrel_above")
@@ -226,7 +228,8 @@ def partition_stats(
         rank_by: "score" or "rank" (:mod:`releval.ranking`).
 
     Returns:
-        Partition columns, query_id, ``_in_run`` and one column per statistic.
+        Partition columns, query_id, ``_in_run``, ``_repeated`` (run rows dropped as a
+        repeated document) and one column per statistic.
     """
     is_run = _numpy(table.column(_IS_RUN)).astype(bool)
     query_all, query_dictionary = _codes(table.column(S.QUERY_ID))
@@ -243,12 +246,13 @@ def partition_stats(
     order_value = _numpy(run.column(_ORDER)).astype(np.float64)
     primary = -order_value if rank_by == "score" else order_value
     order = _ranking_order(group, primary, run_doc, doc_dictionary)
+    groups = int(group.max()) + 1 if len(group) else 0  # each group keeps at least one row
     # one row per (group, doc): its first occurrence in ranking order is the best one
     repeated = pd.Series(group[order] * docs + run_doc[order]).duplicated().to_numpy()
+    dropped = np.bincount(group[order][repeated], minlength=groups).astype(np.int64)
     if repeated.any():
         order = order[~repeated]
     group, run_query, run_doc, order_value = group[order], run_query[order], run_doc[order], order_value[order]
-    groups = int(group[-1]) + 1 if len(group) else 0
     starts = np.searchsorted(group, np.arange(groups))
     first_row = order[starts]
     if rank_by == "score":
@@ -264,6 +268,7 @@ def partition_stats(
 
     columns: dict[str, Any] = {k: run.column(k).take(pa.array(first_row)) for k in keys}
     columns[_IN_RUN] = pa.array(np.ones(groups, dtype=bool))
+    columns[_REPEATED] = pa.array(dropped)
     for name, spec in specs.items():
         columns[name] = KINDS[spec.kind](ranked, spec)
     return pa.table(columns)
@@ -288,7 +293,8 @@ def arrow_run_stats(
             (a union of two partitioned inputs is not partitioned).
 
     Returns:
-        Partition columns, query_id, ``_in_run`` and the statistics, like the SQL engine.
+        Partition columns, query_id, ``_in_run``, ``_repeated`` and the statistics, like
+        the SQL engine.
     """
     parts = list(partition_columns)
     order_column = S.SCORE if stats.rank_by == "score" else S.RANK
@@ -309,7 +315,7 @@ def arrow_run_stats(
     rank_by = stats.rank_by
     part_ddl = [f"`{c}` {run.schema[c].dataType.simpleString()}" for c in parts]
     schema = ", ".join([
-        *part_ddl, f"`{S.QUERY_ID}` string", f"`{_IN_RUN}` boolean",
+        *part_ddl, f"`{S.QUERY_ID}` string", f"`{_IN_RUN}` boolean", f"`{_REPEATED}` bigint",
         *[f"`{n}` {_ddl(s)}" for n, s in specs.items()],
     ])
 
