@@ -176,8 +176,9 @@ def query_measures(
 
     Returns:
         Partition columns, query_id, the ``_in_run`` / ``_in_qrels`` flags, ``_repeated``
-        (:data:`REPEATED`), ``num_ret`` and ``_measures``: an array with one struct per measure (measure, cutoff,
-        rel_level, judged_only, measure_key, value, num_rel, num_rel_ret). See :func:`long_format`.
+        (:data:`REPEATED`), ``num_ret`` and ``_measures``: an array with one struct per
+        measure (measure, cutoff, rel_level, judged_only, measure_key, value, num_rel,
+        num_rel_ret). See :func:`long_format`.
     """
     stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by)
     num_ret = stats.num_ret()
