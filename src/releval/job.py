@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from releval import lineage, pipeline
 from releval.config import Config
-from releval.io.atomic import append_row, table_exists
+from releval.io.atomic import append_row, read_table, table_exists
 from releval.io.readers import read_run
 from releval.io.writers import with_comments
 from releval.partitions import (
@@ -80,12 +80,11 @@ def done_partitions(spark: SparkSession, config: Config) -> list[dict[str, str]]
     done: list[dict[str, str]] = []
     out = config.output
     if table_exists(spark, path=out.aggregate_path, table=out.aggregate_table):
-        table = (spark.table(out.aggregate_table) if out.aggregate_table
-                 else spark.read.format("delta").load(out.aggregate_path))
+        table = read_table(spark, path=out.aggregate_path, table=out.aggregate_table)
         done.extend(_distinct_partitions(table, parts))
     log_path, log_table = lineage.run_log_location(config)
     if table_exists(spark, path=log_path, table=log_table):
-        log = spark.table(log_table) if log_table else spark.read.format("delta").load(log_path)
+        log = read_table(spark, path=log_path, table=log_table)
         logged = log.where(F.col("status") == lineage.SUCCEEDED).select(
             F.explode("partitions").alias("p")
         )

@@ -19,7 +19,7 @@ from releval import schemas as S
 from releval.aggregate import aggregate, overview
 from releval.config import Config
 from releval.coverage import UnjudgedRate, render_lines, unjudged_rates, with_judged_measures
-from releval.io.atomic import replace_partitions
+from releval.io.atomic import read_table, replace_partitions
 from releval.io.writers import with_comments
 from releval.metrics import Measure, parse_measures
 from releval.metrics.compute import IN_QRELS, IN_RUN, REPEATED, long_format, query_measures
@@ -159,17 +159,31 @@ def job_measures(config: Config) -> list[Measure]:
     return with_judged_measures(measures, relevance_level=config.evaluation.relevance_level)
 
 
-def _repeated_documents(queries: DataFrame, parts: Sequence[str]) -> dict[tuple[str | None, ...], int]:
-    """Run rows the evaluation dropped as repeated documents, per run partition (a few rows)."""
+def _query_counts(
+    queries: DataFrame, parts: Sequence[str]
+) -> tuple[dict[str, int], dict[tuple[str | None, ...], int]]:
+    """The summary's query counts and the repeated documents per run partition.
+
+    One aggregation over the persisted per-query table by run partition (a few rows
+    come back): the scored / without-qrels / missing query counts and the number of run
+    partitions for the summary, and the run rows the evaluation dropped as repeated
+    documents, keyed by the partition values as strings (for the input accounting).
+    """
     as_string = [F.col(c).cast("string").alias(c) for c in parts]
-    rows = (
-        queries.where(F.col(REPEATED) > 0)
-        .groupBy(*as_string)
-        .agg(F.sum(REPEATED).alias("n"))
-        .collect()
+    rows = queries.groupBy(*as_string).agg(
+        F.count_if(F.col(IN_RUN) & F.col(IN_QRELS)).alias("scored"),
+        F.count_if(F.col(IN_RUN) & ~F.col(IN_QRELS)).alias("without_qrels"),
+        F.count_if(~F.col(IN_RUN) & F.col(IN_QRELS)).alias("missing"),
+        F.sum(REPEATED).alias("repeated"),
+    ).collect()
+    counts = {k: sum(int(r[k]) for r in rows) for k in ("scored", "without_qrels", "missing")}
+    # as count_distinct(*parts) counted them: partitions with a null value are not counted
+    counts["partitions"] = (
+        sum(1 for r in rows if all(r[c] is not None for c in parts)) if parts else 1
     )
-    # without partition columns the aggregation is global: one row, null when none was dropped
-    return {tuple(r[c] for c in parts): int(r["n"]) for r in rows if r["n"]}
+    # without partition columns the aggregation is global: one row, null when empty
+    repeated = {tuple(r[c] for c in parts): int(r["repeated"]) for r in rows if r["repeated"]}
+    return counts, repeated
 
 
 def _evaluate_job(
@@ -238,16 +252,8 @@ def run(
     out_parts = config.output_partition_columns
     queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        report = finish_checks(
-            spark, config, inputs, accounts, strict=strict,
-            repeated=_repeated_documents(queries, parts) if inputs.repeats_from_evaluation else {},
-        )
-        counts = queries.agg(
-            F.count_if(F.col(IN_RUN) & F.col(IN_QRELS)).alias("scored"),
-            F.count_if(F.col(IN_RUN) & ~F.col(IN_QRELS)).alias("without_qrels"),
-            F.count_if(~F.col(IN_RUN) & F.col(IN_QRELS)).alias("missing"),
-            (F.count_distinct(*parts) if parts else F.lit(1)).alias("partitions"),
-        ).collect()[0]
+        counts, repeated = _query_counts(queries, parts)
+        report = finish_checks(spark, config, inputs, accounts, strict=strict, repeated=repeated)
         per_query = long_format(queries, partition_columns=parts)
         lineage = F.lit(write.job_run_id).cast("string").alias(S.JOB_RUN_ID)
         metadata = f"releval job_run_id={write.job_run_id}"
@@ -301,13 +307,9 @@ def run(
     )
 
 
-def _read_output(spark: SparkSession, path: str | None, table: str | None) -> DataFrame:
-    return spark.table(table) if table else spark.read.format("delta").load(path)
-
-
 def read_per_query(spark: SparkSession, config: Config) -> DataFrame:
     """The per-query table the config writes to."""
-    return _read_output(spark, config.output.per_query_path, config.output.per_query_table)
+    return read_table(spark, path=config.output.per_query_path, table=config.output.per_query_table)
 
 
 def read_overview(spark: SparkSession, config: Config) -> DataFrame:
@@ -325,5 +327,5 @@ def read_overview(spark: SparkSession, config: Config) -> DataFrame:
 def read_aggregate(spark: SparkSession, config: Config) -> DataFrame:
     """The aggregate table the config writes to, sorted for reading."""
     keys = [*config.run.partition_columns, S.MEASURE, S.CUTOFF, S.MEASURE_KEY, S.AVERAGING]
-    table = _read_output(spark, config.output.aggregate_path, config.output.aggregate_table)
+    table = read_table(spark, path=config.output.aggregate_path, table=config.output.aggregate_table)
     return table.orderBy(*keys)

@@ -28,8 +28,8 @@ from releval.layout import by_query
 from releval.config import Config
 from releval.errors import InputError, QualityError
 from releval.io.readers import read_qrels_raw, read_run_raw, source_name
-from releval.io.atomic import check_schema_version, replace_partitions, table_exists
-from releval.io.writers import absolute, with_comments
+from releval.io.atomic import check_schema_version, read_table, replace_partitions
+from releval.io.writers import with_comments
 from releval.validate import (
     InputAccount,
     account_labelled,
@@ -106,9 +106,8 @@ def write_quarantine(
     empty replacement cost a Delta write of its own (about 7 s of ``make run``, issue 6).
     """
     if quarantined is None:
-        if table_exists(spark, path=path, table=table):
-            check_schema_version(spark, path=path, table=table)
-            existing = spark.table(table) if table else spark.read.format("delta").load(absolute(path or ""))
+        if check_schema_version(spark, path=path, table=table):  # the table exists
+            existing = read_table(spark, path=path, table=table)
             if not existing.where(F.col(S.JOB_PARTITION) == job_partition).inputFiles():
                 return
         quarantined = spark.createDataFrame([], S.QUARANTINE_SCHEMA)

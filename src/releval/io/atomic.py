@@ -52,8 +52,9 @@ def is_conflict(exc: BaseException) -> bool:
 
 
 #: What Delta says when another job has begun creating the table in the same folder but
-#: not yet committed its version 0 (the folder is there, its _delta_log entry is not).
-_CREATING_MARKER = "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION"
+#: not yet committed its version 0 (the folder or an empty _delta_log is there, the commit
+#: is not): both were seen when two jobs started at once (tests/test_batch_job_processes.py).
+_CREATING_MARKERS = ("DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION", "DELTA_TABLE_NOT_FOUND")
 
 
 def is_creation_race(
@@ -62,12 +63,12 @@ def is_creation_race(
     """True when the table did not exist and another job was creating it at the same time.
 
     Either that job has committed meanwhile (the table exists now), or it is between
-    making the folder and committing (Delta's non-empty-location error). Retried a few
+    making the folder and committing (Delta's non-empty-location or table-not-found error). Retried a few
     times; a folder that stays non-Delta (a user's Parquet files) fails with Delta's error.
     """
     if existed:
         return False
-    return _CREATING_MARKER in str(exc) or table_exists(spark, path=path, table=table)
+    return any(m in str(exc) for m in _CREATING_MARKERS) or table_exists(spark, path=path, table=table)
 
 
 def table_name(path: str | None, table: str | None) -> str:
@@ -80,6 +81,11 @@ def table_exists(spark: SparkSession, *, path: str | None, table: str | None) ->
     if table:
         return bool(spark.catalog.tableExists(table))
     return bool(DeltaTable.isDeltaTable(spark, absolute(path or "")))
+
+
+def read_table(spark: SparkSession, *, path: str | None, table: str | None) -> DataFrame:
+    """The rows of a Delta table: a catalog name or a path."""
+    return spark.table(table) if table else spark.read.format("delta").load(absolute(path or ""))
 
 
 def delta_table(spark: SparkSession, *, path: str | None, table: str | None) -> DeltaTable:
