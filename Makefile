@@ -16,10 +16,10 @@ SPARK_SUBMIT := PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath 
 	$(VENV)/bin/spark-submit --jars $(subst $(space),$(comma),$(abspath $(JARS))) \
 	--driver-java-options -Dlog4j2.configurationFile=$(abspath conf/log4j2.properties)
 
-.PHONY: help install jars run sample test bench clean
+.PHONY: help install jars run sample test test-fast bench clean
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
 
 install: $(VENV)/.installed jars ## virtualenv with releval and its test tools; Delta's jars
 
@@ -50,8 +50,13 @@ $(SAMPLE_STAMP): src/releval/sample.py | $(VENV)/.installed $(JARS)
 	$(SPARK_SUBMIT) jobs/generate_sample.py --config conf/local.toml
 	touch $@
 
-test: install ## run the test suite (conformance tests read ../shared/conformance)
+test: install ## lint (ruff), then the whole test suite (conformance tests read ../shared/conformance)
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
+
+test-fast: install ## lint, then the fast layer: every test not marked slow (a few minutes)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -m 'not slow'
 
 bench: install ## benchmark releval against its peers on synthetic data (BENCH_SIZE=quick|full|30m|100m)
 	$(PY) -m pip install --quiet -e '.[bench]' || echo "bench: some peers did not install (recorded in the report)"

@@ -20,9 +20,10 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from bench.generate import ALIASES, SIZES, generate
 from bench.runners import MEASURES, NOT_WORK, RUNNERS, SPARK_RUNNERS

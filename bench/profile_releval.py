@@ -17,8 +17,9 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from bench.runners import RELEVAL_MEASURES, SPARK_DRIVER_MEMORY, SPARK_MASTER
 
@@ -98,7 +99,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from releval import pipeline
     from releval.config import (
-        Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource, SparkSettings,
+        Config,
+        EvaluationSettings,
+        OutputSettings,
+        QrelsSource,
+        RunSource,
+        SparkSettings,
     )
     from releval.io.readers import read_qrels, read_run
     from releval.metrics import parse_measures

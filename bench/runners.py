@@ -18,10 +18,11 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 #: The five measures every peer is compared on (releval's names).
 MEASURES = ("P@10", "R@100", "nDCG@10", "AP", "RR")
@@ -396,7 +397,12 @@ def run_releval(
 
     from releval import pipeline
     from releval.config import (
-        Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource, SparkSettings,
+        Config,
+        EvaluationSettings,
+        OutputSettings,
+        QrelsSource,
+        RunSource,
+        SparkSettings,
     )
 
     spark = _spark(res, partitions)

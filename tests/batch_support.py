@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession

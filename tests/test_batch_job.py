@@ -9,11 +9,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
-
 from batch_support import (
     AGGREGATE_ROWS_PER_DATE,
     D27,
@@ -28,6 +23,11 @@ from batch_support import (
     write_config,
     write_inputs,
 )
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
 from releval import lineage
 from releval import schemas as S
 from releval.coverage import with_judged_measures

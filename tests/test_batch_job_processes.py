@@ -13,9 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
-
 from batch_support import (
     AGGREGATE_ROWS_PER_DATE,
     D27,
@@ -32,12 +29,15 @@ from batch_support import (
     write_config,
     write_inputs,
 )
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
 from releval import lineage
 from releval import schemas as S
 from releval.io.writers import ensure_table, with_comments
 from releval.job import run_job
-from releval.testhooks import PAUSE_ENV, PAUSE_MARKER_ENV
 from releval.partitions import parse_selection
+from releval.testhooks import PAUSE_ENV, PAUSE_MARKER_ENV
 
 PER_QUERY_KEY = ["system", "date", S.QUERY_ID, S.MEASURE_KEY]
 AGGREGATE_KEY = ["system", "date", S.MEASURE_KEY, S.AVERAGING]

@@ -25,8 +25,16 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from bench import harness  # noqa: E402
 from bench.generate import (  # noqa: E402
-    CHUNK_QUERIES, DOCS_PER_QUERY, JUDGED, SIZES, DataInfo, _trec_qrels, _trec_run, chunk_rng,
-    generate, generate_arrays,
+    CHUNK_QUERIES,
+    DOCS_PER_QUERY,
+    JUDGED,
+    SIZES,
+    DataInfo,
+    _trec_qrels,
+    _trec_run,
+    chunk_rng,
+    generate,
+    generate_arrays,
 )
 from bench.harness import SIZE_SETTINGS, across_sizes, measure, shuffle_partitions, status  # noqa: E402
 from bench.runners import numpy_measures  # noqa: E402
@@ -66,21 +74,21 @@ def test_generator_is_seeded_and_untied() -> None:
     scores = run["score"].to_numpy().reshape(50, DOCS_PER_QUERY)
     assert (np.diff(scores, axis=1) < 0).all()  # strictly decreasing: no ties
     assert set(qrels["relevance"].to_pylist()) <= {0, 1, 2, 3}
-    assert len(set(zip(run["query_id"].to_pylist(), run["doc_id"].to_pylist()))) == run.num_rows
+    assert len(set(zip(run["query_id"].to_pylist(), run["doc_id"].to_pylist(), strict=True))) == run.num_rows
 
 
 def test_numpy_floor_matches_plain_python() -> None:
     run, qrels = generate_arrays(200, seed=11)
     per_query = numpy_measures(run, qrels)
     run_d: dict[str, list[tuple[float, str]]] = defaultdict(list)
-    for q, d, s in zip(*(run[c].to_pylist() for c in ("query_id", "doc_id", "score"))):
+    for q, d, s in zip(*(run[c].to_pylist() for c in ("query_id", "doc_id", "score")), strict=True):
         run_d[q].append((s, d))
     qrels_d: dict[str, dict[str, int]] = defaultdict(dict)
-    for q, d, r in zip(*(qrels[c].to_pylist() for c in ("query_id", "doc_id", "relevance"))):
+    for q, d, r in zip(*(qrels[c].to_pylist() for c in ("query_id", "doc_id", "relevance")), strict=True):
         qrels_d[q][d] = r
     expected = reference(run_d, qrels_d)
-    for measure, values in per_query.items():
-        assert values.mean() == pytest.approx(expected[measure], abs=1e-12), measure
+    for name, values in per_query.items():
+        assert values.mean() == pytest.approx(expected[name], abs=1e-12), name
 
 
 # --- bench.generate: chunked writing ----------------------------------------------------

@@ -179,7 +179,7 @@ def test_unknown_config_key_names_file_and_line(tmp_path, capsys):
     with pytest.raises(ConfigError, match=r"job\.toml:6: unknown key 'relevence' in \[qrels\]"):
         load_config(path)
     code = load_job().main(["--config", path])
-    assert_one_line_error(code, [l for l in capsys.readouterr().err.splitlines() if l], "job.toml:6:")
+    assert_one_line_error(code, [line for line in capsys.readouterr().err.splitlines() if line], "job.toml:6:")
 
 
 def test_config_strict_must_be_a_boolean(tmp_path):
@@ -193,7 +193,7 @@ def test_filter_that_does_not_match_the_partition_columns(shared_session, tmp_pa
     monkeypatch.setattr(job, "build_session", lambda settings: shared_session)
     path = job_config(shared_session, tmp_path, "day = '2024-05-01'")
     code = job.main(["--config", path])
-    err = [l for l in capsys.readouterr().err.splitlines() if l]
+    err = [line for line in capsys.readouterr().err.splitlines() if line]
     assert_one_line_error(code, err, "run.filter \"day = '2024-05-01'\" does not match",
                           "partition columns ['date']")
 
@@ -203,7 +203,7 @@ def test_empty_partition_for_the_requested_date(shared_session, tmp_path, capsys
     monkeypatch.setattr(job, "build_session", lambda settings: shared_session)
     path = job_config(shared_session, tmp_path, "date = '2024-05-02'")
     code = job.main(["--config", path])
-    err = [l for l in capsys.readouterr().err.splitlines() if l]
+    err = [line for line in capsys.readouterr().err.splitlines() if line]
     assert_one_line_error(code, err, "has no rows matching run.filter \"date = '2024-05-02'\"")
     # no results and no quarantine were written; the batch job's run log records the failure
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["run_log"]

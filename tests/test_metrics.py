@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import math
 
+import helpers
 import pytest
 from chispa import assert_approx_df_equality
+from helpers import evaluate_rows, values
 from pyspark.sql import types as T
 
 from releval import schemas as S
 from releval.metrics.compute import ENGINES
-
-import helpers
-from helpers import evaluate_rows, values
 
 
 @pytest.fixture(autouse=True, params=sorted(ENGINES))
@@ -180,9 +179,9 @@ def test_micro_and_macro_averages(spark):
 
 
 def test_partitions_are_evaluated_separately(spark, engine):
+    from helpers import qrels_df, run_df
     from pyspark.sql import functions as F
 
-    from helpers import qrels_df, run_df
     from releval.metrics import parse_measures
     from releval.pipeline import evaluate
 

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from releval.coverage import with_judged_measures
 from releval import pipeline
 from releval import schemas as S
 from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
+from releval.coverage import with_judged_measures
 from releval.errors import InputError
 from releval.metrics import parse_measures
 from releval.pipeline import evaluate
@@ -93,7 +93,7 @@ def model_run(rows: list[tuple], rank_by: str) -> list[tuple]:
 
 def model_qrels(rows: list[tuple]) -> list[tuple]:
     """Valid judgments with the highest label of their (query, doc); exact duplicates kept."""
-    valid = [(q, d, integer(l, -INT_MAX)) for q, d, l in rows if present(q) and present(d)]
+    valid = [(q, d, integer(lab, -INT_MAX)) for q, d, lab in rows if present(q) and present(d)]
     valid = [r for r in valid if r[2] is not None]
     top: dict[tuple, int] = {}
     for q, d, label in valid:

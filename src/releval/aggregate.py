@@ -13,7 +13,7 @@ grow with the measure list and slow Spark's optimizer down).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F

@@ -10,9 +10,10 @@ import dataclasses
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from releval.errors import ConfigError
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Sequence
+from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -30,7 +30,6 @@ from releval.partitions import (
 )
 from releval.pipeline import Summary
 from releval.testhooks import pause
-
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,7 @@ def run_job(
             run log gets a ``failed`` row unless the error came from the run log itself.
     """
     job_run_id = job_run_id or str(uuid.uuid4())
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     parts = list(config.run.partition_columns)
     out_parts = list(config.output_partition_columns)
     log_path, log_table = lineage.run_log_location(config)
@@ -141,7 +140,7 @@ def run_job(
 
     def log(status: str, **fields: object) -> lineage.RunRecord:
         record = lineage.RunRecord(
-            **base, status=status, finished_at=datetime.now(timezone.utc), **fields  # type: ignore[arg-type]
+            **base, status=status, finished_at=datetime.now(UTC), **fields  # type: ignore[arg-type]
         )
         append_row(
             record.to_frame(spark),

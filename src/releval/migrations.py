@@ -10,7 +10,7 @@ place, each one a Delta commit (metadata only: no data file is rewritten).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 

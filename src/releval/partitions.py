@@ -15,8 +15,8 @@ Everything here is pure Python: no Spark.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from releval.errors import ConfigError
 

@@ -7,8 +7,8 @@ reads the inputs a config names, evaluates, writes, and returns a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession

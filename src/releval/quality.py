@@ -17,19 +17,19 @@ Order (so that job-level problems stop the job before anything is written):
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from releval import schemas as S
-from releval.layout import by_query
 from releval.config import Config
 from releval.errors import InputError, QualityError
-from releval.io.readers import read_qrels_raw, read_run_raw, source_name
 from releval.io.atomic import check_schema_version, read_table, replace_partitions
+from releval.io.readers import read_qrels_raw, read_run_raw, source_name
 from releval.io.writers import with_comments
+from releval.layout import by_query
 from releval.validate import (
     InputAccount,
     account_labelled,

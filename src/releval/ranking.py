@@ -22,7 +22,7 @@ The job quarantines the other occurrences first (``duplicate_doc``, see
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F

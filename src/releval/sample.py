@@ -44,7 +44,7 @@ def generate(shape: SampleShape = SampleShape()) -> tuple[pd.DataFrame, pd.DataF
         # graded labels: mostly 0 and 1, a few 2 and 3
         labels = rng.choice([0, 1, 2, 3], size=shape.judged_per_query, p=[0.45, 0.3, 0.15, 0.1])
         pools[qid] = (pool, labels)
-        qrels_rows.extend((qid, f"d{d:06d}", int(label)) for d, label in zip(pool, labels))
+        qrels_rows.extend((qid, f"d{d:06d}", int(label)) for d, label in zip(pool, labels, strict=True))
     qrels = pd.DataFrame(qrels_rows, columns=["query_id", "doc_id", "relevance"])
     qrels["qrels_version"] = "v1"
 

@@ -32,10 +32,10 @@ rejected rows only, from the typed columns and the few original columns kept as 
 
 from __future__ import annotations
 
-import json
 import dataclasses
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from delta.exceptions import base as delta_exceptions
 from delta.tables import DeltaTable

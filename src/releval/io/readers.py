@@ -6,7 +6,7 @@ run's partition columns), so nothing downstream knows where the data came from.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F

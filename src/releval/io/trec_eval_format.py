@@ -23,7 +23,7 @@ _NAME_WIDTH = 22
 def _format_value(name: str, value: float) -> str:
     if REGISTRY[name].averaging == ("sum",):
         return str(int(round(value)))
-    return "%.17g" % value
+    return f"{value:.17g}"
 
 
 def trec_eval_lines(per_query: DataFrame, aggregate: DataFrame) -> list[str]:

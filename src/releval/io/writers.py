@@ -6,7 +6,7 @@ The atomic, retried replacement of a table's rows is ``releval.io.atomic``.
 from __future__ import annotations
 
 import os
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession

@@ -17,8 +17,7 @@ Engines (``evaluation.engine``), which compute the same statistics:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Sequence
+from collections.abc import Callable, Sequence
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal, Sequence
+from typing import TYPE_CHECKING, Literal
 
 from pyspark.sql import Column
 
@@ -84,8 +85,8 @@ class MetricSpec:
     name: str
     aliases: tuple[str, ...]
     cutoff: CutoffRule
-    value: Callable[[Measure, "Stats"], Column]
-    num_rel_ret: Callable[[Measure, "Stats"], Column]
+    value: Callable[[Measure, Stats], Column]
+    num_rel_ret: Callable[[Measure, Stats], Column]
     averaging: tuple[Averaging, ...] = ("macro",)
     micro: MicroDenominator | None = None
     trec_name: Callable[[Measure], str | None] | None = None
