@@ -11,7 +11,9 @@ from collections.abc import Sequence
 
 from releval.config import load_config
 from releval.errors import RelevalError
+from releval.lineage import run_log_location
 from releval.migrations import migrate_table
+from releval.quality import quarantine_target
 from releval.session import build_session
 
 
@@ -24,12 +26,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         spark = build_session(config.spark)
         try:
             out = config.output
-            for label, path, table in (
-                ("per_query", out.per_query_path, out.per_query_table),
-                ("aggregate", out.aggregate_path, out.aggregate_table),
+            for kind, (path, table) in (
+                ("per_query", (out.per_query_path, out.per_query_table)),
+                ("aggregate", (out.aggregate_path, out.aggregate_table)),
+                ("quarantine", quarantine_target(config)),
+                ("run_log", run_log_location(config)),
             ):
-                steps = migrate_table(spark, path=path, table=table)
-                print(f"{label}: " + (" -> ".join(steps) if steps else "no table"))
+                steps = migrate_table(spark, kind=kind, path=path, table=table, config=config)
+                print(f"{kind}: " + (" -> ".join(steps) if steps else "no table"))
         finally:
             spark.stop()
     except RelevalError as exc:

@@ -35,10 +35,12 @@ def write_inputs(spark: SparkSession, folder: Path) -> tuple[str, str]:
     return run, qrels
 
 
-def write_config(folder: Path, run: str, qrels: str) -> Path:
-    """A job config reading the sample and writing under ``folder/out``."""
+def write_config(folder: Path, run: str, qrels: str, run_filter: str | None = None) -> Path:
+    """A job config reading the sample and writing under ``folder/out`` (``run.filter``
+    when given)."""
     out = folder / "out"
     measures = ", ".join(f'"{m}"' for m in MEASURES)
+    filter_line = f"filter = {run_filter!r}" if run_filter else ""
     text = f"""
 [spark]
 master = "local[1]"
@@ -50,6 +52,7 @@ path = "{run}"
 doc_id = "item_id"
 rank = "position"
 partition_columns = ["system", "date"]
+{filter_line}
 
 [qrels]
 path = "{qrels}"
@@ -95,13 +98,21 @@ def sorted_rows(df: DataFrame, drop: Sequence[str] = (S.JOB_RUN_ID,)) -> list[tu
     return sorted(tuple(r) for r in df.select(*cols).collect())
 
 
-def start_job(config: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """``python jobs/evaluate.py --config ...`` in its own process group (its own JVM)."""
+def start_job(
+    config: Path, *args: str, pause_at: tuple[str, Path] | None = None
+) -> subprocess.Popen[str]:
+    """``python jobs/evaluate.py --config ...`` in its own process group (its own JVM).
+
+    ``pause_at=(stage, marker)`` runs it through ``tests/paused_job.py``, which injects a
+    pause at that stage (the marker file appears when the job gets there).
+    """
+    entry = [str(ROOT / "jobs" / "evaluate.py")]
+    if pause_at:
+        entry = [str(ROOT / "tests" / "paused_job.py"), pause_at[0], str(pause_at[1])]
     return subprocess.Popen(
-        [sys.executable, str(ROOT / "jobs" / "evaluate.py"), "--config", str(config), "--show", "0",
-         *args],
+        [sys.executable, *entry, "--config", str(config), "--show", "0", *args],
         cwd=ROOT,
-        env={**os.environ, **(env or {})},
+        env=dict(os.environ),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

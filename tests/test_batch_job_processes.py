@@ -37,7 +37,6 @@ from releval import schemas as S
 from releval.io.writers import ensure_table, with_comments
 from releval.job import run_job
 from releval.partitions import parse_selection
-from releval.testhooks import PAUSE_ENV, PAUSE_MARKER_ENV
 
 PER_QUERY_KEY = ["system", "date", S.QUERY_ID, S.MEASURE_KEY]
 AGGREGATE_KEY = ["system", "date", S.MEASURE_KEY, S.AVERAGING]
@@ -86,7 +85,7 @@ def test_killed_job_leaves_committed_versions_and_reruns_are_exactly_once_and_id
     # 1. killed after the per-query commit, before the aggregate write (test hook pauses there)
     marker = tmp_path / "paused"
     proc = start_job(config_path, "--partition", f"date={D28}", "--job-run-id", "killed",
-                     env={PAUSE_ENV: "between_tables", PAUSE_MARKER_ENV: str(marker)})
+                     pause_at=("between_tables", marker))
     deadline = time.monotonic() + 600
     while not marker.exists():
         assert proc.poll() is None, f"job ended before the pause:\n{proc.communicate()[0][-3000:]}"

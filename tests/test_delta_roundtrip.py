@@ -113,11 +113,11 @@ def test_quarantine_is_emptied_by_a_clean_rerun_then_left_alone(spark, config, t
 
     def quarantined() -> list[tuple]:
         rows = spark.read.format("delta").load(quarantine_path).collect()
-        return [(r[S.JOB_PARTITION], r[S.REASON_CODE], r[S.RAW]["score"]) for r in rows]
+        return [(str(r["date"]), r[S.REASON_CODE], r[S.RAW]["score"]) for r in rows]
 
     summary = pipeline.run(spark, config)
     assert summary.quality is not None and summary.quality.run.quarantined == {"duplicate_doc": 1}
-    assert quarantined() == [("date=2026-11-29", "duplicate_doc", "0.1")]
+    assert quarantined() == [("2026-11-29", "duplicate_doc", "0.1")]
     log.delete((F.col("item_id") == "A") & (F.col("score") == 0.1))
     pipeline.run(spark, config)  # clean now: the job's partition of the quarantine is emptied
     assert quarantined() == []

@@ -132,7 +132,7 @@ def test_strict_fails_after_writing_the_quarantine(shared_session, tmp_path, cap
     quarantine = spark.read.format("delta").load(str(out / "quarantine"))
     row = quarantine.first()
     assert quarantine.count() == 1
-    assert (row[S.REASON_CODE], row[S.LINE], row[S.JOB_PARTITION]) == ("duplicate_doc", 3, "run_id=r")
+    assert (row[S.REASON_CODE], row[S.LINE], row["run_id"], row[S.QRELS_KEY]) == ("duplicate_doc", 3, "r", None)
     assert not (out / "per_query").exists()  # the metrics were not written
 
 
@@ -194,8 +194,23 @@ def test_filter_that_does_not_match_the_partition_columns(shared_session, tmp_pa
     path = job_config(shared_session, tmp_path, "day = '2024-05-01'")
     code = job.main(["--config", path])
     err = [line for line in capsys.readouterr().err.splitlines() if line]
-    assert_one_line_error(code, err, "run.filter \"day = '2024-05-01'\" does not match",
-                          "partition columns ['date']")
+    assert_one_line_error(code, err, "run.filter \"day = '2024-05-01'\" must reference run partition",
+                          "columns only (['date'])", "`day` cannot be resolved")
+    assert not (tmp_path / "o").exists()  # refused before anything was read or written
+
+
+@pytest.mark.parametrize("filter_", ["query_id = 'q1'", "date = '2024-05-01' AND score > 0.1"])
+def test_batch_filter_on_a_non_partition_column_is_refused_before_anything_is_written(
+    shared_session, tmp_path, capsys, monkeypatch, filter_
+):
+    # a row filter would make the job replace whole partitions with part of their rows
+    job = load_job()
+    monkeypatch.setattr(job, "build_session", lambda settings: shared_session)
+    path = job_config(shared_session, tmp_path, filter_)
+    code = job.main(["--config", path])
+    err = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert_one_line_error(code, err, f"run.filter {filter_!r} must reference run partition columns only")
+    assert not (tmp_path / "o").exists()  # no output, no quarantine, no run-log row
 
 
 def test_empty_partition_for_the_requested_date(shared_session, tmp_path, capsys, monkeypatch):

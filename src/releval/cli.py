@@ -30,6 +30,8 @@ from releval.config import (
 from releval.errors import RelevalError
 
 DEFAULT_MEASURES = "P@5,P@10,R@100,Hit@10,RR,nDCG@10,AP,AP@100"
+#: trec_eval -q always prints these counts; --trec-eval-output adds them to the measures.
+TREC_EVAL_COUNTS = "num_ret,num_rel,num_rel_ret"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,12 +79,14 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
     parts = tuple(p.strip() for p in args.partition_columns.split(",") if p.strip())
     if args.format == "trec":
         parts = ("run_id",)
+    trec_file = getattr(args, "trec_eval_output", None)
+    measures = (args.measures, TREC_EVAL_COUNTS) if trec_file else (args.measures,)
     config = Config(
         run=RunSource(path=args.run, format=args.format, partition_columns=parts,
                       rank_by=args.rank_by),
         qrels=QrelsSource(path=args.qrels, format=args.qrels_format or args.format),
         evaluation=EvaluationSettings(
-            measures=(args.measures,),
+            measures=measures,
             relevance_level=args.relevance_level,
             missing_queries=args.missing_queries,
             strict=bool(getattr(args, "strict", False)),

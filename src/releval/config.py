@@ -186,6 +186,45 @@ def _check_choice(value: str, choices: tuple[str, ...], where: str, source: str)
         raise ConfigError(f"{source}: {where} = {value!r}; expected one of {list(choices)}")
 
 
+#: A column or table-name part that may appear in SQL text: letters, digits, underscores.
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _check_identifiers(config: Config, source: str) -> None:
+    """Refuse table names and partition columns that SQL text could not carry safely.
+
+    They reach SQL text (``replaceWhere`` predicates, ``ALTER TABLE``, ``SHOW
+    TBLPROPERTIES``); releval quotes them there too, but a quote, back-quote, dot or
+    space in one is refused here with the key that holds it.
+    """
+    out = config.output
+    tables = {
+        "run.table": config.run.table, "qrels.table": config.qrels.table,
+        "output.per_query_table": out.per_query_table,
+        "output.aggregate_table": out.aggregate_table,
+        "output.quarantine_table": out.quarantine_table,
+        "output.run_log_table": out.run_log_table,
+    }
+    for key, name in tables.items():
+        if name is None:
+            continue
+        parts = name.split(".")
+        if not 1 <= len(parts) <= 3 or not all(IDENTIFIER.fullmatch(p) for p in parts):
+            raise ConfigError(
+                f"{source}: {key} = {name!r} is not a table name releval accepts: expected "
+                "[catalog.][database.]table, each part letters, digits and underscores"
+            )
+    columns = {"run.partition_columns": config.run.partition_columns,
+               "output.partition_columns": config.output.partition_columns or ()}
+    for key, names in columns.items():
+        for name in names:
+            if not IDENTIFIER.fullmatch(name):
+                raise ConfigError(
+                    f"{source}: {key} names {name!r}: a partition column must be letters, "
+                    "digits and underscores, not starting with a digit (rename or alias it)"
+                )
+
+
 def validate(config: Config, source: str = "config") -> Config:
     """Check the cross-field rules of a config; return it unchanged.
 
@@ -198,6 +237,7 @@ def validate(config: Config, source: str = "config") -> Config:
             raise ConfigError(f"{source}: [{name}] needs exactly one of 'path' or 'table'")
         if src.table is not None and src.format != "delta":
             raise ConfigError(f"{source}: [{name}] 'table' is a catalog table: format must be delta")
+    _check_identifiers(config, source)
     _check_choice(config.run.rank_by, RANK_BY, "run.rank_by", source)
     if config.run.rank_by == "score" and not config.run.score and config.run.format != "trec":
         raise ConfigError(f"{source}: run.rank_by = 'score' needs run.score (the score column)")

@@ -15,15 +15,18 @@ from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from releval import lineage, pipeline
 from releval.config import Config
+from releval.errors import ConfigError
 from releval.io.atomic import append_row, read_table, table_exists
-from releval.io.readers import read_run
+from releval.io.readers import read_run, run_partition_fields
 from releval.io.writers import with_comments
 from releval.partitions import (
     PartitionSelection,
     partition_label,
+    partition_sort_key,
     partitions_predicate,
     pending_partitions,
     selection_predicate,
@@ -63,6 +66,33 @@ def _and(*predicates: str | None) -> str | None:
     if len(present) <= 1:
         return present[0] if present else None
     return " AND ".join(f"({p})" for p in present)
+
+
+def check_partition_filter(spark: SparkSession, config: Config) -> None:
+    """Refuse a ``run.filter`` that references anything but the run's partition columns.
+
+    A batch job replaces exactly what it evaluates: the filter becomes part of the outputs'
+    replaceWhere predicate, so it must select whole run partitions. The filter is analysed
+    against an empty frame that has the partition columns alone (the table's schema is
+    read, no data).
+
+    Raises:
+        ConfigError: one line naming the filter, the partition columns and Spark's reason.
+    """
+    if not config.run.filter:
+        return
+    parts = list(config.run.partition_columns)
+    probe = spark.createDataFrame([], T.StructType(run_partition_fields(spark, config.run)))
+    try:
+        probe.where(config.run.filter)
+    except Exception as exc:  # noqa: BLE001 - AnalysisException / ParseException: a user error
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(
+            f"run.filter {config.run.filter!r} must reference run partition columns only "
+            f"({parts}): a batch job replaces exactly the run partitions it evaluates, so a "
+            f"filter on other columns would widen or narrow what it replaces; select "
+            f"partitions with the filter or --partition, rows upstream ({reason})"
+        ) from None
 
 
 def _distinct_partitions(df: DataFrame, columns: Sequence[str]) -> list[dict[str, str]]:
@@ -115,6 +145,7 @@ def run_job(
         RelevalError: a user error (config, input, schema version, write conflict); the
             run log gets a ``failed`` row unless the error came from the run log itself.
     """
+    check_partition_filter(spark, config)  # before anything is read or written
     job_run_id = job_run_id or str(uuid.uuid4())
     started = datetime.now(UTC)
     parts = list(config.run.partition_columns)
@@ -165,7 +196,9 @@ def run_job(
             run_filter = _and(run_filter, partitions_predicate(todo, output_partition_columns=parts))
         else:
             # the partitions evaluated come from the input accounting (no extra pass)
-            replace = selection_predicate(selection)  # None: all partitions, whole tables
+            # exactly what is evaluated: the config filter AND the selection (None: no
+            # filter and no selection: every partition, the whole tables)
+            replace = run_filter
         pinned = dataclasses.replace(
             config,
             run=dataclasses.replace(config.run, filter=run_filter, version=run_version),
@@ -178,7 +211,7 @@ def run_job(
         if not selection.pending and summary.quality is not None:
             todo = sorted(
                 ({c: p.values.get(c) for c in parts} for p in summary.quality.run.partitions),
-                key=lambda p: sorted((k, v or "") for k, v in p.items()),
+                key=partition_sort_key,
             )
         pause("before_run_log")
     except Exception as exc:

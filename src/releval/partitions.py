@@ -10,6 +10,10 @@ A :class:`PartitionSelection` is parsed from the job's command line
   or :func:`partitions_predicate` over the concrete list of partitions for
   ``--pending``.
 
+A null partition value is spelled ``__HIVE_DEFAULT_PARTITION__`` on the command line
+(:data:`NULL_VALUE`, Hive's and Spark's name for it), in the run log and in messages;
+internally it is ``None`` and the predicates use ``IS NULL``.
+
 Everything here is pure Python: no Spark.
 """
 
@@ -22,6 +26,18 @@ from releval.errors import ConfigError
 
 #: The column ``--from`` / ``--to`` apply to unless ``--date-column`` says otherwise.
 DEFAULT_DATE_COLUMN = "date"
+#: How a null partition value is written on the command line and in labels (Hive's spelling).
+NULL_VALUE = "__HIVE_DEFAULT_PARTITION__"
+
+
+def value_label(value: str | None) -> str:
+    """A partition value as the command line spells it (:data:`NULL_VALUE` for null)."""
+    return NULL_VALUE if value is None else value
+
+
+def partition_sort_key(partition: Mapping[str, str | None]) -> list[tuple[str, bool, str]]:
+    """A total order over partitions whose values may be null (nulls last per column)."""
+    return [(k, v is None, v or "") for k, v in sorted(partition.items())]
 
 
 @dataclass(frozen=True)
@@ -29,17 +45,23 @@ class KeyFilter:
     """One key's condition: a set of values, or an inclusive range (string order)."""
 
     key: str
-    values: tuple[str, ...] = ()
+    values: tuple[str | None, ...] = ()
     low: str | None = None
     high: str | None = None
 
     def predicate(self) -> str:
-        """The SQL condition on this key."""
+        """The SQL condition on this key (a ``None`` value: ``IS NULL``)."""
         col = quote_identifier(self.key)
         if self.values:
-            if len(self.values) == 1:
-                return f"{col} = {quote_literal(self.values[0])}"
-            return f"{col} IN ({', '.join(quote_literal(v) for v in self.values)})"
+            present = sorted({v for v in self.values if v is not None})
+            terms = []
+            if len(present) == 1:
+                terms.append(f"{col} = {quote_literal(present[0])}")
+            elif present:
+                terms.append(f"{col} IN ({', '.join(quote_literal(v) for v in present)})")
+            if None in self.values:
+                terms.append(f"{col} IS NULL")
+            return terms[0] if len(terms) == 1 else "(" + " OR ".join(terms) + ")"
         parts = []
         if self.low is not None:
             parts.append(f"{col} >= {quote_literal(self.low)}")
@@ -96,12 +118,18 @@ def parse_partition_arg(arg: str) -> KeyFilter:
         )
     if ".." in value:
         low, _, high = value.partition("..")
+        if NULL_VALUE in (low.strip(), high.strip()):
+            raise ConfigError(
+                f"--partition {arg!r}: a range cannot end at the null value {NULL_VALUE}"
+            )
         if not low.strip() or not high.strip():
             raise ConfigError(f"--partition {arg!r}: a range needs both ends, e.g. date=2026-11-27..2026-11-29")
         if low.strip() > high.strip():
             raise ConfigError(f"--partition {arg!r}: the range is empty ({low!r} > {high!r})")
         return KeyFilter(key=key, low=low.strip(), high=high.strip())
-    values = tuple(v.strip() for v in value.split(",") if v.strip())
+    values = tuple(
+        None if v.strip() == NULL_VALUE else v.strip() for v in value.split(",") if v.strip()
+    )
     return KeyFilter(key=key, values=values)
 
 
@@ -149,7 +177,7 @@ def selection_predicate(selection: PartitionSelection) -> str | None:
 
 
 def partitions_predicate(
-    partitions: Sequence[Mapping[str, str]], *, output_partition_columns: Sequence[str]
+    partitions: Sequence[Mapping[str, str | None]], *, output_partition_columns: Sequence[str]
 ) -> str:
     """A predicate that holds for exactly the given run partitions.
 
@@ -168,24 +196,24 @@ def partitions_predicate(
         raise ValueError("partitions_predicate needs at least one partition")
     conjuncts = []
     for col in output_partition_columns:
-        values = sorted({p[col] for p in partitions})
+        values = {p[col] for p in partitions}
         conjuncts.append(KeyFilter(key=col, values=tuple(values)).predicate())
     exact = " OR ".join(
         "(" + " AND ".join(KeyFilter(key=k, values=(v,)).predicate() for k, v in sorted(p.items())) + ")"
-        for p in sorted(partitions, key=lambda p: sorted(p.items()))
+        for p in sorted(partitions, key=partition_sort_key)
     )
     return " AND ".join([*(f"({c})" for c in conjuncts), f"({exact})"])
 
 
-def partition_label(partition: Mapping[str, str], columns: Sequence[str]) -> str:
+def partition_label(partition: Mapping[str, str | None], columns: Sequence[str]) -> str:
     """``system=bm25/date=2026-11-29``: a partition as the run log lists it."""
-    return "/".join(f"{c}={partition[c]}" for c in columns)
+    return "/".join(f"{c}={value_label(partition[c])}" for c in columns)
 
 
 def pending_partitions(
-    available: Sequence[Mapping[str, str]], done: Sequence[Mapping[str, str]]
-) -> list[dict[str, str]]:
-    """The ``available`` run partitions not in ``done``, sorted."""
+    available: Sequence[Mapping[str, str | None]], done: Sequence[Mapping[str, str | None]]
+) -> list[dict[str, str | None]]:
+    """The ``available`` run partitions not in ``done``, sorted (null values last)."""
     seen = {tuple(sorted(p.items())) for p in done}
     result = [dict(p) for p in available if tuple(sorted(p.items())) not in seen]
-    return sorted(result, key=lambda p: sorted(p.items()))
+    return sorted(result, key=partition_sort_key)

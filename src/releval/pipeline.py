@@ -253,7 +253,10 @@ def run(
     queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         counts, repeated = _query_counts(queries, parts)
-        report = finish_checks(spark, config, inputs, accounts, strict=strict, repeated=repeated)
+        report = finish_checks(
+            spark, config, inputs, accounts, strict=strict, repeated=repeated,
+            replace=write.predicate, job_run_id=write.job_run_id,
+        )
         per_query = long_format(queries, partition_columns=parts)
         lineage = F.lit(write.job_run_id).cast("string").alias(S.JOB_RUN_ID)
         metadata = f"releval job_run_id={write.job_run_id}"
@@ -313,9 +316,12 @@ def read_per_query(spark: SparkSession, config: Config) -> DataFrame:
 
 
 def read_overview(spark: SparkSession, config: Config) -> DataFrame:
-    """The aggregate table as one row per run partition and one column per measure."""
+    """The aggregate table as one row per run partition and one column per configured
+    measure (as the job keys them: ``judged_only`` included)."""
     measures = parse_measures(
-        config.evaluation.measures, relevance_level=config.evaluation.relevance_level
+        config.evaluation.measures,
+        relevance_level=config.evaluation.relevance_level,
+        judged_only=config.evaluation.judged_only,
     )
     return overview(
         read_aggregate(spark, config),

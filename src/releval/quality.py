@@ -10,9 +10,14 @@ Order (so that job-level problems stop the job before anything is written):
    (``duplicate_doc``) are counted by the evaluation, which drops them anyway;
 3. after the evaluation, before the outputs are written (:func:`finish_checks`): complete
    the run's account with the evaluation's repeated documents and check the invariant
-   ``input = used + quarantined`` (per partition); write the quarantine Delta table (the
-   rows of this job's run partitions are replaced); in strict mode, fail with the reasons
-   when any row was quarantined.
+   ``input = used + quarantined`` (per partition); write the quarantine Delta table; in
+   strict mode, fail with the reasons when any row was quarantined.
+
+The quarantine follows the outputs' rule: its run rows are replaced for exactly the run
+partitions the job evaluates (the outputs' ``replaceWhere`` predicate, over the run
+partition columns the quarantine carries), and its qrels rows for the qrels key the job
+read (source and filter, :func:`qrels_key`), so it never keeps rows of an input that a
+later job re-read.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from releval import schemas as S
 from releval.config import Config
@@ -30,6 +36,8 @@ from releval.io.atomic import check_schema_version, read_table, replace_partitio
 from releval.io.readers import read_qrels_raw, read_run_raw, source_name
 from releval.io.writers import with_comments
 from releval.layout import by_query
+from releval.lineage import source_label
+from releval.partitions import quote_literal
 from releval.validate import (
     InputAccount,
     account_labelled,
@@ -51,7 +59,6 @@ class QualityReport:
 
     run: InputAccount
     qrels: InputAccount
-    job_partition: str
     quarantine: str | None
     strict: bool
 
@@ -62,7 +69,7 @@ class QualityReport:
     def render(self) -> str:
         where = f" -> {self.quarantine}" if self.quarantine else ""
         lines = [
-            f"  row accounting (input = used + quarantined), job partition {self.job_partition}:",
+            "  row accounting (input = used + quarantined):",
             *self.run.render(),
             *self.qrels.render(),
             f"  quarantined rows: {self.quarantined}{where}",
@@ -78,49 +85,64 @@ def quarantine_target(config: Config) -> tuple[str | None, str | None]:
     return config.sibling_table("quarantine")
 
 
-def job_partition(run: InputAccount, output_partition_columns: Sequence[str]) -> str:
-    """The output partitions the job evaluated, e.g. ``date=2024-05-01``, or ``all``."""
-    wanted = list(output_partition_columns)
-    if not wanted:
-        return "all"
-    values = set()
-    for p in run.partitions:
-        pairs = dict(kv.split("=", 1) for kv in p.partition.split("/") if "=" in kv)
-        values.add("/".join(f"{c}={pairs.get(c)}" for c in wanted))
-    return ";".join(sorted(values)) or "all"
+def qrels_key(config: Config) -> str:
+    """The key of the qrels rows in the quarantine: the qrels source and its filter."""
+    return f"{source_label(config.qrels)} | filter: {config.qrels.filter or '(none)'}"
+
+
+def quarantine_predicate(*, run_predicate: str | None, qrels: str) -> str:
+    """The quarantine rows a job replaces: the run rows of the evaluated partitions
+    (``run_predicate``, the outputs' replaceWhere; None: every run row) and the qrels rows
+    of the qrels key ``qrels`` it read."""
+    run_rows = f"{S.INPUT} = 'run'" + (f" AND ({run_predicate})" if run_predicate else "")
+    qrels_rows = f"{S.INPUT} = 'qrels' AND {S.QRELS_KEY} = {quote_literal(qrels)}"
+    return f"({run_rows}) OR ({qrels_rows})"
 
 
 def write_quarantine(
-    quarantined: DataFrame | None,
+    rejected: DataFrame | None,
     *,
     spark: SparkSession,
     path: str | None,
     table: str | None,
-    job_partition: str,
+    partition_fields: Sequence[T.StructField],
+    output_partition_columns: Sequence[str],
+    run_predicate: str | None,
+    qrels: str,
+    job_run_id: str | None = None,
 ) -> None:
-    """Replace this job's rows of the quarantine Delta table (``replaceWhere job_partition``).
+    """Replace the job's rows of the quarantine Delta table with ``rejected``.
 
-    The table is partitioned by ``job_partition``; a re-run of a job with no rejected rows
-    (``quarantined`` None) empties its partition, so the table never shows stale
-    rejections. When that partition holds no files already, nothing is committed: the
-    empty replacement cost a Delta write of its own (about 7 s of ``make run``, issue 6).
+    The job's rows are those of :func:`quarantine_predicate`. The table carries the run
+    partition columns (from each rejected run row's ``partition``; null on qrels rows) and
+    is partitioned by ``input`` and the output partition columns. A re-run with no rejected
+    rows (``rejected`` None) empties what it replaces, so the table never shows stale
+    rejections; when those rows hold no files already, nothing is committed (an empty
+    replacement is a Delta write of its own).
     """
-    if quarantined is None:
+    predicate = quarantine_predicate(run_predicate=run_predicate, qrels=qrels)
+    fields = list(partition_fields)
+    if rejected is None:
         if check_schema_version(spark, path=path, table=table):  # the table exists
             existing = read_table(spark, path=path, table=table)
-            if not existing.where(F.col(S.JOB_PARTITION) == job_partition).inputFiles():
+            if not existing.where(predicate).inputFiles():
                 return
-        quarantined = spark.createDataFrame([], S.QUARANTINE_SCHEMA)
-    escaped = job_partition.replace("\\", "\\\\").replace("'", "\\'")
+        rejected = spark.createDataFrame([], S.QUARANTINE_SCHEMA)
+    rows = rejected.select(
+        *[F.col(S.PARTITION)[f.name].cast(f.dataType).alias(f.name) for f in fields],
+        *S.QUARANTINE_SCHEMA.names,
+        F.when(F.col(S.INPUT) == "qrels", F.lit(qrels)).alias(S.QRELS_KEY),
+        F.lit(job_run_id).cast("string").alias(S.JOB_RUN_ID),
+    )
+    comments = {**S.QUARANTINE_COMMENTS, **{f.name: S.QUARANTINE_PARTITION_COMMENT for f in fields}}
     # retried like the output writes: two jobs starting at once both create the table
     replace_partitions(
-        quarantined.withColumn(S.JOB_PARTITION, F.lit(job_partition)),
-        path=path, table=table,
-        schema=with_comments(S.QUARANTINE_SCHEMA, S.QUARANTINE_COMMENTS),
-        partition_columns=[S.JOB_PARTITION],
+        rows, path=path, table=table,
+        schema=with_comments(S.quarantine_table_schema(fields), comments),
+        partition_columns=[S.INPUT, *output_partition_columns],
         description="releval quarantine: one row per rejected input row, with the reason.",
-        predicate=f"{S.JOB_PARTITION} = '{escaped}'",
-        user_metadata=f"releval quarantine job_partition={job_partition}",
+        predicate=predicate,
+        user_metadata=f"releval quarantine job_run_id={job_run_id}",
     )
 
 
@@ -221,6 +243,8 @@ def finish_checks(
     *,
     repeated: Mapping[tuple[str | None, ...], int],
     strict: bool | None = None,
+    replace: str | None = None,
+    job_run_id: str | None = None,
 ) -> QualityReport:
     """Complete the accounting, write the quarantine, enforce strict mode.
 
@@ -232,6 +256,9 @@ def finish_checks(
         repeated: the evaluation's repeated documents per run partition (values as
             strings, in partition column order); used with ``inputs.repeats_from_evaluation``.
         strict: overrides ``evaluation.strict`` when given (the ``--strict`` flag).
+        replace: the outputs' replaceWhere predicate (None: whole tables); the quarantine's
+            run rows are replaced by the same rule (:func:`quarantine_predicate`).
+        job_run_id: written to the quarantine rows.
 
     Raises:
         AccountingError: input != used + quarantined.
@@ -242,7 +269,6 @@ def finish_checks(
     run_account, qrels_account = accounts
     if inputs.repeats_from_evaluation:
         run_account = with_repeated_documents(run_account, repeated, partition_columns=parts)
-    job = job_partition(run_account, config.output_partition_columns)
     path, table = quarantine_target(config)
     if path or table:
         rejected: DataFrame | None = None  # nothing to keep: the inputs are not read again
@@ -250,15 +276,20 @@ def finish_checks(
             _, run_quarantine = split_labelled_run(inputs.labelled_run, partition_columns=parts)
             _, qrels_quarantine = split_labelled_qrels(inputs.labelled_qrels)
             rejected = run_quarantine.unionByName(qrels_quarantine)
-        write_quarantine(rejected, spark=spark, path=path, table=table, job_partition=job)
-    report = QualityReport(run_account, qrels_account, job, table or path, strict)
+        write_quarantine(
+            rejected, spark=spark, path=path, table=table,
+            partition_fields=[inputs.run.schema[c] for c in parts],
+            output_partition_columns=config.output_partition_columns,
+            run_predicate=replace, qrels=qrels_key(config), job_run_id=job_run_id,
+        )
+    report = QualityReport(run_account, qrels_account, table or path, strict)
     if strict and report.quarantined:
         reasons = {**{f"run {k}": v for k, v in run_account.quarantined.items()},
                    **{f"qrels {k}": v for k, v in qrels_account.quarantined.items()}}
         listed = ", ".join(f"{k} {v}" for k, v in reasons.items())
         raise QualityError(
             f"strict mode: {report.quarantined} input row(s) quarantined ({listed}); "
-            f"see {table or path or 'the quarantine'} (job_partition = '{job}')"
+            f"see {table or path or 'the quarantine'}"
         )
     return report
 
@@ -267,7 +298,8 @@ __all__ = [
     "QualityReport",
     "account_inputs",
     "finish_checks",
-    "job_partition",
+    "qrels_key",
+    "quarantine_predicate",
     "JobInputs",
     "job_inputs",
     "quarantine_target",

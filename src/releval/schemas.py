@@ -36,7 +36,7 @@ JOB_RUN_ID = "job_run_id"
 
 #: Table property holding the version of the output schemas (see docs/migrations.md).
 SCHEMA_VERSION_PROPERTY = "releval.schema_version"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 RUN_SCHEMA = T.StructType(
     [
@@ -140,8 +140,9 @@ PARTITION = "partition"
 RAW = "raw"
 REASON_CODE = "reason_code"
 MESSAGE = "message"
-JOB_PARTITION = "job_partition"
+QRELS_KEY = "qrels_key"
 
+#: The rejected-row columns, as ``releval.validate`` produces them.
 QUARANTINE_SCHEMA = T.StructType(
     [
         T.StructField(INPUT, T.StringType(), False),
@@ -151,9 +152,21 @@ QUARANTINE_SCHEMA = T.StructType(
         T.StructField(RAW, T.MapType(T.StringType(), T.StringType(), True), False),
         T.StructField(REASON_CODE, T.StringType(), False),
         T.StructField(MESSAGE, T.StringType(), False),
-        T.StructField(JOB_PARTITION, T.StringType(), False),
     ]
 )
+
+
+def quarantine_table_schema(partition_fields: list[T.StructField]) -> T.StructType:
+    """Schema of the quarantine table: the run partition columns (null on qrels rows), the
+    rejected-row columns, the qrels key (null on run rows) and the job run id."""
+    return T.StructType(
+        [
+            *[T.StructField(f.name, f.dataType, True) for f in partition_fields],
+            *QUARANTINE_SCHEMA.fields,
+            T.StructField(QRELS_KEY, T.StringType(), True),
+            T.StructField(JOB_RUN_ID, T.StringType(), True),
+        ]
+    )
 
 QUARANTINE_COMMENTS = {
     INPUT: "Which input the rejected row came from: run or qrels.",
@@ -163,8 +176,15 @@ QUARANTINE_COMMENTS = {
     RAW: "The row's raw values as strings, keyed by canonical column name.",
     REASON_CODE: "Why the row was rejected (see releval.validate.REASONS).",
     MESSAGE: "The reason in words.",
-    JOB_PARTITION: (
-        "The run partitions the job evaluated (output partition values, e.g. 'date=2024-05-01'), "
-        "or 'all'; a re-run of the same job replaces its rows."
+    QRELS_KEY: (
+        "qrels rows: the qrels source and filter they were read with; every job that reads "
+        "these qrels replaces the rows of its key. Null on run rows."
     ),
+    JOB_RUN_ID: "Id of the job run that wrote this row (null outside a batch job).",
 }
+
+#: Comment of a run partition column in the quarantine table.
+QUARANTINE_PARTITION_COMMENT = (
+    "Run partition column of a rejected run row (null on qrels rows); a job replaces the run "
+    "rows of exactly the run partitions it evaluates."
+)

@@ -1,27 +1,26 @@
-"""A documented test hook: pause a job at a named stage so a test can kill it there.
+"""A test hook: pause a job at a named stage so a test can kill it there.
 
-When ``RELEVAL_TEST_PAUSE_AT`` names a stage (``before_write``, ``between_tables``,
-``before_run_log``), the job writes that stage to the file ``RELEVAL_TEST_PAUSE_MARKER``
-(if set) and sleeps ``RELEVAL_TEST_PAUSE_SECONDS`` (default 600), so a test can
-SIGKILL it at a known point. Unset (always, in production) it does nothing.
+The job calls :func:`pause` at ``before_write``, ``between_tables`` and
+``before_run_log``. It does nothing unless a test has installed a hook with
+:func:`install` in the job's own process (``tests/paused_job.py`` does so before it
+runs ``jobs/evaluate.py``): nothing in the environment of a production run can turn it
+on.
 """
 
 from __future__ import annotations
 
-import os
-import time
+from collections.abc import Callable
 
-PAUSE_ENV = "RELEVAL_TEST_PAUSE_AT"
-PAUSE_MARKER_ENV = "RELEVAL_TEST_PAUSE_MARKER"
-PAUSE_SECONDS_ENV = "RELEVAL_TEST_PAUSE_SECONDS"
+_hook: Callable[[str], None] | None = None
+
+
+def install(hook: Callable[[str], None] | None) -> None:
+    """Make :func:`pause` call ``hook(stage)`` (None removes it). For tests only."""
+    global _hook
+    _hook = hook
 
 
 def pause(stage: str) -> None:
-    """Sleep here when the test hook names ``stage``; otherwise return at once."""
-    if os.environ.get(PAUSE_ENV) != stage:
-        return
-    marker = os.environ.get(PAUSE_MARKER_ENV)
-    if marker:
-        with open(marker, "w", encoding="utf-8") as fh:
-            fh.write(stage)
-    time.sleep(float(os.environ.get(PAUSE_SECONDS_ENV, "600")))
+    """Call the installed test hook with ``stage``; without one, return at once."""
+    if _hook is not None:
+        _hook(stage)

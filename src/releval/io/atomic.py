@@ -93,9 +93,14 @@ def delta_table(spark: SparkSession, *, path: str | None, table: str | None) -> 
     return DeltaTable.forName(spark, table) if table else DeltaTable.forPath(spark, absolute(path or ""))
 
 
+def quote_name(table: str) -> str:
+    """A catalog table name with each part back-quoted (back-quotes doubled)."""
+    return ".".join("`" + part.replace("`", "``") + "`" for part in table.split("."))
+
+
 def sql_name(path: str | None, table: str | None) -> str:
-    """A table as SQL names it: the catalog name, or delta.`/abs/path`."""
-    return table if table else "delta.`" + absolute(path or "").replace("`", "``") + "`"
+    """A table as SQL names it: the quoted catalog name, or delta.`/abs/path`."""
+    return quote_name(table) if table else "delta.`" + absolute(path or "").replace("`", "``") + "`"
 
 
 def table_schema_version(spark: SparkSession, *, path: str | None, table: str | None) -> str:

@@ -300,3 +300,17 @@ def read_qrels_raw(spark: SparkSession, src: QrelsSource) -> DataFrame:
         F.col(src.doc_id).alias(S.DOC_ID),
         F.col(src.relevance).alias(S.RELEVANCE),
     )
+
+
+def run_partition_fields(spark: SparkSession, src: RunSource) -> list[T.StructField]:
+    """The run's partition columns with their types, from the table's schema (no data read)."""
+    if src.format == "trec":
+        return [T.StructField(TREC_RUN_ID, T.StringType(), True)]
+    df = _load(spark, src)
+    missing = [c for c in src.partition_columns if c not in df.columns]
+    if missing:
+        raise InputError(
+            f"{source_name(src)}: missing partition column(s) {missing} "
+            f"(run.partition_columns); found columns {df.columns}"
+        )
+    return [df.schema[c] for c in src.partition_columns]

@@ -123,7 +123,7 @@ def query_table(
             expected = F.broadcast(runs).crossJoin(qrels_q)
         else:
             expected = qrels_q
-        table = expected.join(run_q, on=[*parts, S.QUERY_ID], how="full_outer")
+        table = _full_outer_null_safe(expected, run_q, keys=[*parts, S.QUERY_ID])
     else:
         table = run_q.join(qrels_q, on=S.QUERY_ID, how="left")
     filled = [
@@ -138,6 +138,18 @@ def query_table(
         F.coalesce(F.col(REPEATED), F.lit(0)).cast("long").alias(REPEATED),
         *filled,
         *stats.qrels.keys(),
+    )
+
+
+def _full_outer_null_safe(left: DataFrame, right: DataFrame, *, keys: Sequence[str]) -> DataFrame:
+    """A full outer join on ``keys`` where null equals null (a run partition may have a null
+    value); the keys come once, from whichever side has the row."""
+    condition = [left[k].eqNullSafe(right[k]) for k in keys]
+    joined = left.join(right, on=condition, how="full_outer")
+    return joined.select(
+        *[F.coalesce(left[k], right[k]).alias(k) for k in keys],
+        *[left[c] for c in left.columns if c not in keys],
+        *[right[c] for c in right.columns if c not in keys],
     )
 
 

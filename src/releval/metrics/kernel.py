@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from releval import schemas as S
 from releval.layout import by_query
 from releval.metrics.stats import RunStat, Stats
+from releval.partitions import quote_identifier
 
 _IS_RUN = "_is_run"
 _ORDER = "_order"
@@ -313,7 +314,7 @@ def arrow_run_stats(
     )
     specs = dict(stats.run_spec)
     rank_by = stats.rank_by
-    part_ddl = [f"`{c}` {run.schema[c].dataType.simpleString()}" for c in parts]
+    part_ddl = [f"{quote_identifier(c)} {run.schema[c].dataType.simpleString()}" for c in parts]
     schema = ", ".join([
         *part_ddl, f"`{S.QUERY_ID}` string", f"`{_IN_RUN}` boolean", f"`{_REPEATED}` bigint",
         *[f"`{n}` {_ddl(s)}" for n, s in specs.items()],
