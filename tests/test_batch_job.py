@@ -153,7 +153,8 @@ def test_an_old_schema_version_is_refused_until_migrated(
     config = config_at(write_config(tmp_path, *inputs))
     pq = config.output.per_query_path or ""
     # a per-query table as the release before job_run_id wrote it: no column, no property
-    old_fields = [f for f in S.per_query_schema([]).fields if f.name != S.JOB_RUN_ID]
+    old_fields = [f for f in S.per_query_schema([]).fields
+                  if f.name not in (S.JOB_RUN_ID, S.NEGATIVE_LABELS)]
     (DeltaTable.create(spark).location(pq)
      .addColumn("system", "STRING").addColumn("date", "STRING").addColumns(old_fields)
      .partitionedBy("date").execute())
@@ -180,8 +181,8 @@ def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
     def rows(job: str):  # noqa: ANN202
         # 2 rows for date 29 per writer
         return spark.createDataFrame(
-            [(D29, "P", 5, 1, False, "P@5", "macro", 0.5, 10, job),
-             (D29, "AP", None, 1, False, "AP", "macro", 0.25, 10, job)],
+            [(D29, "P", 5, 1, False, "P@5", "macro", 0.5, 10, job, "unjudged"),
+             (D29, "AP", None, 1, False, "AP", "macro", 0.25, 10, job, "unjudged")],
             schema,
         )
 
@@ -217,7 +218,9 @@ def test_a_folder_that_is_not_a_delta_table_fails_with_deltas_error(
     (tmp_path / "table").mkdir()
     (tmp_path / "table" / "part-0.parquet").write_bytes(b"not delta")
     schema = with_comments(S.aggregate_schema([]), S.AGGREGATE_COMMENTS)
-    rows = spark.createDataFrame([("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j")], schema)
+    rows = spark.createDataFrame(
+        [("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j", "unjudged")], schema
+    )
     with pytest.raises(Exception, match=r"DELTA_\w+.*table.*is not a Delta table") as caught:
         replace_partitions(rows, path=str(tmp_path / "table"), table=None, schema=schema,
                            partition_columns=[], description="t", predicate=None,

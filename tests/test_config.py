@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from releval.cli import _parser, config_from_args
 from releval.config import load_config
 from releval.errors import ConfigError
 
@@ -48,6 +49,8 @@ def test_defaults(tmp_path):
         (MINIMAL + "[evaluation]\nrelevance_level = '2'\n", "evaluation.relevance_level must be an integer"),
         (MINIMAL.replace('path = "q"', 'path = "q"\ntable = "t"'), "exactly one of 'path' or 'table'"),
         (MINIMAL + "[evaluation]\nmissing_queries = 'drop'\n", "evaluation.missing_queries"),
+        (MINIMAL + "[evaluation]\nnegative_labels = 'skip'\n",
+         "evaluation.negative_labels = 'skip'; expected one of ['unjudged', 'judged']"),
         ("[run\n", "not valid TOML"),
     ],
 )
@@ -56,6 +59,18 @@ def test_invalid_configs_name_the_key(tmp_path, text, message):
         load_config(write(tmp_path, text))
     assert message in str(info.value)
     assert "job.toml" in str(info.value)
+
+
+def test_negative_labels_from_the_command_line(tmp_path):
+    base = ["evaluate", "--run", "r.txt", "--qrels", "q.txt"]
+    default = config_from_args(_parser().parse_args(base), str(tmp_path))
+    assert default.evaluation.negative_labels == "unjudged"
+    judged = config_from_args(
+        _parser().parse_args([*base, "--negative-labels", "judged"]), str(tmp_path)
+    )
+    assert judged.evaluation.negative_labels == "judged"
+    with pytest.raises(SystemExit):  # argparse: invalid choice, exit 2
+        _parser().parse_args([*base, "--negative-labels", "skip"])
 
 
 def test_missing_file(tmp_path):

@@ -50,15 +50,24 @@ def test_config_keys():
         config_from_dict({**base, "evaluation": {"unjudged_warning_share": 1.5}})
     with pytest.raises(ConfigError, match="judged_only must be true or false"):
         config_from_dict({**base, "evaluation": {"judged_only": "yes"}})
+    assert config_from_dict(base).evaluation.negative_labels == "unjudged"
+    judged = config_from_dict({**base, "evaluation": {"negative_labels": "judged"}})
+    assert judged.evaluation.negative_labels == "judged"
+    with pytest.raises(
+        ConfigError, match=r"evaluation.negative_labels = 'ignore'; expected one of "
+        r"\['unjudged', 'judged'\]"
+    ):
+        config_from_dict({**base, "evaluation": {"negative_labels": "ignore"}})
 
 
 def test_job_summary_reports_the_unjudged_share(spark, tmp_path):
-    # q1 ranks A X Y (X, Y unjudged); q2 ranks B C (both judged). Binary labels.
+    # q1 ranks A X Y (X, Y unjudged); q2 ranks B C, C labelled -1: in the pool, not judged
+    # (the default rule). Binary labels.
     (tmp_path / "run.txt").write_text(
         "q1 Q0 A 1 3.0 sys\nq1 Q0 X 2 2.0 sys\nq1 Q0 Y 3 1.0 sys\n"
         "q2 Q0 B 1 2.0 sys\nq2 Q0 C 2 1.0 sys\n"
     )
-    (tmp_path / "qrels.txt").write_text("q1 0 A 1\nq2 0 B 1\nq2 0 C 0\n")
+    (tmp_path / "qrels.txt").write_text("q1 0 A 1\nq2 0 B 1\nq2 0 C -1\n")
     config = config_from_dict(
         {
             "run": {"path": str(tmp_path / "run.txt"), "format": "trec",
@@ -71,8 +80,8 @@ def test_job_summary_reports_the_unjudged_share(spark, tmp_path):
     )
     summary = pipeline.run(spark, config)
     shares = {r.cutoff: (r.share, r.queries) for r in summary.unjudged}
-    # Judged@1: q1 1/1, q2 1/1 -> unjudged 0; Judged@2: q1 1/2 (A, X), q2 2/2 -> 1 - 0.75
-    assert shares == {1: (0.0, 2), 2: (pytest.approx(0.25), 2)}
+    # Judged@1: q1 1/1, q2 1/1 -> unjudged 0; Judged@2: q1 1/2 (A, X), q2 1/2 (B, C) -> 1 - 0.5
+    assert shares == {1: (0.0, 2), 2: (pytest.approx(0.5), 2)}
     text = summary.render()
     assert "WARNING: more than 20% of the top k is unjudged in 1 of 2" in text
     assert "all qrels labels are binary" in text
@@ -80,6 +89,9 @@ def test_job_summary_reports_the_unjudged_share(spark, tmp_path):
         (r[S.MEASURE_KEY], r[S.JUDGED_ONLY]): r[S.VALUE]
         for r in pipeline.read_aggregate(spark, config).where(f"{S.AVERAGING} = 'macro'").collect()
     }
-    assert aggregate[("Judged@2", False)] == pytest.approx(0.75)
-    # nDCG@2[judged]: q1 condensed list is A alone -> 1; q2 B C -> 1
+    assert aggregate[("Judged@2", False)] == pytest.approx(0.5)
+    # nDCG@2[judged]: q1 condensed list is A alone -> 1; q2 B alone (C dropped) -> 1
     assert aggregate[("nDCG@2[judged]", True)] == pytest.approx(1.0)
+    # both tables record the rule on every row
+    for table in (pipeline.read_per_query(spark, config), pipeline.read_aggregate(spark, config)):
+        assert {r[0] for r in table.select(S.NEGATIVE_LABELS).distinct().collect()} == {"unjudged"}

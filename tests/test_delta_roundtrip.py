@@ -85,11 +85,16 @@ def test_tables_have_the_documented_schema_and_partitioning(spark, config):
     assert detail["partitionColumns"] == ["date"]
     schema = per_query.toDF().schema
     expected_names = ["system", "date", S.QUERY_ID, S.MEASURE, S.CUTOFF, S.REL_LEVEL,
-                      S.JUDGED_ONLY, S.MEASURE_KEY, S.VALUE, S.NUM_RET, S.NUM_REL, S.NUM_REL_RET, S.JOB_RUN_ID]
+                      S.JUDGED_ONLY, S.MEASURE_KEY, S.VALUE, S.NUM_RET, S.NUM_REL, S.NUM_REL_RET, S.JOB_RUN_ID,
+                      S.NEGATIVE_LABELS]
     assert schema.fieldNames() == expected_names
     assert schema[S.VALUE].metadata["comment"] == S.PER_QUERY_COMMENTS[S.VALUE]
+    assert not schema[S.NEGATIVE_LABELS].nullable
     aggregate = DeltaTable.forPath(spark, config.output.aggregate_path).toDF()
     assert aggregate.schema[S.AVERAGING].metadata["comment"].startswith("macro:")
+    for table in (schema, aggregate.schema):  # the last column: the rule, with its comment
+        assert table.fieldNames()[-1] == S.NEGATIVE_LABELS
+        assert table[S.NEGATIVE_LABELS].metadata["comment"].startswith("What a negative")
 
 
 def test_rerun_is_idempotent(spark, config):

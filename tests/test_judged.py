@@ -1,5 +1,5 @@
 """Incomplete judgments: Judged@k, judged-only ([judged]) measures, bpref, Rprec, nDCG_exp,
-per-measure relevance levels. Expected values are worked out by hand beside each case."""
+per-measure relevance levels, the two rules for negative labels. Expected values are worked out by hand beside each case."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pyspark.sql import types as T
 from releval import schemas as S
 from releval.errors import MeasureError
 from releval.metrics import parse_measure, parse_measures
+from releval.metrics.compute import ENGINES
 
 # Ranking A X B Y C (scores 5..1); X and Y are unjudged. Labels A=1, B=0, C=2, D=1 (D not
 # retrieved). Full positions: A1 X2 B3 Y4 C5. Condensed (judged only): A1 B2 C3.
@@ -65,16 +66,64 @@ def test_judged_at_k_and_condensed_list_measures(spark):
     assert ("nDCG@3[judged]", True) in aggregate and ("nDCG@3", False) in aggregate
 
 
-def test_negative_labels_are_judged_but_skipped_by_bpref(spark):
-    # ranking N B A; labels N=-1, B=0, A=1, C=1 (not retrieved), E=0 (not retrieved)
-    run = [("q", "N", 3.0), ("q", "B", 2.0), ("q", "A", 1.0)]
-    qrels = [("q", "N", -1), ("q", "B", 0), ("q", "A", 1), ("q", "C", 1), ("q", "E", 0)]
-    got = values(evaluate_rows(spark, run, qrels, "Judged@3,bpref,P@1[judged]"))
-    assert got[("q", "Judged@3")] == 1.0  # N has a label, so it is judged
-    # R = 2 (A, C), N = 2 (B, E; -1 is trec_eval's "in pool, not judged"); A: 1 non-relevant
-    # above it (B; N skipped) -> 1 - min(1, 2)/min(2, 2) = 1/2; bpref = (1/2) / 2
-    assert got[("q", "bpref")] == pytest.approx(1 / 4)
-    assert got[("q", "P@1[judged]")] == 0.0  # N stays in the condensed list, at rank 1
+# Ranking M A N B X C (scores 6..1). Labels M=-1, A=1, N=-2, B=0, C=2; X is unjudged; D=1 and
+# E=0 are not retrieved. Top 4 = M A N B holds both negative labels. Positive labels of the
+# query: C 2, A 1, D 1, so IDCG@4 = 2/log2(2) + 1/log2(3) + 1/log2(4) = 2.5 + 1/log2(3).
+NEGATIVE_RUN = [("q", "M", 6.0), ("q", "A", 5.0), ("q", "N", 4.0), ("q", "B", 3.0),
+                ("q", "X", 2.0), ("q", "C", 1.0)]
+NEGATIVE_QRELS = [("q", "M", -1), ("q", "A", 1), ("q", "N", -2), ("q", "B", 0), ("q", "C", 2),
+                  ("q", "D", 1), ("q", "E", 0)]
+NEGATIVE_MEASURES = "Judged@4,P@4[judged],nDCG@4[judged],bpref,P@4,nDCG@4,P(rel=-1)@4"
+IDCG4 = 2.5 + 1 / LOG3
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_negative_labels_are_in_the_pool_but_unjudged_by_default(spark, engine):
+    ev = evaluate_rows(spark, NEGATIVE_RUN, NEGATIVE_QRELS, NEGATIVE_MEASURES, engine=engine)
+    got = values(ev)
+    assert got[("q", "Judged@4")] == 2 / 4  # M A N B: A and B judged; M, N in the pool only
+    # condensed list: M, N dropped like the unjudged X -> A(1) B(2) C(3)
+    assert got[("q", "P@4[judged]")] == 2 / 4  # A, C relevant; divides by k
+    # DCG = 1/log2(2) (A) + 0 (B) + 2/log2(4) (C) = 2
+    assert got[("q", "nDCG@4[judged]")] == pytest.approx(2 / IDCG4, abs=1e-12)
+    # R = 3 (A, C, D); N = 2 (B, E; M and N skipped). A: nothing judged non-relevant above
+    # -> 1. C: B above -> 1 - min(1, 3)/min(2, 3) = 1/2. bpref = (1 + 1/2) / 3 = 1/2
+    assert got[("q", "bpref")] == pytest.approx(1 / 2, abs=1e-12)
+    # measures on the full ranking: a negative label is non-relevant under both rules
+    assert got[("q", "P@4")] == 1 / 4  # A
+    assert got[("q", "nDCG@4")] == pytest.approx((1 / LOG3) / IDCG4, abs=1e-12)  # A at 2
+    # never relevant, even at level -1: relevant = A, B in the top 4 (label 0 >= -1)
+    assert got[("q", "P(rel=-1)@4")] == 2 / 4
+    rules = {r[S.NEGATIVE_LABELS] for r in ev.per_query.collect() + ev.aggregate.collect()}
+    assert rules == {"unjudged"}
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_negative_labels_as_judgments_keep_the_old_rule(spark, engine):
+    ev = evaluate_rows(
+        spark, NEGATIVE_RUN, NEGATIVE_QRELS, NEGATIVE_MEASURES, engine=engine,
+        negative_labels="judged",
+    )
+    got = values(ev)
+    assert got[("q", "Judged@4")] == 4 / 4  # M A N B all have a judgment
+    # condensed list: only X dropped -> M(1) A(2) N(3) B(4) C(5)
+    assert got[("q", "P@4[judged]")] == 1 / 4  # A
+    # DCG = 0 (M) + 1/log2(3) (A) + 0 (N) + 0 (B); negative labels gain 0
+    assert got[("q", "nDCG@4[judged]")] == pytest.approx((1 / LOG3) / IDCG4, abs=1e-12)
+    # R = 3; N = 4 (M, N, B, E judged non-relevant). A: M above -> 1 - min(1,3)/min(4,3) = 2/3.
+    # C: M, N, B above -> 1 - min(3,3)/min(4,3) = 0. bpref = (2/3 + 0) / 3 = 2/9
+    assert got[("q", "bpref")] == pytest.approx(2 / 9, abs=1e-12)
+    assert got[("q", "P@4")] == 1 / 4  # unchanged: A
+    assert got[("q", "nDCG@4")] == pytest.approx((1 / LOG3) / IDCG4, abs=1e-12)
+    # a judgment -1 is relevant at level -1: M, A, B of the top 4 (N's -2 is not)
+    assert got[("q", "P(rel=-1)@4")] == 3 / 4
+    rules = {r[S.NEGATIVE_LABELS] for r in ev.per_query.collect() + ev.aggregate.collect()}
+    assert rules == {"judged"}
+
+
+def test_an_unknown_negative_label_rule_is_refused(spark):
+    with pytest.raises(ValueError, match=r"negative_labels must be one of \['unjudged', 'judged'\]"):
+        evaluate_rows(spark, NEGATIVE_RUN, NEGATIVE_QRELS, "P@1", negative_labels="ignore")
 
 
 def test_judged_query_missing_from_run_and_unjudged_only_query(spark):

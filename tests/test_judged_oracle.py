@@ -1,8 +1,9 @@
 """Judged-only measures agree with pytrec_eval's judged-documents-only mode (trec_eval -J).
 
-Randomized runs with many unjudged documents (fixed seed). Labels are 0..3: trec_eval's
--J also drops documents with a negative label ("in the pool, not judged"), while releval
-counts any label as judged, so negative labels are left out of this comparison.
+Randomized runs with many unjudged documents (fixed seed). Labels are -2..3: trec_eval's
+-J drops documents with a negative label ("in the pool, not judged") like unjudged ones,
+and so does releval under its default rule (``negative_labels = "unjudged"``). The other
+rule has no oracle; tests/test_judged.py checks it on hand-worked cases.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def random_case(seed: int = 7, queries: int = 30):
         pool = [f"d{i:03d}" for i in range(60)]
         judged = rng.sample(pool, 15)  # a quarter of the pool is judged
         for doc in judged:
-            qrels.append((qid, doc, rng.choice([0, 0, 1, 2, 3])))
+            qrels.append((qid, doc, rng.choice([-2, -1, 0, 0, 1, 2, 3])))
         for doc in rng.sample(pool, rng.randint(5, 40)):
             run.append((qid, doc, round(rng.random(), 2)))  # mostly unjudged; ties happen
     return run, qrels
@@ -77,6 +78,9 @@ def test_judged_only_measures_agree_with_pytrec_eval(spark, engine):
     assert len(expected) == 30
     unjudged = sum(1 for qid, doc, _ in run if doc not in oracle_qrels[qid])
     assert unjudged > len(run) / 2  # the case is about unjudged documents
+    # ... and about negative labels: retrieved in most queries
+    negative = {qid for qid, doc, _ in run if oracle_qrels[qid].get(doc, 0) < 0}
+    assert len(negative) >= 20
     mismatches = [
         (qid, key, values[name], got.get((qid, key)))
         for qid, values in expected.items()

@@ -5,8 +5,10 @@ Qrels of q1: A 2 and A 1 (judged twice: the highest label, 2, counts), B 1, C 1,
 Ranking: D(1) A(2) E(3) B(4): the repeated A is dropped; E and B tie on 3 and E comes first
 (doc id descending). E is unjudged; labels D 0, A 2, B 1. Judged positions: D 1, A 2, B 3.
 
-Run "s", query q1: X 1.0, C 0.5 -> X(1) C(2); X's label is -1 (judged, never relevant,
-and not a judged non-relevant document for bpref).
+Run "s", query q1: X 1.0, C 0.5 -> X(1) C(2); X's label is -1. The function reads every
+qrels row it receives as a judgment: X is judged and non-relevant (bpref too). Under the
+default negative-label rule X's row never reaches it (``releval.metrics.compute.judgment``
+removes it before both engines; tests/test_judged.py checks both rules end to end).
 """
 
 from __future__ import annotations
@@ -90,8 +92,8 @@ def test_statistics_of_a_hand_made_partition():
     assert r["nonrel_above_l1"] == [1, 1]  # D (label 0) is above both A and B
     s = got["s"]
     assert (s["num_ret"], s["first_rel_l1"], s["rel_pos_l1"]) == (2, 2, [2])
-    assert s["nonrel_above_l1"] == [0]  # X's label -1 is not a judged non-relevant label
-    assert s["num_ret_j"] == 2  # a negative label is a judgment
+    assert s["nonrel_above_l1"] == [1]  # X (label -1 < 1, a judgment here) is above C
+    assert s["num_ret_j"] == 2  # a negative label it receives is a judgment
     assert s["_repeated"] == 0
 
 

@@ -48,10 +48,12 @@ def aggregate(
         partition_columns: the run's partition columns (one aggregate per partition).
 
     Returns:
-        The columns of :func:`releval.schemas.aggregate_schema`, in order.
+        The columns of :func:`releval.schemas.aggregate_schema`, in order, except
+        ``job_run_id`` (the batch job adds it).
     """
     keys = [*partition_columns, S.MEASURE, S.CUTOFF, S.REL_LEVEL, S.JUDGED_ONLY, S.MEASURE_KEY]
-    grouped = per_query.groupBy(*keys).agg(
+    # the negative-label rule is one per job: a grouping column, never a second row per key
+    grouped = per_query.groupBy(*keys, S.NEGATIVE_LABELS).agg(
         F.avg(S.VALUE).alias(_MEAN),
         F.sum(S.VALUE).alias(_SUM),
         F.count(F.lit(1)).alias(_N),
@@ -73,6 +75,7 @@ def aggregate(
         averaging,
         value.cast("double").alias(S.VALUE),
         F.col(_N).cast("long").alias(S.NUM_QUERIES),
+        S.NEGATIVE_LABELS,
     )
 
 

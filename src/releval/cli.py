@@ -3,7 +3,7 @@
     releval evaluate --run PATH --qrels PATH [--format trec|parquet|delta]
                      [--measures "P@5,nDCG@10,AP"] [--relevance-level N]
                      [--output DIR] [--trec-eval-output FILE] [--engine arrow|sql]
-                     [--explain] [--strict]
+                     [--negative-labels unjudged|judged] [--explain] [--strict]
     releval measures
 
 User errors (bad measure, missing file, missing column...) print one line on
@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from releval.config import (
+    NEGATIVE_LABELS,
     Config,
     EvaluationSettings,
     OutputSettings,
@@ -64,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--engine", choices=["arrow", "sql"], default="arrow",
                     help="how run statistics are computed: vectorized NumPy per partition "
                     "(arrow, default) or Spark window functions (sql); same values")
+    ev.add_argument("--negative-labels", choices=list(NEGATIVE_LABELS), default=NEGATIVE_LABELS[0],
+                    help="what a negative qrels label means: in the pool but not judged "
+                    "(unjudged, default, trec_eval) or judged non-relevant (judged)")
     ev.add_argument("--explain", action="store_true",
                     help="print the physical plan of the per-query computation and exit; "
                     "nothing is computed or written")
@@ -91,6 +95,7 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
             missing_queries=args.missing_queries,
             strict=bool(getattr(args, "strict", False)),
             engine=getattr(args, "engine", "arrow"),
+            negative_labels=getattr(args, "negative_labels", NEGATIVE_LABELS[0]),
         ),
         output=OutputSettings(
             per_query_path=str(Path(output) / "per_query"),

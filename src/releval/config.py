@@ -21,6 +21,8 @@ FORMATS = ("delta", "parquet", "trec")
 RANK_BY = ("score", "rank")
 MISSING_QUERIES = ("zero", "skip")
 ENGINES = ("arrow", "sql")
+#: What a negative qrels label means; the first is the default (trec_eval's rule).
+NEGATIVE_LABELS = ("unjudged", "judged")
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,10 @@ class EvaluationSettings:
     missing_queries: str = "zero"
     #: Compute every measure judged-only (trec_eval -J); ``[judged]`` does it per measure.
     judged_only: bool = False
+    #: What a negative label means: "unjudged" (trec_eval: in the pool, not judged; dropped
+    #: from the condensed list, unjudged in Judged@k, skipped by bpref) or "judged" (a real
+    #: judgment: judged and non-relevant). See docs/incomplete-judgments.md.
+    negative_labels: str = "unjudged"
     #: Warn in the job summary when more than this share of a top k is unjudged.
     unjudged_warning_share: float = 0.2
     #: Any quarantined input row fails the job (after the quarantine table is written).
@@ -245,6 +251,9 @@ def validate(config: Config, source: str = "config") -> Config:
         raise ConfigError(f"{source}: run.rank_by = 'rank' needs run.rank (the rank column)")
     _check_choice(config.evaluation.missing_queries, MISSING_QUERIES, "evaluation.missing_queries", source)
     _check_choice(config.evaluation.engine, ENGINES, "evaluation.engine", source)
+    _check_choice(
+        config.evaluation.negative_labels, NEGATIVE_LABELS, "evaluation.negative_labels", source
+    )
     if not config.evaluation.measures:
         raise ConfigError(f"{source}: evaluation.measures is empty")
     if not 0.0 <= config.evaluation.unjudged_warning_share <= 1.0:

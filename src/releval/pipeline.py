@@ -53,6 +53,7 @@ def evaluate(
     missing_queries: str = "zero",
     laid_out_by_query: bool = False,
     engine: str = "arrow",
+    negative_labels: str = "unjudged",
 ) -> Evaluation:
     """Evaluate a run against qrels.
 
@@ -66,6 +67,8 @@ def evaluate(
         laid_out_by_query: both inputs are already partitioned by :func:`releval.layout.by_query`
             (the job's checked inputs), so the SQL engine adds no shuffle.
         engine: how the run statistics are computed (``releval.metrics.compute.ENGINES``).
+        negative_labels: what a negative label means, "unjudged" (trec_eval) or "judged"
+            (:func:`releval.metrics.compute.judgment`); recorded in both tables.
     """
     parts = list(partition_columns)
     queries = query_measures(
@@ -78,6 +81,7 @@ def evaluate(
         runs=run.select(*parts).distinct() if parts else None,
         engine=engine,
         laid_out_by_query=laid_out_by_query,
+        negative_labels=negative_labels,
     )
     per_query = long_format(queries, partition_columns=parts)
     return Evaluation(
@@ -199,6 +203,7 @@ def _evaluate_job(
         missing_queries=config.evaluation.missing_queries,
         laid_out_by_query=laid_out_by_query,
         engine=config.evaluation.engine,
+        negative_labels=config.evaluation.negative_labels,
     )
 
 

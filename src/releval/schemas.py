@@ -33,6 +33,8 @@ AVERAGING = "averaging"
 NUM_QUERIES = "num_queries"
 #: The batch job run that wrote a row (joins to the run-log table; see releval.lineage).
 JOB_RUN_ID = "job_run_id"
+#: What a negative qrels label meant for the row: "unjudged" or "judged" (evaluation.negative_labels).
+NEGATIVE_LABELS = "negative_labels"
 
 #: Table property holding the version of the output schemas (see docs/migrations.md).
 SCHEMA_VERSION_PROPERTY = "releval.schema_version"
@@ -83,6 +85,12 @@ PER_QUERY_COMMENTS = {
     NUM_REL: "Documents of this query judged relevant (label >= rel_level) in the qrels.",
     NUM_REL_RET: "Relevant documents retrieved within the cutoff (all ranks when no cutoff).",
     JOB_RUN_ID: "Id of the job run that wrote this row; joins to the run-log table's job_run_id.",
+    NEGATIVE_LABELS: (
+        "What a negative qrels label meant (evaluation.negative_labels). unjudged: in the pool "
+        "but not judged, as trec_eval reads it: dropped from the condensed list of [judged] "
+        "measures, unjudged in Judged, skipped by bpref, never relevant. judged: a judgment, "
+        "the document judged non-relevant (unless rel_level <= its label)."
+    ),
 }
 
 AGGREGATE_COMMENTS = {
@@ -99,11 +107,15 @@ AGGREGATE_COMMENTS = {
     VALUE: "The aggregate value.",
     NUM_QUERIES: "Queries that entered the aggregate.",
     JOB_RUN_ID: PER_QUERY_COMMENTS[JOB_RUN_ID],
+    NEGATIVE_LABELS: PER_QUERY_COMMENTS[NEGATIVE_LABELS],
 }
 
 
 def per_query_schema(partition_fields: list[T.StructField]) -> T.StructType:
-    """Schema of the per-query table: partition columns first, then the measure row."""
+    """Schema of the per-query table: partition columns first, then the measure row.
+
+    Columns added by a release go at the end (docs/migrations.md).
+    """
     return T.StructType(
         [
             *partition_fields,
@@ -114,6 +126,7 @@ def per_query_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(NUM_REL, T.LongType(), False),
             T.StructField(NUM_REL_RET, T.LongType(), False),
             T.StructField(JOB_RUN_ID, T.StringType(), True),
+            T.StructField(NEGATIVE_LABELS, T.StringType(), False),
         ]
     )
 
@@ -128,6 +141,7 @@ def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(VALUE, T.DoubleType(), False),
             T.StructField(NUM_QUERIES, T.LongType(), False),
             T.StructField(JOB_RUN_ID, T.StringType(), True),
+            T.StructField(NEGATIVE_LABELS, T.StringType(), False),
         ]
     )
 

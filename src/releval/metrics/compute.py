@@ -13,16 +13,20 @@ Engines (``evaluation.engine``), which compute the same statistics:
   per partition (:mod:`releval.metrics.kernel`);
 * ``sql``: deduplication by ``groupBy``, a shuffled hash join for the labels, the
   ranking window and running sums (one sort), and a ``groupBy``.
+
+Both engines and the qrels statistics read the labels through :func:`judgment`, where
+the negative-label rule (``evaluation.negative_labels``) is applied once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from releval import schemas as S
+from releval.config import NEGATIVE_LABELS
 from releval.layout import by_query
 from releval.metrics.kernel import arrow_run_stats
 from releval.metrics.registry import Measure
@@ -49,6 +53,30 @@ def judge(run: DataFrame, qrels: DataFrame) -> DataFrame:
 def prepare_qrels(qrels: DataFrame) -> DataFrame:
     """One label per (query, doc): the highest, when a document was judged twice."""
     return qrels.groupBy(S.QUERY_ID, S.DOC_ID).agg(F.max(S.RELEVANCE).alias(S.RELEVANCE))
+
+
+def judgment(negative_labels: str) -> Column:
+    """The label the measures read: null when the qrels row is not a judgment.
+
+    The one place where the negative-label rule is applied; both engines and the qrels
+    statistics read labels through it, so a null label is "not judged" everywhere
+    (Judged@k, the condensed list of ``[judged]`` measures, bpref's non-relevant counts).
+
+    Args:
+        negative_labels: ``"unjudged"`` (trec_eval's rule, ``form_res_rels.c``: a negative
+            label is in the pool but not judged, ``RELVALUE_UNJUDGED``; it is never relevant)
+            or ``"judged"`` (a negative label is a judgment: the document is judged and
+            non-relevant at every relevance level above its label).
+
+    Raises:
+        ValueError: any other value.
+    """
+    if negative_labels not in NEGATIVE_LABELS:
+        raise ValueError(
+            f"negative_labels must be one of {list(NEGATIVE_LABELS)}, got {negative_labels!r}"
+        )
+    label = F.col(S.RELEVANCE)
+    return label if negative_labels == "judged" else F.when(label >= 0, label)
 
 
 def sql_run_stats(
@@ -167,6 +195,7 @@ def query_measures(
     runs: DataFrame | None = None,
     engine: str = "arrow",
     laid_out_by_query: bool = False,
+    negative_labels: str = "unjudged",
 ) -> DataFrame:
     """Compute every measure for every (run partition, query), one wide row each.
 
@@ -184,12 +213,15 @@ def query_measures(
         engine: a name of :data:`ENGINES`.
         laid_out_by_query: both inputs are already partitioned by
             :func:`releval.layout.by_query` (used by the SQL engine).
+        negative_labels: what a negative label means, ``"unjudged"`` (trec_eval) or
+            ``"judged"`` (see :func:`judgment`).
 
     Returns:
         Partition columns, query_id, the ``_in_run`` / ``_in_qrels`` flags, ``_repeated``
-        (:data:`REPEATED`), ``num_ret`` and ``_measures``: an array with one struct per
-        measure (measure, cutoff, rel_level, judged_only, measure_key, value, num_rel,
-        num_rel_ret). See :func:`long_format`.
+        (:data:`REPEATED`), ``num_ret``, ``negative_labels`` (the rule, the same on every
+        row) and ``_measures``: an array with one struct per measure (measure, cutoff,
+        rel_level, judged_only, measure_key, value, num_rel, num_rel_ret). See
+        :func:`long_format`.
     """
     stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by)
     num_ret = stats.num_ret()
@@ -211,10 +243,12 @@ def query_measures(
         )
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {sorted(ENGINES)}, got {engine!r}")
-    judgments = prepare_qrels(qrels)
+    # every qrels row keeps its query in the query set; only judgments reach the engines
+    labelled = qrels.withColumn(S.RELEVANCE, judgment(negative_labels))
+    judgments = prepare_qrels(labelled)
     run_q = ENGINES[engine](
-        run, qrels, stats=stats, partition_columns=partition_columns,
-        laid_out_by_query=laid_out_by_query,
+        run, labelled.where(F.col(S.RELEVANCE).isNotNull()), stats=stats,
+        partition_columns=partition_columns, laid_out_by_query=laid_out_by_query,
     )
     table = query_table(
         run_q,
@@ -231,6 +265,7 @@ def query_measures(
         IN_QRELS,
         REPEATED,
         num_ret.alias(S.NUM_RET),
+        F.lit(negative_labels).alias(S.NEGATIVE_LABELS),
         F.array(*entries).alias(MEASURES),
     )
 
@@ -239,13 +274,14 @@ def long_format(wide: DataFrame, *, partition_columns: Sequence[str]) -> DataFra
     """Scored queries only (those in the qrels), one row per measure.
 
     Returns:
-        The columns of :func:`releval.schemas.per_query_schema`, in order.
+        The columns of :func:`releval.schemas.per_query_schema`, in order, except
+        ``job_run_id`` (the batch job adds it).
     """
     parts = list(partition_columns)
     m = F.explode(F.col(MEASURES)).alias("_m")
     return (
         wide.where(F.col(IN_QRELS))
-        .select(*parts, S.QUERY_ID, S.NUM_RET, m)
+        .select(*parts, S.QUERY_ID, S.NUM_RET, S.NEGATIVE_LABELS, m)
         .select(
             *parts,
             S.QUERY_ID,
@@ -258,5 +294,6 @@ def long_format(wide: DataFrame, *, partition_columns: Sequence[str]) -> DataFra
             S.NUM_RET,
             f"_m.{S.NUM_REL}",
             f"_m.{S.NUM_REL_RET}",
+            S.NEGATIVE_LABELS,
         )
     )

@@ -47,8 +47,9 @@ register(
         num_rel_ret=lambda m, s: s.rel_ret(level=m.rel_level, cutoff=m.cutoff),
         trec_name=None,
         judged_variant=False,
-        description="Judged@k = (documents at ranks 1..k with any label in the qrels, "
-        "negative labels included) / (documents at ranks 1..k); divides by the documents "
+        description="Judged@k = (documents at ranks 1..k with a judgment in the qrels; a "
+        "negative label is none unless negative_labels = 'judged') / (documents at ranks "
+        "1..k); divides by the documents "
         "actually retrieved when the run has fewer than k (ir_measures divides by k); "
         "0 when nothing was retrieved. Without @k: over all retrieved documents. "
         "1 - Judged@k is the unjudged rate, which every other measure counts as non-relevant.",
@@ -65,8 +66,9 @@ register(
         trec_name=lambda m: "bpref",
         description="bpref = (1/R) * sum over relevant retrieved documents d of "
         "(1 - min(n_d, R) / min(N, R)), where n_d = judged non-relevant documents "
-        "(0 <= label < rel) ranked above d, R = relevant documents of the query, N = its "
+        "(label < rel) ranked above d, R = relevant documents of the query, N = its "
         "judged non-relevant documents; a term is 1 when n_d = 0; 0 when R = 0. Unjudged "
-        "documents and negative labels (trec_eval: in the pool, not judged) are skipped.",
+        "documents are skipped, and so are negative labels by default (trec_eval: in the "
+        "pool, not judged; negative_labels = 'judged' counts them as non-relevant).",
     )
 )

@@ -12,6 +12,10 @@ runs per row or per query: each step is one NumPy operation over the partition.
 
 A partition is held in the Python worker's memory while it is computed, so the
 shuffle partition count must keep partitions small (``releval.layout``).
+
+Every qrels row the function receives is a judgment, whatever its label: the
+negative-label rule is applied before, where both engines read their labels
+(:func:`releval.metrics.compute.judgment`).
 """
 
 from __future__ import annotations
@@ -187,7 +191,7 @@ def _rel_pos(r: _Ranked, spec: RunStat) -> pa.Array:
 
 def _nonrel_above(r: _Ranked, spec: RunStat) -> pa.Array:
     level = spec.level or 0
-    nonrel = r.judged & (r.label >= 0) & (r.label < level)
+    nonrel = r.judged & (r.label < level)
     return r.lists(r.relevant(level), r.running(nonrel.astype(np.int64)))
 
 

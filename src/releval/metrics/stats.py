@@ -20,7 +20,10 @@ a running count over the same window) and counts only judged rows. Their names
 end in ``_j``, so the full and the condensed statistics live side by side and
 everything is still one ``groupBy`` over the run rows.
 
-A document is *judged* when it has any label in the qrels, negative or not.
+A document is *judged* when it has a label: a null ``relevance`` is "not judged". The
+labels arrive through :func:`releval.metrics.compute.judgment`, the one place where the
+negative-label rule (``evaluation.negative_labels``) is applied: by default a negative label
+is trec_eval's "in the pool, not judged" and arrives as null.
 
 Statistics that need a qrels count inside a per-row term (R-precision cuts at
 R = num_rel; bpref caps counts at num_rel) collect a small array per query in the
@@ -65,8 +68,13 @@ def linear_gain(label: Column) -> Column:
 
 
 def is_judged() -> Column:
-    """True when the row's document has a label in the qrels (any label, negative too)."""
+    """True when the row's document has a label (the qrels rows that are judgments)."""
     return F.col(S.RELEVANCE).isNotNull()
+
+
+def is_judged_nonrelevant(level: int) -> Column:
+    """True when the row's document is judged and its label is < level (bpref's non-relevant)."""
+    return F.coalesce(is_judged() & (F.col(S.RELEVANCE) < level), F.lit(False))
 
 
 def exponential_gain(label: Column) -> Column:
@@ -240,16 +248,16 @@ class Stats:
 
     def nonrel_above_relevant(self, *, level: int) -> Column:
         """Array with, for each relevant retrieved document, the judged non-relevant
-        documents (0 <= label < level) ranked above it.
+        documents (label < level) ranked above it.
 
-        Negative labels are neither relevant nor non-relevant here: trec_eval's bpref
-        treats them as "in the pool, not judged" and skips them; unjudged documents are
-        skipped too, so the array is the same in the judged-only view.
+        Unjudged documents are skipped, so the array is the same in the judged-only view.
+        A negative label is skipped too under the default rule (it arrives as "not judged",
+        trec_eval's bpref), and counts as judged non-relevant under ``negative_labels =
+        "judged"``.
         """
         running = f"_cum_nonrel_l{_level(level)}"
-        nonrel = (F.col(S.RELEVANCE) >= 0) & (F.col(S.RELEVANCE) < level)
         self.row.setdefault(
-            running, F.sum(F.coalesce(nonrel, F.lit(False)).cast("long")).over(self._window())
+            running, F.sum(is_judged_nonrelevant(level).cast("long")).over(self._window())
         )
         name = f"_nonrel_above_l{_level(level)}"
         agg = F.collect_list(F.when(is_relevant(level), F.col(running)))
@@ -263,10 +271,9 @@ class Stats:
         return F.col(name)
 
     def num_nonrel(self, *, level: int) -> Column:
-        """Judged non-relevant documents of the query: 0 <= label < level (bpref's N)."""
+        """Judged non-relevant documents of the query: label < level (bpref's N)."""
         name = f"_num_nonrel_l{_level(level)}"
-        nonrel = (F.col(S.RELEVANCE) >= 0) & (F.col(S.RELEVANCE) < level)
-        self.qrels.setdefault(name, F.sum(nonrel.cast("long")))
+        self.qrels.setdefault(name, F.sum(is_judged_nonrelevant(level).cast("long")))
         return F.col(name)
 
     def ideal_dcg(self, *, cutoff: int | None, gain: str = "linear") -> Column:
