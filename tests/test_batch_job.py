@@ -158,17 +158,25 @@ def test_an_old_schema_version_is_refused_until_migrated(
     (DeltaTable.create(spark).location(pq)
      .addColumn("system", "STRING").addColumn("date", "STRING").addColumns(old_fields)
      .partitionedBy("date").execute())
+    old_row = ("bm25", D29, "q1", "P", 5, 1, False, "P@5", 0.2, 10, 3, 1)
+    spark.createDataFrame([old_row], T.StructType([
+        T.StructField("system", T.StringType()), T.StructField("date", T.StringType()), *old_fields
+    ])).write.format("delta").mode("append").save(pq)
     with pytest.raises(SchemaVersionError, match=r"releval.schema_version = '0'.*docs/migrations.md"):
         run_job(spark, config, select(f"date={D27}"), job_run_id="refused")
-    assert version(spark, pq) == 0  # nothing written
+    assert version(spark, pq) == 1  # nothing written (version 1 is the old row's append)
     log = read(spark, str(tmp_path / "out" / "run_log"))
     assert [tuple(r) for r in log.select(S.JOB_RUN_ID, "status").collect()] == [("refused", "failed")]
 
     assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["0", "1", "2"]
     assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["2"]
     run_job(spark, config, select(f"date={D27}"), job_run_id="migrated")
-    assert read(spark, pq).columns[-1] == S.JOB_RUN_ID
-    assert dates(spark, pq) == {D27: PER_QUERY_ROWS_PER_DATE}
+    table = read(spark, pq)
+    assert table.columns[-2:] == [S.JOB_RUN_ID, S.NEGATIVE_LABELS]
+    assert dates(spark, pq) == {D27: PER_QUERY_ROWS_PER_DATE, D29: 1}
+    # the old row: no job run id, and the rule it was computed with (negative label = judged)
+    old = table.where(F.col("date") == D29).first()
+    assert (old[S.VALUE], old[S.JOB_RUN_ID], old[S.NEGATIVE_LABELS]) == (0.2, None, "judged")
 
 
 def test_two_writers_on_the_same_partition_leave_exactly_one_copy(

@@ -81,11 +81,30 @@ def _quarantine_by_run_partition(
         writer.save(absolute(path or ""))
 
 
+def _add_negative_labels(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """1 -> 2, per-query and aggregate: add ``negative_labels`` (the last column).
+
+    Rows written before it read a negative label as a judgment, so they get ``'judged'``
+    (an UPDATE: the table's data files are rewritten once). (Their bpref skipped negative
+    labels, as trec_eval does: on queries with a negative label it matches neither rule
+    exactly.) The column is nullable, as in a new table (Delta cannot make an added column
+    NOT NULL); the job writes it on every row.
+    """
+    name = sql_name(path, table)
+    column = quote_identifier(S.NEGATIVE_LABELS)
+    comment = quote_literal(S.PER_QUERY_COMMENTS[S.NEGATIVE_LABELS])
+    spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({column} STRING COMMENT {comment})")
+    spark.sql(f"UPDATE {name} SET {column} = 'judged' WHERE {column} IS NULL")
+
+
 #: version found -> ({kind: step}, the next version); a kind without a step only has its
 #: version property moved on.
 STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "0": ({"per_query": _add_job_run_id, "aggregate": _add_job_run_id}, "1"),
-    "1": ({"quarantine": _quarantine_by_run_partition}, "2"),
+    "1": ({"per_query": _add_negative_labels, "aggregate": _add_negative_labels,
+           "quarantine": _quarantine_by_run_partition}, "2"),
 }
 
 

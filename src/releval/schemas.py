@@ -89,7 +89,8 @@ PER_QUERY_COMMENTS = {
         "What a negative qrels label meant (evaluation.negative_labels). unjudged: in the pool "
         "but not judged, as trec_eval reads it: dropped from the condensed list of [judged] "
         "measures, unjudged in Judged, skipped by bpref, never relevant. judged: a judgment, "
-        "the document judged non-relevant (unless rel_level <= its label)."
+        "the document judged non-relevant (unless rel_level <= its label). Set on every row "
+        "this release writes; rows migrated from schema version 1 hold judged."
     ),
 }
 
@@ -126,7 +127,7 @@ def per_query_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(NUM_REL, T.LongType(), False),
             T.StructField(NUM_REL_RET, T.LongType(), False),
             T.StructField(JOB_RUN_ID, T.StringType(), True),
-            T.StructField(NEGATIVE_LABELS, T.StringType(), False),
+            T.StructField(NEGATIVE_LABELS, T.StringType(), True),
         ]
     )
 
@@ -141,7 +142,7 @@ def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(VALUE, T.DoubleType(), False),
             T.StructField(NUM_QUERIES, T.LongType(), False),
             T.StructField(JOB_RUN_ID, T.StringType(), True),
-            T.StructField(NEGATIVE_LABELS, T.StringType(), False),
+            T.StructField(NEGATIVE_LABELS, T.StringType(), True),
         ]
     )
 
