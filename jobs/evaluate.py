@@ -19,6 +19,7 @@ from releval.config import load_config
 from releval.errors import RelevalError
 from releval.job import run_job
 from releval.partitions import DEFAULT_DATE_COLUMN, parse_selection
+from releval.profile import Phases
 from releval.session import build_session
 
 
@@ -40,6 +41,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--pending", action="store_true",
                         help="only the (selected) run partitions the outputs do not hold yet")
     parser.add_argument("--job-run-id", default=None, help="the run's id (default: a new uuid4)")
+    parser.add_argument("--profile", action="store_true",
+                        help="print the wall time and Spark jobs of each phase at the end")
     return parser.parse_args(argv)
 
 
@@ -56,18 +59,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_partition_columns=config.run.partition_columns,
         )
         spark = build_session(config.spark)
+        phases = Phases(spark)
         try:
             result = run_job(
-                spark, config, selection, job_run_id=args.job_run_id, strict=args.strict
+                spark, config, selection, job_run_id=args.job_run_id, strict=args.strict,
+                phases=phases,
             )
             if args.show and result.summary is not None:
-                pipeline.read_overview(spark, config).show(args.show, truncate=False)
+                with phases.phase("overview"):
+                    pipeline.read_overview(spark, config).show(args.show, truncate=False)
         finally:
             spark.stop()
     except RelevalError as exc:
         print(f"releval: error: {exc}", file=sys.stderr)
         return 2
     print(result.render())
+    if args.profile:
+        print(phases.render())
     return 0
 
 

@@ -38,6 +38,8 @@ from releval.io.writers import ensure_table, with_comments
 from releval.job import run_job
 from releval.partitions import parse_selection
 
+pytestmark = pytest.mark.slow  # each job is a subprocess with its own JVM
+
 PER_QUERY_KEY = ["system", "date", S.QUERY_ID, S.MEASURE_KEY]
 AGGREGATE_KEY = ["system", "date", S.MEASURE_KEY, S.AVERAGING]
 

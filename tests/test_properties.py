@@ -102,6 +102,7 @@ def model_qrels(rows: list[tuple]) -> list[tuple]:
 
 
 @SETTINGS
+@pytest.mark.slow
 @given(rows=run_rows, qrels=qrels_rows, rank_by=st.sampled_from(["score", "rank"]))
 def test_split_keeps_the_model_rows_and_loses_none(spark, rows, qrels, rank_by):
     clean, quarantined = split_run(
@@ -122,6 +123,7 @@ def per_query(rows) -> dict[tuple, float]:
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.slow
 @given(rows=run_rows, qrels=qrels_rows)
 def test_job_metrics_equal_the_metrics_of_the_model_clean_rows(spark, rows, qrels):
     with tempfile.TemporaryDirectory(prefix="releval-prop-") as tmp:

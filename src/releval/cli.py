@@ -4,6 +4,7 @@
                      [--measures "P@5,nDCG@10,AP"] [--relevance-level N]
                      [--output DIR] [--trec-eval-output FILE] [--engine arrow|sql]
                      [--negative-labels unjudged|judged] [--explain] [--strict]
+                     [--profile]
     releval measures
 
 User errors (bad measure, missing file, missing column...) print one line on
@@ -71,6 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--explain", action="store_true",
                     help="print the physical plan of the per-query computation and exit; "
                     "nothing is computed or written")
+    ev.add_argument("--profile", action="store_true",
+                    help="print the wall time and Spark jobs of each phase at the end")
     ev.add_argument("--strict", action="store_true",
                     help="fail (exit 2) when any input row is quarantined; the quarantine "
                     "table is written first")
@@ -111,6 +114,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from releval import pipeline
     from releval.io.trec_eval_format import write_trec_eval_file
     from releval.metrics import parse_measures
+    from releval.profile import Phases
     from releval.session import build_session
 
     parse_measures([args.measures], relevance_level=args.relevance_level)  # fail fast
@@ -126,17 +130,22 @@ def _evaluate(args: argparse.Namespace) -> int:
             finally:
                 spark.stop()
             return 0
+        phases = Phases(spark)
         try:
-            summary = pipeline.run(spark, config)
-            aggregate = pipeline.read_aggregate(spark, config)
-            aggregate.show(500, truncate=False)
+            summary = pipeline.run(spark, config, phases=phases)
+            with phases.phase("print results"):
+                aggregate = pipeline.read_aggregate(spark, config)
+                aggregate.show(500, truncate=False)
             if args.trec_eval_output:
-                write_trec_eval_file(
-                    pipeline.read_per_query(spark, config), aggregate, args.trec_eval_output
-                )
+                with phases.phase("trec_eval file"):
+                    write_trec_eval_file(
+                        pipeline.read_per_query(spark, config), aggregate, args.trec_eval_output
+                    )
         finally:
             spark.stop()
     print(summary.render())
+    if getattr(args, "profile", False):
+        print(phases.render())
     return 0
 
 

@@ -32,6 +32,7 @@ from releval.partitions import (
     selection_predicate,
 )
 from releval.pipeline import Summary
+from releval.profile import Phases
 from releval.testhooks import pause
 
 
@@ -128,6 +129,7 @@ def run_job(
     *,
     job_run_id: str | None = None,
     strict: bool | None = None,
+    phases: Phases | None = None,
 ) -> JobResult:
     """Evaluate the selected run partitions and replace them in the output tables.
 
@@ -137,6 +139,7 @@ def run_job(
         selection: which run partitions (default: all, replacing the whole tables).
         job_run_id: the run's id (default: a new uuid4).
         strict: overrides ``evaluation.strict`` (quarantined rows fail the job).
+        phases: times the job's phases (``--profile``); default: a new one.
 
     Returns:
         The run-log record the job appended.
@@ -146,6 +149,7 @@ def run_job(
             run log gets a ``failed`` row unless the error came from the run log itself.
     """
     check_partition_filter(spark, config)  # before anything is read or written
+    phases = phases if phases is not None else Phases(spark)
     job_run_id = job_run_id or str(uuid.uuid4())
     started = datetime.now(UTC)
     parts = list(config.run.partition_columns)
@@ -173,23 +177,25 @@ def run_job(
         record = lineage.RunRecord(
             **base, status=status, finished_at=datetime.now(UTC), **fields  # type: ignore[arg-type]
         )
-        append_row(
-            record.to_frame(spark),
+        with phases.phase("run log"):
+            append_row(
+                record.to_frame(spark),
             path=log_path,
             table=log_table,
-            schema=with_comments(lineage.RUN_LOG_SCHEMA, lineage.RUN_LOG_COMMENTS),
-            description="releval run log: one row per batch job run (lineage of the output rows).",
-            user_metadata=f"releval job_run_id={job_run_id}",
-        )
+                schema=with_comments(lineage.RUN_LOG_SCHEMA, lineage.RUN_LOG_COMMENTS),
+                description="releval run log: one row per batch job run (lineage of the output rows).",
+                user_metadata=f"releval job_run_id={job_run_id}",
+            )
         return record
 
     replace: str | None = None
     todo: list[dict[str, str]] = []
     try:
         if selection.pending:
-            selected = dataclasses.replace(config.run, filter=run_filter, version=run_version)
-            available = _distinct_partitions(read_run(spark, selected), parts)
-            todo = pending_partitions(available, done_partitions(spark, config))
+            with phases.phase("pending partitions"):
+                selected = dataclasses.replace(config.run, filter=run_filter, version=run_version)
+                available = _distinct_partitions(read_run(spark, selected), parts)
+                todo = pending_partitions(available, done_partitions(spark, config))
             if not todo:
                 return JobResult(log(lineage.NOTHING_PENDING, replace_predicate=None, partitions=[]))
             replace = partitions_predicate(todo, output_partition_columns=out_parts)
@@ -207,6 +213,7 @@ def run_job(
         summary = pipeline.run(
             spark, pinned, strict=strict,
             write=pipeline.WriteOptions(predicate=replace, job_run_id=job_run_id),
+            phases=phases,
         )
         if not selection.pending and summary.quality is not None:
             todo = sorted(

@@ -23,6 +23,7 @@ from releval.io.atomic import read_table, replace_partitions
 from releval.io.writers import with_comments
 from releval.metrics import Measure, parse_measures
 from releval.metrics.compute import IN_QRELS, IN_RUN, REPEATED, long_format, query_measures
+from releval.profile import Phases
 from releval.quality import QualityReport, account_inputs, finish_checks, job_inputs
 from releval.testhooks import pause
 
@@ -234,6 +235,7 @@ def run(
     *,
     strict: bool | None = None,
     write: WriteOptions = WriteOptions(),
+    phases: Phases | None = None,
 ) -> Summary:
     """Run the evaluation job a config describes; write both Delta tables.
 
@@ -245,52 +247,62 @@ def run(
     atomic commit replacing ``write.predicate`` (the whole table when None); a concurrent
     job's conflicting commit is retried.
 
+    ``phases`` (default: a new :class:`releval.profile.Phases`) times each phase.
+
     Returns:
         The job summary.
     """
+    phases = phases if phases is not None else Phases(spark)
     measures = job_measures(config)
     parts = list(config.run.partition_columns)
-    inputs = job_inputs(spark, config)
-    accounts = account_inputs(config, inputs)
+    with phases.phase("read inputs"):
+        inputs = job_inputs(spark, config)
+    with phases.phase("input checks"):
+        accounts = account_inputs(config, inputs)
     result = _evaluate_job(config, inputs.run, inputs.qrels, inputs.laid_out_by_query)
     part_fields = _partition_fields(inputs.run, parts)
     out_parts = config.output_partition_columns
     queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        counts, repeated = _query_counts(queries, parts)
-        report = finish_checks(
-            spark, config, inputs, accounts, strict=strict, repeated=repeated,
-            replace=write.predicate, job_run_id=write.job_run_id,
-        )
+        with phases.phase("evaluation"):
+            counts, repeated = _query_counts(queries, parts)
+        with phases.phase("quarantine"):
+            report = finish_checks(
+                spark, config, inputs, accounts, strict=strict, repeated=repeated,
+                replace=write.predicate, job_run_id=write.job_run_id,
+            )
         per_query = long_format(queries, partition_columns=parts)
         lineage = F.lit(write.job_run_id).cast("string").alias(S.JOB_RUN_ID)
         metadata = f"releval job_run_id={write.job_run_id}"
         pause("before_write")
-        per_query_written = replace_partitions(
-            per_query.select("*", lineage),
-            path=config.output.per_query_path,
-            table=config.output.per_query_table,
-            schema=with_comments(S.per_query_schema(part_fields), S.PER_QUERY_COMMENTS),
-            partition_columns=out_parts,
-            description="releval per-query measures: one row per run partition, query, measure.",
-            predicate=write.predicate,
-            user_metadata=metadata,
-        )
+        with phases.phase("write per-query"):
+            per_query_written = replace_partitions(
+                per_query.select("*", lineage),
+                path=config.output.per_query_path,
+                table=config.output.per_query_table,
+                schema=with_comments(S.per_query_schema(part_fields), S.PER_QUERY_COMMENTS),
+                partition_columns=out_parts,
+                description="releval per-query measures: one row per run partition, query, measure.",
+                predicate=write.predicate,
+                user_metadata=metadata,
+            )
         pause("between_tables")
-        aggregate_written = replace_partitions(
-            aggregate(per_query, measures=measures, partition_columns=parts).select("*", lineage),
-            path=config.output.aggregate_path,
-            table=config.output.aggregate_table,
-            schema=with_comments(S.aggregate_schema(part_fields), S.AGGREGATE_COMMENTS),
-            partition_columns=out_parts,
-            description="releval aggregate measures: one row per run partition, measure, averaging.",
-            predicate=write.predicate,
-            user_metadata=metadata,
-        )
-        rates = tuple(
-            UnjudgedRate.from_row(r, parts)
-            for r in unjudged_rates(per_query, partition_columns=parts).collect()
-        )
+        with phases.phase("write aggregate"):
+            aggregate_written = replace_partitions(
+                aggregate(per_query, measures=measures, partition_columns=parts).select("*", lineage),
+                path=config.output.aggregate_path,
+                table=config.output.aggregate_table,
+                schema=with_comments(S.aggregate_schema(part_fields), S.AGGREGATE_COMMENTS),
+                partition_columns=out_parts,
+                description="releval aggregate measures: one row per run partition, measure, averaging.",
+                predicate=write.predicate,
+                user_metadata=metadata,
+            )
+        with phases.phase("unjudged rates"):
+            rates = tuple(
+                UnjudgedRate.from_row(r, parts)
+                for r in unjudged_rates(per_query, partition_columns=parts).collect()
+            )
         # the qrels' highest used label, from the input accounting's aggregation
         binary_labels = (report.qrels.used_max or 0) <= 1
     finally:

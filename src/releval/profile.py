@@ -1,0 +1,82 @@
+"""Where a job's time goes: named phases, their wall time and their Spark jobs.
+
+The job runs each phase (read, checks, evaluation, each write, the run log) inside
+:meth:`Phases.phase`. A phase's start is printed at once (``releval: <phase> ...``), so a
+person watching a long job sees which phase it is in; with ``--profile`` the job also
+prints :meth:`Phases.render`: each phase's wall time and the number of Spark jobs it ran,
+counted with Spark's status tracker (each phase is a Spark job group).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from pyspark.sql import SparkSession
+
+
+@dataclass
+class PhaseTime:
+    """One finished phase."""
+
+    name: str
+    seconds: float
+    spark_jobs: int
+
+
+@dataclass
+class Phases:
+    """The phases of one job run (see the module docstring).
+
+    Attributes:
+        spark: the session whose jobs are counted; None counts nothing (pure tests).
+        announce: print each phase's start.
+        out: where the start lines go (stdout: stderr is kept for the one-line errors).
+    """
+
+    spark: SparkSession | None = None
+    announce: bool = True
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    done: list[PhaseTime] = field(default_factory=list)
+    _started: float = field(default_factory=time.perf_counter)
+    _id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Run the body as phase ``name``: its Spark jobs form the job group ``releval:name``."""
+        group = f"releval:{self._id}:{len(self.done)}:{name}"
+        sc = self.spark.sparkContext if self.spark is not None else None
+        if self.announce:
+            print(f"releval: {name} ...", file=self.out, flush=True)
+        if sc is not None:
+            sc.setJobGroup(group, f"releval {name}", interruptOnCancel=False)
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            seconds = time.perf_counter() - start
+            jobs = 0
+            if sc is not None:
+                jobs = len(sc.statusTracker().getJobIdsForGroup(group))
+                sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+                sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+            self.done.append(PhaseTime(name, seconds, jobs))
+
+    @property
+    def spark_jobs(self) -> int:
+        """The Spark jobs of all finished phases."""
+        return sum(p.spark_jobs for p in self.done)
+
+    def render(self) -> str:
+        """A table of the phases: wall seconds and Spark jobs, then the total."""
+        total = time.perf_counter() - self._started
+        width = max([len(p.name) for p in self.done] + [5])
+        lines = ["releval profile (wall seconds, Spark jobs)"]
+        lines += [f"  {p.name:<{width}}  {p.seconds:8.2f} s  {p.spark_jobs:4d} jobs" for p in self.done]
+        lines.append(f"  {'total':<{width}}  {total:8.2f} s  {self.spark_jobs:4d} jobs")
+        return "\n".join(lines)
