@@ -171,13 +171,16 @@ def query_table(
 
 def _full_outer_null_safe(left: DataFrame, right: DataFrame, *, keys: Sequence[str]) -> DataFrame:
     """A full outer join on ``keys`` where null equals null (a run partition may have a null
-    value); the keys come once, from whichever side has the row."""
-    condition = [left[k].eqNullSafe(right[k]) for k in keys]
+    value); the keys come once, from whichever side has the row. The right side's keys are
+    renamed first: both sides may derive from one DataFrame (the runs from the run)."""
+    renamed = {k: f"_right_{i}" for i, k in enumerate(keys)}
+    right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in right.columns])
+    condition = [F.col(k).eqNullSafe(F.col(renamed[k])) for k in keys]
     joined = left.join(right, on=condition, how="full_outer")
     return joined.select(
-        *[F.coalesce(left[k], right[k]).alias(k) for k in keys],
-        *[left[c] for c in left.columns if c not in keys],
-        *[right[c] for c in right.columns if c not in keys],
+        *[F.coalesce(F.col(k), F.col(renamed[k])).alias(k) for k in keys],
+        *[c for c in left.columns if c not in keys],
+        *[c for c in right.columns if c not in renamed.values()],
     )
 
 
