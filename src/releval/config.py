@@ -21,6 +21,7 @@ FORMATS = ("delta", "parquet", "trec")
 RANK_BY = ("score", "rank")
 MISSING_QUERIES = ("zero", "skip")
 ENGINES = ("arrow", "sql")
+INTERVAL_METHODS = ("t", "bootstrap")
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,21 @@ class EvaluationSettings:
 
 
 @dataclass(frozen=True)
+class IntervalSettings:
+    """The confidence interval of every macro value of the aggregate table.
+
+    ``method`` "t" is Student's t interval over queries; "bootstrap" the percentile
+    interval of ``resamples`` Poisson bootstrap resamples of the queries, reproducible
+    for a ``seed`` (see ``releval.inference.intervals``).
+    """
+
+    method: str = "t"
+    level: float = 0.95
+    resamples: int = 2000
+    seed: int = 20261130
+
+
+@dataclass(frozen=True)
 class OutputSettings:
     """Where the Delta tables go (a folder path, or catalog table names)."""
 
@@ -114,6 +130,7 @@ class Config:
     evaluation: EvaluationSettings = EvaluationSettings()
     output: OutputSettings = OutputSettings()
     spark: SparkSettings = SparkSettings()
+    intervals: IntervalSettings = IntervalSettings()
 
     def sibling_table(self, name: str) -> tuple[str | None, str | None]:
         """(path, table) of a table stored next to the per-query table: ``<folder>/name``
@@ -212,6 +229,16 @@ def validate(config: Config, source: str = "config") -> Config:
             f"{source}: evaluation.unjudged_warning_share = "
             f"{config.evaluation.unjudged_warning_share!r}; expected a share between 0 and 1"
         )
+    _check_choice(config.intervals.method, INTERVAL_METHODS, "intervals.method", source)
+    if not 0.0 < config.intervals.level < 1.0:
+        raise ConfigError(
+            f"{source}: intervals.level = {config.intervals.level!r}; expected a coverage "
+            "strictly between 0 and 1, e.g. 0.95"
+        )
+    if config.intervals.resamples < 1:
+        raise ConfigError(
+            f"{source}: intervals.resamples = {config.intervals.resamples!r}; expected >= 1"
+        )
     missing = [c for c in config.output_partition_columns if c not in config.run.partition_columns]
     if missing:
         raise ConfigError(
@@ -236,6 +263,7 @@ def config_from_dict(raw: Mapping[str, Any], source: str = "config") -> Config:
         "evaluation": EvaluationSettings,
         "output": OutputSettings,
         "spark": SparkSettings,
+        "intervals": IntervalSettings,
     }
     built = {name: _build(types[name], value, name, source) for name, value in raw.items()}
     return validate(Config(**built), source)
@@ -266,6 +294,7 @@ _SECTION_TYPES = {
     "evaluation": EvaluationSettings,
     "output": OutputSettings,
     "spark": SparkSettings,
+    "intervals": IntervalSettings,
 }
 
 

@@ -31,6 +31,11 @@ NUM_REL = "num_rel"
 NUM_REL_RET = "num_rel_ret"
 AVERAGING = "averaging"
 NUM_QUERIES = "num_queries"
+#: Confidence interval of a macro value (see releval.inference.intervals).
+CI_LOW = "ci_low"
+CI_HIGH = "ci_high"
+CI_METHOD = "ci_method"
+CI_LEVEL = "ci_level"
 #: The batch job run that wrote a row (joins to the run-log table; see releval.lineage).
 JOB_RUN_ID = "job_run_id"
 
@@ -99,6 +104,19 @@ AGGREGATE_COMMENTS = {
     VALUE: "The aggregate value.",
     NUM_QUERIES: "Queries that entered the aggregate.",
     JOB_RUN_ID: PER_QUERY_COMMENTS[JOB_RUN_ID],
+    CI_LOW: (
+        "Lower end of the confidence interval of a macro value (ci_method, ci_level); "
+        "null for micro and sum rows and when num_queries < 2."
+    ),
+    CI_HIGH: (
+        "Upper end of the confidence interval of a macro value (ci_method, ci_level); "
+        "null for micro and sum rows and when num_queries < 2."
+    ),
+    CI_METHOD: (
+        "How the interval was computed: t (Student t over queries) or bootstrap "
+        "(percentile, Poisson bootstrap over queries); null for micro and sum rows."
+    ),
+    CI_LEVEL: "Coverage of the interval, e.g. 0.95; null for micro and sum rows.",
 }
 
 
@@ -128,6 +146,11 @@ def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(VALUE, T.DoubleType(), False),
             T.StructField(NUM_QUERIES, T.LongType(), False),
             T.StructField(JOB_RUN_ID, T.StringType(), True),
+            # added with the intervals (issue 12): at the end, nullable (docs/migrations.md)
+            T.StructField(CI_LOW, T.DoubleType(), True),
+            T.StructField(CI_HIGH, T.DoubleType(), True),
+            T.StructField(CI_METHOD, T.StringType(), True),
+            T.StructField(CI_LEVEL, T.DoubleType(), True),
         ]
     )
 
