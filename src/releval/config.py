@@ -22,6 +22,8 @@ RANK_BY = ("score", "rank")
 MISSING_QUERIES = ("zero", "skip")
 ENGINES = ("arrow", "sql")
 INTERVAL_METHODS = ("t", "bootstrap")
+CORRECTIONS = ("holm", "bh")
+TESTS = ("randomization", "t")
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,24 @@ class IntervalSettings:
 
 
 @dataclass(frozen=True)
+class ComparisonSettings:
+    """The paired comparison of run partitions (``releval compare``; docs/statistics.md).
+
+    ``alpha`` is the significance level of the corrected p-values and sets the level of
+    the difference's confidence interval (1 - alpha). ``test`` says which test's corrected
+    p-value marks a row significant. ``correction`` is applied over all candidates and
+    measures of one comparison: "holm" (family-wise error) or "bh" (Benjamini-Hochberg,
+    false discovery rate).
+    """
+
+    permutations: int = 10000
+    seed: int = 20261130
+    correction: str = "holm"
+    alpha: float = 0.05
+    test: str = "randomization"
+
+
+@dataclass(frozen=True)
 class OutputSettings:
     """Where the Delta tables go (a folder path, or catalog table names)."""
 
@@ -119,6 +139,9 @@ class OutputSettings:
     #: The batch job's run-log Delta table (default: ``run_log`` next to ``per_query_path``).
     run_log_path: str | None = None
     run_log_table: str | None = None
+    #: The comparison job's Delta table (default: ``comparison`` next to ``per_query_path``).
+    comparison_path: str | None = None
+    comparison_table: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +154,7 @@ class Config:
     output: OutputSettings = OutputSettings()
     spark: SparkSettings = SparkSettings()
     intervals: IntervalSettings = IntervalSettings()
+    comparison: ComparisonSettings = ComparisonSettings()
 
     def sibling_table(self, name: str) -> tuple[str | None, str | None]:
         """(path, table) of a table stored next to the per-query table: ``<folder>/name``
@@ -239,6 +263,18 @@ def validate(config: Config, source: str = "config") -> Config:
         raise ConfigError(
             f"{source}: intervals.resamples = {config.intervals.resamples!r}; expected >= 1"
         )
+    _check_choice(config.comparison.correction, CORRECTIONS, "comparison.correction", source)
+    _check_choice(config.comparison.test, TESTS, "comparison.test", source)
+    if not 0.0 < config.comparison.alpha < 1.0:
+        raise ConfigError(
+            f"{source}: comparison.alpha = {config.comparison.alpha!r}; expected a level "
+            "strictly between 0 and 1, e.g. 0.05"
+        )
+    if config.comparison.permutations < 1:
+        raise ConfigError(
+            f"{source}: comparison.permutations = {config.comparison.permutations!r}; "
+            "expected >= 1"
+        )
     missing = [c for c in config.output_partition_columns if c not in config.run.partition_columns]
     if missing:
         raise ConfigError(
@@ -264,6 +300,7 @@ def config_from_dict(raw: Mapping[str, Any], source: str = "config") -> Config:
         "output": OutputSettings,
         "spark": SparkSettings,
         "intervals": IntervalSettings,
+        "comparison": ComparisonSettings,
     }
     built = {name: _build(types[name], value, name, source) for name, value in raw.items()}
     return validate(Config(**built), source)
@@ -295,6 +332,7 @@ _SECTION_TYPES = {
     "output": OutputSettings,
     "spark": SparkSettings,
     "intervals": IntervalSettings,
+    "comparison": ComparisonSettings,
 }
 
 

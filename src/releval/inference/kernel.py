@@ -173,7 +173,8 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, *, level: float) -> Pair
     * interval: ``mean(d) +- t_{(1+level)/2, n-1} * s / sqrt(n)``; NaN when n < 2;
     * relative change: ``mean(d) / mean(baseline)``; NaN when the baseline mean is 0;
     * effect size (paired Cohen's d, d_z): ``mean(d) / s``; NaN when s = 0 (0/0, or a
-      constant difference, which has no spread to scale by);
+      constant difference, which has no spread to scale by); s <= :data:`TIE_TOLERANCE`
+      counts as 0 (a constant difference with rounding noise);
     * t-test: ``t = mean(d) / (s / sqrt(n))``, two-sided ``p = 2 * P(T_{n-1} > |t|)``
       (scipy's ``ttest_rel``); s = 0 gives p = 1 when every difference is 0 and p = 0
       for a constant nonzero difference (|t| infinite); NaN when n < 2.
@@ -186,6 +187,8 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, *, level: float) -> Pair
     mean_b = float(b.mean()) if n else nan
     mean_d = float(d.mean()) if n else nan
     sd = float(d.std(ddof=1)) if n >= 2 else nan
+    if sd <= TIE_TOLERANCE:  # differences equal up to rounding (0.55 - 0.3 vs 0.35 - 0.1)
+        sd = 0.0
     half = float(t_half_width(sd, n, level)) if n >= 2 else nan
     if n < 2:
         p = nan
