@@ -180,8 +180,9 @@ def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
     def rows(job: str):  # noqa: ANN202
         # 2 rows for date 29 per writer
         return spark.createDataFrame(
-            [(D29, "P", 5, 1, False, "P@5", "macro", 0.5, 10, job),
-             (D29, "AP", None, 1, False, "AP", "macro", 0.25, 10, job)],
+            # ..., num_queries, job_run_id, ci_low, ci_high, ci_method, ci_level
+            [(D29, "P", 5, 1, False, "P@5", "macro", 0.5, 10, job, 0.2, 0.8, "t", 0.95),
+             (D29, "AP", None, 1, False, "AP", "macro", 0.25, 10, job, 0.1, 0.4, "t", 0.95)],
             schema,
         )
 
@@ -217,7 +218,8 @@ def test_a_folder_that_is_not_a_delta_table_fails_with_deltas_error(
     (tmp_path / "table").mkdir()
     (tmp_path / "table" / "part-0.parquet").write_bytes(b"not delta")
     schema = with_comments(S.aggregate_schema([]), S.AGGREGATE_COMMENTS)
-    rows = spark.createDataFrame([("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j")], schema)
+    rows = spark.createDataFrame(
+        [("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j", None, None, None, None)], schema)
     with pytest.raises(Exception, match=r"DELTA_\w+.*table.*is not a Delta table") as caught:
         replace_partitions(rows, path=str(tmp_path / "table"), table=None, schema=schema,
                            partition_columns=[], description="t", predicate=None,
