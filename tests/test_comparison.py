@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 import numpy as np
@@ -185,3 +186,28 @@ def test_job_refuses_different_qrels_and_missing_sides(spark, tmp_path):
         comparison.parse_side("system=bm25", shared={}, columns=("system", "date"))
     assert comparison.parse_side("system=bm25", shared={"date": DATE}, columns=("system", "date")) \
         == side("bm25")
+
+
+def test_tukey_hsd_option(spark):
+    rng = np.random.default_rng(6)
+    base = rng.uniform(0.1, 0.8, size=40)
+    rows = (rows_for("bm25", base) + rows_for("same", base)
+            + rows_for("better", base + rng.uniform(0.05, 0.15, size=40))
+            + rows_for("noisy", np.clip(base + rng.normal(0, 0.05, size=40), 0, 1)))
+    settings = dataclasses.replace(SETTINGS, test="tukey", permutations=2000)
+    result = by_candidate(comparison.compare(
+        spark.createDataFrame(rows, SCHEMA), baseline=side("bm25"),
+        candidates={c: side(c) for c in ("same", "better", "noisy")},
+        missing_queries="zero", settings=settings))
+    same, better = result[("same", "nDCG@10")], result[("better", "nDCG@10")]
+    # 4 systems x 40 queries: the "same" pair never differs, every trial's range reaches 0
+    assert same[S.TUKEY_P_VALUE] == 1.0 and not same[S.SIGNIFICANT]
+    # better by 0.1 on every query: no shuffle reaches that range, p = 1 / 2001
+    assert better[S.TUKEY_P_VALUE] == pytest.approx(1 / 2001) and better[S.SIGNIFICANT]
+    noisy = result[("noisy", "nDCG@10")]
+    assert noisy[S.TUKEY_P_VALUE] >= noisy[S.RANDOMIZATION_P_VALUE]  # a larger family
+    # without the option the column is null
+    plain = comparison.compare(spark.createDataFrame(rows, SCHEMA), baseline=side("bm25"),
+                               candidates={"same": side("same")}, missing_queries="zero",
+                               settings=SETTINGS).first()
+    assert plain[S.TUKEY_P_VALUE] is None

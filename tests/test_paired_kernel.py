@@ -130,3 +130,47 @@ def test_corrections_agree_with_statsmodels():
     for ours, theirs in (("holm", "holm"), ("bh", "fdr_bh")):
         expected = multitest.multipletests(p, method=theirs)[1]
         np.testing.assert_allclose(kernel.CORRECTIONS[ours](p), expected, rtol=1e-12)
+
+
+def test_tukey_hsd_against_exact_enumeration_and_numpy():
+    # 4 queries x 3 systems: (3!)^4 = 1296 shuffles, enumerated exactly
+    x = np.array([[0.2, 0.5, 0.6], [0.1, 0.3, 0.2], [0.4, 0.6, 0.9], [0.0, 0.2, 0.3]])
+    means = x.mean(axis=0)
+    observed = np.abs(means[:, None] - means[None, :])
+    rows = [list(itertools.permutations(r)) for r in x]
+    spreads = []
+    for choice in itertools.product(*rows):
+        m = np.array(choice).mean(axis=0)
+        spreads.append(m.max() - m.min())
+    spreads = np.array(spreads)
+    exact = (spreads[None, None, :] >= observed[:, :, None] - 1e-12).mean(axis=2)
+    permutations = 10_000
+    got = kernel.tukey_hsd_p(x, keys_for(4), permutations=permutations)
+    np.testing.assert_allclose(np.diag(got), 1.0)
+    np.testing.assert_allclose(got, got.T)
+    # Monte Carlo bound as for the randomization test: 3 SE + 1 / B
+    se = np.sqrt(exact * (1 - exact) / permutations)
+    assert (np.abs(got - exact) <= 3 * se + 1 / permutations).all(), (got, exact)
+    assert exact[0, 2] < 0.1  # the extremes differ; the bound is checked where it matters
+    # NumPy reference: rows shuffled by the generator's permuted()
+    rng = np.random.default_rng(0)
+    ref_spreads = np.empty(permutations)
+    for b in range(permutations):  # the reference may loop: it checks, it is not the code
+        m = rng.permuted(x, axis=1).mean(axis=0)
+        ref_spreads[b] = m.max() - m.min()
+    reference = (1 + (ref_spreads[None, None, :] >= observed[:, :, None] - 1e-12).sum(axis=2)) / (
+        1 + permutations)
+    assert (np.abs(got - reference) <= 3 * np.sqrt(2) * se + 1 / permutations).all()
+
+
+def test_tukey_hsd_with_equal_systems_and_row_order():
+    x = np.tile(np.array([[0.3], [0.5], [0.1]]), (1, 4))  # 4 identical systems
+    np.testing.assert_array_equal(kernel.tukey_hsd_p(x, keys_for(3), permutations=500), 1.0)
+    rng = np.random.default_rng(2)
+    y = rng.uniform(size=(30, 3)) + np.array([0.0, 0.02, 0.3])
+    keys = keys_for(30)
+    order = rng.permutation(30)
+    p = kernel.tukey_hsd_p(y, keys, permutations=2000)
+    np.testing.assert_allclose(kernel.tukey_hsd_p(y[order], keys[order], permutations=2000), p,
+                               rtol=0, atol=0)
+    assert p[0, 2] < 0.001 and p[0, 1] > 0.05  # 0.3 apart: clear; 0.02: not

@@ -23,7 +23,7 @@ MISSING_QUERIES = ("zero", "skip")
 ENGINES = ("arrow", "sql")
 INTERVAL_METHODS = ("t", "bootstrap")
 CORRECTIONS = ("holm", "bh")
-TESTS = ("randomization", "t")
+TESTS = ("randomization", "t", "tukey")
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,9 @@ class ComparisonSettings:
     the difference's confidence interval (1 - alpha). ``test`` says which test's corrected
     p-value marks a row significant. ``correction`` is applied over all candidates and
     measures of one comparison: "holm" (family-wise error) or "bh" (Benjamini-Hochberg,
-    false discovery rate).
+    false discovery rate). ``test = "tukey"`` also runs the randomized Tukey HSD test over
+    the baseline and all candidates at once (all pairs of one measure, one family) and
+    marks a row by its HSD p-value, which needs no further correction over the pairs.
     """
 
     permutations: int = 10000

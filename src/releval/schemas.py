@@ -214,6 +214,7 @@ T_P_VALUE = "t_p_value"
 RANDOMIZATION_P_VALUE = "randomization_p_value"
 T_P_ADJUSTED = "t_p_adjusted"
 RANDOMIZATION_P_ADJUSTED = "randomization_p_adjusted"
+TUKEY_P_VALUE = "tukey_p_value"
 CORRECTION = "correction"
 ALPHA = "alpha"
 TEST = "test"
@@ -260,11 +261,18 @@ COMPARISON_COMMENTS = {
     RANDOMIZATION_P_ADJUSTED: (
         "randomization_p_value corrected over all candidates and measures of the comparison."
     ),
+    TUKEY_P_VALUE: (
+        "Randomized Tukey HSD p-value of the pair, in the family of all pairs of the baseline "
+        "and every candidate on this measure; null unless test = tukey."
+    ),
     CORRECTION: "Multiple-comparison correction: holm (family-wise) or bh (Benjamini-Hochberg).",
     ALPHA: "Significance level.",
-    TEST: "Which test's corrected p-value decides significant: randomization or t.",
-    SIGNIFICANT: "The chosen test's corrected p-value is below alpha.",
-    PERMUTATIONS: "Sign-flip permutations of the randomization test.",
+    TEST: (
+        "Which test decides significant: randomization or t (corrected p-value), or tukey "
+        "(the HSD p-value)."
+    ),
+    SIGNIFICANT: "The chosen test's p-value (corrected, or Tukey HSD) is below alpha.",
+    PERMUTATIONS: "Permutations of the randomization test (and trials of the Tukey HSD test).",
     SEED: "Seed of the randomization test (hashed with each query id).",
     BASELINE_JOB_RUN_ID: "Evaluation run that wrote the baseline's per-query rows (run log).",
     CANDIDATE_JOB_RUN_ID: "Evaluation run that wrote the candidate's per-query rows (run log).",
@@ -298,6 +306,7 @@ def comparison_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(RANDOMIZATION_P_VALUE, double, False),
             T.StructField(T_P_ADJUSTED, double, True),
             T.StructField(RANDOMIZATION_P_ADJUSTED, double, False),
+            T.StructField(TUKEY_P_VALUE, double, True),
             T.StructField(CORRECTION, string, False),
             T.StructField(ALPHA, double, False),
             T.StructField(TEST, string, False),

@@ -149,6 +149,38 @@ def paired_tests(pair_rows: DataFrame, *, alpha: float, permutations: int, seed:
     return rows.groupBy(*group).applyInPandas(one_group, schema)
 
 
+def tukey_tests(
+    pair_rows: DataFrame, *, missing_queries: str, permutations: int, seed: int
+) -> DataFrame:
+    """Randomized Tukey HSD p-value of each candidate against the baseline, per measure.
+
+    The baseline and every candidate of a measure form one queries x systems matrix
+    (pairing ``zero``: a query missing for a system scores 0; ``skip``: the queries every
+    system scored), tested at once by :func:`releval.inference.kernel.tukey_hsd_p`.
+
+    Returns:
+        ``candidate``, ``measure_key``, ``tukey_p_value``.
+    """
+    schema = f"{S.CANDIDATE} string, {S.MEASURE_KEY} string, {S.TUKEY_P_VALUE} double"
+
+    def one_measure(pdf: pd.DataFrame) -> pd.DataFrame:
+        by_query = pdf.groupby(S.QUERY_ID)
+        wide = pd.concat(
+            [by_query[_B].first().rename("_baseline"),
+             pdf.pivot_table(index=S.QUERY_ID, columns=S.CANDIDATE, values=_C, aggfunc="first")],
+            axis=1)
+        wide = (wide.fillna(0.0) if missing_queries == "zero" else wide.dropna()).sort_index()
+        keys = by_query[_KEY].first().loc[wide.index].to_numpy(np.int64)
+        p = kernel.tukey_hsd_p(wide.to_numpy(np.float64), keys, permutations=permutations)
+        return pd.DataFrame({S.CANDIDATE: list(wide.columns[1:]),
+                             S.MEASURE_KEY: pdf[S.MEASURE_KEY].iloc[0],
+                             S.TUKEY_P_VALUE: p[0, 1:]})
+
+    rows = pair_rows.select(S.CANDIDATE, S.MEASURE_KEY, S.QUERY_ID, _B, _C,
+                            query_key(seed).alias(_KEY))
+    return rows.groupBy(S.MEASURE_KEY).applyInPandas(one_measure, schema)
+
+
 def correct(tests: DataFrame, *, correction: str, alpha: float, test: str) -> DataFrame:
     """Add the corrected p-values over the whole family (every row) and ``significant``.
 
@@ -156,7 +188,8 @@ def correct(tests: DataFrame, *, correction: str, alpha: float, test: str) -> Da
     family is small (candidates x measures), so it is one group.
     """
     adjust = kernel.CORRECTIONS[correction]
-    chosen = S.RANDOMIZATION_P_ADJUSTED if test == "randomization" else S.T_P_ADJUSTED
+    chosen = {"randomization": S.RANDOMIZATION_P_ADJUSTED, "t": S.T_P_ADJUSTED,
+              "tukey": S.TUKEY_P_VALUE}[test]
     schema = ", ".join(
         [*(f"`{f.name}` {f.dataType.simpleString()}" for f in tests.schema.fields),
          *(f"{n} {t}" for n, t in _ADJUSTED)])
@@ -168,7 +201,7 @@ def correct(tests: DataFrame, *, correction: str, alpha: float, test: str) -> Da
             values = adjust(pdf[raw].to_numpy(np.float64, na_value=np.nan))
             out[adjusted] = pd.Series(values, index=pdf.index).astype(object).where(
                 ~np.isnan(values), None)
-        out[S.SIGNIFICANT] = [p is not None and p < alpha for p in out[chosen]]
+        out[S.SIGNIFICANT] = [p is not None and p == p and p < alpha for p in out[chosen]]
         return out
 
     return tests.withColumn("_family", F.lit(0)).groupBy("_family").applyInPandas(
@@ -183,7 +216,8 @@ def compare(
     missing_queries: str,
     settings: ComparisonSettings = ComparisonSettings(),
 ) -> DataFrame:
-    """The comparison rows: :func:`pairs`, then :func:`paired_tests`, then :func:`correct`.
+    """The comparison rows: :func:`pairs`, then :func:`paired_tests` (and
+    :func:`tukey_tests` when ``settings.test`` is "tukey"), then :func:`correct`.
 
     Returns:
         ``candidate`` (its label), the measure columns, the statistics, the corrected
@@ -193,6 +227,12 @@ def compare(
                       missing_queries=missing_queries)
     tests = paired_tests(pair_rows, alpha=settings.alpha, permutations=settings.permutations,
                          seed=settings.seed)
+    if settings.test == "tukey":
+        hsd = tukey_tests(pair_rows, missing_queries=missing_queries,
+                          permutations=settings.permutations, seed=settings.seed)
+        tests = tests.join(hsd, [S.CANDIDATE, S.MEASURE_KEY], "left")
+    else:
+        tests = tests.withColumn(S.TUKEY_P_VALUE, F.lit(None).cast("double"))
     return correct(tests, correction=settings.correction, alpha=settings.alpha,
                    test=settings.test)
 
@@ -317,18 +357,23 @@ class ComparisonReport:
             "releval comparison",
             f"  comparison_id: {self.comparison_id} (table version {self.version})",
             f"  baseline: {self.baseline}; pairing: {self.pairing}",
-            f"  * = significant: {s.test} test, {s.correction} correction over "
-            f"{len(self.rows)} comparisons (candidates x measures), alpha {s.alpha}; "
-            f"randomization test with {s.permutations} permutations, seed {s.seed}",
+            (f"  * = significant: {s.test} test, {s.correction} correction over "
+             f"{len(self.rows)} comparisons (candidates x measures), alpha {s.alpha}; "
+             if s.test != "tukey" else
+             f"  * = significant: randomized Tukey HSD (all pairs of the baseline and the "
+             f"candidates, one family per measure), alpha {s.alpha}; p(t), p(rand) "
+             f"{s.correction}-corrected; ")
+            + f"randomization tests with {s.permutations} permutations, seed {s.seed}",
             *(f"  note: {n}" for n in self.notes),
         ]
         few = sorted({(r[S.CANDIDATE], r[S.NUM_PAIRS]) for r in self.rows
                       if r[S.NUM_PAIRS] < FEW_PAIRS})
         lines += [f"  WARNING: {c} rests on {n} queries (< {FEW_PAIRS}): a weak comparison"
                   for c, n in few]
+        hsd = s.test == "tukey"
         header = (f"  {'':1} {'candidate':<28} {'measure':<16} {'n':>5} {'base':>7} {'cand':>7} "
                   f"{'diff':>8} {f'{1 - s.alpha:.0%} CI':>19} {'rel':>7} {'W/T/L':>13} {'d':>6} "
-                  f"{'p(t)':>9} {'p(rand)':>9}")
+                  f"{'p(t)':>9} {'p(rand)':>9}" + (f" {'p(HSD)':>9}" if hsd else ""))
         lines += ["", header]
 
         def num(v: float | None, fmt: str) -> str:
@@ -345,6 +390,7 @@ class ComparisonReport:
                 f"{num(r[S.RELATIVE_CHANGE], '+.1%'):>7} {wtl:>13} "
                 f"{num(r[S.EFFECT_SIZE], '+.2f'):>6} {num(r[S.T_P_ADJUSTED], '.2g'):>9} "
                 f"{num(r[S.RANDOMIZATION_P_ADJUSTED], '.2g'):>9}"
+                + (f" {num(r[S.TUKEY_P_VALUE], '.2g'):>9}" if hsd else "")
             )
         lines.append("  p-values are corrected; raw ones, effect sizes and intervals are in the "
                      "comparison table")

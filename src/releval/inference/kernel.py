@@ -213,6 +213,41 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, *, level: float) -> Pair
     )
 
 
+_SLOT = np.uint64(0xD1B54A32D192ED03)
+
+
+def tukey_hsd_p(values: np.ndarray, keys: np.ndarray, *, permutations: int) -> np.ndarray:
+    """Randomized Tukey HSD p-values of every pair of systems (Carterette, TOIS 2012).
+
+    ``values`` is a queries x systems matrix. Under the null hypothesis the systems are
+    exchangeable within each query, so a trial shuffles each query's row across the
+    systems (independently per query) and records the range of the system means,
+    ``max_j mean_j - min_j mean_j``. For the pair (i, j),
+    ``p = (1 + #{trials: range >= |mean_i - mean_j|}) / (1 + permutations)``: one family
+    over all pairs (the range is the largest of all pairwise differences of a trial).
+    Query ``q``'s shuffle in trial ``b`` is the argsort of uniforms derived from its key,
+    the system slot and ``b`` (:func:`uniforms`), so it depends on the seed only.
+
+    Returns:
+        A systems x systems matrix of p-values (1 on the diagonal).
+    """
+    x = np.asarray(values, dtype=np.float64)
+    n, k = x.shape
+    slots = (np.arange(1, k + 1, dtype=np.uint64) * _SLOT)[None, :]
+    slot_keys = _splitmix((as_keys(keys) if keys.dtype != np.uint64 else keys)[:, None] + slots)
+    means = x.mean(axis=0)
+    observed = np.abs(means[:, None] - means[None, :])
+    slack = 1e-10 * max(float(np.abs(x).mean()), 1e-300)
+    at_least = np.zeros((k, k), dtype=np.int64)
+    for draws in _blocks(permutations, n * k):
+        order = np.argsort(uniforms(slot_keys.ravel(), draws).reshape(len(draws), n, k), axis=2)
+        shuffled = np.take_along_axis(np.broadcast_to(x, (len(draws), n, k)), order, axis=2)
+        trial_means = shuffled.mean(axis=1)
+        spread = trial_means.max(axis=1) - trial_means.min(axis=1)
+        at_least += (spread[:, None, None] >= observed[None, :, :] - slack).sum(axis=0)
+    return (1 + at_least) / (1 + permutations)
+
+
 def holm(p_values: np.ndarray) -> np.ndarray:
     """Holm's step-down adjusted p-values (family-wise error); NaN entries are not in the family.
 
