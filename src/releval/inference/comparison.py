@@ -392,8 +392,10 @@ class ComparisonReport:
                 f"{num(r[S.RANDOMIZATION_P_ADJUSTED], '.2g'):>9}"
                 + (f" {num(r[S.TUKEY_P_VALUE], '.2g'):>9}" if hsd else "")
             )
-        lines.append("  p-values are corrected; raw ones, effect sizes and intervals are in the "
-                     "comparison table")
+        lines.append(f"  p(t), p(rand): {s.correction}-corrected over all rows"
+                     + ("; p(HSD): all pairs of one measure, not corrected across measures"
+                        if hsd else "")
+                     + "; the raw p-values are in the comparison table")
         return "\n".join(lines)
 
 
