@@ -70,8 +70,8 @@ def aggregate(
         F.count(F.lit(1)).alias(_N),
         F.sum(S.NUM_REL_RET).alias(_REL_RET),
         F.sum(S.NUM_REL).alias(_REL),
-        # stable central-moment update (never negative); null for one query
-        F.greatest(F.stddev_samp(S.VALUE), F.lit(0.0)).alias(_SD),
+        # a stable central-moment update, clamped at 0; null for one query (no interval)
+        F.when(F.count(F.lit(1)) >= 2, F.greatest(F.stddev_samp(S.VALUE), F.lit(0.0))).alias(_SD),
     )
     if intervals.method == "bootstrap":
         boot = ci.bootstrap_intervals(

@@ -225,7 +225,9 @@ BASELINE_JOB_RUN_ID = "baseline_job_run_id"
 CANDIDATE_JOB_RUN_ID = "candidate_job_run_id"
 
 COMPARISON_COMMENTS = {
-    COMPARISON_ID: "Id (uuid4) of the comparison run that wrote the row (its Delta commit's userMetadata).",
+    COMPARISON_ID: (
+        "Id (uuid4) of the comparison run that wrote the row (its Delta commit's userMetadata)."
+    ),
     COMPARED_AT: "When the comparison ran (UTC).",
     BASELINE: "The baseline run partition, e.g. system=bm25/date=2026-11-28.",
     CANDIDATE: "The candidate run partition compared with the baseline.",
@@ -242,8 +244,8 @@ COMPARISON_COMMENTS = {
     BASELINE_MEAN: "Mean of the baseline's values over the pairs.",
     CANDIDATE_MEAN: "Mean of the candidate's values over the pairs.",
     MEAN_DIFF: "Mean of the differences candidate - baseline.",
-    DIFF_CI_LOW: "Lower end of the t interval of mean_diff at level 1 - alpha; null below 2 pairs.",
-    DIFF_CI_HIGH: "Upper end of the t interval of mean_diff at level 1 - alpha; null below 2 pairs.",
+    DIFF_CI_LOW: "Lower end of the t interval of mean_diff (level 1 - alpha); null below 2 pairs.",
+    DIFF_CI_HIGH: "Upper end of the t interval of mean_diff (level 1 - alpha); null below 2 pairs.",
     RELATIVE_CHANGE: "mean_diff / baseline_mean; null when the baseline mean is 0.",
     WINS: "Pairs where the candidate is higher (differences within 1e-12 are ties).",
     TIES: "Pairs where both sides are equal (within 1e-12).",

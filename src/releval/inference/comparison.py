@@ -106,7 +106,8 @@ def pairs(
     base_x = base.crossJoin(F.broadcast(labels))
     keys = [S.CANDIDATE, S.MEASURE_KEY, S.QUERY_ID]
     if missing_queries == "skip":
-        joined = base_x.join(cand.drop(*_MEASURE_COLUMNS[:-1]), keys, "inner")
+        described = [c for c in _MEASURE_COLUMNS if c != S.MEASURE_KEY]  # taken from base
+        joined = base_x.join(cand.drop(*described), keys, "inner")
         return joined.select(S.CANDIDATE, *_MEASURE_COLUMNS, S.QUERY_ID, _B, _C)
     b, c = base_x.alias("b"), cand.alias("c")
     joined = b.join(c, [F.col(f"b.{k}") == F.col(f"c.{k}") for k in keys], "full_outer")
@@ -258,7 +259,8 @@ def parse_side(arg: str, *, shared: Mapping[str, str], columns: Sequence[str]) -
         raise ComparisonError(
             f"{arg!r} (with --partition {dict(shared)}) must name one run partition: "
             f"a value for each of {list(columns)}"
-            + (f"; unknown {unknown}" if unknown else "") + (f"; missing {missing}" if missing else "")
+            + (f"; unknown {unknown}" if unknown else "")
+            + (f"; missing {missing}" if missing else "")
         )
     return {c: values[c] for c in columns}
 
@@ -270,7 +272,9 @@ class QrelsCheck:
     notes: tuple[str, ...] = ()
 
 
-def _side_runs(per_query: DataFrame, sides: Mapping[str, Mapping[str, str]]) -> dict[str, tuple[int, list[str]]]:
+def _side_runs(
+    per_query: DataFrame, sides: Mapping[str, Mapping[str, str]]
+) -> dict[str, tuple[int, list[str | None]]]:
     """label -> (per-query rows, job_run_ids) of each side: one small aggregation."""
     tagged = reduce(DataFrame.unionByName, [
         per_query.where(side_condition(values)).select(
@@ -305,7 +309,8 @@ def check_qrels(
     records: dict[str, tuple] = {}
     if ids and (path or table) and table_exists(spark, path=path, table=table):
         log = read_table(spark, path=path, table=table).where(F.col(S.JOB_RUN_ID).isin(ids))
-        for r in log.select(S.JOB_RUN_ID, "qrels_source", "qrels_version", "qrels_filter").collect():
+        wanted = log.select(S.JOB_RUN_ID, "qrels_source", "qrels_version", "qrels_filter")
+        for r in wanted.collect():
             records[r[S.JOB_RUN_ID]] = (r["qrels_source"], r["qrels_version"], r["qrels_filter"])
     notes = []
 
@@ -449,7 +454,7 @@ def run(
         *[per_candidate({k: v[c] for k, v in cands.items()}, f.dataType).alias(c)
           for c, f in zip(out_parts, part_fields, strict=True)],
         F.lit(comparison_id).alias(S.COMPARISON_ID),
-        F.lit(datetime.now(UTC).replace(tzinfo=None)).alias(S.COMPARED_AT),
+        F.lit(datetime.now(UTC)).alias(S.COMPARED_AT),
         F.lit(base_label).alias(S.BASELINE),
         F.lit(config.evaluation.missing_queries).alias(S.PAIRING),
         F.lit(settings.correction).alias(S.CORRECTION),

@@ -38,7 +38,10 @@ def query_key(seed: int) -> Column:
 
 
 def t_half_width(sd: Column, n: Column, *, level: float) -> Column:
-    """Half-width of the t interval (:func:`releval.inference.kernel.t_half_width`), null when n < 2."""
+    """Half-width of the t interval (:func:`releval.inference.kernel.t_half_width`).
+
+    Null when n < 2.
+    """
 
     @F.pandas_udf("double")  # type: ignore[call-overload]
     def half_width(sd_: pd.Series, n_: pd.Series) -> pd.Series:

@@ -73,7 +73,10 @@ def _blocks(total: int, queries: int) -> list[np.ndarray]:
 
 
 def t_quantile(probability: float, df: np.ndarray | float) -> np.ndarray:
-    """The ``probability`` quantile of Student's t with ``df`` degrees of freedom (NaN if df < 1)."""
+    """The ``probability`` quantile of Student's t with ``df`` degrees of freedom.
+
+    NaN where df < 1.
+    """
     df = np.asarray(df, dtype=np.float64)
     safe = np.where(df >= 1, df, 1.0)
     return np.where(df >= 1, special.stdtrit(safe, probability), np.nan)
