@@ -16,7 +16,7 @@ SPARK_SUBMIT := PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath 
 	$(VENV)/bin/spark-submit --jars $(subst $(space),$(comma),$(abspath $(JARS))) \
 	--driver-java-options -Dlog4j2.configurationFile=$(abspath conf/log4j2.properties)
 
-.PHONY: help install jars run sample test test-fast bench clean
+.PHONY: help install jars run sample compare test test-fast bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -43,6 +43,13 @@ SAMPLE_STAMP := warehouse/sample/.generated
 
 run: install $(SAMPLE_STAMP) ## run the evaluation job on the sample, print the aggregate table
 	$(SPARK_SUBMIT) jobs/evaluate.py --config $(CONFIG)
+
+COMPARE_DATE ?= 2026-11-28
+
+compare: install $(SAMPLE_STAMP) ## paired tests on the sample: hybrid and dense against bm25 on COMPARE_DATE
+	$(SPARK_SUBMIT) jobs/evaluate.py --config $(CONFIG) --partition date=$(COMPARE_DATE) --pending --show 0
+	$(SPARK_SUBMIT) jobs/compare.py --config $(CONFIG) --baseline system=bm25 \
+	  --candidate system=hybrid --candidate system=dense --partition date=$(COMPARE_DATE)
 
 sample: $(SAMPLE_STAMP) ## generate the synthetic sample log and qrels (once) under warehouse/sample
 

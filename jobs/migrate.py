@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from releval.config import load_config
 from releval.errors import RelevalError
+from releval.inference.comparison import comparison_location
 from releval.lineage import run_log_location
 from releval.migrations import migrate_table
 from releval.quality import quarantine_target
@@ -31,6 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ("aggregate", (out.aggregate_path, out.aggregate_table)),
                 ("quarantine", quarantine_target(config)),
                 ("run_log", run_log_location(config)),
+                ("comparison", comparison_location(config)),
             ):
                 steps = migrate_table(spark, kind=kind, path=path, table=table, config=config)
                 print(f"{kind}: " + (" -> ".join(steps) if steps else "no table"))

@@ -139,10 +139,13 @@ def test_a_partition_that_now_yields_no_rows_is_cleared_and_lineage_reproduces_t
         ),
         partition_columns=PARTS,
     ).aggregate
-    # (values to 12 digits: a mean's last bit depends on the order Spark sums in)
+    # (values and interval ends to 12 digits: a mean's last bit depends on the order Spark
+    # sums in)
     def rounded(df):  # noqa: ANN001, ANN202
         return sorted_rows(df.select(*[c for c in then.columns if c != S.JOB_RUN_ID])
-                           .withColumn(S.VALUE, F.round(S.VALUE, 12)))
+                           .withColumn(S.VALUE, F.round(S.VALUE, 12))
+                           .withColumn(S.CI_LOW, F.round(S.CI_LOW, 12))
+                           .withColumn(S.CI_HIGH, F.round(S.CI_HIGH, 12)))
 
     assert rounded(then) == rounded(again)
 
@@ -189,8 +192,9 @@ def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
     def rows(job: str):  # noqa: ANN202
         # 2 rows for date 29 per writer
         return spark.createDataFrame(
-            [(D29, "P", 5, 1, False, "P@5", "macro", 0.5, 10, job, "unjudged"),
-             (D29, "AP", None, 1, False, "AP", "macro", 0.25, 10, job, "unjudged")],
+            # ..., num_queries, job_run_id, negative_labels, ci_low, ci_high, ci_method, ci_level
+            [(D29, "P", 5, 1, False, "P@5", "macro", 0.5, 10, job, "unjudged", 0.2, 0.8, "t", 0.95),
+             (D29, "AP", None, 1, False, "AP", "macro", 0.25, 10, job, "unjudged", 0.1, 0.4, "t", 0.95)],
             schema,
         )
 
@@ -227,7 +231,7 @@ def test_a_folder_that_is_not_a_delta_table_fails_with_deltas_error(
     (tmp_path / "table" / "part-0.parquet").write_bytes(b"not delta")
     schema = with_comments(S.aggregate_schema([]), S.AGGREGATE_COMMENTS)
     rows = spark.createDataFrame(
-        [("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j", "unjudged")], schema
+        [("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j", "unjudged", None, None, None, None)], schema
     )
     with pytest.raises(Exception, match=r"DELTA_\w+.*table.*is not a Delta table") as caught:
         replace_partitions(rows, path=str(tmp_path / "table"), table=None, schema=schema,

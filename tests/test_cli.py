@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +79,16 @@ def test_explain_prints_the_plan_and_writes_nothing(conformance_dir, tmp_path):
     assert "MapInArrow" in plan
     assert "hashpartitioning(query_id" in plan
     assert not (tmp_path / "tables").exists()  # nothing was run or written
+
+
+def test_compare_names_a_side_that_is_not_one_run_partition():
+    # conf/local.toml partitions runs by system and date: a side without a date is refused
+    # before any Spark session starts, in one line, exit code 2
+    config = Path(__file__).resolve().parents[1] / "conf" / "local.toml"
+    result = run_cli("compare", "--config", str(config), "--baseline", "system=bm25",
+                     "--candidate", "system=dense")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "releval: error: 'system=bm25' (with --partition {}) must name one run partition: "
+        "a value for each of ['system', 'date']; missing ['date']"
+    ]

@@ -326,7 +326,7 @@ def test_catalog_names_are_quoted_in_sql_text() -> None:
     )
 
 
-def test_a_version_1_quarantine_and_run_log_are_migrated(
+def test_version_1_tables_are_migrated_and_written_again(
     spark: SparkSession, inputs: tuple[str, str], tmp_path: Path
 ) -> None:
     from delta.tables import DeltaTable
@@ -355,6 +355,15 @@ def test_a_version_1_quarantine_and_run_log_are_migrated(
     ], old).write.format("delta").mode("append").save(quarantine)
     (DeltaTable.create(spark).location(log).addColumns(lineage.RUN_LOG_SCHEMA)
      .property(S.SCHEMA_VERSION_PROPERTY, "1").execute())
+    # the aggregate table as version 1 wrote it: no negative_labels, no interval columns
+    agg = config.output.aggregate_path or ""
+    v2_only = (S.NEGATIVE_LABELS, S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL)
+    parts = [T.StructField("system", text), T.StructField("date", text)]
+    v1_fields = [f for f in S.aggregate_schema(parts).fields if f.name not in v2_only]
+    (DeltaTable.create(spark).location(agg).addColumns(v1_fields).partitionedBy("date")
+     .property(S.SCHEMA_VERSION_PROPERTY, "1").execute())
+    spark.createDataFrame([("bm25", D29, "AP", None, 1, False, "AP", "macro", 0.3, 20, "old")],
+                          T.StructType(v1_fields)).write.format("delta").mode("append").save(agg)
 
     assert migrate_table(spark, kind="quarantine", path=quarantine, table=None, config=config) == ["1", "2"]
     assert migrate_table(spark, kind="run_log", path=log, table=None, config=config) == ["1", "2"]
@@ -368,7 +377,16 @@ def test_a_version_1_quarantine_and_run_log_are_migrated(
     detail = DeltaTable.forPath(spark, quarantine).detail().first()
     assert list(detail["partitionColumns"]) == [S.INPUT, "date"]
     assert table_schema_version(spark, path=log, table=None) == "2"
+    assert migrate_table(spark, kind="aggregate", path=agg, table=None, config=config) == ["1", "2"]
+    old = read(spark, agg).first()
+    assert read(spark, agg).columns[-6:] == [S.JOB_RUN_ID, *v2_only]
+    # the old row: computed with negative labels judged, no interval recorded
+    assert (old[S.VALUE], old[S.NEGATIVE_LABELS], old[S.CI_LOW], old[S.CI_METHOD]) == (
+        0.3, "judged", None, None)
     # the job now writes both tables: a run of D27 replaces the migrated run row of D27
     run_job(spark, config, parse_selection([f"date={D27}"], run_partition_columns=PARTS),
             job_run_id="after")
     assert read(spark, quarantine).where(F.col(S.INPUT) == "run").count() == 0
+    written = read(spark, agg).where(F.col("date") == D27)
+    assert written.count() > 0 and {r[S.NEGATIVE_LABELS] for r in written.collect()} == {"unjudged"}
+    assert read(spark, agg).where(F.col(S.JOB_RUN_ID) == "old").count() == 1  # D29 untouched

@@ -76,6 +76,16 @@ def test_job_writes_both_tables(spark, config):
     assert p2 == {("new", "macro"): (0.25, 2), ("new", "micro"): (0.25, 2),
                   ("old", "macro"): (0.25, 2), ("old", "micro"): (0.25, 2)}
     assert summary.aggregate_rows == aggregate.count()
+    # P@2 of "new" over q1, q2: 1/2 and 0, mean 1/4, s = sqrt(2 * (1/4)^2) = 0.353553...,
+    # t_{0.975, 1} = 12.7062047, half = 12.7062047 * 0.353553 / sqrt(2) = 3.1765512
+    new = aggregate.where((F.col("system") == "new") & (F.col(S.MEASURE_KEY) == "P@2")
+                          & (F.col(S.AVERAGING) == "macro")).first()
+    assert (new[S.CI_LOW], new[S.CI_HIGH]) == pytest.approx((0.25 - 3.1765512, 0.25 + 3.1765512))
+    assert (new[S.CI_METHOD], new[S.CI_LEVEL]) == ("t", 0.95)
+    # every mean rests on 2 queries (q2 scored 0 in both systems): below 50, a warning
+    text = summary.render()
+    assert "queries per mean: 2 per run partition; each macro value has a 95% t interval" in text
+    assert "WARNING: 2 run partition(s) rest on fewer than 50 queries" in text
 
 
 def test_tables_have_the_documented_schema_and_partitioning(spark, config):
@@ -91,8 +101,14 @@ def test_tables_have_the_documented_schema_and_partitioning(spark, config):
     assert schema[S.VALUE].metadata["comment"] == S.PER_QUERY_COMMENTS[S.VALUE]
     aggregate = DeltaTable.forPath(spark, config.output.aggregate_path).toDF()
     assert aggregate.schema[S.AVERAGING].metadata["comment"].startswith("macro:")
-    for table in (schema, aggregate.schema):  # the last column: the rule, with its comment
-        assert table.fieldNames()[-1] == S.NEGATIVE_LABELS
+    # negative_labels then the interval columns come last, after job_run_id
+    # (docs/migrations.md), all nullable, with their comments
+    assert schema.fieldNames()[-1] == S.NEGATIVE_LABELS
+    assert aggregate.schema.fieldNames()[-6:] == [
+        S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL]
+    assert all(aggregate.schema[c].nullable for c in (S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL))
+    assert aggregate.schema[S.CI_LOW].metadata["comment"] == S.AGGREGATE_COMMENTS[S.CI_LOW]
+    for table in (schema, aggregate.schema):
         assert table[S.NEGATIVE_LABELS].metadata["comment"].startswith("What a negative")
 
 

@@ -6,6 +6,11 @@
 * ``sum``: the total over queries, for counts (num_ret, num_rel, num_rel_ret),
   as trec_eval's ``all`` line prints them.
 
+Every macro row carries a confidence interval of its mean (``ci_low``, ``ci_high``,
+``ci_method``, ``ci_level``; see :mod:`releval.inference.intervals`): the t interval
+from ``stddev_samp`` of the same aggregation, or a bootstrap interval joined on the
+group keys. Micro and sum rows have none (null).
+
 Which averagings apply to which measure comes from the registry, as a small
 broadcast table joined on ``measure_key`` (a per-measure CASE expression would
 grow with the measure list and slow Spark's optimizer down).
@@ -19,10 +24,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from releval import schemas as S
+from releval.config import IntervalSettings
+from releval.inference import intervals as ci
 from releval.metrics.registry import Measure
 from releval.metrics.stats import safe_divide
 
 _MEAN, _SUM, _N, _REL_RET, _REL, _MICRO = "_mean", "_sum", "_n", "_rel_ret", "_rel", "_micro"
+_SD = "_sd"
 
 
 def averagings(per_query: DataFrame, measures: Sequence[Measure]) -> DataFrame:
@@ -38,7 +46,11 @@ def averagings(per_query: DataFrame, measures: Sequence[Measure]) -> DataFrame:
 
 
 def aggregate(
-    per_query: DataFrame, *, measures: Sequence[Measure], partition_columns: Sequence[str]
+    per_query: DataFrame,
+    *,
+    measures: Sequence[Measure],
+    partition_columns: Sequence[str],
+    intervals: IntervalSettings = IntervalSettings(),
 ) -> DataFrame:
     """Aggregate per-query measures over the queries of each run partition.
 
@@ -46,6 +58,7 @@ def aggregate(
         per_query: rows of the per-query table.
         measures: the measures in it (their specs say which averagings apply).
         partition_columns: the run's partition columns (one aggregate per partition).
+        intervals: how the macro rows' confidence intervals are computed.
 
     Returns:
         The columns of :func:`releval.schemas.aggregate_schema`, in order, except
@@ -59,8 +72,21 @@ def aggregate(
         F.count(F.lit(1)).alias(_N),
         F.sum(S.NUM_REL_RET).alias(_REL_RET),
         F.sum(S.NUM_REL).alias(_REL),
+        # a stable central-moment update, clamped at 0; null for one query (no interval)
+        F.when(F.count(F.lit(1)) >= 2, F.greatest(F.stddev_samp(S.VALUE), F.lit(0.0))).alias(_SD),
     )
+    if intervals.method == "bootstrap":
+        boot = ci.bootstrap_intervals(
+            per_query, keys=keys, resamples=intervals.resamples, level=intervals.level,
+            seed=intervals.seed,
+        )
+        grouped = _join_null_safe(grouped, boot, keys)
+        low, high = F.col(ci.LOW), F.col(ci.HIGH)
+    else:
+        half = ci.t_half_width(F.col(_SD), F.col(_N), level=intervals.level)
+        low, high = F.col(_MEAN) - half, F.col(_MEAN) + half
     averaging, micro = F.col(S.AVERAGING), F.col(_MICRO)
+    is_macro = averaging == "macro"
     value = (
         F.when(averaging == "macro", F.col(_MEAN))
         .when(averaging == "sum", F.col(_SUM))
@@ -76,7 +102,20 @@ def aggregate(
         value.cast("double").alias(S.VALUE),
         F.col(_N).cast("long").alias(S.NUM_QUERIES),
         S.NEGATIVE_LABELS,
+        F.when(is_macro, low).cast("double").alias(S.CI_LOW),
+        F.when(is_macro, high).cast("double").alias(S.CI_HIGH),
+        F.when(is_macro, F.lit(intervals.method)).alias(S.CI_METHOD),
+        F.when(is_macro, F.lit(float(intervals.level))).alias(S.CI_LEVEL),
     )
+
+
+def _join_null_safe(left: DataFrame, right: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """``left`` left-joined with ``right`` on ``keys``, nulls equal (cutoff is null for AP)."""
+    renamed = right.select(*[F.col(k).alias(f"_r_{k}") for k in keys],
+                           *[c for c in right.columns if c not in keys])
+    condition = [left[k].eqNullSafe(renamed[f"_r_{k}"]) for k in keys]
+    joined = left.join(renamed, on=condition, how="left")
+    return joined.drop(*[f"_r_{k}" for k in keys])
 
 
 def overview(

@@ -5,6 +5,8 @@
                      [--output DIR] [--trec-eval-output FILE] [--engine arrow|sql]
                      [--negative-labels unjudged|judged] [--explain] [--strict]
                      [--profile]
+    releval compare --config FILE --baseline KEY=VALUE --candidate KEY=VALUE [...]
+                    [--partition KEY=VALUE]
     releval measures
 
 User errors (bad measure, missing file, missing column...) print one line on
@@ -77,8 +79,24 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--strict", action="store_true",
                     help="fail (exit 2) when any input row is quarantined; the quarantine "
                     "table is written first")
+    add_compare_arguments(sub.add_parser(
+        "compare", help="compare candidate run partitions with a baseline (paired tests)"))
     sub.add_parser("measures", help="list the measures and their formulas")
     return parser
+
+
+def add_compare_arguments(cmp: argparse.ArgumentParser) -> None:
+    """The arguments of ``releval compare`` (also ``jobs/compare.py``)."""
+    cmp.add_argument("--config", required=True,
+                     help="the TOML config whose per-query table to read ([comparison] settings)")
+    cmp.add_argument("--baseline", required=True, metavar="KEY=VALUE[,KEY=VALUE]",
+                     help="the baseline run partition, e.g. system=bm25")
+    cmp.add_argument("--candidate", action="append", required=True,
+                     metavar="KEY=VALUE[,KEY=VALUE]",
+                     help="a candidate run partition (repeatable), e.g. system=hybrid")
+    cmp.add_argument("--partition", action="append", default=[], metavar="KEY=VALUE",
+                     help="values shared by every side, e.g. date=2026-11-28 (repeatable)")
+    cmp.add_argument("--comparison-id", default=None, help="the comparison's id (default: uuid4)")
 
 
 def config_from_args(args: argparse.Namespace, output: str) -> Config:
@@ -149,6 +167,32 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from releval.config import load_config
+    from releval.errors import ComparisonError
+    from releval.inference import comparison
+    from releval.session import build_session
+
+    config = load_config(args.config)
+    columns = config.run.partition_columns
+    shared: dict[str, str] = {}
+    for item in args.partition:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ComparisonError(f"--partition {item!r}: expected KEY=VALUE")
+        shared[key.strip()] = value.strip()
+    baseline = comparison.parse_side(args.baseline, shared=shared, columns=columns)
+    candidates = [comparison.parse_side(c, shared=shared, columns=columns) for c in args.candidate]
+    spark = build_session(config.spark)
+    try:
+        report = comparison.run(spark, config, baseline=baseline, candidates=candidates,
+                                comparison_id=args.comparison_id)
+    finally:
+        spark.stop()
+    print(report.render())
+    return 0
+
+
 def _list_measures() -> int:
     from releval.metrics import REGISTRY
 
@@ -184,6 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "measures":
             return _list_measures()
+        if args.command == "compare":
+            return _compare(args)
         return _evaluate(args)
     except RelevalError as exc:
         print(f"releval: error: {one_line(exc)}", file=sys.stderr)

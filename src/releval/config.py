@@ -23,6 +23,9 @@ MISSING_QUERIES = ("zero", "skip")
 ENGINES = ("arrow", "sql")
 #: What a negative qrels label means; the first is the default (trec_eval's rule).
 NEGATIVE_LABELS = ("unjudged", "judged")
+INTERVAL_METHODS = ("t", "bootstrap")
+CORRECTIONS = ("holm", "bh")
+TESTS = ("randomization", "t", "tukey")
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,41 @@ class EvaluationSettings:
 
 
 @dataclass(frozen=True)
+class IntervalSettings:
+    """The confidence interval of every macro value of the aggregate table.
+
+    ``method`` "t" is Student's t interval over queries; "bootstrap" the percentile
+    interval of ``resamples`` Poisson bootstrap resamples of the queries, reproducible
+    for a ``seed`` (see ``releval.inference.intervals``).
+    """
+
+    method: str = "t"
+    level: float = 0.95
+    resamples: int = 2000
+    seed: int = 20261130
+
+
+@dataclass(frozen=True)
+class ComparisonSettings:
+    """The paired comparison of run partitions (``releval compare``; docs/statistics.md).
+
+    ``alpha`` is the significance level of the corrected p-values and sets the level of
+    the difference's confidence interval (1 - alpha). ``test`` says which test's corrected
+    p-value marks a row significant. ``correction`` is applied over all candidates and
+    measures of one comparison: "holm" (family-wise error) or "bh" (Benjamini-Hochberg,
+    false discovery rate). ``test = "tukey"`` also runs the randomized Tukey HSD test over
+    the baseline and all candidates at once (all pairs of one measure, one family) and
+    marks a row by its HSD p-value, which needs no further correction over the pairs.
+    """
+
+    permutations: int = 10000
+    seed: int = 20261130
+    correction: str = "holm"
+    alpha: float = 0.05
+    test: str = "randomization"
+
+
+@dataclass(frozen=True)
 class OutputSettings:
     """Where the Delta tables go (a folder path, or catalog table names)."""
 
@@ -109,6 +147,9 @@ class OutputSettings:
     #: The batch job's run-log Delta table (default: ``run_log`` next to ``per_query_path``).
     run_log_path: str | None = None
     run_log_table: str | None = None
+    #: The comparison job's Delta table (default: ``comparison`` next to ``per_query_path``).
+    comparison_path: str | None = None
+    comparison_table: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +161,8 @@ class Config:
     evaluation: EvaluationSettings = EvaluationSettings()
     output: OutputSettings = OutputSettings()
     spark: SparkSettings = SparkSettings()
+    intervals: IntervalSettings = IntervalSettings()
+    comparison: ComparisonSettings = ComparisonSettings()
 
     def sibling_table(self, name: str) -> tuple[str | None, str | None]:
         """(path, table) of a table stored next to the per-query table: ``<folder>/name``
@@ -210,6 +253,7 @@ def _check_identifiers(config: Config, source: str) -> None:
         "output.aggregate_table": out.aggregate_table,
         "output.quarantine_table": out.quarantine_table,
         "output.run_log_table": out.run_log_table,
+        "output.comparison_table": out.comparison_table,
     }
     for key, name in tables.items():
         if name is None:
@@ -261,6 +305,28 @@ def validate(config: Config, source: str = "config") -> Config:
             f"{source}: evaluation.unjudged_warning_share = "
             f"{config.evaluation.unjudged_warning_share!r}; expected a share between 0 and 1"
         )
+    _check_choice(config.intervals.method, INTERVAL_METHODS, "intervals.method", source)
+    if not 0.0 < config.intervals.level < 1.0:
+        raise ConfigError(
+            f"{source}: intervals.level = {config.intervals.level!r}; expected a coverage "
+            "strictly between 0 and 1, e.g. 0.95"
+        )
+    if config.intervals.resamples < 1:
+        raise ConfigError(
+            f"{source}: intervals.resamples = {config.intervals.resamples!r}; expected >= 1"
+        )
+    _check_choice(config.comparison.correction, CORRECTIONS, "comparison.correction", source)
+    _check_choice(config.comparison.test, TESTS, "comparison.test", source)
+    if not 0.0 < config.comparison.alpha < 1.0:
+        raise ConfigError(
+            f"{source}: comparison.alpha = {config.comparison.alpha!r}; expected a level "
+            "strictly between 0 and 1, e.g. 0.05"
+        )
+    if config.comparison.permutations < 1:
+        raise ConfigError(
+            f"{source}: comparison.permutations = {config.comparison.permutations!r}; "
+            "expected >= 1"
+        )
     missing = [c for c in config.output_partition_columns if c not in config.run.partition_columns]
     if missing:
         raise ConfigError(
@@ -285,6 +351,8 @@ def config_from_dict(raw: Mapping[str, Any], source: str = "config") -> Config:
         "evaluation": EvaluationSettings,
         "output": OutputSettings,
         "spark": SparkSettings,
+        "intervals": IntervalSettings,
+        "comparison": ComparisonSettings,
     }
     built = {name: _build(types[name], value, name, source) for name, value in raw.items()}
     return validate(Config(**built), source)
@@ -315,6 +383,8 @@ _SECTION_TYPES = {
     "evaluation": EvaluationSettings,
     "output": OutputSettings,
     "spark": SparkSettings,
+    "intervals": IntervalSettings,
+    "comparison": ComparisonSettings,
 }
 
 

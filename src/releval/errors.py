@@ -33,3 +33,7 @@ class SchemaVersionError(RelevalError):
 
 class WriteConflictError(RelevalError):
     """A concurrent job kept changing the same output partitions; the write gave up."""
+
+
+class ComparisonError(RelevalError):
+    """A comparison cannot be made: a side is missing, or the sides used different qrels."""

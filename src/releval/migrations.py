@@ -24,7 +24,7 @@ from releval.io.writers import absolute
 from releval.partitions import quote_identifier, quote_literal
 
 #: The kinds of table a config writes.
-KINDS = ("per_query", "aggregate", "quarantine", "run_log")
+KINDS = ("per_query", "aggregate", "quarantine", "run_log", "comparison")
 
 #: A step: (session, kind, path, table, config) -> None; changes one table in place.
 Step = Callable[[SparkSession, str, str | None, str | None, Config], None]
@@ -99,11 +99,26 @@ def _add_negative_labels(
     spark.sql(f"UPDATE {name} SET {column} = 'judged' WHERE {column} IS NULL")
 
 
+def _add_intervals(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """1 -> 2, aggregate: ``negative_labels``, then the interval columns ``ci_low``,
+    ``ci_high``, ``ci_method``, ``ci_level`` (nullable: null on the rows written before,
+    which had no interval)."""
+    _add_negative_labels(spark, kind, path, table, config)
+    types = {S.CI_LOW: "DOUBLE", S.CI_HIGH: "DOUBLE", S.CI_METHOD: "STRING", S.CI_LEVEL: "DOUBLE"}
+    columns = ", ".join(
+        f"{quote_identifier(c)} {t} COMMENT {quote_literal(S.AGGREGATE_COMMENTS[c])}"
+        for c, t in types.items()
+    )
+    spark.sql(f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS ({columns})")
+
+
 #: version found -> ({kind: step}, the next version); a kind without a step only has its
 #: version property moved on.
 STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "0": ({"per_query": _add_job_run_id, "aggregate": _add_job_run_id}, "1"),
-    "1": ({"per_query": _add_negative_labels, "aggregate": _add_negative_labels,
+    "1": ({"per_query": _add_negative_labels, "aggregate": _add_intervals,
            "quarantine": _quarantine_by_run_partition}, "2"),
 }
 

@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 
 from releval import schemas as S
 from releval.aggregate import aggregate, overview
-from releval.config import Config
+from releval.config import Config, IntervalSettings
 from releval.coverage import UnjudgedRate, render_lines, unjudged_rates, with_judged_measures
 from releval.io.atomic import read_table, replace_partitions
 from releval.io.writers import with_comments
@@ -55,6 +55,7 @@ def evaluate(
     laid_out_by_query: bool = False,
     engine: str = "arrow",
     negative_labels: str = "unjudged",
+    intervals: IntervalSettings = IntervalSettings(),
 ) -> Evaluation:
     """Evaluate a run against qrels.
 
@@ -70,6 +71,7 @@ def evaluate(
         engine: how the run statistics are computed (``releval.metrics.compute.ENGINES``).
         negative_labels: what a negative label means, "unjudged" (trec_eval) or "judged"
             (:func:`releval.metrics.compute.judgment`); recorded in both tables.
+        intervals: the confidence intervals of the aggregate's macro values.
     """
     parts = list(partition_columns)
     queries = query_measures(
@@ -88,7 +90,9 @@ def evaluate(
     return Evaluation(
         queries=queries,
         per_query=per_query,
-        aggregate=aggregate(per_query, measures=measures, partition_columns=parts),
+        aggregate=aggregate(
+            per_query, measures=measures, partition_columns=parts, intervals=intervals
+        ),
     )
 
 
@@ -104,6 +108,10 @@ class WriteOptions:
 
     predicate: str | None = None
     job_run_id: str | None = None
+
+
+#: Below this many queries a mean (or a comparison) gets a warning.
+FEW_QUERIES = 50
 
 
 @dataclass(frozen=True)
@@ -126,6 +134,11 @@ class Summary:
     binary_labels: bool = False
     measures: tuple[Measure, ...] = ()
     quality: QualityReport | None = None
+    #: (fewest, most) queries the means of one run partition rest on
+    queries_per_mean: tuple[int, int] = (0, 0)
+    #: run partitions whose means rest on fewer than FEW_QUERIES queries
+    partitions_with_few_queries: int = 0
+    intervals: IntervalSettings = IntervalSettings()
 
     def render(self) -> str:
         missing_rule = "scored 0, in means" if self.missing_queries == "zero" else "skipped"
@@ -138,6 +151,18 @@ class Summary:
             f"  qrels queries missing from a run ({missing_rule}): {self.queries_missing_from_run}",
             f"  rows written: per-query {self.per_query_rows}, aggregate {self.aggregate_rows}",
         ]
+        low, high = self.queries_per_mean
+        spread = f"{low}" if low == high else f"{low} to {high}"
+        lines.append(
+            f"  queries per mean: {spread} per run partition; each macro value has a "
+            f"{self.intervals.level:.0%} {self.intervals.method} interval (ci_low, ci_high)"
+        )
+        if self.partitions_with_few_queries:
+            lines.append(
+                f"  WARNING: {self.partitions_with_few_queries} run partition(s) rest on fewer "
+                f"than {FEW_QUERIES} queries: their intervals are wide, and differences between "
+                "systems there are weak evidence"
+            )
         if self.quality is not None:
             lines.append(self.quality.render())
         lines += render_lines(
@@ -165,13 +190,14 @@ def job_measures(config: Config) -> list[Measure]:
 
 
 def _query_counts(
-    queries: DataFrame, parts: Sequence[str]
+    queries: DataFrame, parts: Sequence[str], *, missing_queries: str
 ) -> tuple[dict[str, int], dict[tuple[str | None, ...], int]]:
     """The summary's query counts and the repeated documents per run partition.
 
     One aggregation over the persisted per-query table by run partition (a few rows
-    come back): the scored / without-qrels / missing query counts and the number of run
-    partitions for the summary, and the run rows the evaluation dropped as repeated
+    come back): the scored / without-qrels / missing query counts, the number of run
+    partitions and the fewest / most queries a partition's means rest on for the summary,
+    and the run rows the evaluation dropped as repeated
     documents, keyed by the partition values as strings (for the input accounting).
     """
     as_string = [F.col(c).cast("string").alias(c) for c in parts]
@@ -182,6 +208,15 @@ def _query_counts(
         F.sum(REPEATED).alias("repeated"),
     ).collect()
     counts = {k: sum(int(r[k]) for r in rows) for k in ("scored", "without_qrels", "missing")}
+    # the queries each partition's means rest on: scored ones, plus the missing ones when
+    # they are scored 0 (partitions with no qrels query at all have no means)
+    in_means = [
+        int(r["scored"]) + (int(r["missing"]) if missing_queries == "zero" else 0) for r in rows
+    ]
+    in_means = [n for n in in_means if n > 0]
+    counts["min_queries"] = min(in_means, default=0)
+    counts["max_queries"] = max(in_means, default=0)
+    counts["few_queries"] = sum(1 for n in in_means if n < FEW_QUERIES)
     # as count_distinct(*parts) counted them: partitions with a null value are not counted
     counts["partitions"] = (
         sum(1 for r in rows if all(r[c] is not None for c in parts)) if parts else 1
@@ -205,6 +240,7 @@ def _evaluate_job(
         laid_out_by_query=laid_out_by_query,
         engine=config.evaluation.engine,
         negative_labels=config.evaluation.negative_labels,
+        intervals=config.intervals,
     )
 
 
@@ -265,7 +301,9 @@ def run(
     queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with phases.phase("evaluation"):
-            counts, repeated = _query_counts(queries, parts)
+            counts, repeated = _query_counts(
+                queries, parts, missing_queries=config.evaluation.missing_queries
+            )
         with phases.phase("quarantine"):
             report = finish_checks(
                 spark, config, inputs, accounts, strict=strict, repeated=repeated,
@@ -289,7 +327,10 @@ def run(
         pause("between_tables")
         with phases.phase("write aggregate"):
             aggregate_written = replace_partitions(
-                aggregate(per_query, measures=measures, partition_columns=parts).select("*", lineage),
+                aggregate(
+                    per_query, measures=measures, partition_columns=parts,
+                    intervals=config.intervals,
+                ).select("*", lineage),
                 path=config.output.aggregate_path,
                 table=config.output.aggregate_table,
                 schema=with_comments(S.aggregate_schema(part_fields), S.AGGREGATE_COMMENTS),
@@ -314,6 +355,9 @@ def run(
         queries_scored=int(counts["scored"]),
         queries_without_qrels=int(counts["without_qrels"]),
         queries_missing_from_run=int(counts["missing"]),
+        queries_per_mean=(counts["min_queries"], counts["max_queries"]),
+        partitions_with_few_queries=counts["few_queries"],
+        intervals=config.intervals,
         missing_queries=config.evaluation.missing_queries,
         per_query_rows=per_query_written.rows,
         aggregate_rows=aggregate_written.rows,

@@ -31,6 +31,11 @@ NUM_REL = "num_rel"
 NUM_REL_RET = "num_rel_ret"
 AVERAGING = "averaging"
 NUM_QUERIES = "num_queries"
+#: Confidence interval of a macro value (see releval.inference.intervals).
+CI_LOW = "ci_low"
+CI_HIGH = "ci_high"
+CI_METHOD = "ci_method"
+CI_LEVEL = "ci_level"
 #: The batch job run that wrote a row (joins to the run-log table; see releval.lineage).
 JOB_RUN_ID = "job_run_id"
 #: What a negative qrels label meant for the row: "unjudged" or "judged" (evaluation.negative_labels).
@@ -109,6 +114,19 @@ AGGREGATE_COMMENTS = {
     NUM_QUERIES: "Queries that entered the aggregate.",
     JOB_RUN_ID: PER_QUERY_COMMENTS[JOB_RUN_ID],
     NEGATIVE_LABELS: PER_QUERY_COMMENTS[NEGATIVE_LABELS],
+    CI_LOW: (
+        "Lower end of the confidence interval of a macro value (ci_method, ci_level); "
+        "null for micro and sum rows and when num_queries < 2."
+    ),
+    CI_HIGH: (
+        "Upper end of the confidence interval of a macro value (ci_method, ci_level); "
+        "null for micro and sum rows and when num_queries < 2."
+    ),
+    CI_METHOD: (
+        "How the interval was computed: t (Student t over queries) or bootstrap "
+        "(percentile, Poisson bootstrap over queries); null for micro and sum rows."
+    ),
+    CI_LEVEL: "Coverage of the interval, e.g. 0.95; null for micro and sum rows.",
 }
 
 
@@ -143,6 +161,11 @@ def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(NUM_QUERIES, T.LongType(), False),
             T.StructField(JOB_RUN_ID, T.StringType(), True),
             T.StructField(NEGATIVE_LABELS, T.StringType(), True),
+            # added with the intervals (issue 12): at the end, nullable (docs/migrations.md)
+            T.StructField(CI_LOW, T.DoubleType(), True),
+            T.StructField(CI_HIGH, T.DoubleType(), True),
+            T.StructField(CI_METHOD, T.StringType(), True),
+            T.StructField(CI_LEVEL, T.DoubleType(), True),
         ]
     )
 
@@ -203,3 +226,130 @@ QUARANTINE_PARTITION_COMMENT = (
     "Run partition column of a rejected run row (null on qrels rows); a job replaces the run "
     "rows of exactly the run partitions it evaluates."
 )
+
+# --- comparison table (releval compare; see releval.inference.comparison) --------
+COMPARISON_ID = "comparison_id"
+COMPARED_AT = "compared_at"
+BASELINE = "baseline"
+CANDIDATE = "candidate"
+PAIRING = "pairing"
+NUM_PAIRS = "num_pairs"
+BASELINE_MEAN = "baseline_mean"
+CANDIDATE_MEAN = "candidate_mean"
+MEAN_DIFF = "mean_diff"
+DIFF_CI_LOW = "diff_ci_low"
+DIFF_CI_HIGH = "diff_ci_high"
+RELATIVE_CHANGE = "relative_change"
+WINS = "wins"
+TIES = "ties"
+LOSSES = "losses"
+EFFECT_SIZE = "effect_size"
+T_P_VALUE = "t_p_value"
+RANDOMIZATION_P_VALUE = "randomization_p_value"
+T_P_ADJUSTED = "t_p_adjusted"
+RANDOMIZATION_P_ADJUSTED = "randomization_p_adjusted"
+TUKEY_P_VALUE = "tukey_p_value"
+CORRECTION = "correction"
+ALPHA = "alpha"
+TEST = "test"
+SIGNIFICANT = "significant"
+PERMUTATIONS = "permutations"
+SEED = "seed"
+BASELINE_JOB_RUN_ID = "baseline_job_run_id"
+CANDIDATE_JOB_RUN_ID = "candidate_job_run_id"
+
+COMPARISON_COMMENTS = {
+    COMPARISON_ID: (
+        "Id (uuid4) of the comparison run that wrote the row (its Delta commit's userMetadata)."
+    ),
+    COMPARED_AT: "When the comparison ran (UTC).",
+    BASELINE: "The baseline run partition, e.g. system=bm25/date=2026-11-28.",
+    CANDIDATE: "The candidate run partition compared with the baseline.",
+    MEASURE: PER_QUERY_COMMENTS[MEASURE],
+    CUTOFF: PER_QUERY_COMMENTS[CUTOFF],
+    REL_LEVEL: PER_QUERY_COMMENTS[REL_LEVEL],
+    JUDGED_ONLY: PER_QUERY_COMMENTS[JUDGED_ONLY],
+    MEASURE_KEY: PER_QUERY_COMMENTS[MEASURE_KEY],
+    PAIRING: (
+        "zero: every query either side scored is a pair, a query missing on one side scores 0 "
+        "there; skip: the queries both sides scored."
+    ),
+    NUM_PAIRS: "Queries (pairs) every number of the row rests on.",
+    BASELINE_MEAN: "Mean of the baseline's values over the pairs.",
+    CANDIDATE_MEAN: "Mean of the candidate's values over the pairs.",
+    MEAN_DIFF: "Mean of the differences candidate - baseline.",
+    DIFF_CI_LOW: "Lower end of the t interval of mean_diff (level 1 - alpha); null below 2 pairs.",
+    DIFF_CI_HIGH: "Upper end of the t interval of mean_diff (level 1 - alpha); null below 2 pairs.",
+    RELATIVE_CHANGE: "mean_diff / baseline_mean; null when the baseline mean is 0.",
+    WINS: "Pairs where the candidate is higher (differences within 1e-12 are ties).",
+    TIES: "Pairs where both sides are equal (within 1e-12).",
+    LOSSES: "Pairs where the candidate is lower.",
+    EFFECT_SIZE: (
+        "Paired Cohen's d (d_z): mean_diff / standard deviation of the differences; null "
+        "when that deviation is 0 or below 2 pairs."
+    ),
+    T_P_VALUE: "Two-sided p-value of the paired t-test (scipy ttest_rel); null below 2 pairs.",
+    RANDOMIZATION_P_VALUE: (
+        "Two-sided p-value of the paired randomization (sign-flip) test: "
+        "(1 + permutations at least as extreme) / (1 + permutations)."
+    ),
+    T_P_ADJUSTED: "t_p_value corrected over all candidates and measures of the comparison.",
+    RANDOMIZATION_P_ADJUSTED: (
+        "randomization_p_value corrected over all candidates and measures of the comparison."
+    ),
+    TUKEY_P_VALUE: (
+        "Randomized Tukey HSD p-value of the pair, in the family of all pairs of the baseline "
+        "and every candidate on this measure; null unless test = tukey."
+    ),
+    CORRECTION: "Multiple-comparison correction: holm (family-wise) or bh (Benjamini-Hochberg).",
+    ALPHA: "Significance level.",
+    TEST: (
+        "Which test decides significant: randomization or t (corrected p-value), or tukey "
+        "(the HSD p-value)."
+    ),
+    SIGNIFICANT: "The chosen test's p-value (corrected, or Tukey HSD) is below alpha.",
+    PERMUTATIONS: "Permutations of the randomization test (and trials of the Tukey HSD test).",
+    SEED: "Seed of the randomization test (hashed with each query id).",
+    BASELINE_JOB_RUN_ID: "Evaluation run that wrote the baseline's per-query rows (run log).",
+    CANDIDATE_JOB_RUN_ID: "Evaluation run that wrote the candidate's per-query rows (run log).",
+}
+
+
+def comparison_schema(partition_fields: list[T.StructField]) -> T.StructType:
+    """Schema of the comparison table: output partition columns (the candidate's) first."""
+    double, long_, string = T.DoubleType(), T.LongType(), T.StringType()
+    return T.StructType(
+        [
+            *partition_fields,
+            T.StructField(COMPARISON_ID, string, False),
+            T.StructField(COMPARED_AT, T.TimestampType(), False),
+            T.StructField(BASELINE, string, False),
+            T.StructField(CANDIDATE, string, False),
+            *MEASURE_FIELDS,
+            T.StructField(PAIRING, string, False),
+            T.StructField(NUM_PAIRS, long_, False),
+            T.StructField(BASELINE_MEAN, double, False),
+            T.StructField(CANDIDATE_MEAN, double, False),
+            T.StructField(MEAN_DIFF, double, False),
+            T.StructField(DIFF_CI_LOW, double, True),
+            T.StructField(DIFF_CI_HIGH, double, True),
+            T.StructField(RELATIVE_CHANGE, double, True),
+            T.StructField(WINS, long_, False),
+            T.StructField(TIES, long_, False),
+            T.StructField(LOSSES, long_, False),
+            T.StructField(EFFECT_SIZE, double, True),
+            T.StructField(T_P_VALUE, double, True),
+            T.StructField(RANDOMIZATION_P_VALUE, double, False),
+            T.StructField(T_P_ADJUSTED, double, True),
+            T.StructField(RANDOMIZATION_P_ADJUSTED, double, False),
+            T.StructField(TUKEY_P_VALUE, double, True),
+            T.StructField(CORRECTION, string, False),
+            T.StructField(ALPHA, double, False),
+            T.StructField(TEST, string, False),
+            T.StructField(SIGNIFICANT, T.BooleanType(), False),
+            T.StructField(PERMUTATIONS, long_, False),
+            T.StructField(SEED, long_, False),
+            T.StructField(BASELINE_JOB_RUN_ID, string, True),
+            T.StructField(CANDIDATE_JOB_RUN_ID, string, True),
+        ]
+    )

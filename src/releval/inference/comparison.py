@@ -1,0 +1,498 @@
+"""Is the difference real? A baseline run partition against candidates, query by query.
+
+:func:`compare` is the pure part: per-query rows in, one row per (candidate, measure)
+out, with the mean difference and its t interval, the relative change, wins / ties /
+losses, the paired Cohen's d, the paired t-test and randomization-test p-values, and
+both corrected over the whole comparison (all candidates and measures: one family).
+:func:`run` reads the per-query table, checks the sides (present, same qrels according
+to the run log), writes the comparison table and returns a printable report.
+
+Pairing (``evaluation.missing_queries``): with ``zero`` every query either side scored
+is a pair and a query missing on one side scores 0 there (the per-query table of a
+``zero`` evaluation already holds every qrels query); with ``skip`` a pair is a query
+both sides scored. Count measures (``num_ret``, ``num_rel``, ``num_rel_ret``) are not
+compared: they have no mean.
+
+The statistics of one (candidate, measure) are computed by
+:func:`releval.inference.kernel.paired` and :func:`~releval.inference.kernel.randomization_p`
+in the executors (``applyInPandas`` per group, vectorized over permutations); the sign
+of a query in permutation ``b`` comes from a hash of (seed, b, query id), so the p-values
+do not depend on the partitioning.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import reduce
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from releval import schemas as S
+from releval.config import ComparisonSettings, Config
+from releval.errors import ComparisonError
+from releval.inference import kernel
+from releval.inference.intervals import query_key
+from releval.io.atomic import read_table, replace_partitions, table_exists
+from releval.io.writers import with_comments
+from releval.metrics.registry import REGISTRY
+from releval.partitions import KeyFilter, partition_label, quote_literal
+
+#: Below this many pairs a comparison gets a warning.
+FEW_PAIRS = 50
+
+_B, _C, _KEY = "_baseline_value", "_candidate_value", "_key"
+_MEASURE_COLUMNS = [f.name for f in S.MEASURE_FIELDS]
+_STATS = [
+    (S.NUM_PAIRS, "long"), (S.BASELINE_MEAN, "double"), (S.CANDIDATE_MEAN, "double"),
+    (S.MEAN_DIFF, "double"), (S.DIFF_CI_LOW, "double"), (S.DIFF_CI_HIGH, "double"),
+    (S.RELATIVE_CHANGE, "double"), (S.WINS, "long"), (S.TIES, "long"), (S.LOSSES, "long"),
+    (S.EFFECT_SIZE, "double"), (S.T_P_VALUE, "double"), (S.RANDOMIZATION_P_VALUE, "double"),
+]
+_ADJUSTED = [(S.T_P_ADJUSTED, "double"), (S.RANDOMIZATION_P_ADJUSTED, "double"),
+             (S.SIGNIFICANT, "boolean")]
+
+
+def side_condition(values: Mapping[str, str]) -> Column:
+    """Rows of the run partition ``values`` (column -> value, compared as strings)."""
+    return reduce(lambda a, b: a & b, [F.col(c).cast("string") == v for c, v in values.items()])
+
+
+def _compared_measures(per_query: DataFrame) -> DataFrame:
+    """Only the measures that have a mean (not the num_* counts)."""
+    counts = sorted(name for name, spec in REGISTRY.items() if "macro" not in spec.averaging)
+    return per_query.where(~F.col(S.MEASURE).isin(counts))
+
+
+def pairs(
+    per_query: DataFrame,
+    *,
+    baseline: Mapping[str, str],
+    candidates: Mapping[str, Mapping[str, str]],
+    missing_queries: str,
+) -> DataFrame:
+    """The pairs of every candidate with the baseline, by measure and query.
+
+    Args:
+        per_query: rows of the per-query table.
+        baseline: the baseline run partition (column -> value).
+        candidates: label -> candidate run partition.
+        missing_queries: ``zero`` (a query either side scored; 0 where missing) or ``skip``
+            (queries both sides scored).
+
+    Returns:
+        ``candidate``, the measure columns, ``query_id``, ``_baseline_value``,
+        ``_candidate_value``; only measures both sides have.
+    """
+    rows = _compared_measures(per_query)
+    base = rows.where(side_condition(baseline)).select(
+        *_MEASURE_COLUMNS, S.QUERY_ID, F.col(S.VALUE).alias(_B))
+    cand = reduce(DataFrame.unionByName, [
+        rows.where(side_condition(values)).select(
+            F.lit(label).alias(S.CANDIDATE), *_MEASURE_COLUMNS, S.QUERY_ID,
+            F.col(S.VALUE).alias(_C))
+        for label, values in candidates.items()
+    ])
+    labels = rows.sparkSession.createDataFrame([(k,) for k in candidates], f"{S.CANDIDATE} string")
+    # (candidate, measure) both sides have: measures are never paired with missing zeros
+    common = cand.select(S.CANDIDATE, S.MEASURE_KEY).distinct().join(
+        base.select(S.MEASURE_KEY).distinct(), S.MEASURE_KEY)
+    base_x = base.crossJoin(F.broadcast(labels))
+    keys = [S.CANDIDATE, S.MEASURE_KEY, S.QUERY_ID]
+    if missing_queries == "skip":
+        described = [c for c in _MEASURE_COLUMNS if c != S.MEASURE_KEY]  # taken from base
+        joined = base_x.join(cand.drop(*described), keys, "inner")
+        return joined.select(S.CANDIDATE, *_MEASURE_COLUMNS, S.QUERY_ID, _B, _C)
+    b, c = base_x.alias("b"), cand.alias("c")
+    joined = b.join(c, [F.col(f"b.{k}") == F.col(f"c.{k}") for k in keys], "full_outer")
+    out = joined.select(
+        *[F.coalesce(F.col(f"b.{k}"), F.col(f"c.{k}")).alias(k) for k in [S.CANDIDATE,
+                                                                          *_MEASURE_COLUMNS,
+                                                                          S.QUERY_ID]],
+        F.coalesce(F.col(f"b.{_B}"), F.lit(0.0)).alias(_B),
+        F.coalesce(F.col(f"c.{_C}"), F.lit(0.0)).alias(_C),
+    )
+    return out.join(F.broadcast(common), [S.CANDIDATE, S.MEASURE_KEY], "left_semi")
+
+
+def paired_tests(pair_rows: DataFrame, *, alpha: float, permutations: int, seed: int) -> DataFrame:
+    """One row per (candidate, measure): :func:`releval.inference.kernel.paired` and the
+    randomization test over its pairs, computed per group in the executors.
+
+    Args:
+        pair_rows: the output of :func:`pairs`.
+        alpha: the difference's interval has level 1 - alpha.
+        permutations: sign-flip permutations of the randomization test.
+        seed: hashed with each query id into its signs.
+    """
+    group = [S.CANDIDATE, *_MEASURE_COLUMNS]
+    types = {f.name: f.dataType.simpleString() for f in pair_rows.schema.fields}
+    schema = ", ".join([*(f"`{c}` {types[c]}" for c in group), *(f"{n} {t}" for n, t in _STATS)])
+
+    def one_group(key: tuple, pdf: pd.DataFrame) -> pd.DataFrame:
+        pdf = pdf.sort_values(S.QUERY_ID)
+        b, c = pdf[_B].to_numpy(np.float64), pdf[_C].to_numpy(np.float64)
+        stats = kernel.paired(b, c, level=1.0 - alpha)
+        p = kernel.randomization_p(kernel.differences(b, c), pdf[_KEY].to_numpy(np.int64),
+                                   permutations=permutations)
+        values = {**dict(zip(group, key, strict=True)), **stats.__dict__,
+                  S.NUM_PAIRS: stats.pairs, S.RANDOMIZATION_P_VALUE: p}
+        return pd.DataFrame({k: pd.Series([values[k]], dtype=object)
+                             for k in [*group, *(n for n, _ in _STATS)]})
+
+    rows = pair_rows.select(*group, S.QUERY_ID, _B, _C, query_key(seed).alias(_KEY))
+    return rows.groupBy(*group).applyInPandas(one_group, schema)
+
+
+def tukey_tests(
+    pair_rows: DataFrame, *, missing_queries: str, permutations: int, seed: int
+) -> DataFrame:
+    """Randomized Tukey HSD p-value of each candidate against the baseline, per measure.
+
+    The baseline and every candidate of a measure form one queries x systems matrix
+    (pairing ``zero``: a query missing for a system scores 0; ``skip``: the queries every
+    system scored), tested at once by :func:`releval.inference.kernel.tukey_hsd_p`.
+
+    Returns:
+        ``candidate``, ``measure_key``, ``tukey_p_value``.
+    """
+    schema = f"{S.CANDIDATE} string, {S.MEASURE_KEY} string, {S.TUKEY_P_VALUE} double"
+
+    def one_measure(pdf: pd.DataFrame) -> pd.DataFrame:
+        by_query = pdf.groupby(S.QUERY_ID)
+        wide = pd.concat(
+            [by_query[_B].first().rename("_baseline"),
+             pdf.pivot_table(index=S.QUERY_ID, columns=S.CANDIDATE, values=_C, aggfunc="first")],
+            axis=1)
+        wide = (wide.fillna(0.0) if missing_queries == "zero" else wide.dropna()).sort_index()
+        keys = by_query[_KEY].first().loc[wide.index].to_numpy(np.int64)
+        p = kernel.tukey_hsd_p(wide.to_numpy(np.float64), keys, permutations=permutations)
+        return pd.DataFrame({S.CANDIDATE: list(wide.columns[1:]),
+                             S.MEASURE_KEY: pdf[S.MEASURE_KEY].iloc[0],
+                             S.TUKEY_P_VALUE: p[0, 1:]})
+
+    rows = pair_rows.select(S.CANDIDATE, S.MEASURE_KEY, S.QUERY_ID, _B, _C,
+                            query_key(seed).alias(_KEY))
+    return rows.groupBy(S.MEASURE_KEY).applyInPandas(one_measure, schema)
+
+
+def correct(tests: DataFrame, *, correction: str, alpha: float, test: str) -> DataFrame:
+    """Add the corrected p-values over the whole family (every row) and ``significant``.
+
+    ``correction`` names a function of :data:`releval.inference.kernel.CORRECTIONS`; the
+    family is small (candidates x measures), so it is one group.
+    """
+    adjust = kernel.CORRECTIONS[correction]
+    chosen = {"randomization": S.RANDOMIZATION_P_ADJUSTED, "t": S.T_P_ADJUSTED,
+              "tukey": S.TUKEY_P_VALUE}[test]
+    schema = ", ".join(
+        [*(f"`{f.name}` {f.dataType.simpleString()}" for f in tests.schema.fields),
+         *(f"{n} {t}" for n, t in _ADJUSTED)])
+
+    def family(pdf: pd.DataFrame) -> pd.DataFrame:
+        out = pdf.copy()
+        for raw, adjusted in ((S.T_P_VALUE, S.T_P_ADJUSTED),
+                              (S.RANDOMIZATION_P_VALUE, S.RANDOMIZATION_P_ADJUSTED)):
+            values = adjust(pdf[raw].to_numpy(np.float64, na_value=np.nan))
+            out[adjusted] = pd.Series(values, index=pdf.index).astype(object).where(
+                ~np.isnan(values), None)
+        out[S.SIGNIFICANT] = [p is not None and p == p and p < alpha for p in out[chosen]]
+        return out
+
+    return tests.withColumn("_family", F.lit(0)).groupBy("_family").applyInPandas(
+        lambda pdf: family(pdf.drop(columns="_family")), schema)
+
+
+def compare(
+    per_query: DataFrame,
+    *,
+    baseline: Mapping[str, str],
+    candidates: Mapping[str, Mapping[str, str]],
+    missing_queries: str,
+    settings: ComparisonSettings = ComparisonSettings(),
+) -> DataFrame:
+    """The comparison rows: :func:`pairs`, then :func:`paired_tests` (and
+    :func:`tukey_tests` when ``settings.test`` is "tukey"), then :func:`correct`.
+
+    Returns:
+        ``candidate`` (its label), the measure columns, the statistics, the corrected
+        p-values and ``significant``.
+    """
+    pair_rows = pairs(per_query, baseline=baseline, candidates=candidates,
+                      missing_queries=missing_queries)
+    tests = paired_tests(pair_rows, alpha=settings.alpha, permutations=settings.permutations,
+                         seed=settings.seed)
+    if settings.test == "tukey":
+        hsd = tukey_tests(pair_rows, missing_queries=missing_queries,
+                          permutations=settings.permutations, seed=settings.seed)
+        tests = tests.join(hsd, [S.CANDIDATE, S.MEASURE_KEY], "left")
+    else:
+        tests = tests.withColumn(S.TUKEY_P_VALUE, F.lit(None).cast("double"))
+    return correct(tests, correction=settings.correction, alpha=settings.alpha,
+                   test=settings.test)
+
+
+# --- the job -----------------------------------------------------------------------
+
+
+def parse_side(arg: str, *, shared: Mapping[str, str], columns: Sequence[str]) -> dict[str, str]:
+    """A run partition from ``KEY=VALUE[,KEY=VALUE]`` plus the shared ``--partition`` values.
+
+    Raises:
+        ComparisonError: a malformed pair, an unknown column, or a column left unset.
+    """
+    values = dict(shared)
+    for item in (p for p in arg.split(",") if p.strip()):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ComparisonError(f"{arg!r}: expected KEY=VALUE[,KEY=VALUE] (e.g. system=bm25)")
+        values[key.strip()] = value.strip()
+    unknown = sorted(set(values) - set(columns))
+    missing = [c for c in columns if c not in values]
+    if unknown or missing:
+        raise ComparisonError(
+            f"{arg!r} (with --partition {dict(shared)}) must name one run partition: "
+            f"a value for each of {list(columns)}"
+            + (f"; unknown {unknown}" if unknown else "")
+            + (f"; missing {missing}" if missing else "")
+        )
+    return {c: values[c] for c in columns}
+
+
+@dataclass(frozen=True)
+class QrelsCheck:
+    """What the run log says about the qrels behind each side."""
+
+    notes: tuple[str, ...] = ()
+
+
+def _side_runs(
+    per_query: DataFrame, sides: Mapping[str, Mapping[str, str]]
+) -> dict[str, tuple[int, list[str | None]]]:
+    """label -> (per-query rows, job_run_ids) of each side: one small aggregation."""
+    tagged = reduce(DataFrame.unionByName, [
+        per_query.where(side_condition(values)).select(
+            F.lit(label).alias("_side"), F.col(S.JOB_RUN_ID).cast("string").alias(S.JOB_RUN_ID))
+        for label, values in sides.items()
+    ])
+    rows = tagged.groupBy("_side").agg(
+        F.count(F.lit(1)).alias("rows"), F.collect_set(S.JOB_RUN_ID).alias("ids"),
+        F.count_if(F.col(S.JOB_RUN_ID).isNull()).alias("no_id")).collect()
+    found = {r["_side"]: (int(r["rows"]), sorted(r["ids"]) + ([None] if r["no_id"] else []))
+             for r in rows}
+    return {label: found.get(label, (0, [])) for label in sides}
+
+
+def check_qrels(
+    spark: SparkSession, config: Config, runs: Mapping[str, Sequence[str | None]], *,
+    baseline: str,
+) -> QrelsCheck:
+    """Refuse a pair of sides evaluated against different qrels (source, version, filter).
+
+    The qrels of a side are those of the evaluation runs (``job_run_id``) that wrote its
+    per-query rows, as the run log records them. A side without a run-log record cannot
+    be checked: a note says so.
+
+    Raises:
+        ComparisonError: one line naming both sides and both qrels.
+    """
+    from releval.lineage import run_log_location
+
+    path, table = run_log_location(config)
+    ids = sorted({i for side in runs.values() for i in side if i is not None})
+    records: dict[str, tuple] = {}
+    if ids and (path or table) and table_exists(spark, path=path, table=table):
+        log = read_table(spark, path=path, table=table).where(F.col(S.JOB_RUN_ID).isin(ids))
+        wanted = log.select(S.JOB_RUN_ID, "qrels_source", "qrels_version", "qrels_filter")
+        for r in wanted.collect():
+            records[r[S.JOB_RUN_ID]] = (r["qrels_source"], r["qrels_version"], r["qrels_filter"])
+    notes = []
+
+    def qrels_of(label: str) -> set[tuple] | None:
+        if not runs[label] or any(i is None or i not in records for i in runs[label]):
+            notes.append(f"qrels of {label} not checked: no run-log record of its evaluation")
+            return None
+        return {records[i] for i in runs[label]}
+
+    def describe(q: set[tuple]) -> str:
+        return "; ".join(f"{s} @v{v} filter {f!r}" for s, v, f in sorted(q, key=str))
+
+    base = qrels_of(baseline)
+    for label in runs:
+        if label == baseline:
+            continue
+        other = qrels_of(label)
+        if base is not None and other is not None and (base != other or len(base) > 1):
+            raise ComparisonError(
+                f"{label} and the baseline {baseline} were evaluated against different qrels "
+                f"({describe(other)} vs {describe(base)}); re-evaluate them with the same qrels"
+            )
+    return QrelsCheck(notes=tuple(dict.fromkeys(notes)))
+
+
+def comparison_location(config: Config) -> tuple[str | None, str | None]:
+    """(path, table) of the comparison table: configured, or next to the per-query table."""
+    out = config.output
+    if out.comparison_path or out.comparison_table:
+        return out.comparison_path, out.comparison_table
+    return config.sibling_table("comparison")
+
+
+@dataclass(frozen=True)
+class ComparisonReport:
+    """A finished comparison: its rows (sorted) and what to say about them."""
+
+    comparison_id: str
+    baseline: str
+    settings: ComparisonSettings
+    pairing: str
+    rows: tuple[dict, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    version: int = -1
+
+    def render(self) -> str:
+        s = self.settings
+        lines = [
+            "releval comparison",
+            f"  comparison_id: {self.comparison_id} (table version {self.version})",
+            f"  baseline: {self.baseline}; pairing: {self.pairing}",
+            (f"  * = significant: {s.test} test, {s.correction} correction over "
+             f"{len(self.rows)} comparisons (candidates x measures), alpha {s.alpha}; "
+             if s.test != "tukey" else
+             f"  * = significant: randomized Tukey HSD (all pairs of the baseline and the "
+             f"candidates, one family per measure), alpha {s.alpha}; p(t), p(rand) "
+             f"{s.correction}-corrected; ")
+            + f"randomization tests with {s.permutations} permutations, seed {s.seed}",
+            *(f"  note: {n}" for n in self.notes),
+        ]
+        few = sorted({(r[S.CANDIDATE], r[S.NUM_PAIRS]) for r in self.rows
+                      if r[S.NUM_PAIRS] < FEW_PAIRS})
+        lines += [f"  WARNING: {c} rests on {n} queries (< {FEW_PAIRS}): a weak comparison"
+                  for c, n in few]
+        hsd = s.test == "tukey"
+        header = (f"  {'':1} {'candidate':<28} {'measure':<16} {'n':>5} {'base':>7} {'cand':>7} "
+                  f"{'diff':>8} {f'{1 - s.alpha:.0%} CI':>19} {'rel':>7} {'W/T/L':>13} {'d':>6} "
+                  f"{'p(t)':>9} {'p(rand)':>9}" + (f" {'p(HSD)':>9}" if hsd else ""))
+        lines += ["", header]
+
+        def num(v: float | None, fmt: str) -> str:
+            return "-" if v is None or v != v else format(v, fmt)
+
+        for r in self.rows:
+            ci = (f"[{num(r[S.DIFF_CI_LOW], '+.4f')}, {num(r[S.DIFF_CI_HIGH], '+.4f')}]"
+                  if r[S.DIFF_CI_LOW] is not None else "-")
+            wtl = f"{r[S.WINS]}/{r[S.TIES]}/{r[S.LOSSES]}"
+            lines.append(
+                f"  {'*' if r[S.SIGNIFICANT] else ' '} {r[S.CANDIDATE]:<28} {r[S.MEASURE_KEY]:<16} "
+                f"{r[S.NUM_PAIRS]:>5} {num(r[S.BASELINE_MEAN], '.4f'):>7} "
+                f"{num(r[S.CANDIDATE_MEAN], '.4f'):>7} {num(r[S.MEAN_DIFF], '+.4f'):>8} {ci:>19} "
+                f"{num(r[S.RELATIVE_CHANGE], '+.1%'):>7} {wtl:>13} "
+                f"{num(r[S.EFFECT_SIZE], '+.2f'):>6} {num(r[S.T_P_ADJUSTED], '.2g'):>9} "
+                f"{num(r[S.RANDOMIZATION_P_ADJUSTED], '.2g'):>9}"
+                + (f" {num(r[S.TUKEY_P_VALUE], '.2g'):>9}" if hsd else "")
+            )
+        lines.append(f"  p(t), p(rand): {s.correction}-corrected over all rows"
+                     + ("; p(HSD): all pairs of one measure, not corrected across measures"
+                        if hsd else "")
+                     + "; the raw p-values are in the comparison table")
+        return "\n".join(lines)
+
+
+def run(
+    spark: SparkSession,
+    config: Config,
+    *,
+    baseline: Mapping[str, str],
+    candidates: Sequence[Mapping[str, str]],
+    comparison_id: str | None = None,
+) -> ComparisonReport:
+    """Compare ``candidates`` with ``baseline`` (run partitions, column -> value) and write
+    the rows to the comparison table, replacing the earlier comparison of the same
+    baseline in the candidates' output partitions.
+
+    Raises:
+        ComparisonError: a side has no per-query rows, or two sides used different qrels.
+    """
+    parts = list(config.run.partition_columns)
+    base_label = partition_label(baseline, parts)
+    cands = {partition_label(c, parts): dict(c) for c in candidates}
+    if base_label in cands:
+        raise ComparisonError(f"the baseline {base_label} is also a candidate")
+    per_query = read_table(spark, path=config.output.per_query_path,
+                           table=config.output.per_query_table)
+    runs = _side_runs(per_query, {base_label: baseline, **cands})
+    absent = [k for k, (n, _) in runs.items() if n == 0]
+    if absent:
+        raise ComparisonError(
+            f"no per-query rows for {', '.join(absent)}: evaluate it first, or check the values")
+    check = check_qrels(spark, config, {k: ids for k, (_, ids) in runs.items()},
+                        baseline=base_label)
+    settings = config.comparison
+    result = compare(per_query, baseline=baseline, candidates=cands,
+                     missing_queries=config.evaluation.missing_queries, settings=settings)
+
+    comparison_id = comparison_id or str(uuid.uuid4())
+    out_parts = list(config.output_partition_columns)
+    part_fields = [per_query.schema[c] for c in out_parts]
+    candidate = F.col(S.CANDIDATE)
+
+    def per_candidate(values: Mapping[str, str | None], dtype: T.DataType) -> Column:
+        return F.coalesce(*[F.when(candidate == k, F.lit(v)) for k, v in values.items()],
+                          F.lit(None)).cast(dtype)
+
+    def run_id(ids: Sequence[str | None]) -> str | None:
+        return ",".join(i for i in ids if i) or None
+
+    rows = result.select(
+        "*",
+        *[per_candidate({k: v[c] for k, v in cands.items()}, f.dataType).alias(c)
+          for c, f in zip(out_parts, part_fields, strict=True)],
+        F.lit(comparison_id).alias(S.COMPARISON_ID),
+        F.lit(datetime.now(UTC)).alias(S.COMPARED_AT),
+        F.lit(base_label).alias(S.BASELINE),
+        F.lit(config.evaluation.missing_queries).alias(S.PAIRING),
+        F.lit(settings.correction).alias(S.CORRECTION),
+        F.lit(float(settings.alpha)).alias(S.ALPHA),
+        F.lit(settings.test).alias(S.TEST),
+        F.lit(settings.permutations).cast("long").alias(S.PERMUTATIONS),
+        F.lit(settings.seed).cast("long").alias(S.SEED),
+        F.lit(run_id(runs[base_label][1])).alias(S.BASELINE_JOB_RUN_ID),
+        per_candidate({k: run_id(runs[k][1]) for k in cands}, T.StringType()).alias(
+            S.CANDIDATE_JOB_RUN_ID),
+    )
+    predicate = " AND ".join([
+        f"{S.BASELINE} = {quote_literal(base_label)}",
+        *(KeyFilter(key=c, values=tuple(sorted({v[c] for v in cands.values()}))).predicate()
+          for c in out_parts),
+    ])
+    path, table = comparison_location(config)
+    if not (path or table):
+        raise ComparisonError("no place for the comparison table: set output.comparison_path")
+    written = replace_partitions(
+        rows,
+        path=path,
+        table=table,
+        schema=with_comments(S.comparison_schema(part_fields), S.COMPARISON_COMMENTS),
+        partition_columns=out_parts,
+        description="releval comparisons: one row per baseline, candidate and measure.",
+        predicate=predicate,
+        user_metadata=f"releval comparison_id={comparison_id}",
+    )
+    saved = read_table(spark, path=path, table=table).where(
+        F.col(S.COMPARISON_ID) == comparison_id).orderBy(S.CANDIDATE, S.MEASURE, S.CUTOFF,
+                                                         S.MEASURE_KEY)
+    return ComparisonReport(
+        comparison_id=comparison_id,
+        baseline=base_label,
+        settings=settings,
+        pairing=config.evaluation.missing_queries,
+        rows=tuple(r.asDict() for r in saved.collect()),
+        notes=check.notes,
+        version=written.version,
+    )
