@@ -238,7 +238,7 @@ class RawInput:
         """``rows`` (some of :attr:`rows`, e.g. the rejected ones) with the exact ``_line``.
 
         The position columns ``_block`` and ``_row`` are replaced by ``_line``, the 1-based
-        physical line in its file (see the comment above this class); a table's rows are
+        physical line in its file (see the raw readers' comment block above); a table's rows are
         returned as they are. This scans the text once more: call it on an error path only.
         """
         if self.lines is None:
