@@ -3,9 +3,10 @@
 Order (so that job-level problems stop the job before anything is written):
 
 1. read the run and the qrels raw (``releval.io.readers``): missing path/table/column, a
-   column type that cannot be cast, a filter that does not match, a malformed TREC line;
-2. count each input with one aggregation (:func:`account_inputs`): an empty run or qrels
-   (after the filter) is an error. With ``rank_by = "score"`` the run is counted by the row
+   column type that cannot be cast, a filter that does not match;
+2. count each input with one aggregation (:func:`account_inputs`): a malformed TREC line
+   (counted as ``releval.validate.MALFORMED``, then found and named with its ``file:line``)
+   and an empty run or qrels (after the filter) are errors. With ``rank_by = "score"`` the run is counted by the row
    rules only, a projection without shuffle or sort; its repeated documents
    (``duplicate_doc``) are counted by the evaluation, which drops them anyway;
 3. after the evaluation, before the outputs are written (:func:`finish_checks`): complete
@@ -33,12 +34,13 @@ from releval import schemas as S
 from releval.config import Config
 from releval.errors import InputError, QualityError
 from releval.io.atomic import check_schema_version, read_table, replace_partitions
-from releval.io.readers import read_qrels_raw, read_run_raw, source_name
+from releval.io.readers import RawInput, read_qrels_raw, read_run_raw, source_name
 from releval.io.writers import with_comments
 from releval.layout import by_query
 from releval.lineage import source_label
 from releval.partitions import quote_literal
 from releval.validate import (
+    MALFORMED,
     InputAccount,
     account_labelled,
     label_qrels,
@@ -164,6 +166,8 @@ class JobInputs:
         laid_out_by_query: ``run`` and ``qrels`` are partitioned by query id.
         repeats_from_evaluation: ``run`` still holds the repeated documents; the
             evaluation drops them and counts them (``duplicate_doc``).
+        raw_run, raw_qrels: the raw reads, to name a malformed TREC line and to number
+            the quarantined rows' lines.
     """
 
     labelled_run: DataFrame
@@ -173,13 +177,15 @@ class JobInputs:
     qrels: DataFrame
     laid_out_by_query: bool
     repeats_from_evaluation: bool
+    raw_run: RawInput
+    raw_qrels: RawInput
 
 
 def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
     """The job's input plans: read raw once, labelled for the checks, clean for the evaluation.
 
     Lazy: no action runs and nothing is persisted (reading still checks the paths, tables,
-    columns and filter, and scans TREC text for malformed lines). With ``rank_by =
+    columns and filter; TREC text's malformed lines are counted by :func:`account_inputs`). With ``rank_by =
     "score"`` the evaluation reads the rows that pass the row rules, straight from the
     source: the duplicate rules keep the very rows the evaluation keeps anyway (the
     best-scored occurrence of a document, the highest label of a judged document; see
@@ -193,23 +199,36 @@ def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
     raw_run = read_run_raw(spark, config.run)
     raw_qrels = read_qrels_raw(spark, config.qrels)
     # the checks' shuffle (releval.layout): duplicate rules are per query
-    labelled_run = label_run(by_query(raw_run), rank_by=config.run.rank_by, partition_columns=parts)
-    labelled_qrels = label_qrels(by_query(raw_qrels))
+    labelled_run = label_run(
+        by_query(raw_run.rows), rank_by=config.run.rank_by, partition_columns=parts
+    )
+    labelled_qrels = label_qrels(by_query(raw_qrels.rows))
     if config.run.rank_by == "score":
         return JobInputs(
             labelled_run, labelled_qrels,
-            counted_run=row_labelled_run(raw_run, partition_columns=parts),
-            run=row_clean_run(raw_run, partition_columns=parts),
-            qrels=row_clean_qrels(raw_qrels),
+            counted_run=row_labelled_run(raw_run.rows, partition_columns=parts),
+            run=row_clean_run(raw_run.rows, partition_columns=parts),
+            qrels=row_clean_qrels(raw_qrels.rows),
             laid_out_by_query=False,
             repeats_from_evaluation=True,
+            raw_run=raw_run,
+            raw_qrels=raw_qrels,
         )
     run, _ = split_labelled_run(labelled_run, partition_columns=parts)
     qrels, _ = split_labelled_qrels(labelled_qrels)
     return JobInputs(
         labelled_run, labelled_qrels, counted_run=labelled_run, run=run, qrels=qrels,
         laid_out_by_query=True, repeats_from_evaluation=False,
+        raw_run=raw_run, raw_qrels=raw_qrels,
     )
+
+
+def _fail_on_malformed(account: InputAccount, raw: RawInput) -> None:
+    """Name the first malformed TREC line when the accounting counted one (the error path)."""
+    if account.quarantined.get(MALFORMED):
+        raw.fail_on_malformed()
+        # fail_on_malformed raises; this line only if its own scan found none
+        raise InputError(f"{account.name} {account.source}: malformed TREC line(s)")
 
 
 def account_inputs(config: Config, inputs: JobInputs) -> tuple[InputAccount, InputAccount]:
@@ -219,17 +238,20 @@ def account_inputs(config: Config, inputs: JobInputs) -> tuple[InputAccount, Inp
     rows yet (:func:`finish_checks` adds them).
 
     Raises:
-        InputError: the run or the qrels has no rows (after its filter).
+        InputError: a malformed TREC line (its ``file:line``, found by a scan of its own);
+            the run or the qrels has no rows (after its filter).
     """
     run_account = account_labelled(
         "run", source_name(config.run), inputs.counted_run,
         partition_columns=list(config.run.partition_columns),
     )
+    _fail_on_malformed(run_account, inputs.raw_run)
     if run_account.input == 0:
         raise _empty_error("run", source_name(config.run), config.run.filter)
     qrels_account = account_labelled(
         "qrels", source_name(config.qrels), inputs.labelled_qrels, max_of=S.RELEVANCE
     )
+    _fail_on_malformed(qrels_account, inputs.raw_qrels)
     if qrels_account.input == 0:
         raise _empty_error("qrels", source_name(config.qrels), config.qrels.filter)
     return run_account, qrels_account
@@ -273,8 +295,14 @@ def finish_checks(
     if path or table:
         rejected: DataFrame | None = None  # nothing to keep: the inputs are not read again
         if run_account.quarantined_total + qrels_account.quarantined_total:
-            _, run_quarantine = split_labelled_run(inputs.labelled_run, partition_columns=parts)
-            _, qrels_quarantine = split_labelled_qrels(inputs.labelled_qrels)
+            # the quarantined rows' line numbers: a scan of the text (TREC only), rows rejected
+            _, run_quarantine = split_labelled_run(
+                inputs.labelled_run, partition_columns=parts,
+                number_lines=inputs.raw_run.number_lines,
+            )
+            _, qrels_quarantine = split_labelled_qrels(
+                inputs.labelled_qrels, number_lines=inputs.raw_qrels.number_lines
+            )
             rejected = run_quarantine.unionByName(qrels_quarantine)
         write_quarantine(
             rejected, spark=spark, path=path, table=table,

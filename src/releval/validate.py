@@ -20,7 +20,10 @@ The reasons are declared once, in :data:`REASONS`. The rules:
   for the measures) and counted, not quarantined.
 
 A row gets only the first reason that applies, in the order of :data:`REASONS`; duplicates are
-looked for among the rows that passed the per-row checks.
+looked for among the rows that passed the per-row checks. A TREC line its reader flagged
+``_malformed`` gets :data:`MALFORMED` before any of them: not a quarantine reason, the job
+fails on it (``releval.quality``), but counting it in the accounting's aggregation spares the
+reader a scan of its own.
 
 :func:`account_labelled` counts input, used and quarantined rows per partition and reason
 from the labelled rows (one hash aggregation by partition and reason, no per-row partition
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, Window
@@ -47,6 +50,14 @@ from releval.ranking import ranking_order
 #: Columns a raw reader may add (see ``releval.io.readers``); optional for these functions.
 RAW_SOURCE = "_source"
 RAW_LINE = "_line"
+#: A TREC line's position before it is numbered: its file block's start and its row id
+#: (``releval.io.readers``); with ``_source`` they order a file's lines as ``_line`` would.
+RAW_BLOCK = "_block"
+RAW_ROW = "_row"
+#: True on a TREC line without the fields its format needs (``releval.io.readers``).
+RAW_MALFORMED = "_malformed"
+#: The pseudo-reason of a ``_malformed`` row: counted, never quarantined (the job fails).
+MALFORMED = "malformed_line"
 _REASON = "_reason"
 _EXACT_DUPLICATE = "_exact_duplicate"
 
@@ -112,9 +123,22 @@ def _bad_integer(value: Column, *, minimum: int) -> Column:
 
 
 def _meta(df: DataFrame) -> list[Column]:
+    """``_source``, ``_line`` (null when absent) and the position columns ``df`` has."""
     source = F.col(RAW_SOURCE) if RAW_SOURCE in df.columns else F.lit(None)
     line = F.col(RAW_LINE) if RAW_LINE in df.columns else F.lit(None)
-    return [source.cast("string").alias(RAW_SOURCE), line.cast("long").alias(RAW_LINE)]
+    position = [F.col(c) for c in (RAW_BLOCK, RAW_ROW) if c in df.columns]
+    return [source.cast("string").alias(RAW_SOURCE), line.cast("long").alias(RAW_LINE), *position]
+
+
+def _malformed_rule(df: DataFrame) -> list[tuple[Column, str]]:
+    """The :data:`MALFORMED` rule when a reader flagged malformed lines, else none."""
+    return [(F.col(RAW_MALFORMED), MALFORMED)] if RAW_MALFORMED in df.columns else []
+
+
+def _file_order(df: DataFrame) -> list[Column]:
+    """Where a row came from, as a sort order: file, then line or position in the file."""
+    return [F.col(c).asc_nulls_last() for c in (RAW_SOURCE, RAW_LINE, RAW_BLOCK, RAW_ROW)
+            if c in df.columns]
 
 
 #: Prefix of the original columns a labelled frame keeps for the quarantine's ``raw`` map.
@@ -163,6 +187,7 @@ def _typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]
     bad_rank = _bad_integer(F.col(S.RANK), minimum=1)
     bad_score = score.isNull() | F.isnan(score) | (F.abs(score) == float("inf"))
     rules = [
+        *_malformed_rule(run),
         (_blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
         (_blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
     ]
@@ -204,7 +229,7 @@ def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
     valid = F.col(_REASON).isNull()
     query = [*parts, S.QUERY_ID]
     order = [*ranking_order(rank_by), F.col(S.SCORE).desc_nulls_last(), F.col(S.RANK).asc_nulls_last(),
-             F.col(RAW_SOURCE).asc_nulls_last(), F.col(RAW_LINE).asc_nulls_last()]
+             *_file_order(typed)]
     occurrence = F.row_number().over(Window.partitionBy(*query, S.DOC_ID, valid).orderBy(*order))
     labelled = typed.withColumn(
         _REASON, F.when(valid & (occurrence > 1), F.lit("duplicate_doc")).otherwise(F.col(_REASON))
@@ -232,6 +257,7 @@ def _typed_qrels(qrels: DataFrame) -> DataFrame:
         F.when(~bad_label, relevance.try_cast("double").cast("int")).alias(S.RELEVANCE),
         *_kept_raw(qrels, S.RELEVANCE, identity_for=None),
         _first_reason(
+            *_malformed_rule(qrels),
             (_blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
             (_blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
             (bad_label, "invalid_relevance"),
@@ -261,9 +287,17 @@ def label_qrels(qrels: DataFrame) -> DataFrame:
 
 
 def _quarantine(
-    labelled: DataFrame, *, input_name: str, partition_columns: Sequence[str], raw_columns: Sequence[str]
+    labelled: DataFrame,
+    *,
+    input_name: str,
+    partition_columns: Sequence[str],
+    raw_columns: Sequence[str],
+    number_lines: Callable[[DataFrame], DataFrame] | None,
 ) -> DataFrame:
-    return labelled.where(F.col(_REASON).isNotNull()).select(
+    rejected = labelled.where(F.col(_REASON).isNotNull())
+    if number_lines is not None:
+        rejected = number_lines(rejected)
+    return rejected.select(
         F.lit(input_name).alias(S.INPUT),
         F.col(RAW_SOURCE).alias(S.SOURCE),
         F.col(RAW_LINE).alias(S.LINE),
@@ -300,22 +334,35 @@ def row_clean_qrels(qrels: DataFrame) -> DataFrame:
     return typed.where(F.col(_REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
 
 
-def split_labelled_run(labelled: DataFrame, *, partition_columns: Sequence[str]) -> tuple[DataFrame, DataFrame]:
-    """(clean, quarantined) of a :func:`label_run` result."""
+def split_labelled_run(
+    labelled: DataFrame,
+    *,
+    partition_columns: Sequence[str],
+    number_lines: Callable[[DataFrame], DataFrame] | None = None,
+) -> tuple[DataFrame, DataFrame]:
+    """(clean, quarantined) of a :func:`label_run` result.
+
+    ``number_lines`` gives the rejected rows their ``_line`` from their position
+    (``releval.io.readers.RawInput.number_lines``), for the quarantined rows only.
+    """
     parts = list(partition_columns)
     clean = labelled.where(F.col(_REASON).isNull()).select(
         *parts, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK
     )
     return clean, _quarantine(
-        labelled, input_name=RUN, partition_columns=parts, raw_columns=RUN_RAW_COLUMNS
+        labelled, input_name=RUN, partition_columns=parts, raw_columns=RUN_RAW_COLUMNS,
+        number_lines=number_lines,
     )
 
 
-def split_labelled_qrels(labelled: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(clean, quarantined) of a :func:`label_qrels` result."""
+def split_labelled_qrels(
+    labelled: DataFrame, *, number_lines: Callable[[DataFrame], DataFrame] | None = None
+) -> tuple[DataFrame, DataFrame]:
+    """(clean, quarantined) of a :func:`label_qrels` result (``number_lines``: as for the run)."""
     clean = labelled.where(F.col(_REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
     return clean, _quarantine(
-        labelled, input_name=QRELS, partition_columns=(), raw_columns=QRELS_RAW_COLUMNS
+        labelled, input_name=QRELS, partition_columns=(), raw_columns=QRELS_RAW_COLUMNS,
+        number_lines=number_lines,
     )
 
 

@@ -7,14 +7,16 @@ run's partition columns), so nothing downstream knows where the data came from.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from releval import schemas as S
 from releval.config import QrelsSource, RunSource
 from releval.errors import InputError
+from releval.validate import RAW_BLOCK, RAW_LINE, RAW_MALFORMED, RAW_ROW, RAW_SOURCE
 
 #: The partition column a TREC run file provides: its tag (6th field).
 TREC_RUN_ID = "run_id"
@@ -148,16 +150,33 @@ def read_qrels(spark: SparkSession, src: QrelsSource, *, version: int | None = N
 #
 # The raw readers do not cast: a non-numeric score stays the string it was, so
 # ``releval.validate`` can quarantine it with its raw value instead of turning it into a
-# silent null. They add ``_source`` (file or table) and, for TREC text, ``_line`` (the
-# 1-based physical line number in its file).
+# silent null. They add ``_source`` (file or table) and ``_line`` (the 1-based physical line
+# number in a TREC file; null for tables, and null for TREC rows until numbered, see below).
 #
-# TREC line numbers: each file is read whole (``spark.read.text(wholetext=True)``, one row per
-# file) and split into lines with ``posexplode``. This scales with the number of files (files
-# are read in parallel) and gives exact per-file line numbers with no ordering assumption; one
-# file must fit in an executor's memory (under 2 GB), which holds for TREC run and qrels files.
-# Large production inputs are Delta/Parquet tables, which are read in parallel as usual.
-
-from releval.validate import RAW_LINE, RAW_SOURCE  # noqa: E402  (where a row came from)
+# TREC text is read like any text file (``spark.read.text``, no ``wholetext``): Spark splits
+# each file into blocks of at most ``spark.sql.files.maxPartitionBytes`` and reads them in
+# parallel; Hadoop's LineRecordReader gives each line to exactly one block, so no task holds
+# a whole file. A line's number is not known inside its block, so the scan's first projection,
+# before any filter, keeps where each physical line (blank and '#' lines included) came from:
+# ``_source`` (the file), ``_block`` (``_metadata.file_block_start``, the block's byte offset)
+# and ``_row`` (``monotonically_increasing_id()``: consecutive within one block, in line
+# order). (``_source``, ``_block``, ``_row``) orders a file's lines as their numbers would;
+# ``releval.validate`` breaks ties with it. The exact number is resolved only where one is
+# shown, by :meth:`RawInput.number_lines`:
+#
+#     _line = (lines of the file in blocks that start earlier) + (_row - first _row of its block) + 1
+#
+# from one small aggregation of every line per (file, block), broadcast into a join. That
+# aggregation scans the text again, which happens only on an error path: the malformed-line
+# error (:meth:`RawInput.fail_on_malformed`, when the accounting pass counted a malformed
+# line) and the quarantine rows (written only when a row was rejected). The ids of the two
+# scans agree because both plan the same relation (the file listing is fixed when the
+# DataFrame is made) with the same session settings, so the same blocks land in the same
+# Spark partitions in the same order. The normal path reads each file once per pass and
+# never numbers a line. A malformed line is not raised while reading (that would be a scan of
+# its own): it is flagged ``_malformed`` and counted by the accounting pass (the pseudo-reason
+# ``releval.validate.MALFORMED``), which then fails the job with the line's ``file:line``.
+# Large production inputs are Delta/Parquet tables, read in parallel as usual.
 
 _ATOMIC = (T.StringType, T.NumericType, T.BooleanType, T.DateType, T.TimestampType)
 _NUMERIC_OR_STRING = (T.StringType, T.NumericType)
@@ -193,42 +212,146 @@ def _apply_filter(df: DataFrame, src: RunSource | QrelsSource, section: str, par
         ) from None
 
 
-def _trec_lines(spark: SparkSession, src: RunSource | QrelsSource) -> DataFrame:
-    """Non-blank, non-comment lines of TREC text: ``_source``, ``_line``, fields ``f``, ``text``."""
-    try:
-        files = spark.read.text(src.path or "", wholetext=True)
-    except Exception as exc:
-        raise InputError(f"cannot read {source_name(src)}: {str(exc).splitlines()[0]}") from None
-    lines = files.select(
-        F.input_file_name().alias(RAW_SOURCE),
-        F.posexplode(F.split(F.col("value"), r"\r?\n")).alias("pos", "text"),
-    )
-    text = F.trim(F.col("text"))
-    return lines.where((text != "") & ~text.startswith("#")).select(
-        RAW_SOURCE,
-        (F.col("pos") + 1).cast("long").alias(RAW_LINE),
-        text.alias("text"),
-        F.split(text, r"\s+").alias("f"),
-    )
+_FIRST_ROW = "_first_row"  # the first _row of a (file, block)
+_LINES_BEFORE = "_lines_before"  # the lines of the file in blocks that start earlier
 
 
-def _fail_on_malformed(lines: DataFrame, bad: Column, expected: str, src: RunSource | QrelsSource) -> None:
-    """Raise an InputError naming the file and line of the first malformed TREC line."""
-    first = lines.where(bad).orderBy(RAW_SOURCE, RAW_LINE).select(RAW_SOURCE, RAW_LINE, "text").first()
-    if first is not None:
-        raise InputError(
-            f"{first[RAW_SOURCE]}:{first[RAW_LINE]}: malformed TREC line {first['text'][:200]!r}; "
-            f"expected {expected}"
+@dataclass(frozen=True)
+class RawInput:
+    """A source read raw: its rows and, for TREC text, how to number and check its lines.
+
+    Attributes:
+        rows: the rows (see :func:`read_run_raw` / :func:`read_qrels_raw`).
+        lines: TREC text: every physical line's ``_source``, ``_block``, ``_row``; None for
+            tables.
+        malformed: TREC text: the malformed lines' ``_source``, ``_block``, ``_row``,
+            ``text``; None for tables.
+        expected: what a well-formed TREC line looks like (for the error message).
+    """
+
+    rows: DataFrame
+    lines: DataFrame | None = None
+    malformed: DataFrame | None = None
+    expected: str = ""
+
+    def number_lines(self, rows: DataFrame) -> DataFrame:
+        """``rows`` (some of :attr:`rows`, e.g. the rejected ones) with the exact ``_line``.
+
+        The position columns ``_block`` and ``_row`` are replaced by ``_line``, the 1-based
+        physical line in its file (see the raw readers' comment block above); a table's rows are
+        returned as they are. This scans the text once more: call it on an error path only.
+        """
+        if self.lines is None:
+            return rows
+        per_block = self.lines.groupBy(RAW_SOURCE, RAW_BLOCK).agg(
+            F.min(RAW_ROW).alias(_FIRST_ROW), F.count(F.lit(1)).alias("_n")
+        )
+        earlier = (Window.partitionBy(RAW_SOURCE).orderBy(RAW_BLOCK)
+                   .rowsBetween(Window.unboundedPreceding, -1))
+        blocks = per_block.select(
+            RAW_SOURCE, RAW_BLOCK, _FIRST_ROW,
+            F.coalesce(F.sum("_n").over(earlier), F.lit(0)).alias(_LINES_BEFORE),
+        )
+        line = F.col(_LINES_BEFORE) + F.col(RAW_ROW) - F.col(_FIRST_ROW) + 1
+        joined = rows.join(F.broadcast(blocks), [RAW_SOURCE, RAW_BLOCK], "left")
+        return joined.select(
+            *[line.cast("long").alias(RAW_LINE) if c == RAW_LINE else F.col(c)
+              for c in rows.columns if c not in (RAW_BLOCK, RAW_ROW)]
         )
 
+    def fail_on_malformed(self) -> None:
+        """Raise an InputError naming the file and line of the first malformed TREC line.
 
-def read_run_raw(spark: SparkSession, src: RunSource) -> DataFrame:
+        Called when the accounting pass counted a malformed line: finds the first one (in
+        file order) and numbers its line, two more scans on the way to the error.
+        """
+        if self.malformed is None:
+            return
+        first = self.malformed.orderBy(RAW_SOURCE, RAW_BLOCK, RAW_ROW).limit(1)
+        row = self.number_lines(first.withColumn(RAW_LINE, F.lit(None).cast("long"))).first()
+        if row is not None:
+            raise InputError(
+                f"{row[RAW_SOURCE]}:{row[RAW_LINE]}: malformed TREC line {row['text'][:200]!r}; "
+                f"expected {self.expected}"
+            )
+
+
+def _trec_text(spark: SparkSession, src: RunSource | QrelsSource) -> DataFrame:
+    """Every physical line of TREC text, split by Spark: ``_source``, ``_block``, ``_row``, ``value``.
+
+    The position columns are taken in the scan's first projection, before any filter, so
+    that ``_row`` numbers every line (``monotonically_increasing_id`` is nondeterministic:
+    Spark pushes no filter below it).
+    """
+    try:
+        text = spark.read.text(src.path or "")
+    except Exception as exc:
+        raise InputError(f"cannot read {source_name(src)}: {str(exc).splitlines()[0]}") from None
+    return text.select(
+        F.input_file_name().alias(RAW_SOURCE),
+        F.col("_metadata.file_block_start").alias(RAW_BLOCK),
+        F.monotonically_increasing_id().alias(RAW_ROW),
+        F.col("value"),
+    )
+
+
+def _trec_input(
+    spark: SparkSession,
+    src: RunSource | QrelsSource,
+    *,
+    malformed: Column,
+    expected: str,
+    fields: Sequence[Column],
+) -> RawInput:
+    """The :class:`RawInput` of TREC text: non-blank, non-comment lines split on white space.
+
+    Args:
+        spark: the session.
+        src: the source.
+        malformed: over the fields ``f``: true when the line is malformed.
+        expected: what a well-formed line looks like (for the error message).
+        fields: over the fields ``f``: the row's columns after ``_malformed``.
+    """
+    lines = _trec_text(spark, src)
+    text = F.trim(F.col("value"))
+    # The fields come out of a generator (explode of a one-element array): a filter on them
+    # (the rules' ``reason is null``) cannot be pushed below it, so Spark does not inline the
+    # regex split into that filter once per field it reads (measured: the evaluation's scan of
+    # a 10M-line run many times slower with the split inlined).
+    data = lines.where((text != "") & ~text.startswith("#")).select(
+        RAW_SOURCE, RAW_BLOCK, RAW_ROW, text.alias("text"),
+        F.explode(F.array(F.split(text, r"\s+"))).alias("f"),
+    )
+    rows = data.select(
+        RAW_SOURCE,
+        F.lit(None).cast("long").alias(RAW_LINE),
+        RAW_BLOCK,
+        RAW_ROW,
+        malformed.alias(RAW_MALFORMED),
+        *fields,
+    )
+    return RawInput(
+        rows,
+        lines=lines.select(RAW_SOURCE, RAW_BLOCK, RAW_ROW),
+        malformed=data.where(malformed).select(RAW_SOURCE, RAW_BLOCK, RAW_ROW, "text"),
+        expected=expected,
+    )
+
+
+_TREC_POSITION = (RAW_SOURCE, RAW_LINE, RAW_BLOCK, RAW_ROW, RAW_MALFORMED)
+
+
+def read_run_raw(spark: SparkSession, src: RunSource) -> RawInput:
     """Read a run keeping raw values: partition columns, ``_source``, ``_line``,
     ``query_id``, ``doc_id``, ``score``, ``rank`` (the source's types; strings for TREC).
 
+    TREC rows also have ``_block``, ``_row`` (their position; ``_line`` is null until
+    :meth:`RawInput.number_lines`) and ``_malformed`` (fewer than 6 fields or a non-numeric
+    score: :meth:`RawInput.fail_on_malformed` names the first one).
+
     Raises:
         InputError: missing path/table/column, a column of a type that cannot be cast, a
-            filter that does not match the table, a malformed TREC line (file:line).
+            filter that does not match the table.
     """
     if src.format == "trec":
         partitions = [c for c in src.partition_columns if c != TREC_RUN_ID]
@@ -237,29 +360,25 @@ def read_run_raw(spark: SparkSession, src: RunSource) -> DataFrame:
                 f"{source_name(src)}: a TREC run has only the partition column "
                 f"'{TREC_RUN_ID}' (its tag); run.partition_columns names {partitions}"
             )
-        lines = _trec_lines(spark, src)
-        f = F.col("f")
-        _fail_on_malformed(
-            lines,
-            (F.size(f) < 6) | f[4].try_cast("double").isNull(),
-            "at least 6 fields 'qid Q0 docno rank score tag' with a numeric score",
-            src,
+        f = F.col("f")  # F.get: null past the end of a short (malformed) line, not an error
+        raw = _trec_input(
+            spark, src,
+            malformed=(F.size(f) < 6) | F.get(f, 4).try_cast("double").isNull(),
+            expected="at least 6 fields 'qid Q0 docno rank score tag' with a numeric score",
+            fields=[F.get(f, 5).alias(TREC_RUN_ID), F.get(f, 0).alias(S.QUERY_ID),
+                    F.get(f, 2).alias(S.DOC_ID), F.get(f, 4).alias(S.SCORE),
+                    F.get(f, 3).alias(S.RANK)],
         )
-        return lines.select(
-            f[5].alias(TREC_RUN_ID),
-            RAW_SOURCE,
-            RAW_LINE,
-            f[0].alias(S.QUERY_ID),
-            f[2].alias(S.DOC_ID),
-            f[4].alias(S.SCORE),
-            f[3].alias(S.RANK),
-        ).select(*src.partition_columns, RAW_SOURCE, RAW_LINE, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK)
+        rows = raw.rows.select(
+            *src.partition_columns, *_TREC_POSITION, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK
+        )
+        return RawInput(rows, lines=raw.lines, malformed=raw.malformed, expected=raw.expected)
     df = _run_table(spark, src, version=None, check_types=True)
 
     def col_or_null(name: str | None) -> Column:
         return F.col(name) if name and name in df.columns else F.lit(None).cast("string")
 
-    return df.select(
+    return RawInput(df.select(
         *src.partition_columns,
         F.lit(source_name(src)).alias(RAW_SOURCE),
         F.lit(None).cast("long").alias(RAW_LINE),
@@ -267,39 +386,40 @@ def read_run_raw(spark: SparkSession, src: RunSource) -> DataFrame:
         F.col(src.doc_id).alias(S.DOC_ID),
         col_or_null(src.score).alias(S.SCORE),
         col_or_null(src.rank).alias(S.RANK),
-    )
+    ))
 
 
-def read_qrels_raw(spark: SparkSession, src: QrelsSource) -> DataFrame:
+def read_qrels_raw(spark: SparkSession, src: QrelsSource) -> RawInput:
     """Read qrels keeping raw values: ``_source``, ``_line``, ``query_id``, ``doc_id``,
     ``relevance`` (the source's types; strings for TREC).
 
+    TREC rows also have ``_block``, ``_row`` and ``_malformed`` (as :func:`read_run_raw`;
+    a TREC qrels line must have 4 fields).
+
     Raises:
-        InputError: as :func:`read_run_raw`; a TREC qrels line must have 4 fields.
+        InputError: as :func:`read_run_raw`.
     """
     if src.format == "trec":
-        lines = _trec_lines(spark, src)
-        f = F.col("f")
-        _fail_on_malformed(lines, F.size(f) != 4, "4 fields 'qid iteration docno relevance'", src)
-        return lines.select(
-            RAW_SOURCE,
-            RAW_LINE,
-            f[0].alias(S.QUERY_ID),
-            f[2].alias(S.DOC_ID),
-            f[3].alias(S.RELEVANCE),
+        f = F.col("f")  # F.get: as in read_run_raw
+        return _trec_input(
+            spark, src,
+            malformed=F.size(f) != 4,
+            expected="4 fields 'qid iteration docno relevance'",
+            fields=[F.get(f, 0).alias(S.QUERY_ID), F.get(f, 2).alias(S.DOC_ID),
+                    F.get(f, 3).alias(S.RELEVANCE)],
         )
     df = _load(spark, src)
     mapping = {"query_id": src.query_id, "doc_id": src.doc_id, "relevance": src.relevance}
     _require_columns(df, dict(mapping), src, "qrels")
     _require_types(df, dict(mapping), src, "qrels")
     df = _apply_filter(df, src, "qrels", ())
-    return df.select(
+    return RawInput(df.select(
         F.lit(source_name(src)).alias(RAW_SOURCE),
         F.lit(None).cast("long").alias(RAW_LINE),
         F.col(src.query_id).alias(S.QUERY_ID),
         F.col(src.doc_id).alias(S.DOC_ID),
         F.col(src.relevance).alias(S.RELEVANCE),
-    )
+    ))
 
 
 def run_partition_fields(spark: SparkSession, src: RunSource) -> list[T.StructField]:
