@@ -119,16 +119,18 @@ def write_quarantine(
     partition columns (from each rejected run row's ``partition``; null on qrels rows) and
     is partitioned by ``input`` and the output partition columns. A re-run with no rejected
     rows (``rejected`` None) empties what it replaces, so the table never shows stale
-    rejections; when those rows hold no files already, nothing is committed (an empty
-    replacement is a Delta write of its own).
+    rejections; when those rows hold no files already, or the table does not exist,
+    nothing is written (an empty replacement is a Delta write of its own, and creating an
+    empty table took 8 Spark jobs of a small run).
     """
     predicate = quarantine_predicate(run_predicate=run_predicate, qrels=qrels)
     fields = list(partition_fields)
     if rejected is None:
-        if check_schema_version(spark, path=path, table=table):  # the table exists
-            existing = read_table(spark, path=path, table=table)
-            if not existing.where(predicate).inputFiles():
-                return
+        if not check_schema_version(spark, path=path, table=table):
+            return  # no table and nothing to keep: none is created
+        existing = read_table(spark, path=path, table=table)
+        if not existing.where(predicate).inputFiles():
+            return
         rejected = spark.createDataFrame([], S.QUARANTINE_SCHEMA)
     rows = rejected.select(
         *[F.col(S.PARTITION)[f.name].cast(f.dataType).alias(f.name) for f in fields],
