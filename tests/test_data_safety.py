@@ -46,9 +46,12 @@ def inputs(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> tup
 
 
 def rows_by_partition(spark: SparkSession, path: str, *, drop: tuple[str, ...] = ()) -> dict:
-    """{(system, date): sorted rows (all columns but ``drop``)} of a Delta table."""
+    """{(system, date): sorted rows (all columns but ``drop``, ``job_run_id`` last)} of a
+    Delta table."""
     table = read(spark, path)
-    cols = [c for c in table.columns if c not in drop]
+    cols = [c for c in table.columns if c not in drop and c != S.JOB_RUN_ID]
+    if S.JOB_RUN_ID not in drop:
+        cols.append(S.JOB_RUN_ID)
     out: dict[tuple, list] = {}
     for row in table.select(*cols).collect():
         out.setdefault((row["system"], row["date"]), []).append(
