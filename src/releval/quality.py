@@ -26,13 +26,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from releval import schemas as S
 from releval.config import Config
-from releval.errors import AccountingError, InputError, QualityError
+from releval.errors import InputError, QualityError
 from releval.io.atomic import check_schema_version, read_table, replace_partitions
 from releval.io.readers import RawInput, read_qrels_raw, read_run_raw, source_name
 from releval.io.writers import with_comments
@@ -170,9 +170,6 @@ class JobInputs:
             evaluation drops them and counts them (``duplicate_doc``).
         raw_run, raw_qrels: the raw reads, to name a malformed TREC line and to number
             the quarantined rows' lines.
-        counted_qrels: what the qrels' accounting counts (``labelled_qrels``, observed).
-        run_scan, qrels_scan: each input's rows counted at the scan, before any rule
-            (``DataFrame.observe`` on the counted plans): the accounting's independent check.
     """
 
     labelled_run: DataFrame
@@ -184,20 +181,6 @@ class JobInputs:
     repeats_from_evaluation: bool
     raw_run: RawInput
     raw_qrels: RawInput
-    counted_qrels: DataFrame
-    run_scan: Observation
-    qrels_scan: Observation
-
-
-#: The observed metric: rows at the scan.
-_SCANNED = "rows"
-
-
-def _scanned(rows: DataFrame, name: str) -> tuple[DataFrame, Observation]:
-    """``rows`` observed: the number of rows the scan gives, collected with the first action
-    on the result (no extra pass)."""
-    observation = Observation(f"releval {name} scan")
-    return rows.observe(observation, F.count(F.lit(1)).alias(_SCANNED)), observation
 
 
 def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
@@ -217,51 +200,29 @@ def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
     parts = list(config.run.partition_columns)
     raw_run = read_run_raw(spark, config.run)
     raw_qrels = read_qrels_raw(spark, config.qrels)
-    scanned_run, run_scan = _scanned(raw_run.rows, "run")
-    scanned_qrels, qrels_scan = _scanned(raw_qrels.rows, "qrels")
     # the checks' shuffle (releval.layout): duplicate rules are per query
     labelled_run = label_run(
         by_query(raw_run.rows), rank_by=config.run.rank_by, partition_columns=parts
     )
     labelled_qrels = label_qrels(by_query(raw_qrels.rows))
-    scans = dict(
-        raw_run=raw_run, raw_qrels=raw_qrels, run_scan=run_scan, qrels_scan=qrels_scan,
-        counted_qrels=label_qrels(by_query(scanned_qrels)),
-    )
     if config.run.rank_by == "score":
         return JobInputs(
             labelled_run, labelled_qrels,
-            counted_run=row_labelled_run(scanned_run, partition_columns=parts),
+            counted_run=row_labelled_run(raw_run.rows, partition_columns=parts),
             run=row_clean_run(raw_run.rows, partition_columns=parts),
             qrels=row_clean_qrels(raw_qrels.rows),
             laid_out_by_query=False,
             repeats_from_evaluation=True,
-            **scans,
+            raw_run=raw_run,
+            raw_qrels=raw_qrels,
         )
     run, _ = split_labelled_run(labelled_run, partition_columns=parts)
     qrels, _ = split_labelled_qrels(labelled_qrels)
-    counted_run = label_run(by_query(scanned_run), rank_by="rank", partition_columns=parts)
     return JobInputs(
-        labelled_run, labelled_qrels, counted_run=counted_run, run=run, qrels=qrels,
-        laid_out_by_query=True, repeats_from_evaluation=False, **scans,
+        labelled_run, labelled_qrels, counted_run=labelled_run, run=run, qrels=qrels,
+        laid_out_by_query=True, repeats_from_evaluation=False,
+        raw_run=raw_run, raw_qrels=raw_qrels,
     )
-
-
-def _check_scanned(account: InputAccount, scan: Observation) -> None:
-    """The accounting's independent check: the rows the scan gave (observed before any
-    rule) must be the rows the accounting counted.
-
-    Raises:
-        AccountingError: they differ: rows were lost or duplicated between the read and the
-            accounting (a bug, not bad data).
-    """
-    scanned = int(scan.get[_SCANNED])
-    if scanned != account.input:
-        raise AccountingError(
-            f"{account.name} {account.source}: the scan read {scanned} rows but the "
-            f"accounting counted {account.input}; rows were lost or duplicated between the "
-            "read and the input rules"
-        )
 
 
 def _fail_on_malformed(account: InputAccount, raw: RawInput) -> None:
@@ -278,11 +239,7 @@ def account_inputs(config: Config, inputs: JobInputs) -> tuple[InputAccount, Inp
     With ``inputs.repeats_from_evaluation`` the run's account has no ``duplicate_doc``
     rows yet (:func:`finish_checks` adds them).
 
-    Each account is checked against the rows its scan gave, counted independently at the
-    scan (:func:`_check_scanned`).
-
     Raises:
-        AccountingError: the accounting's count differs from the scan's.
         InputError: a malformed TREC line (its ``file:line``, found by a scan of its own);
             the run or the qrels has no rows (after its filter).
     """
@@ -290,14 +247,12 @@ def account_inputs(config: Config, inputs: JobInputs) -> tuple[InputAccount, Inp
         "run", source_name(config.run), inputs.counted_run,
         partition_columns=list(config.run.partition_columns),
     )
-    _check_scanned(run_account, inputs.run_scan)
     _fail_on_malformed(run_account, inputs.raw_run)
     if run_account.input == 0:
         raise _empty_error("run", source_name(config.run), config.run.filter)
     qrels_account = account_labelled(
-        "qrels", source_name(config.qrels), inputs.counted_qrels, max_of=S.RELEVANCE
+        "qrels", source_name(config.qrels), inputs.labelled_qrels, max_of=S.RELEVANCE
     )
-    _check_scanned(qrels_account, inputs.qrels_scan)
     _fail_on_malformed(qrels_account, inputs.raw_qrels)
     if qrels_account.input == 0:
         raise _empty_error("qrels", source_name(config.qrels), config.qrels.filter)
