@@ -174,6 +174,16 @@ class Config:
             return os.path.join(folder, name), None
         return None, None
 
+    def located(self, name: str) -> tuple[str | None, str | None]:
+        """(path, table) of the job's ``name`` table (``quarantine``, ``run_log``,
+        ``comparison``): ``output.<name>_path`` / ``output.<name>_table`` when configured,
+        else next to the per-query table (:meth:`sibling_table`)."""
+        path = getattr(self.output, f"{name}_path")
+        table = getattr(self.output, f"{name}_table")
+        if path or table:
+            return path, table
+        return self.sibling_table(name)
+
     @property
     def output_partition_columns(self) -> tuple[str, ...]:
         """Partition columns of the output tables (default: the run's)."""

@@ -137,10 +137,7 @@ def input_version(spark: SparkSession, src: RunSource | QrelsSource) -> int | No
 
 def run_log_location(config: Config) -> tuple[str | None, str | None]:
     """(path, table) of the run log: configured, or next to the per-query table."""
-    out = config.output
-    if out.run_log_path or out.run_log_table:
-        return out.run_log_path, out.run_log_table
-    return config.sibling_table("run_log")
+    return config.located("run_log")
 
 
 @dataclass(frozen=True)

@@ -81,10 +81,7 @@ class QualityReport:
 
 def quarantine_target(config: Config) -> tuple[str | None, str | None]:
     """(path, table) of the quarantine table: configured, or next to the per-query table."""
-    out = config.output
-    if out.quarantine_path or out.quarantine_table:
-        return out.quarantine_path, out.quarantine_table
-    return config.sibling_table("quarantine")
+    return config.located("quarantine")
 
 
 def qrels_key(config: Config) -> str:

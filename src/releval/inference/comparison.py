@@ -338,10 +338,7 @@ def check_qrels(
 
 def comparison_location(config: Config) -> tuple[str | None, str | None]:
     """(path, table) of the comparison table: configured, or next to the per-query table."""
-    out = config.output
-    if out.comparison_path or out.comparison_table:
-        return out.comparison_path, out.comparison_table
-    return config.sibling_table("comparison")
+    return config.located("comparison")
 
 
 @dataclass(frozen=True)
