@@ -180,8 +180,8 @@ def run_job(
         with phases.phase("run log"):
             append_row(
                 record.to_frame(spark),
-            path=log_path,
-            table=log_table,
+                path=log_path,
+                table=log_table,
                 schema=with_comments(lineage.RUN_LOG_SCHEMA, lineage.RUN_LOG_COMMENTS),
                 description="releval run log: one row per batch job run (lineage of the output rows).",
                 user_metadata=f"releval job_run_id={job_run_id}",
@@ -201,9 +201,9 @@ def run_job(
             replace = partitions_predicate(todo, output_partition_columns=out_parts)
             run_filter = _and(run_filter, partitions_predicate(todo, output_partition_columns=parts))
         else:
-            # the partitions evaluated come from the input accounting (no extra pass)
-            # exactly what is evaluated: the config filter AND the selection (None: no
-            # filter and no selection: every partition, the whole tables)
+            # replace exactly what is evaluated: the config filter AND the selection (None:
+            # no filter and no selection, every partition, the whole tables); the partitions
+            # evaluated come from the input accounting (no extra pass)
             replace = run_filter
         pinned = dataclasses.replace(
             config,
