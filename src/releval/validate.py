@@ -3,7 +3,8 @@
 :func:`split_run` and :func:`split_qrels` are pure ``DataFrame -> (clean, quarantined)``
 functions. ``clean`` is exactly what :func:`releval.pipeline.evaluate` receives (canonical,
 typed columns); ``quarantined`` has one row per rejected input row in the shape of
-:data:`releval.schemas.QUARANTINE_SCHEMA` (without ``job_partition``, added when written).
+:data:`releval.schemas.QUARANTINE_SCHEMA` (the quarantine table adds the run partition columns, ``qrels_key`` and
+``job_run_id`` when written; see ``releval.quality.write_quarantine``).
 
 The reasons are declared once, in :data:`REASONS`. The rules:
 
