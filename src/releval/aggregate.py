@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from releval import schemas as S
@@ -132,3 +132,39 @@ def overview(
         .agg(F.round(F.first(S.VALUE), 4))
         .orderBy(*partition_columns)
     )
+
+
+def render_overview(
+    rows: Sequence[Row], *, measure_keys: Sequence[str], partition_columns: Sequence[str]
+) -> str:
+    """:func:`overview` of rows already on the driver, as a text table (no Spark job).
+
+    One line per run partition (in the rows' order) with its query count and one column
+    per measure key: the macro mean (the sum for counts), rounded to 4 decimals.
+    """
+    parts = list(partition_columns)
+    table: dict[tuple[object, ...], dict[str, object]] = {}
+    for row in rows:
+        if row[S.AVERAGING] not in ("macro", "sum"):
+            continue
+        key = tuple(row[c] for c in parts)
+        line = table.setdefault(key, {**{c: row[c] for c in parts}, S.NUM_QUERIES: row[S.NUM_QUERIES]})
+        if row[S.MEASURE_KEY] in measure_keys and row[S.VALUE] is not None:
+            line[row[S.MEASURE_KEY]] = round(float(row[S.VALUE]), 4)
+    header = [*parts, S.NUM_QUERIES, *measure_keys]
+    cells = [[_cell(line.get(h)) for h in header] for line in table.values()]
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(header)]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+
+    def fmt(values: Sequence[str]) -> str:
+        return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)) + " |"
+
+    return "\n".join([rule, fmt(header), rule, *(fmt(c) for c in cells), rule])
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        return f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "NaN"
+    return str(value)

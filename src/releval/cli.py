@@ -2,7 +2,7 @@
 
     releval evaluate --run PATH --qrels PATH [--format trec|parquet|delta]
                      [--measures "P@5,nDCG@10,AP"] [--relevance-level N]
-                     [--output DIR] [--trec-eval-output FILE] [--engine arrow|sql]
+                     [--output DIR] [--trec-eval-output FILE]
                      [--negative-labels unjudged|judged] [--explain] [--strict]
                      [--profile]
     releval compare --config FILE --baseline KEY=VALUE --candidate KEY=VALUE [...]
@@ -65,9 +65,6 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--trec-eval-output", default=None,
                     help="also write per-query and 'all' lines in trec_eval -q format")
     ev.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    ev.add_argument("--engine", choices=["arrow", "sql"], default="arrow",
-                    help="how run statistics are computed: vectorized NumPy per partition "
-                    "(arrow, default) or Spark window functions (sql); same values")
     ev.add_argument("--negative-labels", choices=list(NEGATIVE_LABELS), default=NEGATIVE_LABELS[0],
                     help="what a negative qrels label means: in the pool but not judged "
                     "(unjudged, default, trec_eval) or judged non-relevant (judged)")
@@ -115,7 +112,6 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
             relevance_level=args.relevance_level,
             missing_queries=args.missing_queries,
             strict=bool(getattr(args, "strict", False)),
-            engine=getattr(args, "engine", "arrow"),
             negative_labels=getattr(args, "negative_labels", NEGATIVE_LABELS[0]),
         ),
         output=OutputSettings(
@@ -151,13 +147,14 @@ def _evaluate(args: argparse.Namespace) -> int:
         phases = Phases(spark)
         try:
             summary = pipeline.run(spark, config, phases=phases)
-            with phases.phase("print results"):
-                aggregate = pipeline.read_aggregate(spark, config)
-                aggregate.show(500, truncate=False)
+            keys = [m.key for m in pipeline.job_measures(config)]
+            print(summary.overview(keys, config.run.partition_columns))
             if args.trec_eval_output:
                 with phases.phase("trec_eval file"):
                     write_trec_eval_file(
-                        pipeline.read_per_query(spark, config), aggregate, args.trec_eval_output
+                        pipeline.read_per_query(spark, config),
+                        spark.createDataFrame(list(summary.aggregate)),
+                        args.trec_eval_output,
                     )
         finally:
             spark.stop()
