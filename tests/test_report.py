@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 from pyspark.sql import functions as F
 
@@ -185,6 +186,27 @@ def test_figures_plot_the_tables_values():
     (bm25, dense) = trend.axes[0].get_lines()
     assert list(bm25.get_ydata()) == pytest.approx([0.10, 0.11, 0.12])
     assert [t.get_text() for t in trend.axes[0].get_xticklabels()] == ["11-27", "11-28", "11-29"]
+
+
+def test_the_differences_figure_plots_the_comparison_rows():
+    def row(key, measure, k, diff, low, high, significant):
+        return {S.CANDIDATE: "system=dense", S.BASELINE: "system=bm25", S.MEASURE: measure,
+                S.CUTOFF: k, S.MEASURE_KEY: key, S.MEAN_DIFF: diff, S.DIFF_CI_LOW: low,
+                S.DIFF_CI_HIGH: high, S.SIGNIFICANT: significant}
+
+    cmp = pd.DataFrame([row("P@10", "P", 10, 0.2, 0.1, 0.3, True),
+                        row("P@5", "P", 5, -0.1, -0.2, 0.0, False),
+                        row("AP", "AP", None, 0.1, 0.05, 0.15, True)])
+    fig = figures.baseline_differences(cmp)
+    ax = fig.axes[0]
+    # measures in order of name, then k as a number (P@5 before P@10)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["AP", "P@5", "P@10"]
+    # the scatter markers (the error bars are line collections)
+    filled, hollow = (c.get_offsets() for c in ax.collections
+                      if isinstance(c, PathCollection) and len(c.get_offsets()))
+    assert [tuple(p) for p in filled] == [(0.1, 0.0), (0.2, 2.0)]
+    assert [tuple(p) for p in hollow] == [(-0.1, 1.0)]
+    assert figures.layout_problems(fig) == []
 
 
 def test_no_overlaps_with_many_dates_and_long_run_names():

@@ -151,7 +151,8 @@ def baseline_differences(comparison: pd.DataFrame) -> Figure | None:
     """
     if comparison is None or comparison.empty:
         return None
-    df = comparison.sort_values([S.CANDIDATE, S.MEASURE, S.MEASURE_KEY])
+    df = comparison.sort_values([S.CANDIDATE, S.MEASURE, S.CUTOFF, S.MEASURE_KEY],
+                                na_position="first")  # k as a number; AP before AP@10
     keys = list(dict.fromkeys(df[S.MEASURE_KEY]))
     candidates = list(dict.fromkeys(df[S.CANDIDATE]))
     fig = Figure(figsize=(7.5, 0.45 * len(keys) * max(1, len(candidates) / 2) + 1.6),
