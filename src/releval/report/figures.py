@@ -1,5 +1,9 @@
 """The report's figures (matplotlib, Agg backend, no pyplot state) and a layout check.
 
+Every figure is a :class:`~matplotlib.figure.Figure` with its own Agg canvas, so the
+report draws the same way in a notebook, a job or a test, and never changes the
+process's pyplot backend.
+
 Each function takes pandas frames read by :mod:`releval.report.data` and returns a
 :class:`matplotlib.figure.Figure` laid out by the constrained layout engine, legends
 outside the axes. :func:`layout_problems` finds text that overlaps other text or leaves
@@ -12,18 +16,15 @@ import math
 from collections.abc import Sequence
 from itertools import combinations
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+from matplotlib.ticker import PercentFormatter
 
-matplotlib.use("Agg")  # before anything imports pyplot; the report never does
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
-
-from releval import schemas as S  # noqa: E402
-from releval.report.data import COUNT_MEASURES, JUDGED, MACRO, run_label  # noqa: E402
+from releval import schemas as S
+from releval.report.data import COUNT_MEASURES, JUDGED, MACRO, run_label
 
 #: Panel size (inches) of a subplot grid, and the widest grid.
 PANEL = (3.6, 2.6)
@@ -203,7 +204,7 @@ def unjudged_share(
     ks = sorted(int(k) for k in df[S.CUTOFF].unique())
     ax.set_xticks(ks)
     ax.set_ylim(0, 1)
-    ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_xlabel("k")
     ax.set_ylabel("unjudged share of the top k")
     ax.grid(alpha=0.3)
