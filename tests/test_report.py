@@ -20,6 +20,7 @@ from releval import report
 from releval import schemas as S
 from releval.cli import main as releval_main
 from releval.config import load_config
+from releval.errors import InputError
 from releval.inference import comparison
 from releval.job import run_job
 from releval.pipeline import job_measures
@@ -259,9 +260,42 @@ def test_report_errors_are_one_line(tmp_path, capsys):
                            f"{tmp_path / 'none' / 'aggregate'} (run the evaluation job first)")
     catalog = tmp_path / "t.toml"
     catalog.write_text(config.read_text().replace(
-        f'aggregate_path = "{tmp_path / "none" / "aggregate"}"', 'aggregate_table = "db.agg"'))
-    assert releval_main(["report", "--config", str(catalog)]) == 2
-    assert "output.aggregate_table = 'db.agg' is a catalog table" in capsys.readouterr().err
+        f'per_query_path = "{tmp_path / "none" / "per_query"}"', 'per_query_table = "db.pq"'))
+    # releval sql is DataFusion over paths: a catalog table is refused in one line
+    assert releval_main(["sql", "--config", str(catalog), "SELECT 1"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "releval: error: releval sql reads Delta tables by path (deltalake, no Spark); "
+        "output.per_query_table = 'db.pq' is a catalog table: set output.per_query_path")
+
+
+def test_catalog_tables_are_read_through_spark(spark, job):
+    # the job's tables registered in the catalog (external tables over the same files):
+    # the page reads them through Spark and shows the same numbers and lineage
+    config, page, _ = job
+    out = Path(config.output.per_query_path).parent
+    for name in ("per_query", "aggregate", "run_log", "comparison"):
+        spark.sql(f"DROP TABLE IF EXISTS report_{name}")  # external: the files stay
+        spark.sql(f"CREATE TABLE report_{name} USING DELTA LOCATION '{out / name}'")
+    from dataclasses import replace
+
+    catalog = replace(config, output=replace(
+        config.output, per_query_path=None, aggregate_path=None, per_query_table="report_per_query",
+        aggregate_table="report_aggregate", run_log_table="report_run_log",
+        comparison_table="report_comparison"))
+    via_spark = report.build(catalog, spark=spark)
+    by_path = page.read_text(encoding="utf-8")
+
+    def cells(html: str) -> list[str]:
+        return re.findall(r'<td data-run=.*?</td>', html)
+
+    assert len(cells(via_spark)) == 21 and cells(via_spark) == cells(by_path)
+    assert _cells(via_spark, "lineage") == _cells(by_path, "lineage")
+    assert _cells(via_spark, "comparison") == _cells(by_path, "comparison")
+    assert [r[0] for r in _cells(via_spark, "tables")] == [
+        "aggregate", "per_query", "comparison", "run_log"]
+    assert "report_aggregate" in via_spark
+    with pytest.raises(InputError, match="needs a SparkSession"):
+        report.build(catalog)
 
 
 def _readme_queries() -> list[str]:

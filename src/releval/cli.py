@@ -95,7 +95,8 @@ def _parser() -> argparse.ArgumentParser:
 def add_report_arguments(rep: argparse.ArgumentParser) -> None:
     """The arguments of ``releval report`` (also ``jobs/report.py``)."""
     rep.add_argument("--config", required=True,
-                     help="the TOML config whose output tables to read (paths, not catalog tables)")
+                     help="the TOML config whose output tables to read (path tables without "
+                     "Spark; catalog tables through a SparkSession built from [spark])")
     rep.add_argument("--output", default="report.html",
                      help="the HTML file to write (default report.html)")
     rep.add_argument("--date", default=None,
@@ -213,9 +214,20 @@ def _compare(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from releval import report
     from releval.config import load_config
+    from releval.report.data import needs_spark
 
     config = load_config(args.config)
-    path = report.write(config, args.output, date=args.date, config_name=args.config)
+    if needs_spark(config):  # catalog tables: only Spark knows the metastore
+        from releval.session import build_session
+
+        spark = build_session(config.spark)
+        try:
+            path = report.write(config, args.output, date=args.date, config_name=args.config,
+                                spark=spark)
+        finally:
+            spark.stop()
+    else:
+        path = report.write(config, args.output, date=args.date, config_name=args.config)
     print(f"releval report: {path} ({path.stat().st_size // 1024} KiB)")
     return 0
 

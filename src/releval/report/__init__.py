@@ -1,7 +1,7 @@
 """``releval report``: one self-contained HTML page over the output tables.
 
-:func:`build` reads the tables a config's batch job wrote (:mod:`releval.report.data`,
-with ``deltalake``, no Spark), draws the figures (:mod:`releval.report.figures`) and
+:func:`build` reads the tables a config's batch job wrote (:mod:`releval.report.data`:
+path tables with ``deltalake``, no Spark; catalog tables with a SparkSession), draws the figures (:mod:`releval.report.figures`) and
 returns the page (:mod:`releval.report.html`); :func:`write` saves it.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from matplotlib.figure import Figure
 
@@ -27,6 +28,9 @@ from releval.report.html import (
     table_reads,
     warnings_table,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: Below this many queries a mean gets a warning (as in the job summary).
 FEW_QUERIES = 50
@@ -64,10 +68,11 @@ def figures_of(data: ReportData, config: Config) -> dict[str, Figure | None]:
     }
 
 
-def build(config: Config, *, date: str | None = None, config_name: str = "") -> str:
+def build(config: Config, *, date: str | None = None, config_name: str = "",
+          spark: SparkSession | None = None) -> str:
     """The report page of the tables ``config`` names (``date``: the date of the per-run
-    figures; default the latest)."""
-    data = read_report_data(config, date=date)
+    figures, default the latest; ``spark`` reads catalog tables, path tables need none)."""
+    data = read_report_data(config, date=date, spark=spark)
     keys = headline_measures(config)
     figs = figures_of(data, config)
     at = f" on {data.date_column} = {data.date}" if data.date_column else ""
@@ -130,10 +135,10 @@ def build(config: Config, *, date: str | None = None, config_name: str = "") -> 
 
 
 def write(config: Config, output: str | Path, *, date: str | None = None,
-          config_name: str = "") -> Path:
+          config_name: str = "", spark: SparkSession | None = None) -> Path:
     """Build the report and write it to ``output`` (folders created); returns the path."""
     out = Path(output)
-    text = build(config, date=date, config_name=config_name)
+    text = build(config, date=date, config_name=config_name, spark=spark)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return out

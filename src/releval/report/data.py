@@ -1,18 +1,21 @@
-"""The report's inputs: the output Delta tables, read with the ``deltalake`` package.
+"""The report's inputs: the output Delta tables, as pandas frames.
 
-The report reads Delta tables by path with delta-rs (``deltalake``), not Spark: no JVM
-starts, so ``releval report`` on the sample takes about a second instead of the 15 s a
-SparkSession costs, and it runs where only the tables' files are reachable. It reads the
-aggregate table whole (one row per run partition, measure and averaging: small), the
-per-query table for one date and the measures it plots (a partition filter), and the
-run-log and comparison tables when they exist. Catalog tables (``output.*_table``) are
-resolved by a metastore only Spark knows; the report refuses them with one line.
+Tables given by path are read with delta-rs (the ``deltalake`` package), not Spark: no
+JVM starts, so ``releval report`` on the sample takes seconds instead of the 15 s a
+SparkSession costs before it reads anything, and it runs where only the tables' files
+are reachable. Catalog tables (``output.*_table``) are resolved by a metastore only
+Spark knows, so they are read with the SparkSession the caller passes (the CLI builds one
+from ``[spark]`` only then). Either way the report reads the aggregate table whole (one
+row per run partition, measure and averaging: small), the per-query table for one date
+and the measures it plots (a partition filter), and the run-log and comparison tables
+when they exist.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -21,6 +24,9 @@ from releval.config import Config
 from releval.errors import InputError
 from releval.metrics.registry import REGISTRY
 from releval.partitions import DEFAULT_DATE_COLUMN
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: Measures without a mean (the aggregate's ``sum`` rows); not plotted.
 COUNT_MEASURES = tuple(sorted(n for n, spec in REGISTRY.items() if "macro" not in spec.averaging))
@@ -64,17 +70,25 @@ class ReportData:
     tables: tuple[TableRead, ...]
 
 
-def table_path(config: Config, name: str) -> str:
-    """The path of output table ``name`` (``per_query``, ``aggregate``, ``run_log``,
-    ``comparison``); a catalog table is an error."""
+def location(config: Config, name: str) -> tuple[str | None, str | None]:
+    """(path, catalog table) of output table ``name`` (``per_query``, ``aggregate``,
+    ``run_log``, ``comparison``)."""
     if name in ("per_query", "aggregate"):
-        path = getattr(config.output, f"{name}_path")
-        table = getattr(config.output, f"{name}_table")
-    else:
-        path, table = config.located(name)
+        return getattr(config.output, f"{name}_path"), getattr(config.output, f"{name}_table")
+    return config.located(name)
+
+
+def needs_spark(config: Config) -> bool:
+    """True when one of the tables the report reads is a catalog table."""
+    return any(location(config, n)[1] for n in ("per_query", "aggregate", "run_log", "comparison"))
+
+
+def table_path(config: Config, name: str) -> str:
+    """The path of output table ``name``; a catalog table is an error (deltalake only)."""
+    path, table = location(config, name)
     if table:
         raise InputError(
-            f"releval report reads Delta tables by path (deltalake, no Spark); "
+            f"releval sql reads Delta tables by path (deltalake, no Spark); "
             f"output.{name}_table = {table!r} is a catalog table: set output.{name}_path"
         )
     if not path:
@@ -92,35 +106,98 @@ def open_table(path: str):  # deltalake.DeltaTable, or None when there is none
         return None
 
 
+#: A row filter: (column, "=" or "not in", value); partition values compared as strings.
+Filter = tuple[str, str, object]
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """One table, opened: where it is, its version, and how to read rows of it."""
+
+    where: str
+    version: int | None
+    read: Callable[[Sequence[str] | None, Sequence[Filter]], pd.DataFrame]
+
+
+def _open_path(path: str) -> _Opened | None:
+    table = open_table(path)
+    if table is None:
+        return None
+    types = {f.name: str(f.type) for f in table.schema().fields}
+
+    def read(columns: Sequence[str] | None, filters: Sequence[Filter]) -> pd.DataFrame:
+        typed = []
+        for column, op, value in filters:  # a date partition value as a date
+            if op == "=" and "date" in types.get(column, ""):
+                value = pd.Timestamp(str(value)).date()
+            typed.append((column, op, value))
+        return table.to_pandas(columns=list(columns) if columns else None, filters=typed or None)
+
+    return _Opened(path, table.version(), read)
+
+
+def _open_catalog(spark: SparkSession, name: str) -> _Opened | None:
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    if not spark.catalog.tableExists(name):
+        return None
+    version = int(DeltaTable.forName(spark, name).history(1).first()["version"])
+
+    def read(columns: Sequence[str] | None, filters: Sequence[Filter]) -> pd.DataFrame:
+        df = spark.read.option("versionAsOf", version).table(name)
+        for column, op, value in filters:
+            df = df.where(F.col(column).cast("string") == str(value) if op == "="
+                          else ~F.col(column).isin(list(value)))  # type: ignore[call-overload]
+        return (df.select(*columns) if columns else df).toPandas()
+
+    return _Opened(name, version, read)
+
+
+def _open(config: Config, name: str, spark: SparkSession | None) -> _Opened | None:
+    """Output table ``name``, or None when it does not exist (or has no location)."""
+    path, table = location(config, name)
+    if table:
+        if spark is None:
+            raise InputError(f"output.{name}_table = {table!r} is a catalog table: the "
+                             "report needs a SparkSession to read it")
+        return _open_catalog(spark, table)
+    return _open_path(path) if path else None
+
+
 def _as_strings(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     for c in columns:
         df[c] = df[c].map(lambda v: None if v is None or v != v else str(v))  # NaN -> None
     return df
 
 
-def read_report_data(config: Config, *, date: str | None = None) -> ReportData:
+def read_report_data(
+    config: Config, *, date: str | None = None, spark: SparkSession | None = None
+) -> ReportData:
     """Read the tables a config's batch job wrote.
 
     Args:
-        config: the job config (output paths, run partition columns, measures).
+        config: the job config (output tables, run partition columns, measures).
         date: the date the per-run figures show (default: the latest in the aggregate).
+        spark: the session that reads catalog tables (path tables never need one).
 
     Raises:
-        InputError: a table is missing or is a catalog table, or ``date`` has no rows.
+        InputError: a table is missing, or ``date`` has no rows.
     """
     parts = list(config.run.partition_columns)
     date_column = DEFAULT_DATE_COLUMN if DEFAULT_DATE_COLUMN in parts else None
     run_columns = tuple(c for c in parts if c != date_column)
     reads: list[TableRead] = []
 
-    agg_path = table_path(config, "aggregate")
-    agg_table = open_table(agg_path)
-    if agg_table is None:
-        raise InputError(f"aggregate table not found: {agg_path} (run the evaluation job first)")
-    aggregate = _as_strings(agg_table.to_pandas(), parts)
-    reads.append(TableRead("aggregate", agg_path, agg_table.version()))
+    agg = _open(config, "aggregate", spark)
+    if agg is None:
+        where = location(config, "aggregate")
+        raise InputError(f"aggregate table not found: {where[1] or where[0]} "
+                         "(run the evaluation job first)")
+    aggregate = _as_strings(agg.read(None, ()), parts)
+    reads.append(TableRead("aggregate", agg.where, agg.version))
     if aggregate.empty:
-        raise InputError(f"aggregate table {agg_path} has no rows")
+        raise InputError(f"aggregate table {agg.where} has no rows")
 
     if date_column is not None:
         dates = sorted(aggregate[date_column].dropna().unique())
@@ -128,39 +205,34 @@ def read_report_data(config: Config, *, date: str | None = None) -> ReportData:
             date = dates[-1]
         elif date not in dates:
             raise InputError(
-                f"--date {date}: the aggregate table {agg_path} has no rows for it "
+                f"--date {date}: the aggregate table {agg.where} has no rows for it "
                 f"(dates: {', '.join(dates)})"
             )
     elif date is not None:
         raise InputError(f"--date {date}: the run has no {DEFAULT_DATE_COLUMN} partition column")
 
-    pq_path = table_path(config, "per_query")
-    pq_table = open_table(pq_path)
-    if pq_table is None:
-        raise InputError(f"per-query table not found: {pq_path}")
-    reads.append(TableRead("per_query", pq_path, pq_table.version()))
-    filters = [(S.MEASURE, "not in", list(COUNT_MEASURES))]
+    pq = _open(config, "per_query", spark)
+    if pq is None:
+        where = location(config, "per_query")
+        raise InputError(f"per-query table not found: {where[1] or where[0]}")
+    reads.append(TableRead("per_query", pq.where, pq.version))
+    filters: list[Filter] = [(S.MEASURE, "not in", list(COUNT_MEASURES))]
     if date_column is not None:
-        pq_schema = {f.name: f.type for f in pq_table.schema().fields}
-        # the partition value in the column's own type (string, or date)
-        value = pd.Timestamp(date).date() if "date" in str(pq_schema[date_column]) else date
-        filters.append((date_column, "=", value))
+        filters.append((date_column, "=", date))
     columns = [*parts, S.QUERY_ID, S.MEASURE, S.CUTOFF, S.MEASURE_KEY, S.VALUE, S.NUM_RET]
-    per_query = _as_strings(pq_table.to_pandas(columns=columns, filters=filters), parts)
+    per_query = _as_strings(pq.read(columns, filters), parts)
 
     comparison = None
-    cmp_path, _ = config.located("comparison")
-    if cmp_path and (cmp_table := open_table(cmp_path)) is not None:
-        comparison = cmp_table.to_pandas()
-        reads.append(TableRead("comparison", cmp_path, cmp_table.version()))
+    if (cmp := _open(config, "comparison", spark)) is not None:
+        comparison = cmp.read(None, ())
+        reads.append(TableRead("comparison", cmp.where, cmp.version))
 
     run_log = None
-    log_path, _ = config.located("run_log")
-    if log_path and (log_table := open_table(log_path)) is not None:
+    if (log_table := _open(config, "run_log", spark)) is not None:
         ids = sorted(aggregate[S.JOB_RUN_ID].dropna().unique())
-        log = log_table.to_pandas()
+        log = log_table.read(None, ())
         run_log = log[log[S.JOB_RUN_ID].isin(ids)].sort_values("started_at")
-        reads.append(TableRead("run_log", log_path, log_table.version()))
+        reads.append(TableRead("run_log", log_table.where, log_table.version))
 
     return ReportData(
         aggregate=aggregate,
