@@ -7,6 +7,8 @@
                      [--profile]
     releval compare --config FILE --baseline KEY=VALUE --candidate KEY=VALUE [...]
                     [--partition KEY=VALUE]
+    releval report --config FILE [--output report.html] [--date YYYY-MM-DD]
+    releval sql --config FILE "SELECT ... FROM aggregate ..."
     releval measures
 
 User errors (bad measure, missing file, missing column...) print one line on
@@ -78,8 +80,24 @@ def _parser() -> argparse.ArgumentParser:
                     "table is written first")
     add_compare_arguments(sub.add_parser(
         "compare", help="compare candidate run partitions with a baseline (paired tests)"))
+    add_report_arguments(sub.add_parser(
+        "report", help="write an HTML report with figures over the output tables"))
+    sql = sub.add_parser("sql", help="SQL over the output tables, without Spark (deltalake)")
+    sql.add_argument("--config", required=True, help="the TOML config whose output tables to read")
+    sql.add_argument("query", help="the SQL; tables: per_query, aggregate, run_log, comparison")
     sub.add_parser("measures", help="list the measures and their formulas")
     return parser
+
+
+def add_report_arguments(rep: argparse.ArgumentParser) -> None:
+    """The arguments of ``releval report`` (also ``jobs/report.py``)."""
+    rep.add_argument("--config", required=True,
+                     help="the TOML config whose output tables to read (path tables without "
+                     "Spark; catalog tables through a SparkSession built from [spark])")
+    rep.add_argument("--output", default="report.html",
+                     help="the HTML file to write (default report.html)")
+    rep.add_argument("--date", default=None,
+                     help="the date of the per-run figures (default: the latest in the tables)")
 
 
 def add_compare_arguments(cmp: argparse.ArgumentParser) -> None:
@@ -190,6 +208,35 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from releval import report
+    from releval.config import load_config
+    from releval.report.data import needs_spark
+
+    config = load_config(args.config)
+    if needs_spark(config):  # catalog tables: only Spark knows the metastore
+        from releval.session import build_session
+
+        spark = build_session(config.spark)
+        try:
+            path = report.write(config, args.output, date=args.date, config_name=args.config,
+                                spark=spark)
+        finally:
+            spark.stop()
+    else:
+        path = report.write(config, args.output, date=args.date, config_name=args.config)
+    print(f"releval report: {path} ({path.stat().st_size // 1024} KiB)")
+    return 0
+
+
+def _sql(args: argparse.Namespace) -> int:
+    from releval import sql
+    from releval.config import load_config
+
+    print(sql.render(sql.query(load_config(args.config), args.query)))
+    return 0
+
+
 def _list_measures() -> int:
     from releval.metrics import REGISTRY
 
@@ -227,6 +274,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list_measures()
         if args.command == "compare":
             return _compare(args)
+        if args.command == "report":
+            return _report(args)
+        if args.command == "sql":
+            return _sql(args)
         return _evaluate(args)
     except RelevalError as exc:
         print(f"releval: error: {one_line(exc)}", file=sys.stderr)

@@ -37,6 +37,9 @@ from releval.pipeline import Summary
 from releval.profile import Phases
 from releval.testhooks import pause
 
+#: The partitions the job summary names (the run log holds them all).
+SHOWN_PARTITIONS = 4
+
 
 @dataclass(frozen=True)
 class JobResult:
@@ -48,7 +51,10 @@ class JobResult:
     def render(self) -> str:
         r = self.record
         evaluated = [self.summary.render()] if self.summary else []
-        parts = ", ".join(partition_label(p, sorted(p)) for p in r.partitions) or "none"
+        labels = [partition_label(p, sorted(p)) for p in r.partitions]
+        parts = ", ".join(labels[:SHOWN_PARTITIONS]) or "none"
+        if len(labels) > SHOWN_PARTITIONS:  # all of them are in the run log
+            parts = f"{len(labels)}: {parts} and {len(labels) - SHOWN_PARTITIONS} more (run log)"
         return "\n".join(
             [
                 "releval batch job",

@@ -166,12 +166,12 @@ class Summary:
         missing_rule = "scored 0, in means" if self.missing_queries == "zero" else "skipped"
         lines = [
             "releval job summary",
-            f"  input rows: run {self.run_rows}, qrels {self.qrels_rows}",
-            f"  run partitions evaluated: {self.run_partitions}",
-            f"  queries scored (run partition x query): {self.queries_scored}",
-            f"  run queries without qrels (not scored): {self.queries_without_qrels}",
-            f"  qrels queries missing from a run ({missing_rule}): {self.queries_missing_from_run}",
-            f"  rows written: per-query {self.per_query_rows}, aggregate {self.aggregate_rows}",
+            f"  input rows: run {self.run_rows}, qrels {self.qrels_rows}; rows written: "
+            f"per-query {self.per_query_rows}, aggregate {self.aggregate_rows}",
+            f"  run partitions evaluated: {self.run_partitions}; queries scored (run partition "
+            f"x query): {self.queries_scored}",
+            f"  run queries without qrels (not scored): {self.queries_without_qrels}; qrels "
+            f"queries missing from a run ({missing_rule}): {self.queries_missing_from_run}",
         ]
         low, high = self.queries_per_mean
         spread = f"{low}" if low == high else f"{low} to {high}"

@@ -70,13 +70,24 @@ class QualityReport:
         return self.run.quarantined_total + self.qrels.quarantined_total
 
     def render(self) -> str:
+        """A small table: one line per input, partitions counted (named only when one does
+        not balance); the per-partition counts are in ``InputAccount.render``."""
         where = f" -> {self.quarantine}" if self.quarantine else ""
-        lines = [
-            "  row accounting (input = used + quarantined):",
-            *self.run.render(),
-            *self.qrels.render(),
-            f"  quarantined rows: {self.quarantined}{where}",
-        ]
+        lines = [f"  row accounting   {'input':>10} {'used':>10} {'quarantined':>11}"]
+        for account in (self.run, self.qrels):
+            reasons = ", ".join(f"{c} {n}" for c, n in account.quarantined.items()) or "none"
+            ok = sum(1 for p in account.partitions if p.balanced)
+            dups = (f"; exact duplicate judgments (kept, counted once): {account.exact_duplicates}"
+                    if account.exact_duplicates else "")
+            lines.append(
+                f"    {account.name:<15}{account.input:>10} {account.used:>10} "
+                f"{account.quarantined_total:>11}  ({reasons}); input = used + quarantined in "
+                f"{ok} of {len(account.partitions)} partition(s){dups}; {account.source}"
+            )
+            lines += [f"      MISMATCH {p.partition}: input {p.input} = used {p.used} + "
+                      f"quarantined {p.quarantined_total}"
+                      for p in account.partitions if not p.balanced]
+        lines.append(f"  quarantined rows: {self.quarantined}{where}")
         return "\n".join(lines)
 
 
