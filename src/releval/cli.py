@@ -171,7 +171,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                 with phases.phase("trec_eval file"):
                     write_trec_eval_file(
                         pipeline.read_per_query(spark, config),
-                        spark.createDataFrame(list(summary.aggregate)),
+                        pipeline.read_aggregate(spark, config),
                         args.trec_eval_output,
                     )
         finally:
