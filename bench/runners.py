@@ -448,14 +448,14 @@ def run_releval(
 _PROFILE_TOTAL = re.compile(r"^\s*total\s+([0-9.]+) s\s+(\d+) jobs", re.MULTILINE)
 
 
-def run_releval_cli(data: Path, res: Result, work: Path, partitions: int, fmt: str) -> None:
+def run_releval_cli(data: Path, res: Result, work: Path, fmt: str) -> None:
     """``releval evaluate`` with its defaults, as a user runs it: one command, JVM start
     included, on the TREC text files or their Parquet copies (``--format parquet``).
 
     The whole command is timed (``work_s`` is its wall time); its ``--profile`` line gives
-    the Spark jobs it ran. ``partitions`` is unused: the command's defaults are measured.
+    the Spark jobs it ran. The command's defaults are measured (its own shuffle
+    partitions and driver heap), not the bench's settings.
     """
-    del partitions
     out = work / f"releval-cli-{fmt}"
     shutil.rmtree(out, ignore_errors=True)
     suffix = "trec" if fmt == "trec" else "parquet"
@@ -489,8 +489,8 @@ RUNNERS: dict[str, Callable[..., None]] = {
     "spark-sql": run_spark_sql,
     "releval": run_releval,
     "releval-5": lambda d, r, w, p: run_releval(d, r, w, p, MEASURES),
-    "releval-cli-trec": lambda d, r, w, p: run_releval_cli(d, r, w, p, "trec"),
-    "releval-cli-parquet": lambda d, r, w, p: run_releval_cli(d, r, w, p, "parquet"),
+    "releval-cli-trec": lambda d, r, w: run_releval_cli(d, r, w, "trec"),
+    "releval-cli-parquet": lambda d, r, w: run_releval_cli(d, r, w, "parquet"),
 }
 SPARK_RUNNERS = {"spark-RankingEvaluator", "spark-sql", "releval", "releval-5"}
 #: Runners timed as a whole command, JVM start included (their work_s is their wall time).
