@@ -33,7 +33,8 @@ from pyspark.sql import functions as F
 
 from releval import schemas as S
 from releval.config import Config
-from releval.errors import ConfigError, MeasureError
+from releval.errors import ConfigError, InputError, MeasureError
+from releval.io.writers import absolute
 from releval.metrics import parse_measure
 from releval.profile import Phases
 
@@ -118,14 +119,15 @@ def _literal(text: str) -> str:
 def table_source(*, path: str | None, table: str | None, dialect: str) -> str:
     """How a query names a Delta table: the catalog name, delta.`path` or delta_scan('path').
 
-    Paths are written as configured (a relative path resolves against the working folder).
+    Spark gets the absolute path (Delta 4.0 refuses a relative one in ``delta.`...```);
+    DuckDB the path as configured (a relative path resolves against the working folder).
     """
     if dialect not in DIALECTS:
         raise ConfigError(f"unknown SQL dialect {dialect!r}; expected one of {list(DIALECTS)}")
     if table:
         return ".".join(quote(part, dialect) for part in table.split("."))
     if dialect == "spark":
-        return "delta." + quote(path or "", "spark")
+        return "delta." + quote(absolute(path or ""), "spark")
     return f"delta_scan({_literal(path or '')})"
 
 
@@ -324,3 +326,33 @@ def refresh_views(
                 spark.sql(statement)
                 names.append(view_name(path=path, table=table))
         return names
+
+
+def views_command(spark: SparkSession, config: Config, *, dialect: str = "spark") -> str:
+    """``releval views``: the views' statements over the measure keys in the aggregate table.
+
+    Catalog tables (Spark): the views are created or replaced too. Path tables: the
+    statements are only returned, to run in a Spark session (temporary views) or DuckDB.
+
+    Raises:
+        InputError: the aggregate table does not exist yet.
+        ConfigError: DuckDB asked for catalog tables (it reads Delta tables by path).
+    """
+    from releval.io.atomic import table_exists, table_name
+
+    out = config.output
+    if dialect == "duckdb" and (out.per_query_table or out.aggregate_table):
+        raise ConfigError(
+            "DuckDB reads Delta tables by path (delta_scan('<folder>')), not from Spark's "
+            "catalog: use --dialect spark, or a config with per_query_path / aggregate_path"
+        )
+    if not table_exists(spark, path=out.aggregate_path, table=out.aggregate_table):
+        raise InputError(
+            f"{table_name(out.aggregate_path, out.aggregate_table)} does not exist: run the "
+            "evaluation job first (its measure keys are the views' columns)"
+        )
+    keys = table_measure_keys(spark, config)
+    statements = view_statements(config, measure_keys=keys, dialect=dialect)
+    if dialect == "spark":
+        refresh_views(spark, config, measure_keys=keys, replaced_all=True)
+    return ";\n\n".join(statements) + ";"
