@@ -12,8 +12,8 @@ interval (``<column>_ci_low``, ``<column>_ci_high``). See docs/warehouse.md.
   the measure keys in the table: exactly the job's own keys when it replaced the whole
   table, else the job's keys and those the view already had (kept in the view's
   ``releval.measure_keys`` property), and one small scan of the aggregate table's keys
-  when the view does not exist yet (2 Spark jobs, one of them Delta's). No data is
-  materialized.
+  when the view does not exist yet (once; 2 to 5 Spark jobs, all but one Delta's reading
+  of the table's log). No data is materialized.
 * Path tables (the default): the job runs nothing more; ``releval views`` prints the views'
   SQL for Spark (over ``delta.`path```) or DuckDB (over ``delta_scan('path')``).
 
@@ -269,8 +269,9 @@ def table_measure_keys(spark: SparkSession, config: Config) -> list[str]:
     """The distinct measure keys of the aggregate table: one small scan of its ``measure_key``.
 
     The column is collected and deduplicated here: a ``distinct()`` would add a shuffle and,
-    with adaptive execution, three more Spark jobs (measured: 5 against 2, one of the 2
-    being Delta's own snapshot job). The aggregate table has a few rows per run partition.
+    with adaptive execution, three more Spark jobs (measured on a warm table: 5 against 2,
+    one of the 2 being Delta's own snapshot job; a table whose state Delta has not cached
+    yet adds up to three of Delta's). The aggregate table has a few rows per run partition.
     """
     from releval.io.atomic import read_table
 
