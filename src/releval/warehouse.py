@@ -112,8 +112,11 @@ def quote(identifier: str, dialect: str) -> str:
     return mark + identifier.replace(mark, mark * 2) + mark
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+def _literal(text: str, dialect: str = "spark") -> str:
+    """A string literal: Spark escapes with backslashes, DuckDB (standard SQL) doubles quotes."""
+    if dialect == "spark":
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return "'" + text.replace("'", "''") + "'"
 
 
 def table_source(*, path: str | None, table: str | None, dialect: str) -> str:
@@ -128,7 +131,7 @@ def table_source(*, path: str | None, table: str | None, dialect: str) -> str:
         return ".".join(quote(part, dialect) for part in table.split("."))
     if dialect == "spark":
         return "delta." + quote(absolute(path or ""), "spark")
-    return f"delta_scan({_literal(path or '')})"
+    return f"delta_scan({_literal(path or '', 'duckdb')})"
 
 
 def _check_columns(columns: Sequence[str], keys_by_column: dict[str, str], view: str) -> None:
@@ -172,7 +175,7 @@ def per_query_view_sql(spec: ViewSpec) -> str:
     keys = sort_keys(spec.measure_keys)
     group = [quote(c, spec.dialect) for c in spec.partition_columns] + [S.QUERY_ID]
     measures = [
-        f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k)} THEN {S.VALUE} END) AS {column_name(k)}"
+        f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k, spec.dialect)} THEN {S.VALUE} END) AS {column_name(k)}"
         for k in keys
     ]
     columns = [*spec.partition_columns, S.QUERY_ID, *(column_name(k) for k in keys),
@@ -194,13 +197,13 @@ def aggregate_view_sql(spec: ViewSpec) -> str:
     keys = sort_keys(spec.measure_keys)
     group = [quote(c, spec.dialect) for c in spec.partition_columns]
     values = [
-        f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k)} AND {S.AVERAGING} IN ('macro', 'sum') "
+        f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k, spec.dialect)} AND {S.AVERAGING} IN ('macro', 'sum') "
         f"THEN {S.VALUE} END) AS {column_name(k)}"
         for k in keys
     ]
     with_ci = [k for k in keys if _has_interval(k)]
     intervals = [
-        f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k)} AND {S.AVERAGING} = 'macro' "
+        f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k, spec.dialect)} AND {S.AVERAGING} = 'macro' "
         f"THEN {bound} END) AS {column_name(k)}{suffix}"
         for k in with_ci
         for bound, suffix in ((S.CI_LOW, CI_LOW_SUFFIX), (S.CI_HIGH, CI_HIGH_SUFFIX))
