@@ -175,7 +175,8 @@ def per_query_view_sql(spec: ViewSpec) -> str:
     keys = sort_keys(spec.measure_keys)
     group = [quote(c, spec.dialect) for c in spec.partition_columns] + [S.QUERY_ID]
     measures = [
-        f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k, spec.dialect)} THEN {S.VALUE} END) AS {column_name(k)}"
+        f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k, spec.dialect)} THEN {S.VALUE} END) "
+        f"AS {column_name(k)}"
         for k in keys
     ]
     columns = [*spec.partition_columns, S.QUERY_ID, *(column_name(k) for k in keys),
