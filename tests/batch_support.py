@@ -16,8 +16,10 @@ from releval.config import Config, load_config
 from releval.sample import SampleShape, write_sample
 
 ROOT = Path(__file__).resolve().parents[1]
-#: 20 judged queries, 3 systems x 3 dates (releval.sample.SYSTEMS, DATES).
-SHAPE = SampleShape(queries=20, docs_per_query=10, judged_per_query=5, corpus=500)
+D27, D28, D29 = "2026-11-27", "2026-11-28", "2026-11-29"
+#: 20 judged queries, 3 systems x 3 dates (releval.sample.SYSTEMS; three of its DATES).
+SHAPE = SampleShape(queries=20, docs_per_query=10, judged_per_query=5, corpus=500,
+                    dates=(D27, D28, D29))
 MEASURES = ("P@5", "AP", "nDCG@10")
 #: per date: 3 systems x 20 qrels queries x (3 measures + Judged@5 and Judged@10, which the
 #: job adds for every cutoff it evaluates) (missing queries score 0) = 300
@@ -25,7 +27,6 @@ PER_QUERY_ROWS_PER_DATE = 3 * 20 * 5
 #: per date: 3 systems x (P@5 macro + P@5 micro + AP macro + nDCG@10 macro
 #: + Judged@5 macro + Judged@10 macro) = 18
 AGGREGATE_ROWS_PER_DATE = 3 * 6
-D27, D28, D29 = "2026-11-27", "2026-11-28", "2026-11-29"
 
 
 def write_inputs(spark: SparkSession, folder: Path) -> tuple[str, str]:

@@ -101,7 +101,8 @@ def test_interval_narrows_as_queries_grow(spark):
 
 
 def test_every_macro_row_of_the_sample_holds_its_value(spark):
-    run, qrels = generate(SampleShape(queries=40, docs_per_query=20, judged_per_query=10))
+    run, qrels = generate(SampleShape(queries=40, docs_per_query=20, judged_per_query=10,
+                                      dates=("2026-11-27", "2026-11-28", "2026-11-29")))
     run_df = spark.createDataFrame(run.rename(columns={"item_id": S.DOC_ID, "position": S.RANK}))
     result = evaluate(
         run_df.select("system", "date", S.QUERY_ID, S.DOC_ID, S.SCORE,

@@ -10,6 +10,7 @@
     releval report --config FILE [--output report.html] [--date YYYY-MM-DD]
     releval sql --config FILE "SELECT ... FROM aggregate ..."
     releval measures
+    releval views --config FILE [--dialect spark|duckdb]
 
 User errors (bad measure, missing file, missing column...) print one line on
 stderr and exit with code 2.
@@ -86,6 +87,11 @@ def _parser() -> argparse.ArgumentParser:
     sql.add_argument("--config", required=True, help="the TOML config whose output tables to read")
     sql.add_argument("query", help="the SQL; tables: per_query, aggregate, run_log, comparison")
     sub.add_parser("measures", help="list the measures and their formulas")
+    views = sub.add_parser("views", help="the wide views of the output tables (docs/warehouse.md): "
+                           "created for catalog tables, printed as SQL for paths")
+    views.add_argument("--config", required=True, help="the job's TOML config")
+    views.add_argument("--dialect", choices=["spark", "duckdb"], default="spark",
+                       help="SQL for Spark (default) or DuckDB (delta_scan over the paths)")
     return parser
 
 
@@ -237,6 +243,20 @@ def _sql(args: argparse.Namespace) -> int:
     return 0
 
 
+def _views(args: argparse.Namespace) -> int:
+    from releval.config import load_config
+    from releval.session import build_session
+    from releval.warehouse import views_command
+
+    config = load_config(args.config)
+    spark = build_session(config.spark)
+    try:
+        print(views_command(spark, config, dialect=args.dialect))
+    finally:
+        spark.stop()
+    return 0
+
+
 def _list_measures() -> int:
     from releval.metrics import REGISTRY
 
@@ -278,6 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _report(args)
         if args.command == "sql":
             return _sql(args)
+        if args.command == "views":
+            return _views(args)
         return _evaluate(args)
     except RelevalError as exc:
         print(f"releval: error: {one_line(exc)}", file=sys.stderr)

@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from releval import lineage, pipeline
+from releval import lineage, pipeline, warehouse
 from releval.config import Config, RunSource
 from releval.errors import ConfigError
 from releval.io.atomic import append_row, read_table, table_exists
@@ -270,6 +270,9 @@ def run_job(
                 ({c: p.values.get(c) for c in parts} for p in summary.quality.run.partitions),
                 key=partition_sort_key,
             )
+        # catalog tables: create or replace their wide views (docs/warehouse.md); paths: nothing
+        warehouse.refresh_views(spark, config, measure_keys=[m.key for m in summary.measures],
+                                replaced_all=replace is None, phases=phases)
         pause("before_run_log")
     except Exception as exc:
         try:

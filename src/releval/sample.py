@@ -19,18 +19,22 @@ from pyspark.sql import DataFrame, SparkSession
 
 #: system name -> noise of its scores (smaller is better)
 SYSTEMS = {"bm25": 1.2, "dense": 0.8, "hybrid": 0.5}
-DATES = ("2026-11-27", "2026-11-28", "2026-11-29")
+#: eight consecutive days, Sunday 2026-11-22 to Sunday 2026-11-29: enough for a week-over-week
+#: change (docs/warehouse.md); ``make compare`` uses 2026-11-28
+DATES = tuple(f"2026-11-{day}" for day in range(22, 30))
 
 
 @dataclass(frozen=True)
 class SampleShape:
-    """Size of the generated sample."""
+    """Size of the generated sample: ``queries`` judged queries, served on each of ``dates``
+    by every system (8 days x 3 systems x about 100 queries x 50 documents: 119k run rows)."""
 
-    queries: int = 300
+    queries: int = 100
     docs_per_query: int = 50
     judged_per_query: int = 20
     corpus: int = 20_000
     seed: int = 20261130
+    dates: tuple[str, ...] = DATES
 
 
 def generate(shape: SampleShape = SampleShape()) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -49,7 +53,7 @@ def generate(shape: SampleShape = SampleShape()) -> tuple[pd.DataFrame, pd.DataF
     qrels["qrels_version"] = "v1"
 
     run_rows = []
-    for date in DATES:
+    for date in shape.dates:
         for system, noise in SYSTEMS.items():
             # a few queries are not served on a given day; a few served queries are unjudged
             served = [q for q in pools if rng.random() > 0.03]
