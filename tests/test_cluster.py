@@ -453,6 +453,10 @@ def test_cluster_run_equals_local_run_and_uses_both_executors(
     assert properties["spark.executor.memory"] == "768m"
     assert properties["spark.executor.cores"] == "1"
     assert properties["spark.master"] == cluster.url
+    # Delta came from the jars folder given to spark-submit, which the job kept
+    assert properties["spark.jars"].split(",") == [
+        f"file://{j}" for j in sorted((dist / "jars").glob("*.jar"))]
+    assert "spark.jars.packages" not in properties
 
 
 def running_evaluation_task(ui_port: int) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
@@ -476,11 +480,13 @@ def running_evaluation_task(ui_port: int) -> tuple[str, dict[str, Any], dict[str
 
 
 def table_state(spark: SparkSession, path: Path) -> tuple[int, int] | None:
-    """(latest version, rows) of a Delta table; None before its first commit."""
+    """(latest version, its rows) of a Delta table, as a reader sees it now; None before its
+    first commit."""
     if not (path / "_delta_log").is_dir() or not any((path / "_delta_log").glob("*.json")):
         return None
-    table = DeltaTable.forPath(spark, str(path))
-    return int(table.history(1).first()["version"]), table.toDF().count()
+    version = int(DeltaTable.forPath(spark, str(path)).history(1).first()["version"])
+    rows = spark.read.format("delta").option("versionAsOf", version).load(str(path)).count()
+    return version, rows
 
 
 @pytest.mark.slow

@@ -52,9 +52,10 @@ def submitted_delta() -> bool:
     """
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         return False
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
 
-    conf = SparkConf()
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM (starts nothing)
+    conf = SparkConf()  # loads the JVM's spark.* properties: what spark-submit was given
     return "delta-spark" in f"{conf.get('spark.jars', '')},{conf.get('spark.jars.packages', '')}"
 
 
