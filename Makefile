@@ -18,7 +18,7 @@ SPARK_SUBMIT := PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath 
 
 DIST_DIR := dist
 
-.PHONY: help install jars run sample compare test test-fast cluster-test dist bench clean
+.PHONY: help install jars browser run sample compare report test test-fast cluster-test dist bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -53,13 +53,24 @@ compare: install $(SAMPLE_STAMP) ## paired tests on the sample: hybrid and dense
 	$(SPARK_SUBMIT) jobs/compare.py --config $(CONFIG) --baseline system=bm25 \
 	  --candidate system=hybrid --candidate system=dense --partition date=$(COMPARE_DATE)
 
+REPORT ?= warehouse/releval/report.html
+
+report: install $(SAMPLE_STAMP) ## HTML report with figures over the sample's output tables (evaluates what is missing first)
+	$(SPARK_SUBMIT) jobs/evaluate.py --config $(CONFIG) --pending --show 0
+	$(VENV)/bin/releval report --config $(CONFIG) --output $(REPORT)
+
 sample: $(SAMPLE_STAMP) ## generate the synthetic sample log and qrels (once) under warehouse/sample
 
 $(SAMPLE_STAMP): src/releval/sample.py | $(VENV)/.installed $(JARS)
 	$(SPARK_SUBMIT) jobs/generate_sample.py --config conf/local.toml
 	touch $@
 
-test: install dist ## lint (ruff), then the whole test suite (conformance tests read ../shared/conformance)
+# Debian's chromium for the report's browser test (no browser download): installed once.
+browser: ## headless Chromium for the report's browser test (apt-get, Debian's chromium package)
+	@command -v chromium >/dev/null 2>&1 || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+test: install browser dist ## lint (ruff), then the whole test suite (conformance tests read ../shared/conformance)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 

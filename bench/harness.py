@@ -53,7 +53,8 @@ BENCH_PACKAGES = ("psutil", "pytrec_eval", "pytrec_eval-terrier", "ir_measures",
 #: The order runners are run and reported in.
 ORDER = (
     "pyarrow-read", "numpy", "pytrec_eval", "ir_measures", "ranx",
-    "spark-RankingEvaluator", "spark-sql", "releval", "releval-5", "releval-sql",
+    "spark-RankingEvaluator", "spark-sql", "releval", "releval-5",
+    "releval-cli-trec", "releval-cli-parquet",
 )
 #: Module each optional runner needs.
 NEEDS = {"pytrec_eval": "pytrec_eval", "ir_measures": "ir_measures", "ranx": "ranx"}
@@ -280,8 +281,10 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float | None]:
             get("spark-sql", "work_s"), get("releval-5", "work_s")),
         "releval (16 measures) / releval (5 measures), after start-up": _ratio(
             get("releval", "work_s"), get("releval-5", "work_s")),
-        "releval, SQL engine / Arrow engine (16 measures), after start-up": _ratio(
-            get("releval-sql", "work_s"), get("releval", "work_s")),
+        "releval after start-up / Spark SQL after start-up (issue 11: <= 1.0)": _ratio(
+            get("releval", "work_s"), get("spark-sql", "work_s")),
+        "releval evaluate: TREC text / Parquet, wall (issue 11: <= 1.3)": _ratio(
+            get("releval-cli-trec", "wall_s"), get("releval-cli-parquet", "wall_s")),
     }
 
 
@@ -373,6 +376,11 @@ def render(report: dict[str, Any]) -> str:
         )
     lines += ["", "## Ratios", "", "| ratio | value |", "|---|--:|"]
     lines += [f"| {k} | {_fmt(v)} |" for k, v in report["ratios"].items()]
+    lines += [
+        f"| Spark jobs of `{name}` (its --profile; issue 11: <= 15 at tiny) | {row['spark_jobs']} |"
+        for name, row in rows.items()
+        if row.get("spark_jobs") is not None
+    ]
     lines += _render_across_sizes(report.get("across_sizes"))
     agree = report["agreement"]
     lines += [
@@ -472,7 +480,8 @@ DESCRIPTIONS = {
     "spark-sql": "Spark SQL join/row_number/groupBy, 5 means",
     "releval": "pipeline.run, 16 measures, 2 Delta tables (Arrow engine)",
     "releval-5": "pipeline.run, the 5 measures only (Arrow engine)",
-    "releval-sql": "pipeline.run, 16 measures, SQL engine (window functions)",
+    "releval-cli-trec": "`releval evaluate` on the TREC files, defaults, JVM start included",
+    "releval-cli-parquet": "`releval evaluate --format parquet` on the Parquet copies, the same",
 }
 
 

@@ -68,8 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 phases=phases,
             )
             if args.show and result.summary is not None:
-                with phases.phase("overview"):
-                    pipeline.read_overview(spark, config).show(args.show, truncate=False)
+                keys = [m.key for m in pipeline.job_measures(config)]
+                overview = result.summary.overview(keys, config.run.partition_columns)
+                print("\n".join(overview.splitlines()[: args.show + 4]))
         finally:
             spark.stop()
     except RelevalError as exc:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
+from sql_oracle import ENGINES
 
 from releval import schemas as S
 from releval.metrics import parse_measures
 from releval.pipeline import Evaluation, evaluate
 
-#: The engine ``evaluate_rows`` uses; test modules that check both engines set it per test.
+#: The engine ``evaluate_rows`` uses (a name of ``sql_oracle.ENGINES``: production's Arrow
+#: engine or the SQL oracle); test modules that check both set it per test.
 ENGINE = "arrow"
 
 
@@ -35,7 +37,7 @@ def evaluate_rows(
         run_df(spark, run),
         qrels_df(spark, qrels),
         measures=parse_measures([measures], relevance_level=int(kwargs.pop("relevance_level", 1))),
-        engine=str(kwargs.pop("engine", ENGINE)),
+        run_stats=ENGINES[str(kwargs.pop("engine", ENGINE))],
         **kwargs,  # type: ignore[arg-type]
     )
 

@@ -86,10 +86,10 @@ def test_incremental_runs_replace_only_the_selected_partitions(
     third = run_job(spark, config, select(pending=True), job_run_id="run-none").record
     assert third.status == lineage.NOTHING_PENDING and third.partitions == []
     assert (version(spark, pq), version(spark, agg)) == versions
-    # one WRITE per table per run that wrote: CREATE TABLE, run-27, run-pending
+    # one commit per table per run that wrote: the first creates the table with its rows
+    # (one CREATE TABLE AS SELECT), the next replaces its partitions
     assert [(op, meta) for _, op, meta in history(spark, agg)] == [
-        ("CREATE TABLE", None),
-        ("WRITE", "releval job_run_id=run-27"),
+        ("CREATE TABLE AS SELECT", "releval job_run_id=run-27"),
         ("WRITE", "releval job_run_id=run-pending"),
     ]
     log = read(spark, str(tmp_path / "out" / "run_log"))

@@ -161,7 +161,8 @@ def test_job_writes_and_replaces_the_comparison(spark, tmp_path):
     assert hybrid[S.PERMUTATIONS] == 4000 and hybrid[S.CORRECTION] == "holm"
     text = report.render()
     assert "* system=hybrid/date=2026-11-28" in text
-    assert "WARNING: system=dense/date=2026-11-28 rests on 20 queries (< 50)" in text
+    assert ("WARNING: 2 candidate(s) rest on fewer than 50 queries, weak comparisons: "
+            "system=dense/date=2026-11-28 20, system=hybrid/date=2026-11-28 20") in text
     # a re-run replaces the rows of the same baseline and date
     comparison.run(spark, config, baseline=side("bm25"), candidates=[side("hybrid")],
                    comparison_id="c2")

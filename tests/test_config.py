@@ -52,6 +52,9 @@ def test_defaults(tmp_path):
         (MINIMAL + "[evaluation]\nnegative_labels = 'skip'\n",
          "evaluation.negative_labels = 'skip'; expected one of ['unjudged', 'judged']"),
         ("[run\n", "not valid TOML"),
+        # the option that chose the SQL engine is gone, with a message that says so
+        (MINIMAL + "[evaluation]\nengine = 'sql'\n",
+         "job.toml:7: evaluation.engine was removed: the Arrow engine"),
     ],
 )
 def test_invalid_configs_name_the_key(tmp_path, text, message):

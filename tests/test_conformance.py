@@ -1,6 +1,6 @@
 """Agreement with trec_eval 10.0 on its own test data, to 1e-9, per query and for 'all'.
 
-Both engines (``releval.metrics.compute.ENGINES``) are checked. The expected values are trec_eval's output at full double precision
+Both engines are checked: production's Arrow engine and the SQL oracle (``tests/sql_oracle.py``). The expected values are trec_eval's output at full double precision
 (``../shared/conformance/trec_eval/full.*``). Every measure releval implements
 under a trec_eval name is compared; the measures releval does not implement
 (iprec_at_recall, gm_map...) are simply not compared.
@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from sql_oracle import ENGINES
 
 from releval import schemas as S
 from releval.config import QrelsSource, RunSource
@@ -19,7 +20,6 @@ from releval.errors import MeasureError
 from releval.io.readers import read_qrels, read_run
 from releval.io.trec_eval_format import trec_eval_lines
 from releval.metrics import parse_measure
-from releval.metrics.compute import ENGINES
 from releval.pipeline import evaluate
 
 CASES = {
@@ -71,7 +71,7 @@ def case(request, spark, conformance_dir):
         run.drop("run_id"), qrels,
         measures=parse_measures(sorted(set(mapping.values())), relevance_level=level),
         missing_queries=missing,
-        engine=engine,
+        run_stats=ENGINES[engine],
     )
     per_query = ev.per_query.toPandas()
     aggregate = ev.aggregate.toPandas()

@@ -28,14 +28,39 @@ def test_render_warns_above_the_share_and_notes_binary_labels():
         rates, warning_share=0.2, binary_labels=True, measures=parse_measures(["nDCG@10"])
     )
     text = "\n".join(lines)
-    assert "run_id=a top 5: 10.0% (4 queries)" in text
-    assert "run_id=a top 10: 35.0% (4 queries)  <-- above the warning share" in text
-    assert "WARNING: more than 20% of the top k is unjudged in 1 of 2" in text
+    assert "range over 1 run partition(s)): top 5 10.0%, top 10 35.0%" in text
+    assert "WARNING: top 10 more than 20% unjudged in 1 of 1 run partition(s) " \
+        "(worst: run_id=a, 35.0%)" in text
+    assert "top 5 more" not in text
     assert "nDCG adds little over Recall and AP" in text
     quiet = render_lines(
         rates, warning_share=0.5, binary_labels=True, measures=parse_measures(["P@10"])
     )
     assert not any("WARNING" in line or "note:" in line for line in quiet)
+    assert len(quiet) == 1
+
+
+def test_render_collapses_many_partitions_to_one_warning_per_cutoff():
+    # 8 dates x 3 systems x k in (5, 10, 50): 72 (partition, k) pairs; the share is
+    # 0.1 * system + 0.011 * day + 0.05 * (k index). k = 5: s2 all 8 days (0.2 + 0.011 d),
+    # s1 at most 0.188: 8 of 24, worst s2 day 8 0.288; lowest s0 day 1 0.011.
+    rates = [
+        UnjudgedRate(partition=(("system", f"s{s}"), ("date", f"2026-12-0{d}")), cutoff=k,
+                     share=0.1 * s + 0.011 * d + 0.05 * i, queries=100)
+        for s in range(3) for d in range(1, 9) for i, k in enumerate((5, 10, 50))
+    ]
+    lines = render_lines(rates, warning_share=0.2, binary_labels=False, measures=())
+    warnings = [line for line in lines if "WARNING" in line]
+    assert len(lines) == 5 and len(warnings) == 3
+    assert "top 5 1.1%-28.8%" in lines[0] and "range over 24 run partition(s)" in lines[0]
+    assert warnings[0].endswith(
+        "top 5 more than 20% unjudged in 8 of 24 run partition(s) "
+        "(worst: system=s2, date=2026-12-08, 28.8%)")
+    # k = 10: s2 all 8 days; s1 0.15 + 0.011 d > 0.2 for d >= 5 (4 days): 12
+    assert "top 10 more than 20% unjudged in 12 of 24" in warnings[1]
+    # k = 50: s2 and s1 (0.2 + 0.011 d) all 8 days, s0 at most 0.288 - 0.1: 16; worst 0.388
+    assert "top 50 more than 20% unjudged in 16 of 24" in warnings[2]
+    assert "(worst: system=s2, date=2026-12-08, 38.8%)" in warnings[2]
 
 
 def test_config_keys():
@@ -83,7 +108,10 @@ def test_job_summary_reports_the_unjudged_share(spark, tmp_path):
     # Judged@1: q1 1/1, q2 1/1 -> unjudged 0; Judged@2: q1 1/2 (A, X), q2 1/2 (B, C) -> 1 - 0.5
     assert shares == {1: (0.0, 2), 2: (pytest.approx(0.5), 2)}
     text = summary.render()
-    assert "WARNING: more than 20% of the top k is unjudged in 1 of 2" in text
+    assert "range over 1 run partition(s)): top 1 0.0%, top 2 50.0%" in text
+    assert "WARNING: top 2 more than 20% unjudged in 1 of 1 run partition(s) " \
+        "(worst: run_id=sys, 50.0%)" in text
+    assert "WARNING: top 1" not in text
     assert "all qrels labels are binary" in text
     aggregate = {
         (r[S.MEASURE_KEY], r[S.JUDGED_ONLY]): r[S.VALUE]

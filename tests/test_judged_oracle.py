@@ -12,10 +12,10 @@ import random
 
 import pytest
 from helpers import qrels_df, run_df
+from sql_oracle import ENGINES
 
 from releval import schemas as S
 from releval.metrics import parse_measures
-from releval.metrics.compute import ENGINES
 from releval.pipeline import evaluate
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -59,7 +59,7 @@ def test_judged_only_measures_agree_with_pytrec_eval(spark, engine):
     run, qrels = random_case()
     ev = evaluate(
         run_df(spark, run), qrels_df(spark, qrels), measures=parse_measures([",".join(MEASURES)]),
-        engine=engine,
+        run_stats=ENGINES[engine],
     )
     got = {
         (r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE]

@@ -12,9 +12,9 @@ import pytest
 from chispa import assert_approx_df_equality
 from helpers import evaluate_rows, values
 from pyspark.sql import types as T
+from sql_oracle import ENGINES
 
 from releval import schemas as S
-from releval.metrics.compute import ENGINES
 
 
 @pytest.fixture(autouse=True, params=sorted(ENGINES))
@@ -190,7 +190,8 @@ def test_partitions_are_evaluated_separately(spark, engine):
     two = run_df(spark, [("q1", "A", 9.0), ("q1", "D", 1.0)]).withColumn("system", F.lit("two"))
     ev = evaluate(
         one.unionByName(two), qrels_df(spark, WORKED_QRELS),
-        measures=parse_measures(["RR"]), partition_columns=["system"], engine=engine,
+        measures=parse_measures(["RR"]), partition_columns=["system"],
+        run_stats=ENGINES[engine],
     )
     got = {r["system"]: r[S.VALUE] for r in ev.per_query.collect()}
     assert got == {"one": 0.5, "two": 1.0}

@@ -78,3 +78,25 @@ def test_pending_is_available_minus_done() -> None:
         {"system": "b", "date": "1"},
         {"system": "a", "date": "2"},
     ]
+
+
+def test_partitions_of_files_come_from_their_hive_folders():
+    from releval.job import partitions_of_files
+
+    root = "file:/data/date=2020-01-01/run_log"  # a folder named like a partition above the table
+    files = [
+        f"{root}/system=bm25/date=2026-11-27/part-0.parquet",
+        f"{root}/system=bm25/date=2026-11-27/part-1.parquet",
+        f"{root}/system=a%3Ab%2Fc/date=__HIVE_DEFAULT_PARTITION__/part-0.parquet",
+        f"{root}/system=dense/date=2026-11-28/part-0.parquet",
+    ]
+    # distinct, unescaped (%3A is ':', %2F is '/'), the null folder as None, sorted by the
+    # columns' names (date, then system), nulls last
+    assert partitions_of_files(files, ["system", "date"]) == [
+        {"system": "bm25", "date": "2026-11-27"},
+        {"system": "dense", "date": "2026-11-28"},
+        {"system": "a:b/c", "date": None},
+    ]
+    # a file not under one folder per partition column (column mapping's random prefixes):
+    # unknown, the caller reads the partition columns instead
+    assert partitions_of_files([f"{root}/Ab/part-0.parquet"], ["system", "date"]) is None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from releval import schemas as S
@@ -31,18 +31,6 @@ from releval.metrics.stats import safe_divide
 
 _MEAN, _SUM, _N, _REL_RET, _REL, _MICRO = "_mean", "_sum", "_n", "_rel_ret", "_rel", "_micro"
 _SD = "_sd"
-
-
-def averagings(per_query: DataFrame, measures: Sequence[Measure]) -> DataFrame:
-    """(measure_key, averaging, micro denominator) for each averaging of each measure."""
-    rows = [
-        (m.key, averaging, m.spec.micro if averaging == "micro" else None)
-        for m in measures
-        for averaging in m.spec.averaging
-        if averaging != "micro" or m.spec.micro is not None
-    ]
-    schema = f"{S.MEASURE_KEY} string, {S.AVERAGING} string, {_MICRO} string"
-    return per_query.sparkSession.createDataFrame(rows, schema)
 
 
 def aggregate(
@@ -96,7 +84,21 @@ def aggregate(
             safe_divide(F.col(_REL_RET), F.col(_N) * F.col(S.CUTOFF)),
         )
     )
-    return grouped.join(F.broadcast(averagings(per_query, measures)), on=S.MEASURE_KEY).select(
+    # each measure's averagings as a literal map (no join, no broadcast job)
+    each: dict[str, list[Column]] = {}
+    for m in measures:
+        for avg in m.spec.averaging:
+            if avg != "micro" or m.spec.micro is not None:
+                each.setdefault(m.key, []).append(F.struct(
+                    F.lit(avg).alias(S.AVERAGING),
+                    F.lit(m.spec.micro if avg == "micro" else None).cast("string").alias(_MICRO),
+                ))
+    table = F.create_map(*[x for key, avgs in each.items() for x in (F.lit(key), F.array(*avgs))])
+    expanded = grouped.select(
+        "*", F.explode(F.element_at(table, F.col(S.MEASURE_KEY))).alias("_averaging")
+    ).select("*", F.col(f"_averaging.{S.AVERAGING}").alias(S.AVERAGING),
+             F.col(f"_averaging.{_MICRO}").alias(_MICRO))
+    return expanded.select(
         *keys,
         averaging,
         value.cast("double").alias(S.VALUE),
@@ -132,3 +134,39 @@ def overview(
         .agg(F.round(F.first(S.VALUE), 4))
         .orderBy(*partition_columns)
     )
+
+
+def render_overview(
+    rows: Sequence[Row], *, measure_keys: Sequence[str], partition_columns: Sequence[str]
+) -> str:
+    """:func:`overview` of rows already on the driver, as a text table (no Spark job).
+
+    One line per run partition (in the rows' order) with its query count and one column
+    per measure key: the macro mean (the sum for counts), rounded to 4 decimals.
+    """
+    parts = list(partition_columns)
+    table: dict[tuple[object, ...], dict[str, object]] = {}
+    for row in rows:
+        if row[S.AVERAGING] not in ("macro", "sum"):
+            continue
+        key = tuple(row[c] for c in parts)
+        line = table.setdefault(key, {**{c: row[c] for c in parts}, S.NUM_QUERIES: row[S.NUM_QUERIES]})
+        if row[S.MEASURE_KEY] in measure_keys and row[S.VALUE] is not None:
+            line[row[S.MEASURE_KEY]] = round(float(row[S.VALUE]), 4)
+    header = [*parts, S.NUM_QUERIES, *measure_keys]
+    cells = [[_cell(line.get(h)) for h in header] for line in table.values()]
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(header)]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+
+    def fmt(values: Sequence[str]) -> str:
+        return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)) + " |"
+
+    return "\n".join([rule, fmt(header), rule, *(fmt(c) for c in cells), rule])
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        return f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "NaN"
+    return str(value)

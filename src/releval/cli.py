@@ -2,11 +2,13 @@
 
     releval evaluate --run PATH --qrels PATH [--format trec|parquet|delta]
                      [--measures "P@5,nDCG@10,AP"] [--relevance-level N]
-                     [--output DIR] [--trec-eval-output FILE] [--engine arrow|sql]
+                     [--output DIR] [--trec-eval-output FILE]
                      [--negative-labels unjudged|judged] [--explain] [--strict]
                      [--profile]
     releval compare --config FILE --baseline KEY=VALUE --candidate KEY=VALUE [...]
                     [--partition KEY=VALUE]
+    releval report --config FILE [--output report.html] [--date YYYY-MM-DD]
+    releval sql --config FILE "SELECT ... FROM aggregate ..."
     releval measures
 
 User errors (bad measure, missing file, missing column...) print one line on
@@ -65,9 +67,6 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--trec-eval-output", default=None,
                     help="also write per-query and 'all' lines in trec_eval -q format")
     ev.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    ev.add_argument("--engine", choices=["arrow", "sql"], default="arrow",
-                    help="how run statistics are computed: vectorized NumPy per partition "
-                    "(arrow, default) or Spark window functions (sql); same values")
     ev.add_argument("--negative-labels", choices=list(NEGATIVE_LABELS), default=NEGATIVE_LABELS[0],
                     help="what a negative qrels label means: in the pool but not judged "
                     "(unjudged, default, trec_eval) or judged non-relevant (judged)")
@@ -81,8 +80,24 @@ def _parser() -> argparse.ArgumentParser:
                     "table is written first")
     add_compare_arguments(sub.add_parser(
         "compare", help="compare candidate run partitions with a baseline (paired tests)"))
+    add_report_arguments(sub.add_parser(
+        "report", help="write an HTML report with figures over the output tables"))
+    sql = sub.add_parser("sql", help="SQL over the output tables, without Spark (deltalake)")
+    sql.add_argument("--config", required=True, help="the TOML config whose output tables to read")
+    sql.add_argument("query", help="the SQL; tables: per_query, aggregate, run_log, comparison")
     sub.add_parser("measures", help="list the measures and their formulas")
     return parser
+
+
+def add_report_arguments(rep: argparse.ArgumentParser) -> None:
+    """The arguments of ``releval report`` (also ``jobs/report.py``)."""
+    rep.add_argument("--config", required=True,
+                     help="the TOML config whose output tables to read (path tables without "
+                     "Spark; catalog tables through a SparkSession built from [spark])")
+    rep.add_argument("--output", default="report.html",
+                     help="the HTML file to write (default report.html)")
+    rep.add_argument("--date", default=None,
+                     help="the date of the per-run figures (default: the latest in the tables)")
 
 
 def add_compare_arguments(cmp: argparse.ArgumentParser) -> None:
@@ -115,7 +130,6 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
             relevance_level=args.relevance_level,
             missing_queries=args.missing_queries,
             strict=bool(getattr(args, "strict", False)),
-            engine=getattr(args, "engine", "arrow"),
             negative_labels=getattr(args, "negative_labels", NEGATIVE_LABELS[0]),
         ),
         output=OutputSettings(
@@ -151,13 +165,14 @@ def _evaluate(args: argparse.Namespace) -> int:
         phases = Phases(spark)
         try:
             summary = pipeline.run(spark, config, phases=phases)
-            with phases.phase("print results"):
-                aggregate = pipeline.read_aggregate(spark, config)
-                aggregate.show(500, truncate=False)
+            keys = [m.key for m in pipeline.job_measures(config)]
+            print(summary.overview(keys, config.run.partition_columns))
             if args.trec_eval_output:
                 with phases.phase("trec_eval file"):
                     write_trec_eval_file(
-                        pipeline.read_per_query(spark, config), aggregate, args.trec_eval_output
+                        pipeline.read_per_query(spark, config),
+                        pipeline.read_aggregate(spark, config),
+                        args.trec_eval_output,
                     )
         finally:
             spark.stop()
@@ -190,6 +205,35 @@ def _compare(args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     print(report.render())
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from releval import report
+    from releval.config import load_config
+    from releval.report.data import needs_spark
+
+    config = load_config(args.config)
+    if needs_spark(config):  # catalog tables: only Spark knows the metastore
+        from releval.session import build_session
+
+        spark = build_session(config.spark)
+        try:
+            path = report.write(config, args.output, date=args.date, config_name=args.config,
+                                spark=spark)
+        finally:
+            spark.stop()
+    else:
+        path = report.write(config, args.output, date=args.date, config_name=args.config)
+    print(f"releval report: {path} ({path.stat().st_size // 1024} KiB)")
+    return 0
+
+
+def _sql(args: argparse.Namespace) -> int:
+    from releval import sql
+    from releval.config import load_config
+
+    print(sql.render(sql.query(load_config(args.config), args.query)))
     return 0
 
 
@@ -230,6 +274,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list_measures()
         if args.command == "compare":
             return _compare(args)
+        if args.command == "report":
+            return _report(args)
+        if args.command == "sql":
+            return _sql(args)
         return _evaluate(args)
     except RelevalError as exc:
         print(f"releval: error: {one_line(exc)}", file=sys.stderr)

@@ -20,7 +20,14 @@ from releval.errors import ConfigError
 FORMATS = ("delta", "parquet", "trec")
 RANK_BY = ("score", "rank")
 MISSING_QUERIES = ("zero", "skip")
-ENGINES = ("arrow", "sql")
+#: Keys that releval no longer reads: [section] key -> why, and what to do.
+REMOVED_KEYS = {
+    ("evaluation", "engine"): (
+        "evaluation.engine was removed: the Arrow engine (vectorized NumPy per shuffle "
+        "partition) is the only production engine; the SQL window-function engine is kept "
+        "as a test oracle only (docs/performance.md). Delete the key"
+    ),
+}
 #: What a negative qrels label means; the first is the default (trec_eval's rule).
 NEGATIVE_LABELS = ("unjudged", "judged")
 INTERVAL_METHODS = ("t", "bootstrap")
@@ -125,9 +132,6 @@ class EvaluationSettings:
     unjudged_warning_share: float = 0.2
     #: Any quarantined input row fails the job (after the quarantine table is written).
     strict: bool = False
-    #: How the run statistics are computed: "arrow" (vectorized NumPy per shuffle
-    #: partition, the faster) or "sql" (window functions); same values.
-    engine: str = "arrow"
 
 
 @dataclass(frozen=True)
@@ -233,6 +237,9 @@ def _build(cls: type, raw: Any, where: str, source: str) -> Any:
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: [{where}] must be a table, got {type(raw).__name__}")
     known = {f.name: f for f in fields(cls)}
+    for key in raw:
+        if (where, key) in REMOVED_KEYS:
+            raise ConfigError(f"{source}: {REMOVED_KEYS[(where, key)]}")
     unknown = sorted(set(raw) - set(known))
     if unknown:
         raise ConfigError(
@@ -368,7 +375,6 @@ def validate(config: Config, source: str = "config") -> Config:
     if config.run.rank_by == "rank" and not config.run.rank and config.run.format != "trec":
         raise ConfigError(f"{source}: run.rank_by = 'rank' needs run.rank (the rank column)")
     _check_choice(config.evaluation.missing_queries, MISSING_QUERIES, "evaluation.missing_queries", source)
-    _check_choice(config.evaluation.engine, ENGINES, "evaluation.engine", source)
     _check_choice(
         config.evaluation.negative_labels, NEGATIVE_LABELS, "evaluation.negative_labels", source
     )
@@ -500,6 +506,9 @@ def check_unknown_keys(raw: Mapping[str, Any], text: str, source: str) -> None:
             continue
         known = {f.name for f in fields(_SECTION_TYPES[name])}
         for key in value:
+            if (name, key) in REMOVED_KEYS:
+                line = key_line(text, name, key)
+                raise ConfigError(f"{source}:{line or '?'}: {REMOVED_KEYS[(name, key)]}")
             if key not in known:
                 line = key_line(text, name, key)
                 raise ConfigError(

@@ -28,8 +28,6 @@ from releval.metrics.registry import Measure
 JUDGED = "Judged"
 UNJUDGED_SHARE = "unjudged_share"
 QUERIES = "queries"
-#: How many (run partition, k) lines the summary prints before it abbreviates.
-MAX_LINES = 20
 #: Measures that gain nothing from graded labels when every label is 0/1 (or negative).
 GRADED_MEASURES = ("nDCG", "nDCG_exp")
 
@@ -98,25 +96,43 @@ def render_lines(
     binary_labels: bool,
     measures: Sequence[Measure],
 ) -> list[str]:
-    """The summary lines about judgment coverage (empty when there is nothing to say)."""
+    """The summary lines about judgment coverage (empty when there is nothing to say).
+
+    One line with the range of the unjudged share over the run partitions at each k, one
+    WARNING line per k where some run partition is above ``warning_share``, and one line
+    that says where the per-partition figures are (the aggregate table's Judged@k rows,
+    ``releval report``): a screen, however many partitions the job evaluated.
+    """
     lines: list[str] = []
-    ordered = sorted(rates, key=lambda r: (r.partition, r.cutoff))
-    if ordered:
-        lines.append("  unjudged share of the top k (1 - mean Judged@k, queries with results):")
-        for rate in ordered[:MAX_LINES]:
-            flag = "  <-- above the warning share" if rate.share > warning_share else ""
-            lines.append(f"    {rate.label()}: {rate.share:.1%} ({rate.queries} queries){flag}")
-        if len(ordered) > MAX_LINES:
-            more = len(ordered) - MAX_LINES
-            lines.append(f"    ... {more} more in the aggregate table (Judged@k)")
-    high = [r for r in ordered if r.share > warning_share]
-    if high:
-        worst = max(high, key=lambda r: r.share)
+    by_k: dict[int, list[UnjudgedRate]] = {}
+    for rate in sorted(rates, key=lambda r: (r.cutoff, r.partition)):
+        by_k.setdefault(rate.cutoff, []).append(rate)
+    if by_k:
+        ranges = []
+        for k, group in by_k.items():
+            low, high = min(r.share for r in group), max(r.share for r in group)
+            ranges.append(f"top {k} {low:.1%}" if low == high else f"top {k} {low:.1%}-{high:.1%}")
         lines.append(
-            f"  WARNING: more than {warning_share:.0%} of the top k is unjudged in {len(high)} of "
-            f"{len(ordered)} (run partition, k) pairs (worst: {worst.label()}, {worst.share:.1%}). "
-            "Unjudged documents count as non-relevant, so P@k, nDCG@k and the like undercount; "
-            "compare with the judged-only variants (e.g. nDCG@10[judged]) or bpref."
+            "  unjudged share of the top k (1 - mean Judged@k, queries with results; range over "
+            f"{len({r.partition for r in rates})} run partition(s)): {', '.join(ranges)}"
+        )
+    warned = 0
+    for k, group in by_k.items():
+        high = [r for r in group if r.share > warning_share]
+        if not high:
+            continue
+        warned += 1
+        worst = max(high, key=lambda r: r.share)
+        where = ", ".join(f"{c}={v}" for c, v in worst.partition) or "the run"
+        lines.append(
+            f"  WARNING: top {k} more than {warning_share:.0%} unjudged in {len(high)} of "
+            f"{len(group)} run partition(s) (worst: {where}, {worst.share:.1%})"
+        )
+    if warned:
+        lines.append(
+            "    unjudged documents count as non-relevant, so P@k, nDCG@k and the like "
+            "undercount: compare with the judged-only variants (e.g. nDCG@10[judged]) or bpref; "
+            "per run partition: Judged@k in the aggregate table, or releval report"
         )
     if binary_labels and any(m.name in GRADED_MEASURES for m in measures):
         lines.append(

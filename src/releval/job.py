@@ -12,18 +12,20 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from releval import lineage, pipeline
-from releval.config import Config
+from releval.config import Config, RunSource
 from releval.errors import ConfigError
 from releval.io.atomic import append_row, read_table, table_exists
 from releval.io.readers import read_run, run_partition_fields
 from releval.io.writers import with_comments
 from releval.partitions import (
+    NULL_VALUE,
     PartitionSelection,
     partition_label,
     partition_sort_key,
@@ -34,6 +36,9 @@ from releval.partitions import (
 from releval.pipeline import Summary
 from releval.profile import Phases
 from releval.testhooks import pause
+
+#: The partitions the job summary names (the run log holds them all).
+SHOWN_PARTITIONS = 4
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,10 @@ class JobResult:
     def render(self) -> str:
         r = self.record
         evaluated = [self.summary.render()] if self.summary else []
-        parts = ", ".join(partition_label(p, sorted(p)) for p in r.partitions) or "none"
+        labels = [partition_label(p, sorted(p)) for p in r.partitions]
+        parts = ", ".join(labels[:SHOWN_PARTITIONS]) or "none"
+        if len(labels) > SHOWN_PARTITIONS:  # all of them are in the run log
+            parts = f"{len(labels)}: {parts} and {len(labels) - SHOWN_PARTITIONS} more (run log)"
         return "\n".join(
             [
                 "releval batch job",
@@ -102,6 +110,48 @@ def _distinct_partitions(df: DataFrame, columns: Sequence[str]) -> list[dict[str
         return [{}]
     rows = df.select(*[F.col(c).cast("string").alias(c) for c in columns]).distinct().collect()
     return [{c: row[c] for c in columns} for row in rows]
+
+
+def partitions_of_files(
+    files: Sequence[str], columns: Sequence[str]
+) -> list[dict[str, str | None]] | None:
+    """The distinct run partitions of a table's data files, from their Hive-style folders.
+
+    Each file of a partitioned Delta or Parquet table lies under ``col=value/`` folders,
+    one per partition column, right above the file (values escaped as ``%XX``, a null as
+    ``__HIVE_DEFAULT_PARTITION__``). None when a file is not laid out so (for example a
+    Delta table with column mapping): the caller then reads the partition columns instead.
+    """
+    found: set[tuple[tuple[str, str | None], ...]] = set()
+    for file in files:
+        folders = file.split("/")[-1 - len(columns) : -1]
+        pairs = dict(f.split("=", 1) for f in folders if "=" in f)
+        if set(pairs) != set(columns):
+            return None
+        found.add(
+            tuple(
+                (c, None if pairs[c] == NULL_VALUE else unquote(pairs[c])) for c in columns
+            )
+        )
+    return sorted((dict(p) for p in found), key=partition_sort_key)
+
+
+def available_partitions(spark: SparkSession, run: RunSource) -> list[dict[str, str | None]]:
+    """The run partitions a (filtered, pinned) run holds: from the table's metadata.
+
+    For a Delta (or Parquet) run the partitions come from the data files the filter
+    selects: Delta's log (the snapshot's file list) after partition pruning, or the
+    Parquet folders; no data file is read. A TREC run (its partition is the tag inside
+    each line) or a table whose files are not in partition folders is read for its
+    partition columns (one scan of those columns).
+    """
+    parts = list(run.partition_columns)
+    frame = read_run(spark, run)
+    if run.format != "trec" and parts:
+        listed = partitions_of_files(frame.inputFiles(), parts)
+        if listed is not None:
+            return listed
+    return _distinct_partitions(frame, parts)
 
 
 def done_partitions(spark: SparkSession, config: Config) -> list[dict[str, str]]:
@@ -194,7 +244,7 @@ def run_job(
         if selection.pending:
             with phases.phase("pending partitions"):
                 selected = dataclasses.replace(config.run, filter=run_filter, version=run_version)
-                available = _distinct_partitions(read_run(spark, selected), parts)
+                available = available_partitions(spark, selected)
                 todo = pending_partitions(available, done_partitions(spark, config))
             if not todo:
                 return JobResult(log(lineage.NOTHING_PENDING, replace_predicate=None, partitions=[]))

@@ -11,21 +11,31 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from releval import schemas as S
-from releval.aggregate import aggregate, overview
+from releval.aggregate import aggregate, overview, render_overview
 from releval.config import Config, IntervalSettings
-from releval.coverage import UnjudgedRate, render_lines, unjudged_rates, with_judged_measures
+from releval.coverage import JUDGED, UnjudgedRate, render_lines, with_judged_measures
 from releval.io.atomic import read_table, replace_partitions
-from releval.io.writers import with_comments
+from releval.io.writers import conform, with_comments
 from releval.metrics import Measure, parse_measures
-from releval.metrics.compute import IN_QRELS, IN_RUN, REPEATED, long_format, query_measures
+from releval.metrics.compute import (
+    IN_QRELS,
+    IN_RUN,
+    MEASURES,
+    REPEATED,
+    RunStatsEngine,
+    long_format,
+    query_measures,
+)
+from releval.metrics.kernel import arrow_run_stats
 from releval.profile import Phases
 from releval.quality import QualityReport, account_inputs, finish_checks, job_inputs
 from releval.testhooks import pause
+from releval.validate import InputAccount
 
 
 @dataclass(frozen=True)
@@ -53,9 +63,10 @@ def evaluate(
     partition_columns: Sequence[str] = (),
     missing_queries: str = "zero",
     laid_out_by_query: bool = False,
-    engine: str = "arrow",
+    run_stats: RunStatsEngine = arrow_run_stats,
     negative_labels: str = "unjudged",
     intervals: IntervalSettings = IntervalSettings(),
+    runs: DataFrame | None = None,
 ) -> Evaluation:
     """Evaluate a run against qrels.
 
@@ -67,11 +78,14 @@ def evaluate(
         partition_columns: the columns that identify one run.
         missing_queries: "zero" or "skip" (see :func:`releval.metrics.compute.query_measures`).
         laid_out_by_query: both inputs are already partitioned by :func:`releval.layout.by_query`
-            (the job's checked inputs), so the SQL engine adds no shuffle.
-        engine: how the run statistics are computed (``releval.metrics.compute.ENGINES``).
+            (the job's checked inputs).
+        run_stats: the run statistics' engine; production has one (the default), the
+            tests pass their SQL oracle (``releval.metrics.compute.RunStatsEngine``).
         negative_labels: what a negative label means, "unjudged" (trec_eval) or "judged"
             (:func:`releval.metrics.compute.judgment`); recorded in both tables.
         intervals: the confidence intervals of the aggregate's macro values.
+        runs: the distinct run partitions when the caller knows them (the job: from its
+            input accounting, a few rows); default: derived from ``run`` (a pass over it).
     """
     parts = list(partition_columns)
     queries = query_measures(
@@ -81,8 +95,8 @@ def evaluate(
         partition_columns=parts,
         missing_queries=missing_queries,
         rank_by=rank_by,
-        runs=run.select(*parts).distinct() if parts else None,
-        engine=engine,
+        runs=runs if runs is not None or not parts else run.select(*parts).distinct(),
+        run_stats=run_stats,
         laid_out_by_query=laid_out_by_query,
         negative_labels=negative_labels,
     )
@@ -139,17 +153,25 @@ class Summary:
     #: run partitions whose means rest on fewer than FEW_QUERIES queries
     partitions_with_few_queries: int = 0
     intervals: IntervalSettings = IntervalSettings()
+    #: the aggregate table's rows this job wrote (a few per run partition), as written
+    aggregate: tuple[Row, ...] = ()
+
+    def overview(self, measure_keys: Sequence[str], partition_columns: Sequence[str]) -> str:
+        """The rows written as a table for people (:func:`releval.aggregate.render_overview`)."""
+        return render_overview(
+            self.aggregate, measure_keys=measure_keys, partition_columns=partition_columns
+        )
 
     def render(self) -> str:
         missing_rule = "scored 0, in means" if self.missing_queries == "zero" else "skipped"
         lines = [
             "releval job summary",
-            f"  input rows: run {self.run_rows}, qrels {self.qrels_rows}",
-            f"  run partitions evaluated: {self.run_partitions}",
-            f"  queries scored (run partition x query): {self.queries_scored}",
-            f"  run queries without qrels (not scored): {self.queries_without_qrels}",
-            f"  qrels queries missing from a run ({missing_rule}): {self.queries_missing_from_run}",
-            f"  rows written: per-query {self.per_query_rows}, aggregate {self.aggregate_rows}",
+            f"  input rows: run {self.run_rows}, qrels {self.qrels_rows}; rows written: "
+            f"per-query {self.per_query_rows}, aggregate {self.aggregate_rows}",
+            f"  run partitions evaluated: {self.run_partitions}; queries scored (run partition "
+            f"x query): {self.queries_scored}",
+            f"  run queries without qrels (not scored): {self.queries_without_qrels}; qrels "
+            f"queries missing from a run ({missing_rule}): {self.queries_missing_from_run}",
         ]
         low, high = self.queries_per_mean
         spread = f"{low}" if low == high else f"{low} to {high}"
@@ -174,6 +196,12 @@ class Summary:
         return "\n".join(lines)
 
 
+def _aggregate_order(parts: Sequence[str]):  # noqa: ANN202 - a sort key
+    """Sort key of aggregate rows: as :func:`read_aggregate` orders them (nulls first)."""
+    keys = [*parts, S.MEASURE, S.CUTOFF, S.MEASURE_KEY, S.AVERAGING]
+    return lambda row: tuple((row[k] is not None, row[k] if row[k] is not None else "") for k in keys)
+
+
 def _partition_fields(run: DataFrame, columns: Sequence[str]) -> list[T.StructField]:
     by_name = {f.name: f for f in run.schema.fields}
     return [by_name[c] for c in columns]
@@ -189,23 +217,48 @@ def job_measures(config: Config) -> list[Measure]:
     return with_judged_measures(measures, relevance_level=config.evaluation.relevance_level)
 
 
+def _judged_cutoffs(measures: Sequence[Measure]) -> dict[int, int]:
+    """cutoff k -> the index of its Judged@k entry in the wide table's measure array."""
+    found: dict[int, int] = {}
+    for i, m in enumerate(measures):
+        if m.name == JUDGED and m.cutoff is not None and not m.judged_only:
+            found.setdefault(int(m.cutoff), i)
+    return found
+
+
 def _query_counts(
-    queries: DataFrame, parts: Sequence[str], *, missing_queries: str
-) -> tuple[dict[str, int], dict[tuple[str | None, ...], int]]:
-    """The summary's query counts and the repeated documents per run partition.
+    queries: DataFrame, parts: Sequence[str], *, missing_queries: str, measures: Sequence[Measure]
+) -> tuple[
+    dict[str, int],
+    dict[tuple[str | None, ...], int],
+    dict[tuple[str | None, ...], int],
+    tuple[UnjudgedRate, ...],
+]:
+    """The summary's query counts, the repeated documents and the unjudged shares.
 
     One aggregation over the persisted per-query table by run partition (a few rows
     come back): the scored / without-qrels / missing query counts, the number of run
-    partitions and the fewest / most queries a partition's means rest on for the summary,
-    and the run rows the evaluation dropped as repeated
-    documents, keyed by the partition values as strings (for the input accounting).
+    partitions and the fewest / most queries a partition's means rest on for the summary;
+    the run rows the evaluation dropped as repeated documents and the rows it ranked (the
+    sum of ``num_ret``), keyed by the partition values as strings (for the input
+    accounting's independent count of the used rows); and per cutoff k, 1 - the mean Judged@k
+    over the scored queries with retrieved documents (what
+    :func:`releval.coverage.unjudged_rates` computes from the per-query table).
     """
     as_string = [F.col(c).cast("string").alias(c) for c in parts]
+    judged = _judged_cutoffs(measures)
+    with_results = F.col(IN_QRELS) & (F.col(S.NUM_RET) > 0)
     rows = queries.groupBy(*as_string).agg(
         F.count_if(F.col(IN_RUN) & F.col(IN_QRELS)).alias("scored"),
         F.count_if(F.col(IN_RUN) & ~F.col(IN_QRELS)).alias("without_qrels"),
         F.count_if(~F.col(IN_RUN) & F.col(IN_QRELS)).alias("missing"),
         F.sum(REPEATED).alias("repeated"),
+        F.sum(F.when(F.col(IN_RUN), F.col(S.NUM_RET))).alias("evaluated"),
+        F.count_if(with_results).alias("with_results"),
+        *[
+            F.avg(F.when(with_results, F.col(MEASURES)[i][S.VALUE])).alias(f"judged_{k}")
+            for k, i in judged.items()
+        ],
     ).collect()
     counts = {k: sum(int(r[k]) for r in rows) for k in ("scored", "without_qrels", "missing")}
     # the queries each partition's means rest on: scored ones, plus the missing ones when
@@ -223,11 +276,45 @@ def _query_counts(
     )
     # without partition columns the aggregation is global: one row, null when empty
     repeated = {tuple(r[c] for c in parts): int(r["repeated"]) for r in rows if r["repeated"]}
-    return counts, repeated
+    counts_by_partition = {
+        tuple(r[c] for c in parts): int(r["evaluated"]) for r in rows if r["evaluated"]
+    }
+    rates = tuple(
+        UnjudgedRate(
+            partition=tuple((c, str(r[c])) for c in parts),
+            cutoff=k,
+            share=1.0 - float(r[f"judged_{k}"]),
+            queries=int(r["with_results"]),
+        )
+        for r in rows
+        for k in judged
+        if r[f"judged_{k}"] is not None
+    )
+    return counts, repeated, counts_by_partition, rates
+
+
+def _runs_of_account(
+    spark: SparkSession, account: InputAccount, fields: Sequence[T.StructField]
+) -> DataFrame | None:
+    """The run partitions that have rows to evaluate, from the input accounting (a local
+    frame of a few rows): the evaluation needs not read the run again to find them."""
+    if not fields:
+        return None
+    schema = T.StructType([T.StructField(f.name, T.StringType()) for f in fields])
+    rows = [
+        tuple(p.values.get(f.name) for f in fields) for p in account.partitions if p.used > 0
+    ]
+    return spark.createDataFrame(rows, schema).select(
+        *[F.col(f.name).cast(f.dataType).alias(f.name) for f in fields]
+    )
 
 
 def _evaluate_job(
-    config: Config, run: DataFrame, qrels: DataFrame, laid_out_by_query: bool
+    config: Config,
+    run: DataFrame,
+    qrels: DataFrame,
+    laid_out_by_query: bool,
+    runs: DataFrame | None = None,
 ) -> Evaluation:
     """:func:`evaluate` with the job's settings: what :func:`run` executes, :func:`explain` shows."""
     return evaluate(
@@ -238,9 +325,9 @@ def _evaluate_job(
         partition_columns=list(config.run.partition_columns),
         missing_queries=config.evaluation.missing_queries,
         laid_out_by_query=laid_out_by_query,
-        engine=config.evaluation.engine,
         negative_labels=config.evaluation.negative_labels,
         intervals=config.intervals,
+        runs=runs,
     )
 
 
@@ -249,7 +336,7 @@ def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> 
 
     The plan is the one :func:`run` executes after the input checks: the clean inputs
     (:func:`releval.quality.job_inputs`) and the engine's computation of the per-query
-    table (``evaluation.engine``). The checks' own actions (accounting, quarantine) are
+    table. The checks' own actions (accounting, quarantine) are
     separate passes, not shown.
 
     Args:
@@ -295,18 +382,23 @@ def run(
         inputs = job_inputs(spark, config)
     with phases.phase("input checks"):
         accounts = account_inputs(config, inputs)
-    result = _evaluate_job(config, inputs.run, inputs.qrels, inputs.laid_out_by_query)
     part_fields = _partition_fields(inputs.run, parts)
+    result = _evaluate_job(
+        config, inputs.run, inputs.qrels, inputs.laid_out_by_query,
+        runs=_runs_of_account(spark, accounts[0], part_fields),
+    )
     out_parts = config.output_partition_columns
     queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with phases.phase("evaluation"):
-            counts, repeated = _query_counts(
-                queries, parts, missing_queries=config.evaluation.missing_queries
+            counts, repeated, evaluated, rates = _query_counts(
+                queries, parts, missing_queries=config.evaluation.missing_queries,
+                measures=measures,
             )
         with phases.phase("quarantine"):
             report = finish_checks(
                 spark, config, inputs, accounts, strict=strict, repeated=repeated,
+                evaluated=evaluated,
                 replace=write.predicate, job_run_id=write.job_run_id,
             )
         per_query = long_format(queries, partition_columns=parts)
@@ -326,23 +418,27 @@ def run(
             )
         pause("between_tables")
         with phases.phase("write aggregate"):
+            # a few rows per run partition: collected once, then written and shown from
+            # the same rows (the table is not read back to print it)
+            aggregate_schema = with_comments(S.aggregate_schema(part_fields), S.AGGREGATE_COMMENTS)
+            aggregate_rows = tuple(
+                conform(
+                    aggregate(
+                        per_query, measures=measures, partition_columns=parts,
+                        intervals=config.intervals,
+                    ).select("*", lineage),
+                    aggregate_schema,
+                ).collect()
+            )
             aggregate_written = replace_partitions(
-                aggregate(
-                    per_query, measures=measures, partition_columns=parts,
-                    intervals=config.intervals,
-                ).select("*", lineage),
+                spark.createDataFrame(list(aggregate_rows), aggregate_schema),
                 path=config.output.aggregate_path,
                 table=config.output.aggregate_table,
-                schema=with_comments(S.aggregate_schema(part_fields), S.AGGREGATE_COMMENTS),
+                schema=aggregate_schema,
                 partition_columns=out_parts,
                 description="releval aggregate measures: one row per run partition, measure, averaging.",
                 predicate=write.predicate,
                 user_metadata=metadata,
-            )
-        with phases.phase("unjudged rates"):
-            rates = tuple(
-                UnjudgedRate.from_row(r, parts)
-                for r in unjudged_rates(per_query, partition_columns=parts).collect()
             )
         # the qrels' highest used label, from the input accounting's aggregation
         binary_labels = (report.qrels.used_max or 0) <= 1
@@ -368,6 +464,7 @@ def run(
         binary_labels=binary_labels,
         measures=tuple(measures),
         quality=report,
+        aggregate=tuple(sorted(aggregate_rows, key=_aggregate_order(parts))),
     )
 
 

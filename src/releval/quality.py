@@ -51,6 +51,7 @@ from releval.validate import (
     row_labelled_run,
     split_labelled_qrels,
     split_labelled_run,
+    with_evaluated_rows,
     with_repeated_documents,
 )
 
@@ -69,13 +70,24 @@ class QualityReport:
         return self.run.quarantined_total + self.qrels.quarantined_total
 
     def render(self) -> str:
+        """A small table: one line per input, partitions counted (named only when one does
+        not balance); the per-partition counts are in ``InputAccount.render``."""
         where = f" -> {self.quarantine}" if self.quarantine else ""
-        lines = [
-            "  row accounting (input = used + quarantined):",
-            *self.run.render(),
-            *self.qrels.render(),
-            f"  quarantined rows: {self.quarantined}{where}",
-        ]
+        lines = [f"  row accounting   {'input':>10} {'used':>10} {'quarantined':>11}"]
+        for account in (self.run, self.qrels):
+            reasons = ", ".join(f"{c} {n}" for c, n in account.quarantined.items()) or "none"
+            ok = sum(1 for p in account.partitions if p.balanced)
+            dups = (f"; exact duplicate judgments (kept, counted once): {account.exact_duplicates}"
+                    if account.exact_duplicates else "")
+            lines.append(
+                f"    {account.name:<15}{account.input:>10} {account.used:>10} "
+                f"{account.quarantined_total:>11}  ({reasons}); input = used + quarantined in "
+                f"{ok} of {len(account.partitions)} partition(s){dups}; {account.source}"
+            )
+            lines += [f"      MISMATCH {p.partition}: input {p.input} = used {p.used} + "
+                      f"quarantined {p.quarantined_total}"
+                      for p in account.partitions if not p.balanced]
+        lines.append(f"  quarantined rows: {self.quarantined}{where}")
         return "\n".join(lines)
 
 
@@ -263,6 +275,7 @@ def finish_checks(
     accounts: tuple[InputAccount, InputAccount],
     *,
     repeated: Mapping[tuple[str | None, ...], int],
+    evaluated: Mapping[tuple[str | None, ...], int],
     strict: bool | None = None,
     replace: str | None = None,
     job_run_id: str | None = None,
@@ -276,13 +289,17 @@ def finish_checks(
         accounts: :func:`account_inputs`.
         repeated: the evaluation's repeated documents per run partition (values as
             strings, in partition column order); used with ``inputs.repeats_from_evaluation``.
+        evaluated: the rows the evaluation ranked per run partition (the same keys): the
+            run's ``used`` count, checked against the scan's counts
+            (:func:`releval.validate.with_evaluated_rows`).
         strict: overrides ``evaluation.strict`` when given (the ``--strict`` flag).
         replace: the outputs' replaceWhere predicate (None: whole tables); the quarantine's
             run rows are replaced by the same rule (:func:`quarantine_predicate`).
         job_run_id: written to the quarantine rows.
 
     Raises:
-        AccountingError: input != used + quarantined.
+        AccountingError: input != used + quarantined (counted at the scan and by the
+            evaluation: a row was lost or duplicated in between).
         QualityError: strict mode and rows were quarantined (after the quarantine is written).
     """
     strict = config.evaluation.strict if strict is None else strict
@@ -290,6 +307,7 @@ def finish_checks(
     run_account, qrels_account = accounts
     if inputs.repeats_from_evaluation:
         run_account = with_repeated_documents(run_account, repeated, partition_columns=parts)
+    run_account = with_evaluated_rows(run_account, evaluated, partition_columns=parts)
     path, table = quarantine_target(config)
     if path or table:
         rejected: DataFrame | None = None  # nothing to keep: the inputs are not read again

@@ -561,6 +561,52 @@ def with_repeated_documents(
     return dataclasses.replace(account, partitions=tuple(partitions))
 
 
+def with_evaluated_rows(
+    account: InputAccount,
+    evaluated: Mapping[tuple[str | None, ...], int],
+    *,
+    partition_columns: Sequence[str],
+) -> InputAccount:
+    """The run account with ``used`` counted by the evaluation, and the invariant checked.
+
+    ``input`` and the quarantined rows are counted at the scan, by the row rules
+    (:func:`account_labelled`); ``evaluated`` is what the evaluation itself consumed: per
+    run partition, the documents it ranked (the sum of ``num_ret`` over the partition's
+    queries; a repeated document's other occurrences are already in ``duplicate_doc``, see
+    :func:`with_repeated_documents`). The two are counted by different passes, so
+    ``input = used + quarantined`` is a real check: a row lost (or added) between the
+    checks and the evaluation breaks it.
+
+    Args:
+        account: the run account (with its repeated documents).
+        evaluated: (partition values as strings, in ``partition_columns`` order) -> rows
+            the evaluation ranked; a partition without rows may be absent.
+        partition_columns: the run's partition columns.
+
+    Raises:
+        AccountingError: naming the first partition whose counts disagree.
+    """
+    parts = list(partition_columns)
+    left = {k: n for k, n in evaluated.items() if n}
+    partitions = []
+    for p in account.partitions:
+        p = dataclasses.replace(p, used=left.pop(tuple(p.values.get(c) for c in parts), 0))
+        if not p.balanced:
+            raise AccountingError(
+                f"{account.name} {account.source}: partition {p.partition}: input rows {p.input} "
+                f"(counted at the scan) != used {p.used} (ranked by the evaluation) + quarantined "
+                f"{p.quarantined_total} {p.quarantined}; rows were lost or duplicated between "
+                "the checks and the evaluation; nothing was written"
+            )
+        partitions.append(p)
+    if left:
+        raise AccountingError(
+            f"{account.name} {account.source}: the evaluation ranked rows of partitions the "
+            f"scan did not count: {sorted(left, key=str)[:3]}; nothing was written"
+        )
+    return dataclasses.replace(account, partitions=tuple(partitions))
+
+
 def _input_account(name: str, source: str, by_key: dict[str, dict[str, int]]) -> InputAccount:
     """The :class:`InputAccount` of ``{partition key JSON: {tag: count}}``; checks the invariant."""
     partitions = []

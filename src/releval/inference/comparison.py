@@ -370,8 +370,11 @@ class ComparisonReport:
         ]
         few = sorted({(r[S.CANDIDATE], r[S.NUM_PAIRS]) for r in self.rows
                       if r[S.NUM_PAIRS] < FEW_PAIRS})
-        lines += [f"  WARNING: {c} rests on {n} queries (< {FEW_PAIRS}): a weak comparison"
-                  for c, n in few]
+        if few:  # one line, however many candidates: the counts are the table's num_pairs
+            listed = ", ".join(f"{c} {n}" for c, n in few[:3])
+            more = f" and {len(few) - 3} more (num_pairs)" if len(few) > 3 else ""
+            lines.append(f"  WARNING: {len(few)} candidate(s) rest on fewer than {FEW_PAIRS} "
+                         f"queries, weak comparisons: {listed}{more}")
         hsd = s.test == "tukey"
         header = (f"  {'':1} {'candidate':<28} {'measure':<16} {'n':>5} {'base':>7} {'cand':>7} "
                   f"{'diff':>8} {f'{1 - s.alpha:.0%} CI':>19} {'rel':>7} {'W/T/L':>13} {'d':>6} "

@@ -16,7 +16,9 @@ idempotent, so a retry cannot duplicate rows. After the last attempt a
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +30,7 @@ from pyspark.sql import types as T
 
 from releval import schemas as S
 from releval.errors import SchemaVersionError, WriteConflictError
-from releval.io.writers import absolute, conform, ensure_table
+from releval.io.writers import absolute, conform, create_table_as, ensure_table
 
 #: Delta's exceptions that mean "a concurrent transaction got there first: retry".
 CONFLICTS = (
@@ -143,26 +145,53 @@ class WriteResult:
     attempts: int
 
 
+def table_location(spark: SparkSession, *, path: str | None, table: str | None) -> str:
+    """The folder of a Delta table: the path, or a catalog table's location (a metadata
+    command: no Spark job)."""
+    if not table:
+        return absolute(path or "")
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {quote_name(table)}").collect()
+    return next(r["data_type"] for r in rows if r["col_name"] == "Location")
+
+
+_COMMIT_FILE = re.compile(r"(\d{20})\.json")
+
+
 def commit_of(
     spark: SparkSession, *, path: str | None, table: str | None, user_metadata: str
 ) -> tuple[int, int]:
     """(version, numOutputRows) of the latest commit whose userMetadata is ``user_metadata``.
 
-    The last 50 commits are looked at first (our commit is among them unless 50 concurrent
-    jobs committed since), then the whole history: reading a long history costs a file
-    per commit.
+    Read from the table's log files on the driver (Hadoop's file system: any storage Delta
+    writes to), newest first: no Spark job and no snapshot (``DeltaTable.history`` took two
+    jobs per write). Our commit is among the newest unless many concurrent jobs committed
+    since; every commit file is looked at before giving up. (-1, 0) when none matches.
     """
-    for limit in (50, None):
-        history = delta_table(spark, path=path, table=table).history(limit)
-        row = (
-            history.where(history.userMetadata == user_metadata)
-            .orderBy(history.version.desc())
-            .select("version", "operationMetrics")
-            .first()
-        )
-        if row is not None:
-            metrics = row["operationMetrics"] or {}
-            return int(row["version"]), int(metrics.get("numOutputRows", 0))
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    log = jvm.org.apache.hadoop.fs.Path(table_location(spark, path=path, table=table), "_delta_log")
+    fs = log.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    versions = sorted(
+        (
+            int(m.group(1))
+            for status in fs.listStatus(log)
+            if (m := _COMMIT_FILE.fullmatch(status.getPath().getName()))
+        ),
+        reverse=True,
+    )
+    for version in versions:
+        stream = fs.open(jvm.org.apache.hadoop.fs.Path(log, f"{version:020d}.json"))
+        try:
+            text = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+        for line in text.splitlines():
+            if '"commitInfo"' not in line:
+                continue
+            info = json.loads(line).get("commitInfo", {})
+            if info.get("userMetadata") == user_metadata:
+                metrics = info.get("operationMetrics") or {}
+                return version, int(metrics.get("numOutputRows", 0))
     return -1, 0
 
 
@@ -172,6 +201,40 @@ def _save(writer: DataFrameWriter, *, path: str | None, table: str | None) -> No
         writer.saveAsTable(table)
     else:
         writer.save(absolute(path or ""))
+
+
+def _create(
+    data: DataFrame,
+    *,
+    path: str | None,
+    table: str | None,
+    schema: T.StructType,
+    partition_columns: Sequence[str],
+    description: str,
+    user_metadata: str,
+) -> bool:
+    """Create the table with ``data`` in one commit; False when the location is taken.
+
+    When the CREATE TABLE AS SELECT fails and no Delta table is there (a folder of other
+    files, say), the table is created the old way (:func:`ensure_table`), which fails with
+    Delta's own error for a folder that is not a Delta table, and the caller writes.
+    Conflicts and creation races are raised for the caller's retry loop.
+    """
+    spark = data.sparkSession
+    try:
+        create_table_as(
+            data, path=path, table=table, schema=schema, partition_columns=partition_columns,
+            description=description, user_metadata=user_metadata,
+        )
+        return True
+    except Exception as exc:  # noqa: BLE001 - conflicts and races are the caller's to retry
+        if is_conflict(exc) or is_creation_race(
+            exc, existed=False, spark=spark, path=path, table=table
+        ):
+            raise
+    ensure_table(spark, path=path, table=table, schema=schema,
+                 partition_columns=partition_columns, description=description)
+    return False
 
 
 def replace_partitions(
@@ -214,10 +277,11 @@ def replace_partitions(
             existed = table_exists(spark, path=path, table=table)
         try:
             if not existed:
-                ensure_table(
-                    spark, path=path, table=table, schema=schema,
-                    partition_columns=partition_columns, description=description,
-                )
+                # a new table: created and written by one commit
+                if _create(data, path=path, table=table, schema=schema,
+                           partition_columns=partition_columns, description=description,
+                           user_metadata=user_metadata):
+                    break
             writer = data.write.format("delta").mode("overwrite").option("userMetadata", user_metadata)
             if predicate is not None:
                 writer = writer.option("replaceWhere", predicate)
@@ -268,9 +332,11 @@ def append_row(
         if attempt > 1:
             existed = table_exists(spark, path=path, table=table)
         try:
-            if not existed:
-                ensure_table(spark, path=path, table=table, schema=schema, partition_columns=(),
-                             description=description)
+            if not existed and _create(
+                conform(df, schema), path=path, table=table, schema=schema,
+                partition_columns=(), description=description, user_metadata=user_metadata,
+            ):
+                break
             writer = conform(df, schema).write.format("delta").mode("append")
             writer = writer.option("userMetadata", user_metadata)
             _save(writer, path=path, table=table)

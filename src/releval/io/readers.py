@@ -96,13 +96,15 @@ def read_run(spark: SparkSession, src: RunSource, *, version: int | None = None)
     the ``run_id`` partition column. ``version`` pins a Delta input (``versionAsOf``).
     """
     if src.format == "trec":
-        f = F.col("f")
+        def f(i: int) -> Column:  # null, not an ANSI error, on a short (malformed) line
+            return F.get(F.col("f"), i)
+
         df = _trec_fields(spark, src.path or "", src).select(
-            f[5].alias(TREC_RUN_ID),
-            f[0].alias(S.QUERY_ID),
-            f[2].alias(S.DOC_ID),
-            f[4].cast("double").alias(S.SCORE),
-            f[3].cast("int").alias(S.RANK),
+            f(5).alias(TREC_RUN_ID),
+            f(0).alias(S.QUERY_ID),
+            f(2).alias(S.DOC_ID),
+            f(4).try_cast("double").alias(S.SCORE),
+            f(3).try_cast("int").alias(S.RANK),
         )
         partitions = [c for c in src.partition_columns if c != TREC_RUN_ID]
         if partitions:

@@ -48,6 +48,54 @@ def absolute(path: str) -> str:
     return path if "://" in path or path.startswith("/") else os.path.abspath(path)
 
 
+def create_table_as(
+    data: DataFrame,
+    *,
+    path: str | None,
+    table: str | None,
+    schema: T.StructType,
+    partition_columns: Sequence[str],
+    description: str,
+    user_metadata: str,
+) -> None:
+    """Create the Delta table and write ``data`` into it in one commit (version 0).
+
+    ``data`` already has ``schema``'s columns (:func:`conform`); the columns' comments,
+    the partitioning, the description and the schema-version property are set by the
+    same commit, so a new table costs one commit and no separate creation (what
+    :func:`ensure_table` and a write took: two commits and the snapshots between them).
+
+    Raises:
+        Spark's or Delta's error when the table exists meanwhile (the caller retries
+        as a replacement) or the folder holds other files.
+    """
+    spark = data.sparkSession
+    commented = data.select(
+        *[F.col(f.name).alias(f.name, metadata=f.metadata) for f in schema.fields]
+    )
+    name = table or "delta.`" + absolute(path or "").replace("`", "``") + "`"
+    writer = (
+        commented.writeTo(name)
+        .using("delta")
+        .tableProperty("comment", description)
+        .tableProperty(S.SCHEMA_VERSION_PROPERTY, S.SCHEMA_VERSION)
+        .tableProperty("delta.appendOnly", "false")
+    )
+    if partition_columns:
+        writer = writer.partitionedBy(*[F.col(c) for c in partition_columns])
+    # a CTAS takes no userMetadata option: Delta reads it from the session for this commit
+    key = "spark.databricks.delta.commitInfo.userMetadata"
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, user_metadata)
+    try:
+        writer.create()
+    finally:
+        if previous is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, previous)
+
+
 def ensure_table(
     spark: SparkSession,
     *,

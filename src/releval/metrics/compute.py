@@ -6,15 +6,13 @@ engine (:data:`ENGINES`) as one row per (run partition, query), the qrels
 statistics by one ``groupBy`` over the qrels, and each measure's value is a
 column expression over those statistics.
 
-Engines (``evaluation.engine``), which compute the same statistics:
+The run statistics are computed by one engine: one shuffle of the run and qrels rows
+together by query id, then a vectorized NumPy function per partition
+(:mod:`releval.metrics.kernel`). A second implementation with Spark window functions
+lives in the tests only (``tests/sql_oracle.py``), as an oracle; :func:`query_measures`
+takes it through ``run_stats``.
 
-* ``arrow`` (the default, the faster one, see ``bench/results``): one shuffle of
-  the run and qrels rows together by query id, then a vectorized NumPy function
-  per partition (:mod:`releval.metrics.kernel`);
-* ``sql``: deduplication by ``groupBy``, a shuffled hash join for the labels, the
-  ranking window and running sums (one sort), and a ``groupBy``.
-
-Both engines and the qrels statistics read the labels through :func:`judgment`, where
+The engine and the qrels statistics read the labels through :func:`judgment`, where
 the negative-label rule (``evaluation.negative_labels``) is applied once.
 """
 
@@ -31,23 +29,12 @@ from releval.layout import by_query
 from releval.metrics.kernel import arrow_run_stats
 from releval.metrics.registry import Measure
 from releval.metrics.stats import IDEAL_POSITION, Stats
-from releval.ranking import deduplicate, position
 
 IN_RUN = "_in_run"
 IN_QRELS = "_in_qrels"
 #: Per (run partition, query): the run rows the engine dropped as a repeated document, its
 #: best occurrence kept (what the input checks count as ``duplicate_doc``).
 REPEATED = "_repeated"
-_OCCURRENCES = "_occurrences"
-
-
-def judge(run: DataFrame, qrels: DataFrame) -> DataFrame:
-    """Attach each retrieved document's label; unjudged documents get a null ``relevance``.
-
-    Both sides are expected partitioned by query id; a shuffled hash join then
-    needs no further shuffle and no sort.
-    """
-    return run.join(qrels.hint("shuffle_hash"), on=[S.QUERY_ID, S.DOC_ID], how="left")
 
 
 def prepare_qrels(qrels: DataFrame) -> DataFrame:
@@ -58,7 +45,8 @@ def prepare_qrels(qrels: DataFrame) -> DataFrame:
 def judgment(negative_labels: str) -> Column:
     """The label the measures read: null when the qrels row is not a judgment.
 
-    The one place where the negative-label rule is applied; both engines and the qrels
+    The one place where the negative-label rule is applied; the engine (and the tests' SQL
+    oracle) and the qrels
     statistics read labels through it, so a null label is "not judged" everywhere
     (Judged@k, the condensed list of ``[judged]`` measures, bpref's non-relevant counts).
 
@@ -79,39 +67,12 @@ def judgment(negative_labels: str) -> Column:
     return label if negative_labels == "judged" else F.when(label >= 0, label)
 
 
-def sql_run_stats(
-    run: DataFrame,
-    qrels: DataFrame,
-    *,
-    stats: Stats,
-    partition_columns: Sequence[str],
-    laid_out_by_query: bool = False,
-) -> DataFrame:
-    """The SQL engine: one row per (run partition, query) with every run statistic.
-
-    The run is shuffled once by query id (unless ``laid_out_by_query``); the
-    deduplication, the label join, the ranking window and the aggregation all run
-    inside that partitioning.
-    """
-    parts = list(partition_columns)
-    if not laid_out_by_query:
-        run, qrels = by_query(run), by_query(qrels)
-    unique = deduplicate(run, rank_by=stats.rank_by, partition_columns=parts, count_as=_OCCURRENCES)
-    judged = judge(unique, prepare_qrels(qrels))
-    rank = position(rank_by=stats.rank_by, partition_columns=parts).alias(S.POSITION)
-    rows = judged.select("*", rank, *[c.alias(n) for n, c in stats.row.items()])
-    return rows.groupBy(*parts, S.QUERY_ID).agg(
-        F.first(F.lit(True)).alias(IN_RUN),
-        F.sum(F.col(_OCCURRENCES) - 1).alias(REPEATED),
-        *[c.alias(n) for n, c in stats.run.items()],
-    )
-
-
-#: How the run statistics are computed: (run, qrels, stats, partition columns) ->
-#: one row per (run partition, query) with ``_in_run``, ``_repeated`` and every statistic
-#: of ``stats.run``.
+#: How the run statistics are computed: (run, qrels, stats=, partition_columns=,
+#: laid_out_by_query=) -> one row per (run partition, query) with ``_in_run``,
+#: ``_repeated`` and every statistic of ``stats.run``. Production has one:
+#: :func:`releval.metrics.kernel.arrow_run_stats`; the tests pass a second, independent one
+#: (``tests/sql_oracle.py``, Spark window functions) to check it.
 RunStatsEngine = Callable[..., DataFrame]
-ENGINES: dict[str, RunStatsEngine] = {"arrow": arrow_run_stats, "sql": sql_run_stats}
 
 
 def _query_qrels_stats(qrels: DataFrame, stats: Stats) -> DataFrame:
@@ -196,7 +157,7 @@ def query_measures(
     missing_queries: str = "zero",
     rank_by: str = "score",
     runs: DataFrame | None = None,
-    engine: str = "arrow",
+    run_stats: RunStatsEngine = arrow_run_stats,
     laid_out_by_query: bool = False,
     negative_labels: str = "unjudged",
 ) -> DataFrame:
@@ -213,9 +174,10 @@ def query_measures(
             (they count in means, trec_eval ``-c``); "skip" leaves them out.
         rank_by: the ranking rule (:mod:`releval.ranking`).
         runs: the distinct run partitions, when the caller has them cheaply.
-        engine: a name of :data:`ENGINES`.
+        run_stats: the run statistics' engine (:data:`RunStatsEngine`); the default is
+            production's, tests pass the SQL oracle.
         laid_out_by_query: both inputs are already partitioned by
-            :func:`releval.layout.by_query` (used by the SQL engine).
+            :func:`releval.layout.by_query` (an engine may skip its shuffle).
         negative_labels: what a negative label means, ``"unjudged"`` (trec_eval) or
             ``"judged"`` (see :func:`judgment`).
 
@@ -244,12 +206,12 @@ def query_measures(
                 spec.num_rel_ret(m, view).cast("long").alias(S.NUM_REL_RET),
             )
         )
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {sorted(ENGINES)}, got {engine!r}")
     # every qrels row keeps its query in the query set; only judgments reach the engines
     labelled = qrels.withColumn(S.RELEVANCE, judgment(negative_labels))
-    judgments = prepare_qrels(labelled)
-    run_q = ENGINES[engine](
+    # laid out by query id first: the per-document maximum, the ideal-ranking window and
+    # the per-query aggregation then all run in that one layout (one shuffle, not two)
+    judgments = prepare_qrels(labelled if laid_out_by_query else by_query(labelled))
+    run_q = run_stats(
         run, labelled.where(F.col(S.RELEVANCE).isNotNull()), stats=stats,
         partition_columns=partition_columns, laid_out_by_query=laid_out_by_query,
     )

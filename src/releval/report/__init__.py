@@ -1,0 +1,147 @@
+"""``releval report``: one self-contained HTML page over the output tables.
+
+:func:`build` reads the tables a config's batch job wrote (:mod:`releval.report.data`:
+path tables with ``deltalake``, no Spark; catalog tables with a SparkSession), draws the figures (:mod:`releval.report.figures`) and
+returns the page (:mod:`releval.report.html`); :func:`write` saves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from matplotlib.figure import Figure
+
+from releval.config import Config
+from releval.metrics import parse_measures
+from releval.report import figures
+from releval.report.data import COUNT_MEASURES, JUDGED, ReportData, read_report_data
+from releval.report.html import (
+    Section,
+    comparison_table,
+    esc,
+    lineage_tables,
+    means_table,
+    page,
+    png,
+    table_reads,
+    warnings_table,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: Below this many queries a mean gets a warning (as in the job summary).
+FEW_QUERIES = 50
+
+
+def headline_measures(config: Config) -> list[str]:
+    """The configured measures that have a mean, by key, in the config's order."""
+    measures = parse_measures(
+        config.evaluation.measures,
+        relevance_level=config.evaluation.relevance_level,
+        judged_only=config.evaluation.judged_only,
+    )
+    return [m.key for m in measures if m.name not in (*COUNT_MEASURES, JUDGED)]
+
+
+def _figure_html(fig: Figure | None, *, name: str, alt: str, caption: str, absent: str) -> str:
+    if fig is None:
+        return f'<p class="note">{absent}</p>'
+    return png(fig, alt=alt, caption=caption, name=name)
+
+
+def figures_of(data: ReportData, config: Config) -> dict[str, Figure | None]:
+    """Every figure of the report, by name (None: nothing to draw)."""
+    keys = headline_measures(config)
+    where = dict(run_columns=data.run_columns, date_column=data.date_column, date=data.date)
+    return {
+        "measure_against_k": figures.measure_against_k(data.aggregate, **where),
+        "distribution": figures.per_query_distribution(
+            data.per_query, run_columns=data.run_columns, measure_keys=keys),
+        "differences": figures.baseline_differences(data.comparison),
+        "unjudged": figures.unjudged_share(
+            data.aggregate, **where, warning_share=config.evaluation.unjudged_warning_share),
+        "trend": figures.trend(data.aggregate, run_columns=data.run_columns,
+                               date_column=data.date_column, measure_keys=keys),
+    }
+
+
+def build(config: Config, *, date: str | None = None, config_name: str = "",
+          spark: SparkSession | None = None) -> str:
+    """The report page of the tables ``config`` names (``date``: the date of the per-run
+    figures, default the latest; ``spark`` reads catalog tables, path tables need none)."""
+    data = read_report_data(config, date=date, spark=spark)
+    keys = headline_measures(config)
+    figs = figures_of(data, config)
+    at = f" on {data.date_column} = {data.date}" if data.date_column else ""
+    runs = "/".join(data.run_columns) or "run"
+    comparison = data.comparison
+    cmp_body = (
+        '<p class="note">No comparison table yet: <code>releval compare</code> (or '
+        "<code>make compare</code>) writes one.</p>"
+        if comparison is None else ""
+    )
+    if comparison is not None:
+        # the latest comparison: one run of releval compare
+        latest = comparison.sort_values("compared_at").iloc[-1]["comparison_id"]
+        comparison = comparison[comparison["comparison_id"] == latest]
+        cmp_body = _figure_html(
+            figures.baseline_differences(comparison), name="differences",
+            alt="mean difference against the baseline per measure, with intervals",
+            caption=(f"Comparison {esc(latest)}: mean per-query difference, candidate minus "
+                     "baseline, with its interval at 1 - alpha; filled markers are significant "
+                     "after the correction for multiple comparisons (docs/statistics.md)."),
+            absent="The comparison table is empty.",
+        ) + comparison_table(comparison)
+    sections = [
+        Section("means", f"Mean of each measure{at}", means_table(data, keys)
+                + '<p class="note">Macro means over queries (the aggregate table, '
+                "<code>averaging = 'macro'</code>) with their confidence interval below.</p>"),
+        Section("against-k", "Each measure against k", _figure_html(
+            figs["measure_against_k"], name="measure_against_k",
+            alt="measures against the cutoff k, one line per run",
+            caption=(f"Macro mean at each cutoff k, one line per {esc(runs)}{esc(at)}: recall "
+                     "rises with k towards its ceiling while precision falls."),
+            absent="No measure with a cutoff.")),
+        Section("distribution", "Per-query values", _figure_html(
+            figs["distribution"], name="distribution",
+            alt="box plots of per-query values per measure and run",
+            caption=(f"Distribution of the per-query values{esc(at)}: box = quartiles, "
+                     "whiskers = 1.5 IQR, triangle = mean. A run with the higher mean can "
+                     "still lose on many queries."),
+            absent="No per-query rows for this date.")),
+        Section("comparison", "Against the baseline", cmp_body),
+        Section("unjudged", "Unjudged share of the top k", _figure_html(
+            figs["unjudged"], name="unjudged",
+            alt="unjudged share of the top k against k, one line per run",
+            caption=("1 - mean Judged@k (aggregate table, macro: qrels queries missing from "
+                     "a run count as fully unjudged when they are scored 0). Unjudged "
+                     "documents count as non-relevant, so measures at a k with a high "
+                     "share undercount (docs/incomplete-judgments.md)."),
+            absent="No Judged@k rows.")
+            + warnings_table(data, warning_share=config.evaluation.unjudged_warning_share,
+                             few_queries=FEW_QUERIES)),
+        Section("trend", "Trend over dates", _figure_html(
+            figs["trend"], name="trend", alt="each measure over the dates, one line per run",
+            caption="Macro mean per date, one line per run, its confidence interval shaded.",
+            absent="The run has no date partition column.")),
+        Section("lineage", "Lineage of the numbers", lineage_tables(data)),
+    ]
+    subtitle = (f"Tables read: {esc(table_reads(data.tables))}"
+                + (f"; config {esc(config_name)}." if config_name else "."))
+    return page("releval report", sections, subtitle=subtitle)
+
+
+def write(config: Config, output: str | Path, *, date: str | None = None,
+          config_name: str = "", spark: SparkSession | None = None) -> Path:
+    """Build the report and write it to ``output`` (folders created); returns the path."""
+    out = Path(output)
+    text = build(config, date=date, config_name=config_name, spark=spark)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+__all__: Sequence[str] = ("build", "write", "headline_measures", "figures_of")

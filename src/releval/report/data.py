@@ -1,0 +1,251 @@
+"""The report's inputs: the output Delta tables, as pandas frames.
+
+Tables given by path are read with delta-rs (the ``deltalake`` package), not Spark: no
+JVM starts, so ``releval report`` on the sample takes seconds instead of the 15 s a
+SparkSession costs before it reads anything, and it runs where only the tables' files
+are reachable. Catalog tables (``output.*_table``) are resolved by a metastore only
+Spark knows, so they are read with the SparkSession the caller passes (the CLI builds one
+from ``[spark]`` only then). Either way the report reads the aggregate table whole (one
+row per run partition, measure and averaging: small), the per-query table for one date
+and the measures it plots (a partition filter), and the run-log and comparison tables
+when they exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from releval import schemas as S
+from releval.config import Config
+from releval.errors import InputError
+from releval.metrics.registry import REGISTRY
+from releval.partitions import DEFAULT_DATE_COLUMN
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: Measures without a mean (the aggregate's ``sum`` rows); not plotted.
+COUNT_MEASURES = tuple(sorted(n for n, spec in REGISTRY.items() if "macro" not in spec.averaging))
+JUDGED = "Judged"
+MACRO = "macro"
+
+
+@dataclass(frozen=True)
+class TableRead:
+    """Which table version the report read (for the lineage section)."""
+
+    name: str
+    path: str
+    version: int | None
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the report shows, as pandas frames.
+
+    Attributes:
+        aggregate: the aggregate table (all rows); partition values as strings.
+        per_query: the per-query rows of ``date`` (every date when the run has no date
+            column), measures with a mean only.
+        comparison: the comparison table, or None when there is none.
+        run_log: the run log rows of the job runs that wrote the aggregate rows, or None.
+        run_columns: the partition columns that name a run (the run's partition
+            columns without the date column), e.g. ``("system",)``.
+        date_column: the date partition column, or None.
+        date: the date the per-run figures show (the latest one), or None.
+        tables: the tables read and their versions.
+    """
+
+    aggregate: pd.DataFrame
+    per_query: pd.DataFrame
+    comparison: pd.DataFrame | None
+    run_log: pd.DataFrame | None
+    run_columns: tuple[str, ...]
+    date_column: str | None
+    date: str | None
+    tables: tuple[TableRead, ...]
+
+
+def location(config: Config, name: str) -> tuple[str | None, str | None]:
+    """(path, catalog table) of output table ``name`` (``per_query``, ``aggregate``,
+    ``run_log``, ``comparison``)."""
+    if name in ("per_query", "aggregate"):
+        return getattr(config.output, f"{name}_path"), getattr(config.output, f"{name}_table")
+    return config.located(name)
+
+
+def needs_spark(config: Config) -> bool:
+    """True when one of the tables the report reads is a catalog table."""
+    return any(location(config, n)[1] for n in ("per_query", "aggregate", "run_log", "comparison"))
+
+
+def table_path(config: Config, name: str) -> str:
+    """The path of output table ``name``; a catalog table is an error (deltalake only)."""
+    path, table = location(config, name)
+    if table:
+        raise InputError(
+            f"releval sql reads Delta tables by path (deltalake, no Spark); "
+            f"output.{name}_table = {table!r} is a catalog table: set output.{name}_path"
+        )
+    if not path:
+        raise InputError(f"no path for the {name} table: set output.{name}_path")
+    return path
+
+
+def open_table(path: str):  # deltalake.DeltaTable, or None when there is none
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        return DeltaTable(path)
+    except TableNotFoundError:
+        return None
+
+
+#: A row filter: (column, "=" or "not in", value); partition values compared as strings.
+Filter = tuple[str, str, object]
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """One table, opened: where it is, its version, and how to read rows of it."""
+
+    where: str
+    version: int | None
+    read: Callable[[Sequence[str] | None, Sequence[Filter]], pd.DataFrame]
+
+
+def _open_path(path: str) -> _Opened | None:
+    table = open_table(path)
+    if table is None:
+        return None
+    types = {f.name: str(f.type) for f in table.schema().fields}
+
+    def read(columns: Sequence[str] | None, filters: Sequence[Filter]) -> pd.DataFrame:
+        typed = []
+        for column, op, value in filters:  # a date partition value as a date
+            if op == "=" and "date" in types.get(column, ""):
+                value = pd.Timestamp(str(value)).date()
+            typed.append((column, op, value))
+        return table.to_pandas(columns=list(columns) if columns else None, filters=typed or None)
+
+    return _Opened(path, table.version(), read)
+
+
+def _open_catalog(spark: SparkSession, name: str) -> _Opened | None:
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    if not spark.catalog.tableExists(name):
+        return None
+    version = int(DeltaTable.forName(spark, name).history(1).first()["version"])
+
+    def read(columns: Sequence[str] | None, filters: Sequence[Filter]) -> pd.DataFrame:
+        df = spark.read.option("versionAsOf", version).table(name)
+        for column, op, value in filters:
+            df = df.where(F.col(column).cast("string") == str(value) if op == "="
+                          else ~F.col(column).isin(list(value)))  # type: ignore[call-overload]
+        return (df.select(*columns) if columns else df).toPandas()
+
+    return _Opened(name, version, read)
+
+
+def _open(config: Config, name: str, spark: SparkSession | None) -> _Opened | None:
+    """Output table ``name``, or None when it does not exist (or has no location)."""
+    path, table = location(config, name)
+    if table:
+        if spark is None:
+            raise InputError(f"output.{name}_table = {table!r} is a catalog table: the "
+                             "report needs a SparkSession to read it")
+        return _open_catalog(spark, table)
+    return _open_path(path) if path else None
+
+
+def _as_strings(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    for c in columns:
+        df[c] = df[c].map(lambda v: None if v is None or v != v else str(v))  # NaN -> None
+    return df
+
+
+def read_report_data(
+    config: Config, *, date: str | None = None, spark: SparkSession | None = None
+) -> ReportData:
+    """Read the tables a config's batch job wrote.
+
+    Args:
+        config: the job config (output tables, run partition columns, measures).
+        date: the date the per-run figures show (default: the latest in the aggregate).
+        spark: the session that reads catalog tables (path tables never need one).
+
+    Raises:
+        InputError: a table is missing, or ``date`` has no rows.
+    """
+    parts = list(config.run.partition_columns)
+    date_column = DEFAULT_DATE_COLUMN if DEFAULT_DATE_COLUMN in parts else None
+    run_columns = tuple(c for c in parts if c != date_column)
+    reads: list[TableRead] = []
+
+    agg = _open(config, "aggregate", spark)
+    if agg is None:
+        where = location(config, "aggregate")
+        raise InputError(f"aggregate table not found: {where[1] or where[0]} "
+                         "(run the evaluation job first)")
+    aggregate = _as_strings(agg.read(None, ()), parts)
+    reads.append(TableRead("aggregate", agg.where, agg.version))
+    if aggregate.empty:
+        raise InputError(f"aggregate table {agg.where} has no rows")
+
+    if date_column is not None:
+        dates = sorted(aggregate[date_column].dropna().unique())
+        if date is None:
+            date = dates[-1]
+        elif date not in dates:
+            raise InputError(
+                f"--date {date}: the aggregate table {agg.where} has no rows for it "
+                f"(dates: {', '.join(dates)})"
+            )
+    elif date is not None:
+        raise InputError(f"--date {date}: the run has no {DEFAULT_DATE_COLUMN} partition column")
+
+    pq = _open(config, "per_query", spark)
+    if pq is None:
+        where = location(config, "per_query")
+        raise InputError(f"per-query table not found: {where[1] or where[0]}")
+    reads.append(TableRead("per_query", pq.where, pq.version))
+    filters: list[Filter] = [(S.MEASURE, "not in", list(COUNT_MEASURES))]
+    if date_column is not None:
+        filters.append((date_column, "=", date))
+    columns = [*parts, S.QUERY_ID, S.MEASURE, S.CUTOFF, S.MEASURE_KEY, S.VALUE, S.NUM_RET]
+    per_query = _as_strings(pq.read(columns, filters), parts)
+
+    comparison = None
+    if (cmp := _open(config, "comparison", spark)) is not None:
+        comparison = cmp.read(None, ())
+        reads.append(TableRead("comparison", cmp.where, cmp.version))
+
+    run_log = None
+    if (log_table := _open(config, "run_log", spark)) is not None:
+        ids = sorted(aggregate[S.JOB_RUN_ID].dropna().unique())
+        log = log_table.read(None, ())
+        run_log = log[log[S.JOB_RUN_ID].isin(ids)].sort_values("started_at")
+        reads.append(TableRead("run_log", log_table.where, log_table.version))
+
+    return ReportData(
+        aggregate=aggregate,
+        per_query=per_query,
+        comparison=comparison,
+        run_log=run_log,
+        run_columns=run_columns,
+        date_column=date_column,
+        date=date,
+        tables=tuple(reads),
+    )
+
+
+def run_label(row: pd.Series | dict, run_columns: Sequence[str]) -> str:
+    """A run's name in the figures: its run partition values joined by '/'."""
+    return "/".join(str(row[c]) for c in run_columns) if run_columns else "run"

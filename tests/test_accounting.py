@@ -1,0 +1,77 @@
+"""The input accounting is a real check: rows lost between the scan and the evaluation fail it.
+
+``input`` and the quarantined rows are counted at the scan by the row rules; ``used`` is
+what the evaluation ranked (the sum of ``num_ret`` per run partition). A fault that drops
+rows after the scan must fail the job before anything is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from releval import pipeline, quality
+from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
+from releval.errors import AccountingError
+
+# two runs (partitions by tag): r1 has 4 rows, one of them a repeated document; r2 has 2
+RUN = """\
+q1 Q0 a 1 3.0 r1
+q1 Q0 b 2 2.0 r1
+q1 Q0 a 3 1.0 r1
+q2 Q0 c 1 1.0 r1
+q1 Q0 a 1 2.0 r2
+q2 Q0 b 1 1.0 r2
+"""
+QRELS = """\
+q1 0 a 1
+q2 0 c 1
+"""
+
+
+def _config(tmp_path: Path) -> Config:
+    (tmp_path / "run.txt").write_text(RUN, encoding="utf-8")
+    (tmp_path / "qrels.txt").write_text(QRELS, encoding="utf-8")
+    out = tmp_path / "out"
+    return Config(
+        run=RunSource(path=str(tmp_path / "run.txt"), format="trec", partition_columns=("run_id",)),
+        qrels=QrelsSource(path=str(tmp_path / "qrels.txt"), format="trec"),
+        evaluation=EvaluationSettings(measures=("P@2",)),
+        output=OutputSettings(per_query_path=str(out / "per_query"),
+                              aggregate_path=str(out / "aggregate")),
+    )
+
+
+def test_the_used_rows_are_what_the_evaluation_ranked(spark: SparkSession, tmp_path: Path) -> None:
+    summary = pipeline.run(spark, _config(tmp_path))
+    run = {p.partition: (p.input, p.used, p.quarantined) for p in summary.quality.run.partitions}
+    # r1: 4 rows at the scan; ranked: a, b (q1) and c (q2) = 3; the second "a" of q1 is a
+    # repeated document: 4 = 3 + 1. r2: 2 = 2 + 0.
+    assert run == {
+        "run_id=r1": (4, 3, {"duplicate_doc": 1}),
+        "run_id=r2": (2, 2, {}),
+    }
+
+
+def test_rows_dropped_after_the_scan_fail_the_job_and_nothing_is_written(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clean = quality.row_clean_run
+
+    def lossy(rows: DataFrame, **kwargs: object) -> DataFrame:
+        # the fault: the evaluation's input loses document b of run r2 after the scan
+        kept = clean(rows, **kwargs)
+        return kept.where(~((F.col("run_id") == "r2") & (F.col("doc_id") == "b")))
+
+    monkeypatch.setattr(quality, "row_clean_run", lossy)
+    config = _config(tmp_path)
+    with pytest.raises(AccountingError) as error:
+        pipeline.run(spark, config)
+    message = str(error.value)
+    # r2: 2 rows at the scan, 1 ranked, 0 quarantined
+    assert "partition run_id=r2: input rows 2 (counted at the scan) != used 1" in message
+    assert not (tmp_path / "out" / "per_query").exists()
+    assert not (tmp_path / "out" / "aggregate").exists()
