@@ -490,14 +490,18 @@ def running_evaluation_task(ui_port: int) -> tuple[str, dict[str, Any], dict[str
     return None
 
 
+def table_state_at(spark: SparkSession, path: Path, version: int) -> int:
+    """The rows of a Delta table at ``version``."""
+    return spark.read.format("delta").option("versionAsOf", version).load(str(path)).count()
+
+
 def table_state(spark: SparkSession, path: Path) -> tuple[int, int] | None:
     """(latest version, its rows) of a Delta table, as a reader sees it now; None before its
     first commit."""
     if not (path / "_delta_log").is_dir() or not any((path / "_delta_log").glob("*.json")):
         return None
     version = int(DeltaTable.forPath(spark, str(path)).history(1).first()["version"])
-    rows = spark.read.format("delta").option("versionAsOf", version).load(str(path)).count()
-    return version, rows
+    return version, table_state_at(spark, path, version)
 
 
 @pytest.mark.slow
@@ -572,10 +576,15 @@ def test_worker_killed_mid_evaluation_the_job_completes_with_the_same_tables(
     for name, version in (("per_query", record["per_query_version"]),
                           ("aggregate", record["aggregate_version"])):
         history = DeltaTable.forPath(spark, str(out_dir / name)).history().orderBy("version").collect()
-        assert [(h["version"], h["operation"]) for h in history] == [(0, "CREATE TABLE"), (1, "WRITE")]
-        assert version == 1 and history[1]["userMetadata"] == f"releval job_run_id={record[S.JOB_RUN_ID]}"
+        # one commit of the job, the table's latest (a new table: its creation, or a creation
+        # of the empty table before it), holding the whole local[2] result
+        writes = [h["version"] for h in history
+                  if h["userMetadata"] == f"releval job_run_id={record[S.JOB_RUN_ID]}"]
+        assert writes == [version] == [history[-1]["version"]], history
         rows = assert_same_table(spark, out_dir / name, local_run / name, version=version)
+        empty = {(v, 0) for v in range(version)}
+        assert all(table_state_at(spark, out_dir / name, v) == 0 for v, _ in empty)
         # while the job ran on after the kill, a reader saw the table absent, empty (created)
         # or whole: never part of a write
-        assert states[name] <= {None, (0, 0), (1, rows)}, states[name]
+        assert states[name] <= {None, (version, rows)} | empty, states[name]
     assert record["per_query_rows"] == PER_QUERY_ROWS
