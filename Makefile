@@ -16,7 +16,9 @@ SPARK_SUBMIT := PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath 
 	$(VENV)/bin/spark-submit --jars $(subst $(space),$(comma),$(abspath $(JARS))) \
 	--driver-java-options -Dlog4j2.configurationFile=$(abspath conf/log4j2.properties)
 
-.PHONY: help install jars browser run sample compare report test test-fast bench clean
+DIST_DIR := dist
+
+.PHONY: help install jars browser run sample compare report test test-fast cluster-test dist bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -68,9 +70,21 @@ browser: ## headless Chromium for the report's browser test (apt-get, Debian's c
 	@command -v chromium >/dev/null 2>&1 || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
-test: install browser ## lint (ruff), then the whole test suite (conformance tests read ../shared/conformance)
+test: install browser dist ## lint (ruff), then the whole test suite (conformance tests read ../shared/conformance)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
+
+dist: $(JARS) | $(VENV)/.installed ## package the job for a cluster: wheel, releval.zip (--py-files), evaluate.py, jars/
+	rm -rf $(DIST_DIR) build
+	mkdir -p $(DIST_DIR)/jars
+	$(PY) -m pip wheel --quiet --no-deps --wheel-dir $(DIST_DIR) .
+	cp $(DIST_DIR)/releval-*-py3-none-any.whl $(DIST_DIR)/releval.zip
+	cp jobs/evaluate.py $(DIST_DIR)/evaluate.py
+	cp $(JARS) $(DIST_DIR)/jars/
+	@ls -1 $(DIST_DIR) $(DIST_DIR)/jars
+
+cluster-test: install dist ## a standalone master and two workers on loopback; the packaged job on them (slow)
+	$(PY) -m pytest tests/test_cluster.py
 
 test-fast: install ## lint, then the fast layer: every test not marked slow (a few minutes)
 	$(VENV)/bin/ruff check .
@@ -80,5 +94,5 @@ bench: install ## benchmark releval against its peers on synthetic data (BENCH_S
 	$(PY) -m pip install --quiet -e '.[bench]' || echo "bench: some peers did not install (recorded in the report)"
 	$(PY) -m bench.harness --size $(BENCH_SIZE) --install
 
-clean: ## remove the sample warehouse and caches (keeps .venv and .jars)
-	rm -rf warehouse spark-warehouse metastore_db derby.log .pytest_cache
+clean: ## remove the sample warehouse, caches and dist/ (keeps .venv and .jars)
+	rm -rf warehouse spark-warehouse metastore_db derby.log .pytest_cache $(DIST_DIR) build

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from releval import pipeline
 from releval.config import load_config
 from releval.errors import RelevalError
+from releval.executors import check_executors
 from releval.job import run_job
 from releval.partitions import DEFAULT_DATE_COLUMN, parse_selection
 from releval.profile import Phases
@@ -61,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spark = build_session(config.spark)
         phases = Phases(spark)
         try:
+            check_executors(spark, config)  # a cluster's executors: their Python and paths
             result = run_job(
                 spark, config, selection, job_run_id=args.job_run_id, strict=args.strict,
                 phases=phases,

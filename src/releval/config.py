@@ -35,6 +35,16 @@ CORRECTIONS = ("holm", "bh")
 TESTS = ("randomization", "t", "tukey")
 
 
+#: The ``[spark]`` keys that stand for one Spark setting each (``[spark.conf]`` may not set these).
+SPARK_KEYS = {
+    "shuffle_partitions": "spark.sql.shuffle.partitions",
+    "executor_memory": "spark.executor.memory",
+    "executor_cores": "spark.executor.cores",
+    "adaptive": "spark.sql.adaptive.enabled",
+    "warehouse": "spark.sql.warehouse.dir",
+}
+
+
 @dataclass(frozen=True)
 class SparkSettings:
     """How the SparkSession is built.
@@ -45,7 +55,31 @@ class SparkSettings:
     master: str | None = None
     app_name: str = "releval"
     shuffle_partitions: int | None = None
+    #: Memory of each executor's JVM heap (``spark.executor.memory``), e.g. ``"4g"``;
+    #: None keeps Spark's default (1g). The executors' Python workers use memory beside it.
+    executor_memory: str | None = None
+    #: Cores (concurrent tasks) of each executor (``spark.executor.cores``); None keeps
+    #: Spark's default (standalone: all of a worker's cores; YARN and Kubernetes: 1).
+    executor_cores: int | None = None
+    #: Adaptive query execution (``spark.sql.adaptive.enabled``): shuffle partitions
+    #: coalesced and skewed joins split at run time from the measured sizes.
+    adaptive: bool = True
+    #: Where catalog (managed) tables live (``spark.sql.warehouse.dir``): any
+    #: Hadoop-compatible path (a local folder, ``hdfs://...``, ``s3a://...``, ``abfss://...``).
+    warehouse: str | None = None
     conf: Mapping[str, str] = field(default_factory=dict)
+
+    def spark_conf(self) -> dict[str, str]:
+        """The Spark settings of the dedicated keys (``[spark.conf]`` excluded), by Spark name;
+        a key left unset (None) is not there, so Spark's default holds."""
+        conf = {}
+        for key, name in SPARK_KEYS.items():
+            value = getattr(self, key)
+            if isinstance(value, bool):
+                conf[name] = "true" if value else "false"
+            elif value is not None:
+                conf[name] = str(value)
+        return conf
 
 
 @dataclass(frozen=True)
@@ -174,8 +208,10 @@ class Config:
         if self.output.per_query_table:
             return None, f"{self.output.per_query_table}_{name}"
         if self.output.per_query_path:
-            folder = os.path.dirname(os.path.abspath(self.output.per_query_path.rstrip("/")))
-            return os.path.join(folder, name), None
+            path = self.output.per_query_path.rstrip("/")
+            if URI_SCHEME.match(path):  # hdfs://, s3a://, file:/...: no local abspath
+                return f"{path.rsplit('/', 1)[0]}/{name}", None
+            return os.path.join(os.path.dirname(os.path.abspath(path)), name), None
         return None, None
 
     def located(self, name: str) -> tuple[str | None, str | None]:
@@ -252,6 +288,33 @@ def _check_choice(value: str, choices: tuple[str, ...], where: str, source: str)
         raise ConfigError(f"{source}: {where} = {value!r}; expected one of {list(choices)}")
 
 
+#: A Hadoop path with a scheme (``hdfs://``, ``s3a://``, ``file:/``), not a local path.
+URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
+#: A JVM memory size with its unit, as Spark reads it: ``512m``, ``4g``, ``1t``.
+MEMORY_SIZE = re.compile(r"^[1-9][0-9]*[kmgtp]b?$", re.IGNORECASE)
+
+
+def _check_spark(spark: SparkSettings, source: str) -> None:
+    """The ``[spark]`` rules: positive counts, a memory size with a unit, and no
+    ``[spark.conf]`` entry for a setting that a dedicated key owns."""
+    for key in ("shuffle_partitions", "executor_cores"):
+        value = getattr(spark, key)
+        if value is not None and value < 1:
+            raise ConfigError(f"{source}: spark.{key} = {value!r}; expected an integer >= 1")
+    if spark.executor_memory is not None and not MEMORY_SIZE.match(spark.executor_memory):
+        raise ConfigError(
+            f"{source}: spark.executor_memory = {spark.executor_memory!r}; expected a size "
+            "with its unit, e.g. '4g' or '512m'"
+        )
+    owned = {name: key for key, name in SPARK_KEYS.items() if name in spark.conf}
+    if owned:
+        name, key = sorted(owned.items())[0]
+        raise ConfigError(
+            f"{source}: spark.conf sets {name!r}, which the key spark.{key} stands for; "
+            f"set spark.{key} instead"
+        )
+
+
 #: A column or table-name part that may appear in SQL text: letters, digits, underscores.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -305,6 +368,7 @@ def validate(config: Config, source: str = "config") -> Config:
         if src.table is not None and src.format != "delta":
             raise ConfigError(f"{source}: [{name}] 'table' is a catalog table: format must be delta")
     _check_identifiers(config, source)
+    _check_spark(config.spark, source)
     _check_choice(config.run.rank_by, RANK_BY, "run.rank_by", source)
     if config.run.rank_by == "score" and not config.run.score and config.run.format != "trec":
         raise ConfigError(f"{source}: run.rank_by = 'score' needs run.score (the score column)")

@@ -37,3 +37,8 @@ class WriteConflictError(RelevalError):
 
 class ComparisonError(RelevalError):
     """A comparison cannot be made: a side is missing, or the sides used different qrels."""
+
+
+class ClusterError(RelevalError):
+    """The cluster cannot run the job: the executors' Python lacks a module, or cannot see a
+    path the job reads or writes (see releval.executors)."""

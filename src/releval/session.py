@@ -3,7 +3,9 @@
 Delta's jars are fetched once at install time (``make jars``, Maven) into the
 project's ``.jars/`` folder, or the folder named by ``RELEVAL_JARS``. When that
 folder holds them they are put on ``spark.jars``; otherwise Spark resolves the
-pinned Maven coordinates itself (``spark.jars.packages``) and caches them.
+pinned Maven coordinates itself (``spark.jars.packages``) and caches them. A job
+that ``spark-submit`` started with Delta's jars (``--jars``, ``--packages``: a
+cluster's jars folder or Maven) keeps those.
 """
 
 from __future__ import annotations
@@ -40,11 +42,29 @@ def local_cores(master: str | None) -> int | None:
     return os.cpu_count() or 1 if inside == "*" else int(inside)
 
 
+def submitted_delta() -> bool:
+    """Whether ``spark-submit`` already gave Delta's jars (``--jars`` or ``--packages``).
+
+    Only a driver that ``spark-submit`` started has a running JVM before the session is
+    built (``PYSPARK_GATEWAY_PORT``); its Spark conf then says what was submitted. In any
+    other process the JVM starts with the session's own conf, so this returns False
+    without starting one.
+    """
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return False
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM (starts nothing)
+    conf = SparkConf()  # loads the JVM's spark.* properties: what spark-submit was given
+    return "delta-spark" in f"{conf.get('spark.jars', '')},{conf.get('spark.jars.packages', '')}"
+
+
 def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
     """Build (or get) the SparkSession with Delta Lake's extension and catalog.
 
     Args:
-        settings: master, application name, shuffle partitions and extra Spark conf.
+        settings: master, application name, the cluster keys (shuffle partitions, executor
+            memory and cores, adaptive execution, warehouse) and extra Spark conf.
 
     Returns:
         The active SparkSession.
@@ -58,14 +78,15 @@ def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
     if settings.master:
         builder = builder.master(settings.master)
     jars = delta_jars()
-    if jars:
+    if submitted_delta():
+        pass  # spark-submit's --jars / --packages stand (a cluster's jars folder or Maven)
+    elif jars:
         builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
     else:
         builder = builder.config("spark.jars.packages", ",".join(DELTA_PACKAGES))
     builder = (
         builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-        .config("spark.sql.adaptive.enabled", "true")
         # Let the label join reuse the run's partitioning by query id (a subset of the
         # join keys query id, doc id): the pipeline's one shuffle. See pipeline.evaluate.
         .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
@@ -74,8 +95,9 @@ def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
         # the Arrow engine receives a shuffle partition in batches of this many rows
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
     )
-    if settings.shuffle_partitions:
-        builder = builder.config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
+    # shuffle partitions, executor memory and cores, adaptive execution, warehouse
+    for key, value in settings.spark_conf().items():
+        builder = builder.config(key, value)
     cores = local_cores(settings.master)
     if cores:
         # Delta rebuilds each table's snapshot in 50 partitions by default: on one machine
