@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from releval import schemas as S
@@ -31,6 +31,18 @@ from releval.metrics.stats import safe_divide
 
 _MEAN, _SUM, _N, _REL_RET, _REL, _MICRO = "_mean", "_sum", "_n", "_rel_ret", "_rel", "_micro"
 _SD = "_sd"
+
+
+def averagings(per_query: DataFrame, measures: Sequence[Measure]) -> DataFrame:
+    """(measure_key, averaging, micro denominator) for each averaging of each measure."""
+    rows = [
+        (m.key, averaging, m.spec.micro if averaging == "micro" else None)
+        for m in measures
+        for averaging in m.spec.averaging
+        if averaging != "micro" or m.spec.micro is not None
+    ]
+    schema = f"{S.MEASURE_KEY} string, {S.AVERAGING} string, {_MICRO} string"
+    return per_query.sparkSession.createDataFrame(rows, schema)
 
 
 def aggregate(
@@ -84,21 +96,10 @@ def aggregate(
             safe_divide(F.col(_REL_RET), F.col(_N) * F.col(S.CUTOFF)),
         )
     )
-    # each measure's averagings as a literal map (no join, no broadcast job)
-    each: dict[str, list[Column]] = {}
-    for m in measures:
-        for avg in m.spec.averaging:
-            if avg != "micro" or m.spec.micro is not None:
-                each.setdefault(m.key, []).append(F.struct(
-                    F.lit(avg).alias(S.AVERAGING),
-                    F.lit(m.spec.micro if avg == "micro" else None).cast("string").alias(_MICRO),
-                ))
-    table = F.create_map(*[x for key, avgs in each.items() for x in (F.lit(key), F.array(*avgs))])
-    expanded = grouped.select(
-        "*", F.explode(F.element_at(table, F.col(S.MEASURE_KEY))).alias("_averaging")
-    ).select("*", F.col(f"_averaging.{S.AVERAGING}").alias(S.AVERAGING),
-             F.col(f"_averaging.{_MICRO}").alias(_MICRO))
-    return expanded.select(
+    # the averagings as a small broadcast table: a literal map of every measure's
+    # averagings was tried and blew up the optimizer (out of heap) with the hundreds of
+    # measures of the conformance tests
+    return grouped.join(F.broadcast(averagings(per_query, measures)), on=S.MEASURE_KEY).select(
         *keys,
         averaging,
         value.cast("double").alias(S.VALUE),
