@@ -7,7 +7,7 @@ reads the inputs a config names, evaluates, writes, and returns a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
@@ -196,7 +196,7 @@ class Summary:
         return "\n".join(lines)
 
 
-def _aggregate_order(parts: Sequence[str]):  # noqa: ANN202 - a sort key
+def _aggregate_order(parts: Sequence[str]) -> Callable[[Row], tuple[tuple[bool, object], ...]]:
     """Sort key of aggregate rows: as :func:`read_aggregate` orders them (nulls first)."""
     keys = [*parts, S.MEASURE, S.CUTOFF, S.MEASURE_KEY, S.AVERAGING]
     return lambda row: tuple((row[k] is not None, row[k] if row[k] is not None else "") for k in keys)
@@ -336,8 +336,9 @@ def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> 
 
     The plan is the one :func:`run` executes after the input checks: the clean inputs
     (:func:`releval.quality.job_inputs`) and the engine's computation of the per-query
-    table. The checks' own actions (accounting, quarantine) are
-    separate passes, not shown.
+    table. The checks' own actions (accounting, quarantine) are separate passes, not
+    shown; the job takes the run partitions from its accounting, where this plan derives
+    them from the run (an action would be needed to know them).
 
     Args:
         spark: the session.
