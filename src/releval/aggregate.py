@@ -121,26 +121,10 @@ def _join_null_safe(left: DataFrame, right: DataFrame, keys: Sequence[str]) -> D
     return joined.drop(*[f"_r_{k}" for k in keys])
 
 
-def overview(
-    aggregate_rows: DataFrame, *, measure_keys: Sequence[str], partition_columns: Sequence[str]
-) -> DataFrame:
-    """A table for people: one row per run partition, one column per measure.
-
-    Macro means (sums for counts), rounded to 4 decimals like trec_eval's summary.
-    """
-    wanted = aggregate_rows.where(F.col(S.AVERAGING).isin("macro", "sum"))
-    return (
-        wanted.groupBy(*partition_columns, S.NUM_QUERIES)
-        .pivot(S.MEASURE_KEY, list(measure_keys))
-        .agg(F.round(F.first(S.VALUE), 4))
-        .orderBy(*partition_columns)
-    )
-
-
 def render_overview(
     rows: Sequence[Row], *, measure_keys: Sequence[str], partition_columns: Sequence[str]
 ) -> str:
-    """:func:`overview` of rows already on the driver, as a text table (no Spark job).
+    """The aggregate rows a job wrote (already on the driver) as a text table (no Spark job).
 
     One line per run partition (in the rows' order) with its query count and one column
     per measure key: the macro mean (the sum for counts), rounded to 4 decimals.

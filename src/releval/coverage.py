@@ -19,10 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Row
-from pyspark.sql import functions as F
-
-from releval import schemas as S
 from releval.metrics.registry import Measure
 
 JUDGED = "Judged"
@@ -46,26 +42,6 @@ def with_judged_measures(measures: Sequence[Measure], *, relevance_level: int) -
     return [*measures, *added]
 
 
-def unjudged_rates(per_query: DataFrame, *, partition_columns: Sequence[str]) -> DataFrame:
-    """Per (run partition, k): 1 - mean Judged@k over the queries with retrieved documents.
-
-    Args:
-        per_query: rows of the per-query table (with Judged@k rows).
-        partition_columns: the run's partition columns.
-
-    Returns:
-        The partition columns, ``cutoff``, ``unjudged_share`` and ``queries``.
-    """
-    parts = list(partition_columns)
-    judged = per_query.where(
-        (F.col(S.MEASURE) == JUDGED) & F.col(S.CUTOFF).isNotNull() & (F.col(S.NUM_RET) > 0)
-    )
-    return judged.groupBy(*parts, S.CUTOFF).agg(
-        (F.lit(1.0) - F.avg(S.VALUE)).alias(UNJUDGED_SHARE),
-        F.count_distinct(S.QUERY_ID).alias(QUERIES),
-    )
-
-
 @dataclass(frozen=True)
 class UnjudgedRate:
     """The unjudged share of the top k of one run partition."""
@@ -74,15 +50,6 @@ class UnjudgedRate:
     cutoff: int
     share: float
     queries: int
-
-    @classmethod
-    def from_row(cls, row: Row, partition_columns: Sequence[str]) -> UnjudgedRate:
-        return cls(
-            partition=tuple((c, str(row[c])) for c in partition_columns),
-            cutoff=int(row[S.CUTOFF]),
-            share=float(row[UNJUDGED_SHARE]),
-            queries=int(row[QUERIES]),
-        )
 
     def label(self) -> str:
         where = ", ".join(f"{c}={v}" for c, v in self.partition)

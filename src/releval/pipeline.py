@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from releval import schemas as S
-from releval.aggregate import aggregate, overview, render_overview
+from releval.aggregate import aggregate, render_overview
 from releval.config import Config, IntervalSettings
 from releval.coverage import JUDGED, UnjudgedRate, render_lines, with_judged_measures
 from releval.io.atomic import read_table, replace_partitions
@@ -243,7 +243,7 @@ def _query_counts(
     sum of ``num_ret``), keyed by the partition values as strings (for the input
     accounting's independent count of the used rows); and per cutoff k, 1 - the mean Judged@k
     over the scored queries with retrieved documents (what
-    :func:`releval.coverage.unjudged_rates` computes from the per-query table).
+    the per-query table's Judged@k rows give).
     """
     as_string = [F.col(c).cast("string").alias(c) for c in parts]
     judged = _judged_cutoffs(measures)
@@ -472,21 +472,6 @@ def run(
 def read_per_query(spark: SparkSession, config: Config) -> DataFrame:
     """The per-query table the config writes to."""
     return read_table(spark, path=config.output.per_query_path, table=config.output.per_query_table)
-
-
-def read_overview(spark: SparkSession, config: Config) -> DataFrame:
-    """The aggregate table as one row per run partition and one column per configured
-    measure (as the job keys them: ``judged_only`` included)."""
-    measures = parse_measures(
-        config.evaluation.measures,
-        relevance_level=config.evaluation.relevance_level,
-        judged_only=config.evaluation.judged_only,
-    )
-    return overview(
-        read_aggregate(spark, config),
-        measure_keys=[m.key for m in measures],
-        partition_columns=config.run.partition_columns,
-    )
 
 
 def read_aggregate(spark: SparkSession, config: Config) -> DataFrame:
