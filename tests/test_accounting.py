@@ -1,8 +1,9 @@
 """The input accounting is a real check: rows lost between the scan and the evaluation fail it.
 
-``input`` and the quarantined rows are counted at the scan by the row rules; ``used`` is
-what the evaluation ranked (the sum of ``num_ret`` per run partition). A fault that drops
-rows after the scan must fail the job before anything is written.
+``input`` is counted right after the scan, before the shuffle (the engine's tally); the
+rejected rows, the repeated documents and ``used`` (the sum of ``num_ret`` per run
+partition) are counted by the engine. A fault that drops rows between the two must fail
+the job before anything is written.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from releval import pipeline, quality
+from releval import pipeline
 from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
 from releval.errors import AccountingError
+from releval.metrics import kernel
 
 # two runs (partitions by tag): r1 has 4 rows, one of them a repeated document; r2 has 2
 RUN = """\
@@ -59,14 +61,14 @@ def test_the_used_rows_are_what_the_evaluation_ranked(spark: SparkSession, tmp_p
 def test_rows_dropped_after_the_scan_fail_the_job_and_nothing_is_written(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clean = quality.row_clean_run
+    shuffle = kernel.by_query
 
-    def lossy(rows: DataFrame, **kwargs: object) -> DataFrame:
-        # the fault: the evaluation's input loses document b of run r2 after the scan
-        kept = clean(rows, **kwargs)
-        return kept.where(~((F.col("run_id") == "r2") & (F.col("doc_id") == "b")))
+    def lossy(rows: DataFrame) -> DataFrame:
+        # the fault: the engine's shuffle loses document b of run r2 after the scan
+        lost = (F.col("run_id") == "r2") & (F.col("doc_id") == "b")
+        return shuffle(rows.where(~F.coalesce(lost, F.lit(False))))
 
-    monkeypatch.setattr(quality, "row_clean_run", lossy)
+    monkeypatch.setattr(kernel, "by_query", lossy)
     config = _config(tmp_path)
     with pytest.raises(AccountingError) as error:
         pipeline.run(spark, config)

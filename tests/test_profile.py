@@ -28,9 +28,10 @@ q2 0 b 1
 #: the data or a Delta snapshot shows up here; one that removes some lowers the bound.
 JOBS_AT_MOST = {
     "read inputs": 0,       # lazy: a malformed line is counted by the accounting
-    "input checks": 5,      # one accounting aggregation per input
-    "evaluation": 8,        # the per-query statistics, persisted, with the summary's counts,
-                            # the unjudged shares and the rows ranked (one aggregation)
+    "input checks": 3,      # the qrels' accounting aggregation (the run has no pass of its own)
+    "evaluation": 10,       # the per-query statistics, persisted, with the run's ledger (its
+                            # rows counted at the scan and by the engine), the summary's
+                            # counts and the unjudged shares (one aggregation)
     "quarantine": 0,        # nothing rejected and no table: nothing is created
     "write per-query": 2,   # a new table: created and written by one commit (CTAS); the
                             # commit is found in the log files, not by a Spark job

@@ -225,21 +225,27 @@ def test_quarantine_raw_of_typed_columns_is_the_original_value(spark, score_type
     ]
 
 
-def test_repeated_documents_move_from_used_to_duplicate_doc():
-    from releval.validate import InputAccount, PartitionAccount, with_repeated_documents
+def test_the_run_account_comes_from_the_ledger_and_must_balance():
+    from releval.validate import account_ledger
 
-    # run r: 5 rows, 1 invalid_score, 4 passed the row rules; the evaluation dropped 2 of
-    # them as repeated documents -> used 4 - 2 = 2, duplicate_doc 2; run s untouched
-    rows = InputAccount("run", "sample", (
-        PartitionAccount("run_id=r", 5, 4, {"invalid_score": 1}, values={"run_id": "r"}),
-        PartitionAccount("run_id=s", 2, 2, {}, values={"run_id": "s"}),
-    ))
-    done = with_repeated_documents(rows, {("r",): 2, ("s",): 0}, partition_columns=["run_id"])
+    # run r: the scan read 5 rows; the engine rejected 1 (invalid_score), dropped 2 as
+    # repeated documents and ranked 2 -> 5 = 2 + (1 + 2). run s: 2 = 2 + 0.
+    ledger = {
+        ("r",): {"scanned": 5, "invalid_score": 1, "duplicate_doc": 2, "used": 2},
+        ("s",): {"scanned": 2, "used": 2},
+    }
+    done = account_ledger("run", "sample", ledger, partition_columns=["run_id"])
     assert [(p.partition, p.input, p.used, p.quarantined) for p in done.partitions] == [
         ("run_id=r", 5, 2, {"duplicate_doc": 2, "invalid_score": 1}),
         ("run_id=s", 2, 2, {}),
     ]
-    with pytest.raises(AccountingError, match="dropped 5 repeated documents of 4 used rows"):
-        with_repeated_documents(rows, {("r",): 5}, partition_columns=["run_id"])
-    with pytest.raises(AccountingError, match="partitions the accounting did not see"):
-        with_repeated_documents(rows, {("t",): 1}, partition_columns=["run_id"])
+    assert (done.input, done.used, done.quarantined_total) == (7, 4, 3)
+    # a row lost between the scan and the engine: s read 2, ranked 1
+    lost = {**ledger, ("s",): {"scanned": 2, "used": 1}}
+    with pytest.raises(AccountingError, match=r"partition run_id=s: input rows 2 \(counted at the "
+                       r"scan\) != used 1 \(ranked by the evaluation\) \+ quarantined 0"):
+        account_ledger("run", "sample", lost, partition_columns=["run_id"])
+    # rows ranked in a partition the scan did not count
+    extra = {**ledger, ("t",): {"used": 1}}
+    with pytest.raises(AccountingError, match="partition run_id=t: input rows 0"):
+        account_ledger("run", "sample", extra, partition_columns=["run_id"])

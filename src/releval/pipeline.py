@@ -31,11 +31,11 @@ from releval.metrics.compute import (
     long_format,
     query_measures,
 )
-from releval.metrics.kernel import arrow_run_stats
+from releval.metrics.kernel import LEDGER, LEDGER_ROWS, arrow_run_stats
 from releval.profile import Phases
-from releval.quality import QualityReport, account_inputs, finish_checks, job_inputs
+from releval.quality import QualityReport, account_qrels, finish_checks, job_inputs
 from releval.testhooks import pause
-from releval.validate import InputAccount
+from releval.validate import USED
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,8 @@ def evaluate(
     negative_labels: str = "unjudged",
     intervals: IntervalSettings = IntervalSettings(),
     runs: DataFrame | None = None,
+    ledger: bool = False,
+    keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> Evaluation:
     """Evaluate a run against qrels.
 
@@ -84,8 +86,13 @@ def evaluate(
         negative_labels: what a negative label means, "unjudged" (trec_eval) or "judged"
             (:func:`releval.metrics.compute.judgment`); recorded in both tables.
         intervals: the confidence intervals of the aggregate's macro values.
-        runs: the distinct run partitions when the caller knows them (the job: from its
-            input accounting, a few rows); default: derived from ``run`` (a pass over it).
+        runs: the distinct run partitions when the caller knows them; default: derived
+            from the run statistics (the partitions with a ranked row).
+        ledger: ``run`` holds every run row with the row rules' ``_reason``; the engine
+            ranks the clean ones and counts all of them in the same pass (the job's input
+            accounting; :func:`releval.metrics.compute.query_measures`).
+        keep: applied to the run statistics before they are read twice (the job persists
+            them).
     """
     parts = list(partition_columns)
     queries = query_measures(
@@ -95,10 +102,12 @@ def evaluate(
         partition_columns=parts,
         missing_queries=missing_queries,
         rank_by=rank_by,
-        runs=runs if runs is not None or not parts else run.select(*parts).distinct(),
+        runs=runs,
         run_stats=run_stats,
         laid_out_by_query=laid_out_by_query,
         negative_labels=negative_labels,
+        ledger=ledger,
+        keep=keep,
     )
     per_query = long_format(queries, partition_columns=parts)
     return Evaluation(
@@ -230,31 +239,38 @@ def _query_counts(
     queries: DataFrame, parts: Sequence[str], *, missing_queries: str, measures: Sequence[Measure]
 ) -> tuple[
     dict[str, int],
-    dict[tuple[str | None, ...], int],
-    dict[tuple[str | None, ...], int],
+    dict[tuple[str | None, ...], dict[str, int]],
     tuple[UnjudgedRate, ...],
 ]:
-    """The summary's query counts, the repeated documents and the unjudged shares.
+    """The summary's query counts, the run's ledger and the unjudged shares.
 
     One aggregation over the persisted per-query table by run partition (a few rows
     come back): the scored / without-qrels / missing query counts, the number of run
     partitions and the fewest / most queries a partition's means rest on for the summary;
-    the run rows the evaluation dropped as repeated documents and the rows it ranked (the
-    sum of ``num_ret``), keyed by the partition values as strings (for the input
-    accounting's independent count of the used rows); and per cutoff k, 1 - the mean Judged@k
-    over the scored queries with retrieved documents (what
+    the run's ledger, keyed by the partition values as strings
+    (:func:`releval.validate.account_ledger`): the rows the scan read and the rows the row
+    rules rejected per reason (the engine's ledger rows), the repeated documents it dropped
+    (``duplicate_doc``) and the rows it ranked (``used``, the sum of ``num_ret``); and per
+    cutoff k, 1 - the mean Judged@k over the scored queries with retrieved documents (what
     the per-query table's Judged@k rows give).
     """
     as_string = [F.col(c).cast("string").alias(c) for c in parts]
     judged = _judged_cutoffs(measures)
     with_results = F.col(IN_QRELS) & (F.col(S.NUM_RET) > 0)
+    ledger = (
+        [F.collect_list(F.when(F.col(LEDGER).isNotNull(), F.struct(LEDGER, LEDGER_ROWS)))
+         .alias("ledger")]
+        if LEDGER in queries.columns else [F.array().alias("ledger")]
+    )
     rows = queries.groupBy(*as_string).agg(
+        F.count_if(F.col(IN_RUN)).alias("run_queries"),
         F.count_if(F.col(IN_RUN) & F.col(IN_QRELS)).alias("scored"),
         F.count_if(F.col(IN_RUN) & ~F.col(IN_QRELS)).alias("without_qrels"),
         F.count_if(~F.col(IN_RUN) & F.col(IN_QRELS)).alias("missing"),
         F.sum(REPEATED).alias("repeated"),
         F.sum(F.when(F.col(IN_RUN), F.col(S.NUM_RET))).alias("evaluated"),
         F.count_if(with_results).alias("with_results"),
+        *ledger,
         *[
             F.avg(F.when(with_results, F.col(MEASURES)[i][S.VALUE])).alias(f"judged_{k}")
             for k, i in judged.items()
@@ -270,15 +286,25 @@ def _query_counts(
     counts["min_queries"] = min(in_means, default=0)
     counts["max_queries"] = max(in_means, default=0)
     counts["few_queries"] = sum(1 for n in in_means if n < FEW_QUERIES)
-    # as count_distinct(*parts) counted them: partitions with a null value are not counted
+    # the partitions with a ranked row (as count_distinct(*parts) counted them: partitions
+    # with a null value are not counted); a partition whose rows were all rejected is only
+    # in the ledger
     counts["partitions"] = (
-        sum(1 for r in rows if all(r[c] is not None for c in parts)) if parts else 1
+        sum(1 for r in rows if r["run_queries"] and all(r[c] is not None for c in parts))
+        if parts else 1
     )
     # without partition columns the aggregation is global: one row, null when empty
-    repeated = {tuple(r[c] for c in parts): int(r["repeated"]) for r in rows if r["repeated"]}
-    counts_by_partition = {
-        tuple(r[c] for c in parts): int(r["evaluated"]) for r in rows if r["evaluated"]
-    }
+    by_partition: dict[tuple[str | None, ...], dict[str, int]] = {}
+    for r in rows:
+        entry: dict[str, int] = {}
+        for item in r["ledger"] or ():
+            entry[item[LEDGER]] = entry.get(item[LEDGER], 0) + int(item[LEDGER_ROWS])
+        if r["repeated"]:
+            entry["duplicate_doc"] = entry.get("duplicate_doc", 0) + int(r["repeated"])
+        if r["evaluated"]:
+            entry[USED] = int(r["evaluated"])
+        if entry:
+            by_partition[tuple(r[c] for c in parts)] = entry
     rates = tuple(
         UnjudgedRate(
             partition=tuple((c, str(r[c])) for c in parts),
@@ -290,23 +316,7 @@ def _query_counts(
         for k in judged
         if r[f"judged_{k}"] is not None
     )
-    return counts, repeated, counts_by_partition, rates
-
-
-def _runs_of_account(
-    spark: SparkSession, account: InputAccount, fields: Sequence[T.StructField]
-) -> DataFrame | None:
-    """The run partitions that have rows to evaluate, from the input accounting (a local
-    frame of a few rows): the evaluation needs not read the run again to find them."""
-    if not fields:
-        return None
-    schema = T.StructType([T.StructField(f.name, T.StringType()) for f in fields])
-    rows = [
-        tuple(p.values.get(f.name) for f in fields) for p in account.partitions if p.used > 0
-    ]
-    return spark.createDataFrame(rows, schema).select(
-        *[F.col(f.name).cast(f.dataType).alias(f.name) for f in fields]
-    )
+    return counts, by_partition, rates
 
 
 def _evaluate_job(
@@ -314,9 +324,10 @@ def _evaluate_job(
     run: DataFrame,
     qrels: DataFrame,
     laid_out_by_query: bool,
-    runs: DataFrame | None = None,
+    keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> Evaluation:
-    """:func:`evaluate` with the job's settings: what :func:`run` executes, :func:`explain` shows."""
+    """:func:`evaluate` with the job's settings: what :func:`run` executes, :func:`explain`
+    shows. The run rows carry the row rules' reasons: the engine counts them (``ledger``)."""
     return evaluate(
         run,
         qrels,
@@ -327,18 +338,20 @@ def _evaluate_job(
         laid_out_by_query=laid_out_by_query,
         negative_labels=config.evaluation.negative_labels,
         intervals=config.intervals,
-        runs=runs,
+        ledger=True,
+        keep=keep,
     )
 
 
 def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> str:
     """The physical plan of the job's per-query measures, as Spark explains it; runs nothing.
 
-    The plan is the one :func:`run` executes after the input checks: the clean inputs
-    (:func:`releval.quality.job_inputs`) and the engine's computation of the per-query
-    table. The checks' own actions (accounting, quarantine) are separate passes, not
-    shown; the job takes the run partitions from its accounting, where this plan derives
-    them from the run (an action would be needed to know them).
+    The plan is the one :func:`run` executes after the qrels' accounting: the inputs
+    (:func:`releval.quality.job_inputs`; the run labelled by the row rules, counted by the
+    engine's ledger in the same pass) and the engine's computation of the per-query
+    table. The qrels' accounting and the quarantine are separate passes, not shown; the
+    job persists the engine's result, which this plan reads twice (the run partitions for
+    the missing queries, and the join).
 
     Args:
         spark: the session.
@@ -363,10 +376,10 @@ def run(
 ) -> Summary:
     """Run the evaluation job a config describes; write both Delta tables.
 
-    The inputs are read raw and counted first (:func:`releval.quality.account_inputs`);
-    the per-query statistics are computed and persisted; the accounting is completed with
-    the repeated documents the evaluation dropped, the quarantine written and strict mode
-    enforced (:func:`releval.quality.finish_checks`, ``strict`` overrides
+    The inputs are read raw and the qrels counted first (:func:`releval.quality.account_qrels`);
+    the per-query statistics are computed and persisted in one pass that also counts every
+    run row (the engine's ledger); the run's account is checked, the quarantine written and
+    strict mode enforced (:func:`releval.quality.finish_checks`, ``strict`` overrides
     ``evaluation.strict``) before anything else is written. Each output table gets one
     atomic commit replacing ``write.predicate`` (the whole table when None); a concurrent
     job's conflicting commit is retried.
@@ -382,24 +395,27 @@ def run(
     with phases.phase("read inputs"):
         inputs = job_inputs(spark, config)
     with phases.phase("input checks"):
-        accounts = account_inputs(config, inputs)
+        qrels_account = account_qrels(config, inputs)
     part_fields = _partition_fields(inputs.run, parts)
-    result = _evaluate_job(
-        config, inputs.run, inputs.qrels, inputs.laid_out_by_query,
-        runs=_runs_of_account(spark, accounts[0], part_fields),
-    )
+    kept: list[DataFrame] = []
+
+    def keep(df: DataFrame) -> DataFrame:
+        kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        return kept[-1]
+
+    result = _evaluate_job(config, inputs.run, inputs.qrels, inputs.laid_out_by_query, keep=keep)
     out_parts = config.output_partition_columns
     queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
+    kept.append(queries)
     try:
         with phases.phase("evaluation"):
-            counts, repeated, evaluated, rates = _query_counts(
+            counts, ledger, rates = _query_counts(
                 queries, parts, missing_queries=config.evaluation.missing_queries,
                 measures=measures,
             )
         with phases.phase("quarantine"):
             report = finish_checks(
-                spark, config, inputs, accounts, strict=strict, repeated=repeated,
-                evaluated=evaluated,
+                spark, config, inputs, qrels_account, strict=strict, ledger=ledger,
                 replace=write.predicate, job_run_id=write.job_run_id,
             )
         per_query = long_format(queries, partition_columns=parts)
@@ -444,7 +460,10 @@ def run(
         # the qrels' highest used label, from the input accounting's aggregation
         binary_labels = (report.qrels.used_max or 0) <= 1
     finally:
-        queries.unpersist()
+        # together at the end: unpersisting the engine's result earlier would drop the
+        # persisted table built from it (Spark re-caches what depends on an uncached plan)
+        for df in reversed(kept):
+            df.unpersist()
     return Summary(
         run_rows=report.run.input,
         qrels_rows=report.qrels.input,

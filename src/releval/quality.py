@@ -4,15 +4,16 @@ Order (so that job-level problems stop the job before anything is written):
 
 1. read the run and the qrels raw (``releval.io.readers``): missing path/table/column, a
    column type that cannot be cast, a filter that does not match;
-2. count each input with one aggregation (:func:`account_inputs`): a malformed TREC line
+2. count the qrels with one aggregation (:func:`account_qrels`): a malformed TREC line
    (counted as ``releval.validate.MALFORMED``, then found and named with its ``file:line``)
-   and an empty run or qrels (after the filter) are errors. With ``rank_by = "score"`` the run is counted by the row
-   rules only, a projection without shuffle or sort; its repeated documents
-   (``duplicate_doc``) are counted by the evaluation, which drops them anyway;
-3. after the evaluation, before the outputs are written (:func:`finish_checks`): complete
-   the run's account with the evaluation's repeated documents and check the invariant
-   ``input = used + quarantined`` (per partition); write the quarantine Delta table; in
-   strict mode, fail with the reasons when any row was quarantined.
+   and an empty qrels (after the filter) are errors. The run is not counted by a pass of
+   its own: the evaluation reads every run row with the row rules' reason and counts them
+   in its own pass (the engine's ledger, ``releval.metrics.kernel``);
+3. after the evaluation, before the outputs are written (:func:`finish_checks`): the run's
+   account from the ledger, with the invariant ``input = used + quarantined`` checked per
+   partition (``input`` counted right after the scan, the rest by the engine); a
+   malformed run line and an empty run are errors here; write the quarantine Delta table;
+   in strict mode, fail with the reasons when any row was quarantined.
 
 The quarantine follows the outputs' rule: its run rows are replaced for exactly the run
 partitions the job evaluates (the outputs' ``replaceWhere`` predicate, over the run
@@ -43,16 +44,14 @@ from releval.validate import (
     MALFORMED,
     InputAccount,
     account_labelled,
+    account_ledger,
     label_qrels,
     label_run,
     render_partition,
     row_clean_qrels,
-    row_clean_run,
     row_labelled_run,
     split_labelled_qrels,
     split_labelled_run,
-    with_evaluated_rows,
-    with_repeated_documents,
 )
 
 
@@ -171,40 +170,37 @@ class JobInputs:
     Attributes:
         labelled_run, labelled_qrels: every input row with its ``_reason`` (null = clean),
             laid out by query id: what the quarantine keeps.
-        counted_run: what the run's accounting counts: ``labelled_run``, or with
-            ``repeats_from_evaluation`` the run labelled by the row rules only.
-        run, qrels: what the evaluation reads.
+        run: what the evaluation reads: every run row, with the row rules' ``_reason``
+            (the engine ranks the clean ones and counts all of them).
+        qrels: the qrels rows the evaluation reads (those that pass the row rules).
         laid_out_by_query: ``run`` and ``qrels`` are partitioned by query id.
-        repeats_from_evaluation: ``run`` still holds the repeated documents; the
-            evaluation drops them and counts them (``duplicate_doc``).
         raw_run, raw_qrels: the raw reads, to name a malformed TREC line and to number
             the quarantined rows' lines.
     """
 
     labelled_run: DataFrame
     labelled_qrels: DataFrame
-    counted_run: DataFrame
     run: DataFrame
     qrels: DataFrame
     laid_out_by_query: bool
-    repeats_from_evaluation: bool
     raw_run: RawInput
     raw_qrels: RawInput
 
 
 def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
-    """The job's input plans: read raw once, labelled for the checks, clean for the evaluation.
+    """The job's input plans: read raw once, labelled for the checks and the evaluation.
 
     Lazy: no action runs and nothing is persisted (reading still checks the paths, tables,
-    columns and filter; TREC text's malformed lines are counted by :func:`account_inputs`). With ``rank_by =
-    "score"`` the evaluation reads the rows that pass the row rules, straight from the
-    source: the duplicate rules keep the very rows the evaluation keeps anyway (the
-    best-scored occurrence of a document, the highest label of a judged document; see
-    :func:`releval.validate.row_clean_run`), so the evaluation needs neither the checks'
-    shuffle nor their sort, and the engine's own shuffle is its only one; the accounting
-    counts the row rules only and takes the repeated documents from the evaluation. With
-    ``rank_by = "rank"`` the evaluation reads the labelled clean rows and the accounting
-    counts them (``duplicate_rank`` changes the ranking).
+    columns and filter; TREC text's malformed lines are counted by the accounting). With
+    ``rank_by = "score"`` the evaluation reads the run rows labelled by the row rules only,
+    straight from the source (a projection: no shuffle, no sort): the engine drops a
+    repeated document's other occurrences itself, keeping the very row the
+    ``duplicate_doc`` rule keeps (its best-scored occurrence; see
+    :func:`releval.validate.row_labelled_run`), so the engine's shuffle is the run's only
+    one. The qrels rows that pass the row rules are read the same way; the evaluation keeps
+    a document's highest label, the one ``conflicting_label`` keeps. With ``rank_by =
+    "rank"`` the evaluation reads the run labelled by all rules (``duplicate_rank``
+    changes the ranking).
     """
     parts = list(config.run.partition_columns)
     raw_run = read_run_raw(spark, config.run)
@@ -217,20 +213,16 @@ def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
     if config.run.rank_by == "score":
         return JobInputs(
             labelled_run, labelled_qrels,
-            counted_run=row_labelled_run(raw_run.rows, partition_columns=parts),
-            run=row_clean_run(raw_run.rows, partition_columns=parts),
+            run=row_labelled_run(raw_run.rows, partition_columns=parts),
             qrels=row_clean_qrels(raw_qrels.rows),
             laid_out_by_query=False,
-            repeats_from_evaluation=True,
             raw_run=raw_run,
             raw_qrels=raw_qrels,
         )
-    run, _ = split_labelled_run(labelled_run, partition_columns=parts)
     qrels, _ = split_labelled_qrels(labelled_qrels)
     return JobInputs(
-        labelled_run, labelled_qrels, counted_run=labelled_run, run=run, qrels=qrels,
-        laid_out_by_query=True, repeats_from_evaluation=False,
-        raw_run=raw_run, raw_qrels=raw_qrels,
+        labelled_run, labelled_qrels, run=labelled_run, qrels=qrels,
+        laid_out_by_query=True, raw_run=raw_run, raw_qrels=raw_qrels,
     )
 
 
@@ -242,40 +234,29 @@ def _fail_on_malformed(account: InputAccount, raw: RawInput) -> None:
         raise InputError(f"{account.name} {account.source}: malformed TREC line(s)")
 
 
-def account_inputs(config: Config, inputs: JobInputs) -> tuple[InputAccount, InputAccount]:
-    """(run, qrels) row accounts: one aggregation per input, before the evaluation.
-
-    With ``inputs.repeats_from_evaluation`` the run's account has no ``duplicate_doc``
-    rows yet (:func:`finish_checks` adds them).
+def account_qrels(config: Config, inputs: JobInputs) -> InputAccount:
+    """The qrels' row account: one aggregation, before the evaluation.
 
     Raises:
         InputError: a malformed TREC line (its ``file:line``, found by a scan of its own);
-            the run or the qrels has no rows (after its filter).
+            the qrels have no rows (after their filter).
     """
-    run_account = account_labelled(
-        "run", source_name(config.run), inputs.counted_run,
-        partition_columns=list(config.run.partition_columns),
-    )
-    _fail_on_malformed(run_account, inputs.raw_run)
-    if run_account.input == 0:
-        raise _empty_error("run", source_name(config.run), config.run.filter)
-    qrels_account = account_labelled(
+    account = account_labelled(
         "qrels", source_name(config.qrels), inputs.labelled_qrels, max_of=S.RELEVANCE
     )
-    _fail_on_malformed(qrels_account, inputs.raw_qrels)
-    if qrels_account.input == 0:
+    _fail_on_malformed(account, inputs.raw_qrels)
+    if account.input == 0:
         raise _empty_error("qrels", source_name(config.qrels), config.qrels.filter)
-    return run_account, qrels_account
+    return account
 
 
 def finish_checks(
     spark: SparkSession,
     config: Config,
     inputs: JobInputs,
-    accounts: tuple[InputAccount, InputAccount],
+    qrels_account: InputAccount,
     *,
-    repeated: Mapping[tuple[str | None, ...], int],
-    evaluated: Mapping[tuple[str | None, ...], int],
+    ledger: Mapping[tuple[str | None, ...], Mapping[str, int]],
     strict: bool | None = None,
     replace: str | None = None,
     job_run_id: str | None = None,
@@ -286,28 +267,29 @@ def finish_checks(
         spark: the session.
         config: the job config.
         inputs: the job's inputs.
-        accounts: :func:`account_inputs`.
-        repeated: the evaluation's repeated documents per run partition (values as
-            strings, in partition column order); used with ``inputs.repeats_from_evaluation``.
-        evaluated: the rows the evaluation ranked per run partition (the same keys): the
-            run's ``used`` count, checked against the scan's counts
-            (:func:`releval.validate.with_evaluated_rows`).
+        qrels_account: :func:`account_qrels`.
+        ledger: the evaluation's counts per run partition (values as strings, in
+            partition column order): :func:`releval.validate.account_ledger`.
         strict: overrides ``evaluation.strict`` when given (the ``--strict`` flag).
         replace: the outputs' replaceWhere predicate (None: whole tables); the quarantine's
             run rows are replaced by the same rule (:func:`quarantine_predicate`).
         job_run_id: written to the quarantine rows.
 
     Raises:
-        AccountingError: input != used + quarantined (counted at the scan and by the
-            evaluation: a row was lost or duplicated in between).
+        AccountingError: input != used + quarantined (counted right after the scan and by
+            the engine: a row was lost or duplicated in between).
+        InputError: a malformed run line (its ``file:line``); the run has no rows (after
+            its filter).
         QualityError: strict mode and rows were quarantined (after the quarantine is written).
     """
     strict = config.evaluation.strict if strict is None else strict
     parts = list(config.run.partition_columns)
-    run_account, qrels_account = accounts
-    if inputs.repeats_from_evaluation:
-        run_account = with_repeated_documents(run_account, repeated, partition_columns=parts)
-    run_account = with_evaluated_rows(run_account, evaluated, partition_columns=parts)
+    run_account = account_ledger(
+        "run", source_name(config.run), ledger, partition_columns=parts
+    )
+    _fail_on_malformed(run_account, inputs.raw_run)
+    if run_account.input == 0:
+        raise _empty_error("run", source_name(config.run), config.run.filter)
     path, table = quarantine_target(config)
     if path or table:
         rejected: DataFrame | None = None  # nothing to keep: the inputs are not read again
@@ -341,7 +323,7 @@ def finish_checks(
 
 __all__ = [
     "QualityReport",
-    "account_inputs",
+    "account_qrels",
     "finish_checks",
     "qrels_key",
     "quarantine_predicate",

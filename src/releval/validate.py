@@ -59,7 +59,9 @@ RAW_ROW = "_row"
 RAW_MALFORMED = "_malformed"
 #: The pseudo-reason of a ``_malformed`` row: counted, never quarantined (the job fails).
 MALFORMED = "malformed_line"
-_REASON = "_reason"
+#: The row rules' reason of a labelled row (null = clean); the engine's ledger counts it.
+REASON = "_reason"
+_REASON = REASON
 _EXACT_DUPLICATE = "_exact_duplicate"
 
 RUN = "run"
@@ -209,8 +211,10 @@ def _typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]
 def row_labelled_run(run: DataFrame, *, partition_columns: Sequence[str]) -> DataFrame:
     """Run rows with the row rules' ``_reason`` only (``rank_by = "score"``): a projection.
 
-    What the job counts when the evaluation gives the ``duplicate_doc`` rows
-    (:func:`with_repeated_documents`).
+    What the job's evaluation reads: the engine ranks the clean rows, drops a repeated
+    document's other occurrences (``duplicate_doc``: its best-scored occurrence is kept,
+    the very row :func:`label_run` keeps) and counts the rest in the same pass
+    (:func:`account_ledger`).
     """
     return _typed_run(run, rank_by="score", partition_columns=partition_columns)
 
@@ -309,22 +313,6 @@ def _quarantine(
     )
 
 
-def row_clean_run(run: DataFrame, *, partition_columns: Sequence[str]) -> DataFrame:
-    """The run rows that pass the row rules, typed; for ``rank_by = "score"`` only.
-
-    A document repeated in a query is still there: the evaluation keeps its best-scored
-    occurrence (``releval.ranking``), the very row the ``duplicate_doc`` rule keeps, so
-    evaluating these rows gives the measures of :func:`split_labelled_run`'s clean rows
-    without the duplicate rules' shuffle and sort. (With ``rank_by = "rank"`` the
-    ``duplicate_rank`` rule changes the ranking itself: use the labelled rows.)
-    """
-    parts = list(partition_columns)
-    typed = _typed_run(run, rank_by="score", partition_columns=parts)
-    return typed.where(F.col(_REASON).isNull()).select(
-        *parts, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK
-    )
-
-
 def row_clean_qrels(qrels: DataFrame) -> DataFrame:
     """The qrels rows that pass the row rules, typed.
 
@@ -392,6 +380,9 @@ def split_qrels(qrels: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 _INPUT_TAG = "_input"
 _USED_TAG = "_used"
+#: The ledger's tags (:func:`account_ledger`): the rows the scan read, the rows ranked.
+SCANNED = "scanned"
+USED = "used"
 _DUPLICATE_TAG = "_exact_duplicate"
 
 
@@ -516,95 +507,54 @@ def account_labelled(
     return dataclasses.replace(_input_account(name, source, by_key), used_max=used_max)
 
 
-def with_repeated_documents(
-    account: InputAccount,
-    repeated: Mapping[tuple[str | None, ...], int],
+def account_ledger(
+    name: str,
+    source: str,
+    ledger: Mapping[tuple[str | None, ...], Mapping[str, int]],
     *,
     partition_columns: Sequence[str],
 ) -> InputAccount:
-    """A run account of the row rules, completed with the ``duplicate_doc`` rows.
+    """The run's account from the evaluation's ledger, with the invariant checked.
 
-    With ``rank_by = "score"`` the job counts the row rules only (no shuffle, no sort)
-    and takes the repeated documents from the evaluation, which drops them anyway
-    (``releval.metrics.compute.REPEATED``): each moves from used to ``duplicate_doc``.
-
-    Args:
-        account: :func:`account_labelled` of :func:`row_labelled_run`.
-        repeated: (partition values as strings, in ``partition_columns`` order) -> rows
-            dropped as a repeated document; partitions without any may be absent.
-        partition_columns: the run's partition columns.
-
-    Raises:
-        AccountingError: the evaluation dropped rows of a partition the accounting did not
-            see, or more rows than the partition used.
-    """
-    parts = list(partition_columns)
-    left = {k: n for k, n in repeated.items() if n}
-    partitions = []
-    for p in account.partitions:
-        n = left.pop(tuple(p.values.get(c) for c in parts), 0)
-        if n > p.used:
-            raise AccountingError(
-                f"{account.name} {account.source}: partition {p.partition}: the evaluation "
-                f"dropped {n} repeated documents of {p.used} used rows"
-            )
-        if n:
-            quarantined = dict(p.quarantined)
-            quarantined["duplicate_doc"] = quarantined.get("duplicate_doc", 0) + n
-            p = dataclasses.replace(p, used=p.used - n, quarantined=dict(sorted(quarantined.items())))
-        partitions.append(p)
-    if left:
-        raise AccountingError(
-            f"{account.name} {account.source}: the evaluation dropped repeated documents in "
-            f"partitions the accounting did not see: {sorted(left, key=str)[:3]}"
-        )
-    return dataclasses.replace(account, partitions=tuple(partitions))
-
-
-def with_evaluated_rows(
-    account: InputAccount,
-    evaluated: Mapping[tuple[str | None, ...], int],
-    *,
-    partition_columns: Sequence[str],
-) -> InputAccount:
-    """The run account with ``used`` counted by the evaluation, and the invariant checked.
-
-    ``input`` and the quarantined rows are counted at the scan, by the row rules
-    (:func:`account_labelled`); ``evaluated`` is what the evaluation itself consumed: per
-    run partition, the documents it ranked (the sum of ``num_ret`` over the partition's
-    queries; a repeated document's other occurrences are already in ``duplicate_doc``, see
-    :func:`with_repeated_documents`). The two are counted by different passes, so
-    ``input = used + quarantined`` is a real check: a row lost (or added) between the
-    checks and the evaluation breaks it.
+    The ledger comes out of the evaluation's one pass (``releval.metrics.kernel``): per
+    run partition, the rows the scan read (``scanned``, counted right after the scan by a
+    function of its own, before the shuffle and the engine), the rows the row rules
+    rejected per reason (counted by the engine), the repeated documents the engine dropped
+    (``duplicate_doc``) and the rows it ranked (``used``, the sum of ``num_ret``). The
+    scan's count is independent of the others, so ``input = used + quarantined`` per
+    partition is a real check: a row lost (or added) between the scan and the engine
+    breaks it.
 
     Args:
-        account: the run account (with its repeated documents).
-        evaluated: (partition values as strings, in ``partition_columns`` order) -> rows
-            the evaluation ranked; a partition without rows may be absent.
+        name: ``run``.
+        source: the run's source, for messages.
+        ledger: (partition values as strings, in ``partition_columns`` order) -> counts
+            by tag: ``scanned``, ``used``, ``duplicate_doc`` and the reason codes.
         partition_columns: the run's partition columns.
 
     Raises:
         AccountingError: naming the first partition whose counts disagree.
     """
     parts = list(partition_columns)
-    left = {k: n for k, n in evaluated.items() if n}
-    partitions = []
-    for p in account.partitions:
-        p = dataclasses.replace(p, used=left.pop(tuple(p.values.get(c) for c in parts), 0))
-        if not p.balanced:
+    by_key: dict[str, dict[str, int]] = {}
+    for values, counts in ledger.items():
+        key = json.dumps(dict(zip(parts, values, strict=True)), separators=(",", ":"),
+                         ensure_ascii=False)
+        tags = {_INPUT_TAG: int(counts.get(SCANNED, 0)), _USED_TAG: int(counts.get(USED, 0))}
+        tags.update({c: int(n) for c, n in counts.items() if c not in (SCANNED, USED) and n})
+        by_key[key] = tags
+    for key in sorted(by_key):
+        tags = by_key[key]
+        quarantined = {c: n for c, n in tags.items() if c not in (_INPUT_TAG, _USED_TAG)}
+        if tags[_INPUT_TAG] != tags[_USED_TAG] + sum(quarantined.values()):
             raise AccountingError(
-                f"{account.name} {account.source}: partition {p.partition}: input rows {p.input} "
-                f"(counted at the scan) != used {p.used} (ranked by the evaluation) + quarantined "
-                f"{p.quarantined_total} {p.quarantined}; rows were lost or duplicated between "
-                "the checks and the evaluation; nothing was written"
+                f"{name} {source}: partition {render_partition(key)}: input rows "
+                f"{tags[_INPUT_TAG]} (counted at the scan) != used {tags[_USED_TAG]} (ranked by "
+                f"the evaluation) + quarantined {sum(quarantined.values())} "
+                f"{dict(sorted(quarantined.items()))}; rows were lost or duplicated between the "
+                "scan and the evaluation; nothing was written"
             )
-        partitions.append(p)
-    if left:
-        raise AccountingError(
-            f"{account.name} {account.source}: the evaluation ranked rows of partitions the "
-            f"scan did not count: {sorted(left, key=str)[:3]}; nothing was written"
-        )
-    return dataclasses.replace(account, partitions=tuple(partitions))
+    return _input_account(name, source, by_key)
 
 
 def _input_account(name: str, source: str, by_key: dict[str, dict[str, int]]) -> InputAccount:

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from releval import schemas as S
 from releval.config import NEGATIVE_LABELS
 from releval.layout import by_query
-from releval.metrics.kernel import arrow_run_stats
+from releval.metrics.kernel import LEDGER, LEDGER_ROWS, arrow_run_stats
 from releval.metrics.registry import Measure
 from releval.metrics.stats import IDEAL_POSITION, Stats
 
@@ -102,13 +102,17 @@ def query_table(
     partition did not retrieve is present with ``_in_run`` false when
     ``missing_queries == "zero"`` (trec_eval ``-c``); a run query without qrels
     is present with ``_in_qrels`` false, so it can be counted, then dropped.
-    ``runs`` holds the distinct run partitions (default: derived from ``run_q``).
+    ``runs`` holds the distinct run partitions (default: derived from ``run_q``'s query
+    rows). The engine's ledger rows (``ledger``), if any, pass through with both flags false.
     """
     parts = list(partition_columns)
     qrels_q = _query_qrels_stats(qrels, stats)
     if missing_queries == "zero":
         if parts:
-            runs = run_q.select(*parts).distinct() if runs is None else runs
+            if runs is None:
+                # one task reads the few query rows' partition values: a distinct without
+                # a shuffle (a single partition satisfies the aggregation's distribution)
+                runs = run_q.where(F.col(IN_RUN)).select(*parts).coalesce(1).distinct()
             expected = F.broadcast(runs).crossJoin(qrels_q)
         else:
             expected = qrels_q
@@ -127,6 +131,7 @@ def query_table(
         F.coalesce(F.col(REPEATED), F.lit(0)).cast("long").alias(REPEATED),
         *filled,
         *stats.qrels.keys(),
+        *[c for c in (LEDGER, LEDGER_ROWS) if c in run_q.columns],
     )
 
 
@@ -160,6 +165,8 @@ def query_measures(
     run_stats: RunStatsEngine = arrow_run_stats,
     laid_out_by_query: bool = False,
     negative_labels: str = "unjudged",
+    ledger: bool = False,
+    keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
     """Compute every measure for every (run partition, query), one wide row each.
 
@@ -180,13 +187,20 @@ def query_measures(
             :func:`releval.layout.by_query` (an engine may skip its shuffle).
         negative_labels: what a negative label means, ``"unjudged"`` (trec_eval) or
             ``"judged"`` (see :func:`judgment`).
+        ledger: ``run`` is every run row with the row rules' ``_reason``: the engine counts
+            the scan and the rejected rows in its own pass (the ledger rows of
+            :mod:`releval.metrics.kernel`) and ranks the clean rows.
+        keep: applied to the run statistics before they are read twice (the run
+            partitions for ``missing_queries = "zero"``, then the join): the job persists
+            them so that the engine runs once.
 
     Returns:
         Partition columns, query_id, the ``_in_run`` / ``_in_qrels`` flags, ``_repeated``
         (:data:`REPEATED`), ``num_ret``, ``negative_labels`` (the rule, the same on every
         row) and ``_measures``: an array with one struct per measure (measure, cutoff,
         rel_level, judged_only, measure_key, value, num_rel, num_rel_ret). See
-        :func:`long_format`.
+        :func:`long_format`. With ``ledger`` also ``_ledger`` and ``_rows``, and the ledger
+        rows (query id null, both flags false).
     """
     stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by)
     num_ret = stats.num_ret()
@@ -214,7 +228,10 @@ def query_measures(
     run_q = run_stats(
         run, labelled.where(F.col(S.RELEVANCE).isNotNull()), stats=stats,
         partition_columns=partition_columns, laid_out_by_query=laid_out_by_query,
+        **({"ledger": True} if ledger else {}),
     )
+    if keep is not None:
+        run_q = keep(run_q)
     table = query_table(
         run_q,
         judgments,
@@ -232,6 +249,7 @@ def query_measures(
         num_ret.alias(S.NUM_RET),
         F.lit(negative_labels).alias(S.NEGATIVE_LABELS),
         F.array(*entries).alias(MEASURES),
+        *[c for c in (LEDGER, LEDGER_ROWS) if c in table.columns],
     )
 
 

@@ -16,6 +16,18 @@ shuffle partition count must keep partitions small (``releval.layout``).
 Every qrels row the function receives is a judgment, whatever its label: the
 negative-label rule is applied before, where both engines read their labels
 (:func:`releval.metrics.compute.judgment`).
+
+**The ledger** (``ledger=True``, what the batch job uses): the run rows arrive with the
+row rules' ``_reason`` (``releval.validate``; null = clean) and nothing is filtered out
+before the engine. Right after the scan, before the shuffle, a pass-through function
+(:func:`_tally`) counts the rows of each scan task per run partition and appends the
+counts as a few rows of their own; in the engine's partitions the rows with a reason are
+counted per reason and not ranked, and the clean rows are ranked as always. Both counts
+come back as *ledger rows* of the result (query id null, ``_ledger`` = :data:`SCANNED` or
+the reason, ``_rows`` = the count), next to the queries' rows: the input accounting comes
+out of the evaluation's own pass, and the scan's count is independent of what the engine
+ranked (a row lost between the two breaks ``input = used + quarantined``). The counts are
+data, not accumulators, so a retried task or a recomputed stage does not count twice.
 """
 
 from __future__ import annotations
@@ -29,17 +41,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from releval import schemas as S
 from releval.layout import by_query
 from releval.metrics.stats import RunStat, Stats
 from releval.partitions import quote_identifier
+from releval.validate import REASON, SCANNED
 
 _IS_RUN = "_is_run"
 _ORDER = "_order"
 _IN_RUN = "_in_run"
 #: Run rows of the query dropped as a repeated document (``releval.metrics.compute.REPEATED``).
 _REPEATED = "_repeated"
+
+#: On a ledger row: :data:`SCANNED` (the rows a scan task read) or the reason code of the
+#: rows the row rules rejected; null on a query's row.
+LEDGER = "_ledger"
+#: On a ledger row: how many rows.
+LEDGER_ROWS = "_rows"
+#: The per-scan-task counts of :func:`_tally`, on the count rows only.
+_SCANNED = "_scanned"
 
 _COUNT_KINDS = ("num_ret", "ret", "judged_ret", "rel_ret")
 _LIST_KINDS = ("rel_pos", "nonrel_above")
@@ -234,8 +256,66 @@ def partition_stats(
 
     Returns:
         Partition columns, query_id, ``_in_run``, ``_repeated`` (run rows dropped as a
-        repeated document) and one column per statistic.
+        repeated document) and one column per statistic; with ledger columns in ``table``
+        (``_reason`` and ``_scanned``: see the module docstring) also ``_ledger`` and
+        ``_rows``, and the ledger rows of the partition after the queries' rows.
     """
+    ledger = None
+    if REASON in table.column_names:
+        aside = pc.or_(pc.is_valid(table.column(_SCANNED)), pc.is_valid(table.column(REASON)))
+        ledger = _ledger_rows(table.filter(aside), partition_columns)
+        table = table.filter(pc.invert(aside))
+    stats = _query_stats(table, specs=specs, partition_columns=partition_columns, rank_by=rank_by)
+    if ledger is None:
+        return stats
+    n = stats.num_rows
+    stats = stats.append_column(LEDGER, pa.nulls(n, pa.string())).append_column(
+        LEDGER_ROWS, pa.nulls(n, pa.int64())
+    )
+    m = ledger.num_rows
+    filled = [
+        ledger.column(f.name) if f.name in ledger.column_names
+        else pa.array(np.zeros(m, dtype=bool)) if f.name == _IN_RUN
+        else pa.array(np.zeros(m, dtype=np.int64)) if f.name == _REPEATED
+        else pa.nulls(m, f.type)
+        for f in stats.schema
+    ]
+    return pa.concat_tables([stats, pa.Table.from_arrays(filled, schema=stats.schema)])
+
+
+def _ledger_rows(rows: pa.Table, partition_columns: Sequence[str]) -> pa.Table:
+    """Per run partition: the scan tasks' counts (summed) and the rejected rows per reason.
+
+    Returns:
+        Partition columns, ``_ledger`` (:data:`SCANNED` or the reason) and ``_rows``.
+    """
+    parts = list(partition_columns)
+    scanned = rows.filter(pc.is_valid(rows.column(_SCANNED)))
+    rejected = rows.filter(pc.is_valid(rows.column(REASON)))
+    if parts:
+        counts = scanned.group_by(parts).aggregate([(_SCANNED, "sum")])
+        reasons = rejected.group_by([*parts, REASON]).aggregate([([], "count_all")])
+    else:
+        counts = pa.table({f"{_SCANNED}_sum": pa.array([pc.sum(scanned.column(_SCANNED)).as_py() or 0])})
+        codes = pc.value_counts(rejected.column(REASON)).combine_chunks() if rejected.num_rows \
+            else pa.StructArray.from_arrays([pa.array([], pa.string()), pa.array([], pa.int64())],
+                                            names=["values", "counts"])
+        reasons = pa.table({REASON: codes.field("values"), "count_all": codes.field("counts")})
+    tables = [
+        pa.table({**{c: counts.column(c) for c in parts},
+                  LEDGER: pa.array([SCANNED] * counts.num_rows, pa.string()),
+                  LEDGER_ROWS: counts.column(f"{_SCANNED}_sum").cast(pa.int64())}),
+        pa.table({**{c: reasons.column(c) for c in parts},
+                  LEDGER: reasons.column(REASON).cast(pa.string()),
+                  LEDGER_ROWS: reasons.column("count_all").cast(pa.int64())}),
+    ]
+    return pa.concat_tables(tables)
+
+
+def _query_stats(
+    table: pa.Table, *, specs: dict[str, RunStat], partition_columns: Sequence[str], rank_by: str
+) -> pa.Table:
+    """:func:`partition_stats` of clean rows: one row per (run partition, query)."""
     is_run = _numpy(table.column(_IS_RUN)).astype(bool)
     query_all, query_dictionary = _codes(table.column(S.QUERY_ID))
     doc_all, doc_dictionary = _codes(table.column(S.DOC_ID))
@@ -286,6 +366,7 @@ def arrow_run_stats(
     stats: Stats,
     partition_columns: Sequence[str],
     laid_out_by_query: bool = False,
+    ledger: bool = False,
 ) -> DataFrame:
     """One row per (run partition, query) with every run statistic of ``stats``.
 
@@ -296,25 +377,33 @@ def arrow_run_stats(
         partition_columns: the run's partition columns.
         laid_out_by_query: ignored: the union of both inputs is shuffled by query id here
             (a union of two partitioned inputs is not partitioned).
+        ledger: ``run`` holds every run row with the row rules' ``_reason``; the result
+            gets the ledger rows (see the module docstring).
 
     Returns:
         Partition columns, query_id, ``_in_run``, ``_repeated`` and the statistics, like
-        the SQL engine.
+        the SQL oracle; with ``ledger`` also ``_ledger`` and ``_rows``.
     """
     parts = list(partition_columns)
     order_column = S.SCORE if stats.rank_by == "score" else S.RANK
+    extra = [F.col(REASON)] if ledger else []
     rows = run.select(
         *parts, S.QUERY_ID, S.DOC_ID,
         F.col(order_column).cast("double").alias(_ORDER),
         F.lit(None).cast("int").alias(S.RELEVANCE),
         F.lit(True).alias(_IS_RUN),
+        *extra,
     )
+    if ledger:
+        rows = _tallied(rows, parts)
     judgments = qrels.select(
         *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
         S.QUERY_ID, S.DOC_ID,
         F.lit(None).cast("double").alias(_ORDER),
         F.col(S.RELEVANCE).cast("int").alias(S.RELEVANCE),
         F.lit(False).alias(_IS_RUN),
+        *([F.lit(None).cast("string").alias(REASON), F.lit(None).cast("long").alias(_SCANNED)]
+          if ledger else []),
     )
     specs = dict(stats.run_spec)
     rank_by = stats.rank_by
@@ -322,6 +411,7 @@ def arrow_run_stats(
     schema = ", ".join([
         *part_ddl, f"`{S.QUERY_ID}` string", f"`{_IN_RUN}` boolean", f"`{_REPEATED}` bigint",
         *[f"`{n}` {_ddl(s)}" for n, s in specs.items()],
+        *([f"`{LEDGER}` string", f"`{LEDGER_ROWS}` bigint"] if ledger else []),
     ])
 
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -336,4 +426,52 @@ def arrow_run_stats(
     return by_query(rows.unionByName(judgments)).mapInArrow(compute, schema)
 
 
-__all__ = ["KINDS", "arrow_run_stats", "partition_stats"]
+def _tally(partition_columns: Sequence[str]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A scan task's rows passed through unchanged (``_scanned`` null), then one count row
+    per run partition the task read (query id null, ``_scanned`` = its rows)."""
+    parts = list(partition_columns)
+
+    def tally(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        counts: dict[tuple[object, ...], int] = {}
+        schema: pa.Schema | None = None
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            if parts:
+                grouped = pa.Table.from_batches([batch]).group_by(parts).aggregate([([], "count_all")])
+                for row in grouped.to_pylist():
+                    key = tuple(row[c] for c in parts)
+                    counts[key] = counts.get(key, 0) + int(row["count_all"])
+            else:
+                counts[()] = counts.get((), 0) + batch.num_rows
+            out = pa.RecordBatch.from_arrays(
+                [*batch.columns, pa.nulls(batch.num_rows, pa.int64())],
+                names=[*batch.schema.names, _SCANNED],
+            )
+            schema = out.schema
+            yield out
+        if schema is None:
+            return
+        n = len(counts)
+        keys = list(counts)
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array([k[parts.index(f.name)] for k in keys], f.type) if f.name in parts
+                else pa.array([True] * n) if f.name == _IS_RUN
+                else pa.array([counts[k] for k in keys], pa.int64()) if f.name == _SCANNED
+                else pa.nulls(n, f.type)
+                for f in schema
+            ],
+            schema=schema,
+        )
+
+    return tally
+
+
+def _tallied(rows: DataFrame, partition_columns: Sequence[str]) -> DataFrame:
+    """``rows`` with the scan's count rows (:func:`_tally`), before any shuffle."""
+    schema = T.StructType([*rows.schema.fields, T.StructField(_SCANNED, T.LongType())])
+    return rows.mapInArrow(_tally(partition_columns), schema)
+
+
+__all__ = ["KINDS", "LEDGER", "LEDGER_ROWS", "SCANNED", "arrow_run_stats", "partition_stats"]
