@@ -1,18 +1,21 @@
-"""The input accounting is a real check: rows lost between the scan and the evaluation fail it.
+"""The input accounting is a real check: rows lost inside the evaluation fail it.
 
-``input`` is counted right after the scan, before the shuffle (the engine's tally); the
-rejected rows, the repeated documents and ``used`` (the sum of ``num_ret`` per run
-partition) are counted by the engine. A fault that drops rows between the two must fail
-the job before anything is written.
+The evaluation counts every run row it receives first, before anything can drop one
+(nothing filters between the scan and the engine); then the rejected rows, the repeated
+documents and ``used`` (the sum of ``num_ret`` per run partition) are counted apart. A
+fault that loses rows between receiving and ranking must fail the job before anything is
+written.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark import cloudpickle
+from pyspark.sql import SparkSession
 
 from releval import pipeline
 from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
@@ -50,7 +53,7 @@ def _config(tmp_path: Path) -> Config:
 def test_the_used_rows_are_what_the_evaluation_ranked(spark: SparkSession, tmp_path: Path) -> None:
     summary = pipeline.run(spark, _config(tmp_path))
     run = {p.partition: (p.input, p.used, p.quarantined) for p in summary.quality.run.partitions}
-    # r1: 4 rows at the scan; ranked: a, b (q1) and c (q2) = 3; the second "a" of q1 is a
+    # r1: 4 rows received; ranked: a, b (q1) and c (q2) = 3; the second "a" of q1 is a
     # repeated document: 4 = 3 + 1. r2: 2 = 2 + 0.
     assert run == {
         "run_id=r1": (4, 3, {"duplicate_doc": 1}),
@@ -58,22 +61,26 @@ def test_the_used_rows_are_what_the_evaluation_ranked(spark: SparkSession, tmp_p
     }
 
 
-def test_rows_dropped_after_the_scan_fail_the_job_and_nothing_is_written(
+def test_rows_lost_inside_the_engine_fail_the_job_and_nothing_is_written(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shuffle = kernel.by_query
+    rank = kernel._query_stats
 
-    def lossy(rows: DataFrame) -> DataFrame:
-        # the fault: the engine's shuffle loses document b of run r2 after the scan
-        lost = (F.col("run_id") == "r2") & (F.col("doc_id") == "b")
-        return shuffle(rows.where(~F.coalesce(lost, F.lit(False))))
+    def lossy(table: pa.Table, **kwargs: object) -> pa.Table:
+        # the fault: the engine loses document b of run r2 after receiving it
+        lost = pc.and_(pc.equal(table.column("run_id"), "r2"), pc.equal(table.column("doc_id"), "b"))
+        return rank(table.filter(pc.invert(pc.fill_null(lost, False))), **kwargs)
 
-    monkeypatch.setattr(kernel, "by_query", lossy)
-    config = _config(tmp_path)
-    with pytest.raises(AccountingError) as error:
-        pipeline.run(spark, config)
+    monkeypatch.setattr(kernel, "_query_stats", lossy)
+    # the Python workers get the kernel's functions (and the fault) by value
+    cloudpickle.register_pickle_by_value(kernel)
+    try:
+        with pytest.raises(AccountingError) as error:
+            pipeline.run(spark, _config(tmp_path))
+    finally:
+        cloudpickle.unregister_pickle_by_value(kernel)
     message = str(error.value)
-    # r2: 2 rows at the scan, 1 ranked, 0 quarantined
-    assert "partition run_id=r2: input rows 2 (counted at the scan) != used 1" in message
+    # r2: 2 rows received, 1 ranked, 0 quarantined
+    assert "partition run_id=r2: input rows 2 (received by the evaluation) != used 1" in message
     assert not (tmp_path / "out" / "per_query").exists()
     assert not (tmp_path / "out" / "aggregate").exists()

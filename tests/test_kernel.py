@@ -136,3 +136,25 @@ def test_a_skewed_query_with_100k_judged_documents():
     assert big["prec_sum_l1"] == pytest.approx(sum(j / (4 * j - 3) for j in range(1, n // 4 + 1)))
     assert big["nonrel_above_l1"][:3] == [0, 3, 6]
     assert (got["small"]["num_ret"], got["small"]["first_rel_l1"]) == (1, 1)
+
+
+def test_the_ledger_counts_every_run_row_received_and_ranks_only_the_clean_ones():
+    # the RUN rows plus two rejected ones (the reasons come from the row rules, before
+    # the engine): a run "r" row with an invalid score and a run "t" row without a query id
+    table = partition(RUN + [("r", "q1", "Z", float("nan")), ("t", None, "Y", 1.0)], QRELS)
+    n_run = len(RUN) + 2
+    reasons = [None] * len(RUN) + ["invalid_score", "missing_query_id"] + [None] * len(QRELS)
+    table = table.append_column("_reason", pa.array(reasons, pa.string()))
+    out = partition_stats(table, specs={"num_ret": RunStat("num_ret")},
+                          partition_columns=["run_id"], rank_by="score").to_pylist()
+    queries = {(r["run_id"], r["query_id"]): (r["num_ret"], r["_repeated"])
+               for r in out if r["_ledger"] is None}
+    ledger = sorted((r["run_id"], r["_ledger"], r["_rows"]) for r in out if r["_ledger"])
+    # r: 6 rows received = 4 ranked (D A E B) + 1 repeated (the second A) + 1 invalid_score;
+    # s: 2 = 2 ranked; t: 1 = 1 missing_query_id (no query row: nothing was ranked)
+    assert queries == {("r", "q1"): (4, 1), ("s", "q1"): (2, 0)}
+    assert ledger == [("r", "invalid_score", 1), ("r", "received", 6), ("s", "received", 2),
+                      ("t", "missing_query_id", 1), ("t", "received", 1)]
+    assert sum(n for _, tag, n in ledger if tag == "received") == n_run
+    # the ledger rows carry no query and are not run queries
+    assert all(r["query_id"] is None and r["_in_run"] is False for r in out if r["_ledger"])

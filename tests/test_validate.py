@@ -228,11 +228,11 @@ def test_quarantine_raw_of_typed_columns_is_the_original_value(spark, score_type
 def test_the_run_account_comes_from_the_ledger_and_must_balance():
     from releval.validate import account_ledger
 
-    # run r: the scan read 5 rows; the engine rejected 1 (invalid_score), dropped 2 as
+    # run r: the engine received 5 rows, rejected 1 (invalid_score), dropped 2 as
     # repeated documents and ranked 2 -> 5 = 2 + (1 + 2). run s: 2 = 2 + 0.
     ledger = {
-        ("r",): {"scanned": 5, "invalid_score": 1, "duplicate_doc": 2, "used": 2},
-        ("s",): {"scanned": 2, "used": 2},
+        ("r",): {"received": 5, "invalid_score": 1, "duplicate_doc": 2, "used": 2},
+        ("s",): {"received": 2, "used": 2},
     }
     done = account_ledger("run", "sample", ledger, partition_columns=["run_id"])
     assert [(p.partition, p.input, p.used, p.quarantined) for p in done.partitions] == [
@@ -240,12 +240,12 @@ def test_the_run_account_comes_from_the_ledger_and_must_balance():
         ("run_id=s", 2, 2, {}),
     ]
     assert (done.input, done.used, done.quarantined_total) == (7, 4, 3)
-    # a row lost between the scan and the engine: s read 2, ranked 1
-    lost = {**ledger, ("s",): {"scanned": 2, "used": 1}}
-    with pytest.raises(AccountingError, match=r"partition run_id=s: input rows 2 \(counted at the "
-                       r"scan\) != used 1 \(ranked by the evaluation\) \+ quarantined 0"):
+    # a row lost inside the engine: s received 2, ranked 1
+    lost = {**ledger, ("s",): {"received": 2, "used": 1}}
+    with pytest.raises(AccountingError, match=r"partition run_id=s: input rows 2 \(received by "
+                       r"the evaluation\) != used 1 \(ranked\) \+ quarantined 0"):
         account_ledger("run", "sample", lost, partition_columns=["run_id"])
-    # rows ranked in a partition the scan did not count
+    # rows ranked in a partition the engine did not receive
     extra = {**ledger, ("t",): {"used": 1}}
     with pytest.raises(AccountingError, match="partition run_id=t: input rows 0"):
         account_ledger("run", "sample", extra, partition_columns=["run_id"])

@@ -380,8 +380,9 @@ def split_qrels(qrels: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 _INPUT_TAG = "_input"
 _USED_TAG = "_used"
-#: The ledger's tags (:func:`account_ledger`): the rows the scan read, the rows ranked.
-SCANNED = "scanned"
+#: The ledger's tags (:func:`account_ledger`): the run rows the engine received, the rows
+#: it ranked.
+RECEIVED = "received"
 USED = "used"
 _DUPLICATE_TAG = "_exact_duplicate"
 
@@ -517,19 +518,19 @@ def account_ledger(
     """The run's account from the evaluation's ledger, with the invariant checked.
 
     The ledger comes out of the evaluation's one pass (``releval.metrics.kernel``): per
-    run partition, the rows the scan read (``scanned``, counted right after the scan by a
-    function of its own, before the shuffle and the engine), the rows the row rules
-    rejected per reason (counted by the engine), the repeated documents the engine dropped
-    (``duplicate_doc``) and the rows it ranked (``used``, the sum of ``num_ret``). The
-    scan's count is independent of the others, so ``input = used + quarantined`` per
-    partition is a real check: a row lost (or added) between the scan and the engine
-    breaks it.
+    run partition, the run rows the engine received (``received``: counted first, before
+    anything drops a row; nothing between the scan and the engine filters), the rows the
+    row rules rejected per reason, the repeated documents the engine dropped
+    (``duplicate_doc``) and the rows it ranked (``used``, the sum of the per-query
+    ``num_ret``). ``input`` is counted apart from the others, so ``input = used +
+    quarantined`` per partition is a real check: a row the engine loses (or adds) between
+    receiving and ranking breaks it.
 
     Args:
         name: ``run``.
         source: the run's source, for messages.
         ledger: (partition values as strings, in ``partition_columns`` order) -> counts
-            by tag: ``scanned``, ``used``, ``duplicate_doc`` and the reason codes.
+            by tag: ``received``, ``used``, ``duplicate_doc`` and the reason codes.
         partition_columns: the run's partition columns.
 
     Raises:
@@ -540,8 +541,8 @@ def account_ledger(
     for values, counts in ledger.items():
         key = json.dumps(dict(zip(parts, values, strict=True)), separators=(",", ":"),
                          ensure_ascii=False)
-        tags = {_INPUT_TAG: int(counts.get(SCANNED, 0)), _USED_TAG: int(counts.get(USED, 0))}
-        tags.update({c: int(n) for c, n in counts.items() if c not in (SCANNED, USED) and n})
+        tags = {_INPUT_TAG: int(counts.get(RECEIVED, 0)), _USED_TAG: int(counts.get(USED, 0))}
+        tags.update({c: int(n) for c, n in counts.items() if c not in (RECEIVED, USED) and n})
         by_key[key] = tags
     for key in sorted(by_key):
         tags = by_key[key]
@@ -549,10 +550,10 @@ def account_ledger(
         if tags[_INPUT_TAG] != tags[_USED_TAG] + sum(quarantined.values()):
             raise AccountingError(
                 f"{name} {source}: partition {render_partition(key)}: input rows "
-                f"{tags[_INPUT_TAG]} (counted at the scan) != used {tags[_USED_TAG]} (ranked by "
-                f"the evaluation) + quarantined {sum(quarantined.values())} "
-                f"{dict(sorted(quarantined.items()))}; rows were lost or duplicated between the "
-                "scan and the evaluation; nothing was written"
+                f"{tags[_INPUT_TAG]} (received by the evaluation) != used {tags[_USED_TAG]} "
+                f"(ranked) + quarantined {sum(quarantined.values())} "
+                f"{dict(sorted(quarantined.items()))}; rows were lost or duplicated inside the "
+                "evaluation; nothing was written"
             )
     return _input_account(name, source, by_key)
 

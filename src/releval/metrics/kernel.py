@@ -19,15 +19,16 @@ negative-label rule is applied before, where both engines read their labels
 
 **The ledger** (``ledger=True``, what the batch job uses): the run rows arrive with the
 row rules' ``_reason`` (``releval.validate``; null = clean) and nothing is filtered out
-before the engine. Right after the scan, before the shuffle, a pass-through function
-(:func:`_tally`) counts the rows of each scan task per run partition and appends the
-counts as a few rows of their own; in the engine's partitions the rows with a reason are
-counted per reason and not ranked, and the clean rows are ranked as always. Both counts
-come back as *ledger rows* of the result (query id null, ``_ledger`` = :data:`SCANNED` or
-the reason, ``_rows`` = the count), next to the queries' rows: the input accounting comes
-out of the evaluation's own pass, and the scan's count is independent of what the engine
-ranked (a row lost between the two breaks ``input = used + quarantined``). The counts are
-data, not accumulators, so a retried task or a recomputed stage does not count twice.
+between the scan and the engine (a projection, the union and the one shuffle). The engine
+first counts every run row it received per run partition, before anything else touches
+them; then it counts the rows with a reason per reason (they are not ranked), drops and
+counts the repeated documents (``_repeated``) and ranks the rest (``num_ret``). The
+counts come back as *ledger rows* of the result (query id null, ``_ledger`` =
+:data:`releval.validate.RECEIVED` or the reason, ``_rows`` = the count), next to the
+queries' rows: the input accounting comes out of the evaluation's own pass, and a row the
+engine loses between receiving and ranking breaks ``received = used + quarantined``. The
+counts are data, not accumulators, so a retried task or a recomputed stage does not count
+twice (``DataFrame.observe`` would, in Spark 4.0).
 """
 
 from __future__ import annotations
@@ -41,13 +42,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from releval import schemas as S
 from releval.layout import by_query
 from releval.metrics.stats import RunStat, Stats
 from releval.partitions import quote_identifier
-from releval.validate import REASON, SCANNED
+from releval.validate import REASON, RECEIVED
 
 _IS_RUN = "_is_run"
 _ORDER = "_order"
@@ -55,13 +55,11 @@ _IN_RUN = "_in_run"
 #: Run rows of the query dropped as a repeated document (``releval.metrics.compute.REPEATED``).
 _REPEATED = "_repeated"
 
-#: On a ledger row: :data:`SCANNED` (the rows a scan task read) or the reason code of the
-#: rows the row rules rejected; null on a query's row.
+#: On a ledger row: :data:`releval.validate.RECEIVED` (the run rows the engine received)
+#: or the reason code of the rows the row rules rejected; null on a query's row.
 LEDGER = "_ledger"
 #: On a ledger row: how many rows.
 LEDGER_ROWS = "_rows"
-#: The per-scan-task counts of :func:`_tally`, on the count rows only.
-_SCANNED = "_scanned"
 
 _COUNT_KINDS = ("num_ret", "ret", "judged_ret", "rel_ret")
 _LIST_KINDS = ("rel_pos", "nonrel_above")
@@ -256,15 +254,23 @@ def partition_stats(
 
     Returns:
         Partition columns, query_id, ``_in_run``, ``_repeated`` (run rows dropped as a
-        repeated document) and one column per statistic; with ledger columns in ``table``
-        (``_reason`` and ``_scanned``: see the module docstring) also ``_ledger`` and
-        ``_rows``, and the ledger rows of the partition after the queries' rows.
+        repeated document) and one column per statistic; with a ``_reason`` column in
+        ``table`` (the ledger: see the module docstring) also ``_ledger`` and ``_rows``,
+        and the ledger rows of the partition after the queries' rows.
     """
     ledger = None
     if REASON in table.column_names:
-        aside = pc.or_(pc.is_valid(table.column(_SCANNED)), pc.is_valid(table.column(REASON)))
-        ledger = _ledger_rows(table.filter(aside), partition_columns)
-        table = table.filter(pc.invert(aside))
+        # counted first, from every run row received: nothing is dropped before this
+        is_run = pc.equal(table.column(_IS_RUN), True)
+        rejected = pc.and_(is_run, pc.is_valid(table.column(REASON)))
+        any_rejected = pc.any(rejected).as_py()
+        ledger = _ledger_rows(
+            table.select(list(partition_columns)).filter(is_run),
+            table.select([*partition_columns, REASON]).filter(rejected) if any_rejected else None,
+            partition_columns,
+        )
+        if any_rejected:  # copies the partition's columns: only when a row was rejected
+            table = table.filter(pc.invert(rejected))
     stats = _query_stats(table, specs=specs, partition_columns=partition_columns, rank_by=rank_by)
     if ledger is None:
         return stats
@@ -283,32 +289,25 @@ def partition_stats(
     return pa.concat_tables([stats, pa.Table.from_arrays(filled, schema=stats.schema)])
 
 
-def _ledger_rows(rows: pa.Table, partition_columns: Sequence[str]) -> pa.Table:
-    """Per run partition: the scan tasks' counts (summed) and the rejected rows per reason.
+def _ledger_rows(
+    run: pa.Table, rejected: pa.Table | None, partition_columns: Sequence[str]
+) -> pa.Table:
+    """Per run partition: the run rows received (``run``: their partition columns), and the
+    rows the row rules rejected per reason (``rejected``: partition columns and reason).
 
     Returns:
-        Partition columns, ``_ledger`` (:data:`SCANNED` or the reason) and ``_rows``.
+        Partition columns, ``_ledger`` (:data:`RECEIVED` or the reason) and ``_rows``.
     """
     parts = list(partition_columns)
-    scanned = rows.filter(pc.is_valid(rows.column(_SCANNED)))
-    rejected = rows.filter(pc.is_valid(rows.column(REASON)))
-    if parts:
-        counts = scanned.group_by(parts).aggregate([(_SCANNED, "sum")])
+    counts = run.group_by(parts).aggregate([([], "count_all")])
+    tables = [pa.table({**{c: counts.column(c) for c in parts},
+                        LEDGER: pa.array([RECEIVED] * counts.num_rows, pa.string()),
+                        LEDGER_ROWS: counts.column("count_all").cast(pa.int64())})]
+    if rejected is not None:
         reasons = rejected.group_by([*parts, REASON]).aggregate([([], "count_all")])
-    else:
-        counts = pa.table({f"{_SCANNED}_sum": pa.array([pc.sum(scanned.column(_SCANNED)).as_py() or 0])})
-        codes = pc.value_counts(rejected.column(REASON)).combine_chunks() if rejected.num_rows \
-            else pa.StructArray.from_arrays([pa.array([], pa.string()), pa.array([], pa.int64())],
-                                            names=["values", "counts"])
-        reasons = pa.table({REASON: codes.field("values"), "count_all": codes.field("counts")})
-    tables = [
-        pa.table({**{c: counts.column(c) for c in parts},
-                  LEDGER: pa.array([SCANNED] * counts.num_rows, pa.string()),
-                  LEDGER_ROWS: counts.column(f"{_SCANNED}_sum").cast(pa.int64())}),
-        pa.table({**{c: reasons.column(c) for c in parts},
-                  LEDGER: reasons.column(REASON).cast(pa.string()),
-                  LEDGER_ROWS: reasons.column("count_all").cast(pa.int64())}),
-    ]
+        tables.append(pa.table({**{c: reasons.column(c) for c in parts},
+                                LEDGER: reasons.column(REASON).cast(pa.string()),
+                                LEDGER_ROWS: reasons.column("count_all").cast(pa.int64())}))
     return pa.concat_tables(tables)
 
 
@@ -386,24 +385,20 @@ def arrow_run_stats(
     """
     parts = list(partition_columns)
     order_column = S.SCORE if stats.rank_by == "score" else S.RANK
-    extra = [F.col(REASON)] if ledger else []
     rows = run.select(
         *parts, S.QUERY_ID, S.DOC_ID,
         F.col(order_column).cast("double").alias(_ORDER),
         F.lit(None).cast("int").alias(S.RELEVANCE),
         F.lit(True).alias(_IS_RUN),
-        *extra,
+        *([F.col(REASON)] if ledger else []),
     )
-    if ledger:
-        rows = _tallied(rows, parts)
     judgments = qrels.select(
         *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
         S.QUERY_ID, S.DOC_ID,
         F.lit(None).cast("double").alias(_ORDER),
         F.col(S.RELEVANCE).cast("int").alias(S.RELEVANCE),
         F.lit(False).alias(_IS_RUN),
-        *([F.lit(None).cast("string").alias(REASON), F.lit(None).cast("long").alias(_SCANNED)]
-          if ledger else []),
+        *([F.lit(None).cast("string").alias(REASON)] if ledger else []),
     )
     specs = dict(stats.run_spec)
     rank_by = stats.rank_by
@@ -426,52 +421,4 @@ def arrow_run_stats(
     return by_query(rows.unionByName(judgments)).mapInArrow(compute, schema)
 
 
-def _tally(partition_columns: Sequence[str]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """A scan task's rows passed through unchanged (``_scanned`` null), then one count row
-    per run partition the task read (query id null, ``_scanned`` = its rows)."""
-    parts = list(partition_columns)
-
-    def tally(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        counts: dict[tuple[object, ...], int] = {}
-        schema: pa.Schema | None = None
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            if parts:
-                grouped = pa.Table.from_batches([batch]).group_by(parts).aggregate([([], "count_all")])
-                for row in grouped.to_pylist():
-                    key = tuple(row[c] for c in parts)
-                    counts[key] = counts.get(key, 0) + int(row["count_all"])
-            else:
-                counts[()] = counts.get((), 0) + batch.num_rows
-            out = pa.RecordBatch.from_arrays(
-                [*batch.columns, pa.nulls(batch.num_rows, pa.int64())],
-                names=[*batch.schema.names, _SCANNED],
-            )
-            schema = out.schema
-            yield out
-        if schema is None:
-            return
-        n = len(counts)
-        keys = list(counts)
-        yield pa.RecordBatch.from_arrays(
-            [
-                pa.array([k[parts.index(f.name)] for k in keys], f.type) if f.name in parts
-                else pa.array([True] * n) if f.name == _IS_RUN
-                else pa.array([counts[k] for k in keys], pa.int64()) if f.name == _SCANNED
-                else pa.nulls(n, f.type)
-                for f in schema
-            ],
-            schema=schema,
-        )
-
-    return tally
-
-
-def _tallied(rows: DataFrame, partition_columns: Sequence[str]) -> DataFrame:
-    """``rows`` with the scan's count rows (:func:`_tally`), before any shuffle."""
-    schema = T.StructType([*rows.schema.fields, T.StructField(_SCANNED, T.LongType())])
-    return rows.mapInArrow(_tally(partition_columns), schema)
-
-
-__all__ = ["KINDS", "LEDGER", "LEDGER_ROWS", "SCANNED", "arrow_run_stats", "partition_stats"]
+__all__ = ["KINDS", "LEDGER", "LEDGER_ROWS", "arrow_run_stats", "partition_stats"]
