@@ -29,9 +29,9 @@ q2 0 b 1
 JOBS_AT_MOST = {
     "read inputs": 0,       # lazy: a malformed line is counted by the accounting
     "input checks": 3,      # the qrels' accounting aggregation (the run has no pass of its own)
-    "evaluation": 10,       # the per-query statistics, persisted, with the run's ledger (its
-                            # rows counted at the scan and by the engine), the summary's
-                            # counts and the unjudged shares (one aggregation)
+    "evaluation": 10,       # the per-query statistics, persisted, with the run's ledger (every
+                            # run row counted by the engine), the summary's counts and the
+                            # unjudged shares (one aggregation)
     "quarantine": 0,        # nothing rejected and no table: nothing is created
     "write per-query": 2,   # a new table: created and written by one commit (CTAS); the
                             # commit is found in the log files, not by a Spark job

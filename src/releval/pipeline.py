@@ -248,7 +248,7 @@ def _query_counts(
     come back): the scored / without-qrels / missing query counts, the number of run
     partitions and the fewest / most queries a partition's means rest on for the summary;
     the run's ledger, keyed by the partition values as strings
-    (:func:`releval.validate.account_ledger`): the rows the scan read and the rows the row
+    (:func:`releval.validate.account_ledger`): the rows the engine received and the rows the row
     rules rejected per reason (the engine's ledger rows), the repeated documents it dropped
     (``duplicate_doc``) and the rows it ranked (``used``, the sum of ``num_ret``); and per
     cutoff k, 1 - the mean Judged@k over the scored queries with retrieved documents (what

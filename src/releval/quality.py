@@ -11,7 +11,8 @@ Order (so that job-level problems stop the job before anything is written):
    in its own pass (the engine's ledger, ``releval.metrics.kernel``);
 3. after the evaluation, before the outputs are written (:func:`finish_checks`): the run's
    account from the ledger, with the invariant ``input = used + quarantined`` checked per
-   partition (``input`` counted right after the scan, the rest by the engine); a
+   partition (``input``: the rows the engine received, counted before and apart from the
+   rows it ranked, dropped as repeated or found rejected); a
    malformed run line and an empty run are errors here; write the quarantine Delta table;
    in strict mode, fail with the reasons when any row was quarantined.
 
@@ -276,8 +277,8 @@ def finish_checks(
         job_run_id: written to the quarantine rows.
 
     Raises:
-        AccountingError: input != used + quarantined (counted right after the scan and by
-            the engine: a row was lost or duplicated in between).
+        AccountingError: input != used + quarantined (the rows the engine received against
+            those it ranked, dropped and rejected: a row was lost or duplicated inside).
         InputError: a malformed run line (its ``file:line``); the run has no rows (after
             its filter).
         QualityError: strict mode and rows were quarantined (after the quarantine is written).

@@ -170,13 +170,13 @@ def read_qrels(spark: SparkSession, src: QrelsSource, *, version: int | None = N
 #
 # from one small aggregation of every line per (file, block), broadcast into a join. That
 # aggregation scans the text again, which happens only on an error path: the malformed-line
-# error (:meth:`RawInput.fail_on_malformed`, when the accounting pass counted a malformed
+# error (:meth:`RawInput.fail_on_malformed`, when the accounting counted a malformed
 # line) and the quarantine rows (written only when a row was rejected). The ids of the two
 # scans agree because both plan the same relation (the file listing is fixed when the
 # DataFrame is made) with the same session settings, so the same blocks land in the same
 # Spark partitions in the same order. The normal path reads each file once per pass and
 # never numbers a line. A malformed line is not raised while reading (that would be a scan of
-# its own): it is flagged ``_malformed`` and counted by the accounting pass (the pseudo-reason
+# its own): it is flagged ``_malformed`` and counted by the accounting (the pseudo-reason
 # ``releval.validate.MALFORMED``), which then fails the job with the line's ``file:line``.
 # Large production inputs are Delta/Parquet tables, read in parallel as usual.
 
@@ -264,7 +264,7 @@ class RawInput:
     def fail_on_malformed(self) -> None:
         """Raise an InputError naming the file and line of the first malformed TREC line.
 
-        Called when the accounting pass counted a malformed line: finds the first one (in
+        Called when the accounting counted a malformed line: finds the first one (in
         file order) and numbers its line, two more scans on the way to the error.
         """
         if self.malformed is None:
