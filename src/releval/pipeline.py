@@ -66,7 +66,6 @@ def evaluate(
     run_stats: RunStatsEngine = arrow_run_stats,
     negative_labels: str = "unjudged",
     intervals: IntervalSettings = IntervalSettings(),
-    runs: DataFrame | None = None,
     ledger: bool = False,
     keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> Evaluation:
@@ -86,8 +85,6 @@ def evaluate(
         negative_labels: what a negative label means, "unjudged" (trec_eval) or "judged"
             (:func:`releval.metrics.compute.judgment`); recorded in both tables.
         intervals: the confidence intervals of the aggregate's macro values.
-        runs: the distinct run partitions when the caller knows them; default: derived
-            from the run statistics (the partitions with a ranked row).
         ledger: ``run`` holds every run row with the row rules' ``_reason``; the engine
             ranks the clean ones and counts all of them in the same pass (the job's input
             accounting; :func:`releval.metrics.compute.query_measures`).
@@ -102,7 +99,6 @@ def evaluate(
         partition_columns=parts,
         missing_queries=missing_queries,
         rank_by=rank_by,
-        runs=runs,
         run_stats=run_stats,
         laid_out_by_query=laid_out_by_query,
         negative_labels=negative_labels,
@@ -257,11 +253,7 @@ def _query_counts(
     as_string = [F.col(c).cast("string").alias(c) for c in parts]
     judged = _judged_cutoffs(measures)
     with_results = F.col(IN_QRELS) & (F.col(S.NUM_RET) > 0)
-    ledger = (
-        [F.collect_list(F.when(F.col(LEDGER).isNotNull(), F.struct(LEDGER, LEDGER_ROWS)))
-         .alias("ledger")]
-        if LEDGER in queries.columns else [F.array().alias("ledger")]
-    )
+    ledger = F.collect_list(F.when(F.col(LEDGER).isNotNull(), F.struct(LEDGER, LEDGER_ROWS)))
     rows = queries.groupBy(*as_string).agg(
         F.count_if(F.col(IN_RUN)).alias("run_queries"),
         F.count_if(F.col(IN_RUN) & F.col(IN_QRELS)).alias("scored"),
@@ -270,7 +262,7 @@ def _query_counts(
         F.sum(REPEATED).alias("repeated"),
         F.sum(F.when(F.col(IN_RUN), F.col(S.NUM_RET))).alias("evaluated"),
         F.count_if(with_results).alias("with_results"),
-        *ledger,
+        ledger.alias("ledger"),
         *[
             F.avg(F.when(with_results, F.col(MEASURES)[i][S.VALUE])).alias(f"judged_{k}")
             for k, i in judged.items()

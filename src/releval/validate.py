@@ -61,7 +61,6 @@ RAW_MALFORMED = "_malformed"
 MALFORMED = "malformed_line"
 #: The row rules' reason of a labelled row (null = clean); the engine's ledger counts it.
 REASON = "_reason"
-_REASON = REASON
 _EXACT_DUPLICATE = "_exact_duplicate"
 
 RUN = "run"
@@ -204,7 +203,7 @@ def _typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]
         F.when(~bad_rank, F.col(S.RANK).try_cast("double").cast("int")).alias(S.RANK),
         *_kept_raw(run, S.SCORE, identity_for="double"),
         *_kept_raw(run, S.RANK, identity_for=None),
-        _first_reason(*rules).alias(_REASON),
+        _first_reason(*rules).alias(REASON),
     )
 
 
@@ -231,21 +230,21 @@ def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
     """
     parts = list(partition_columns)
     typed = _typed_run(run, rank_by=rank_by, partition_columns=parts)
-    valid = F.col(_REASON).isNull()
+    valid = F.col(REASON).isNull()
     query = [*parts, S.QUERY_ID]
     order = [*ranking_order(rank_by), F.col(S.SCORE).desc_nulls_last(), F.col(S.RANK).asc_nulls_last(),
              *_file_order(typed)]
     occurrence = F.row_number().over(Window.partitionBy(*query, S.DOC_ID, valid).orderBy(*order))
     labelled = typed.withColumn(
-        _REASON, F.when(valid & (occurrence > 1), F.lit("duplicate_doc")).otherwise(F.col(_REASON))
+        REASON, F.when(valid & (occurrence > 1), F.lit("duplicate_doc")).otherwise(F.col(REASON))
     )
     if rank_by == "rank":
-        valid = F.col(_REASON).isNull()
+        valid = F.col(REASON).isNull()
         same_rank = Window.partitionBy(*query, S.RANK, valid).orderBy(*order)
         labelled = labelled.withColumn(
-            _REASON,
+            REASON,
             F.when(valid & (F.row_number().over(same_rank) > 1), F.lit("duplicate_rank")).otherwise(
-                F.col(_REASON)
+                F.col(REASON)
             ),
         )
     return labelled
@@ -266,7 +265,7 @@ def _typed_qrels(qrels: DataFrame) -> DataFrame:
             (_blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
             (_blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
             (bad_label, "invalid_relevance"),
-        ).alias(_REASON),
+        ).alias(REASON),
     )
 
 
@@ -276,7 +275,7 @@ def label_qrels(qrels: DataFrame) -> DataFrame:
     (query, doc) judged more than once with the same label, for :func:`account_labelled`).
     """
     typed = _typed_qrels(qrels)
-    valid = F.col(_REASON).isNull()
+    valid = F.col(REASON).isNull()
     # one window (one sort): the best label, and the position among the (query, doc)'s rows
     judgments = Window.partitionBy(S.QUERY_ID, S.DOC_ID, valid).orderBy(F.col(S.RELEVANCE).desc())
     best = F.max(S.RELEVANCE).over(
@@ -284,9 +283,9 @@ def label_qrels(qrels: DataFrame) -> DataFrame:
     )
     position = F.row_number().over(judgments)
     return typed.select(
-        *[c for c in typed.columns if c != _REASON],
+        *[c for c in typed.columns if c != REASON],
         F.when(valid & (F.col(S.RELEVANCE) < best), F.lit("conflicting_label"))
-        .otherwise(F.col(_REASON)).alias(_REASON),
+        .otherwise(F.col(REASON)).alias(REASON),
         (valid & (F.col(S.RELEVANCE) == best) & (position > 1)).alias(_EXACT_DUPLICATE),
     )
 
@@ -299,7 +298,7 @@ def _quarantine(
     raw_columns: Sequence[str],
     number_lines: Callable[[DataFrame], DataFrame] | None,
 ) -> DataFrame:
-    rejected = labelled.where(F.col(_REASON).isNotNull())
+    rejected = labelled.where(F.col(REASON).isNotNull())
     if number_lines is not None:
         rejected = number_lines(rejected)
     return rejected.select(
@@ -308,8 +307,8 @@ def _quarantine(
         F.col(RAW_LINE).alias(S.LINE),
         partition_map(partition_columns).alias(S.PARTITION),
         _raw_map(labelled, raw_columns).alias(S.RAW),
-        F.col(_REASON).alias(S.REASON_CODE),
-        _messages()[F.col(_REASON)].alias(S.MESSAGE),
+        F.col(REASON).alias(S.REASON_CODE),
+        _messages()[F.col(REASON)].alias(S.MESSAGE),
     )
 
 
@@ -320,7 +319,7 @@ def row_clean_qrels(qrels: DataFrame) -> DataFrame:
     (query, doc), the one the ``conflicting_label`` rule keeps.
     """
     typed = _typed_qrels(qrels)
-    return typed.where(F.col(_REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
+    return typed.where(F.col(REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
 
 
 def split_labelled_run(
@@ -335,7 +334,7 @@ def split_labelled_run(
     (``releval.io.readers.RawInput.number_lines``), for the quarantined rows only.
     """
     parts = list(partition_columns)
-    clean = labelled.where(F.col(_REASON).isNull()).select(
+    clean = labelled.where(F.col(REASON).isNull()).select(
         *parts, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK
     )
     return clean, _quarantine(
@@ -348,7 +347,7 @@ def split_labelled_qrels(
     labelled: DataFrame, *, number_lines: Callable[[DataFrame], DataFrame] | None = None
 ) -> tuple[DataFrame, DataFrame]:
     """(clean, quarantined) of a :func:`label_qrels` result (``number_lines``: as for the run)."""
-    clean = labelled.where(F.col(_REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
+    clean = labelled.where(F.col(REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
     return clean, _quarantine(
         labelled, input_name=QRELS, partition_columns=(), raw_columns=QRELS_RAW_COLUMNS,
         number_lines=number_lines,
@@ -488,8 +487,8 @@ def account_labelled(
     ).alias("dup")
     as_string = [F.col(c).cast("string").alias(c) for c in parts]  # as partition_map renders them
     top = (F.max(max_of) if max_of else F.lit(None)).alias("top")
-    rows = labelled.groupBy(*as_string, _REASON).agg(F.count(F.lit(1)).alias("n"), dup, top).collect()
-    used_max = max((int(r["top"]) for r in rows if r[_REASON] is None and r["top"] is not None),
+    rows = labelled.groupBy(*as_string, REASON).agg(F.count(F.lit(1)).alias("n"), dup, top).collect()
+    used_max = max((int(r["top"]) for r in rows if r[REASON] is None and r["top"] is not None),
                    default=None)
     by_key: dict[str, dict[str, int]] = {}
     for r in rows:
@@ -498,7 +497,7 @@ def account_labelled(
         counts = by_key.setdefault(key, {_INPUT_TAG: 0, _USED_TAG: 0})
         n = int(r["n"])
         counts[_INPUT_TAG] += n
-        code = r[_REASON]
+        code = r[REASON]
         if code is None:
             counts[_USED_TAG] += n
         else:

@@ -91,7 +91,6 @@ def query_table(
     stats: Stats,
     partition_columns: Sequence[str],
     missing_queries: str,
-    runs: DataFrame | None = None,
 ) -> DataFrame:
     """One row per (run partition, query) with every statistic of ``stats``.
 
@@ -102,17 +101,16 @@ def query_table(
     partition did not retrieve is present with ``_in_run`` false when
     ``missing_queries == "zero"`` (trec_eval ``-c``); a run query without qrels
     is present with ``_in_qrels`` false, so it can be counted, then dropped.
-    ``runs`` holds the distinct run partitions (default: derived from ``run_q``'s query
-    rows). The engine's ledger rows (``ledger``), if any, pass through with both flags false.
+    The run partitions are those of ``run_q``'s query rows. The engine's ledger rows
+    (``ledger``), if any, pass through with both flags false.
     """
     parts = list(partition_columns)
     qrels_q = _query_qrels_stats(qrels, stats)
     if missing_queries == "zero":
         if parts:
-            if runs is None:
-                # one task reads the few query rows' partition values: a distinct without
-                # a shuffle (a single partition satisfies the aggregation's distribution)
-                runs = run_q.where(F.col(IN_RUN)).select(*parts).coalesce(1).distinct()
+            # one task reads the few query rows' partition values: a distinct without a
+            # shuffle (a single partition satisfies the aggregation's distribution)
+            runs = run_q.where(F.col(IN_RUN)).select(*parts).coalesce(1).distinct()
             expected = F.broadcast(runs).crossJoin(qrels_q)
         else:
             expected = qrels_q
@@ -161,7 +159,6 @@ def query_measures(
     partition_columns: Sequence[str],
     missing_queries: str = "zero",
     rank_by: str = "score",
-    runs: DataFrame | None = None,
     run_stats: RunStatsEngine = arrow_run_stats,
     laid_out_by_query: bool = False,
     negative_labels: str = "unjudged",
@@ -180,7 +177,6 @@ def query_measures(
         missing_queries: "zero" scores qrels queries absent from a run partition as 0
             (they count in means, trec_eval ``-c``); "skip" leaves them out.
         rank_by: the ranking rule (:mod:`releval.ranking`).
-        runs: the distinct run partitions, when the caller has them cheaply.
         run_stats: the run statistics' engine (:data:`RunStatsEngine`); the default is
             production's, tests pass the SQL oracle.
         laid_out_by_query: both inputs are already partitioned by
@@ -238,7 +234,6 @@ def query_measures(
         stats=stats,
         partition_columns=partition_columns,
         missing_queries=missing_queries,
-        runs=runs,
     )
     return table.select(
         *partition_columns,
