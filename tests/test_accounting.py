@@ -1,10 +1,11 @@
 """The input accounting is a real check: rows lost inside the evaluation fail it.
 
-The evaluation counts every run row it receives first, before anything can drop one
-(nothing filters between the scan and the engine); then the rejected rows, the repeated
-documents and ``used`` (the sum of ``num_ret`` per run partition) are counted apart. A
-fault that loses rows between receiving and ranking must fail the job before anything is
-written.
+The evaluation counts every run and qrels row it receives first, before anything can drop
+one (nothing filters between the scan and the engine); then the rejected rows, the
+repeated documents and ``used`` (for the run, the sum of ``num_ret`` per run partition; for
+the qrels, the clean rows the engine keeps less the conflicting labels) are counted apart.
+A fault that loses rows between receiving and using them must fail the job before
+anything is written.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def _config(tmp_path: Path) -> Config:
 
 def test_the_used_rows_are_what_the_evaluation_ranked(spark: SparkSession, tmp_path: Path) -> None:
     summary = pipeline.run(spark, _config(tmp_path))
+    # the qrels: 2 rows received, both used (counted by the engine's ledger too)
+    qrels = summary.quality.qrels
+    assert (qrels.input, qrels.used, qrels.quarantined, qrels.used_max) == (2, 2, {}, 1)
     run = {p.partition: (p.input, p.used, p.quarantined) for p in summary.quality.run.partitions}
     # r1: 4 rows received; ranked: a, b (q1) and c (q2) = 3; the second "a" of q1 is a
     # repeated document: 4 = 3 + 1. r2: 2 = 2 + 0.
@@ -82,5 +86,29 @@ def test_rows_lost_inside_the_engine_fail_the_job_and_nothing_is_written(
     message = str(error.value)
     # r2: 2 rows received, 1 ranked, 0 quarantined
     assert "partition run_id=r2: input rows 2 (received by the evaluation) != used 1" in message
+    assert not (tmp_path / "out" / "per_query").exists()
+    assert not (tmp_path / "out" / "aggregate").exists()
+
+
+def test_qrels_rows_lost_inside_the_engine_fail_the_job_and_nothing_is_written(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keep = kernel._qrels_kept
+
+    def lossy(qrels: pa.Table) -> pa.Table:
+        # the fault: the engine loses the judgment (q2, c) after receiving it
+        return keep(qrels.filter(pc.invert(pc.equal(qrels.column("doc_id"), "c"))))
+
+    monkeypatch.setattr(kernel, "_qrels_kept", lossy)
+    cloudpickle.register_pickle_by_value(kernel)
+    try:
+        with pytest.raises(AccountingError) as error:
+            pipeline.run(spark, _config(tmp_path))
+    finally:
+        cloudpickle.unregister_pickle_by_value(kernel)
+    # 2 qrels rows received, 1 used, none rejected
+    assert "qrels.txt: input rows 2 (received by the evaluation) != used 1 + quarantined 0" in str(
+        error.value
+    )
     assert not (tmp_path / "out" / "per_query").exists()
     assert not (tmp_path / "out" / "aggregate").exists()

@@ -138,23 +138,39 @@ def test_a_skewed_query_with_100k_judged_documents():
     assert (got["small"]["num_ret"], got["small"]["first_rel_l1"]) == (1, 1)
 
 
-def test_the_ledger_counts_every_run_row_received_and_ranks_only_the_clean_ones():
+def test_the_ledger_counts_every_row_received_and_uses_only_the_clean_ones():
     # the RUN rows plus two rejected ones (the reasons come from the row rules, before
-    # the engine): a run "r" row with an invalid score and a run "t" row without a query id
-    table = partition(RUN + [("r", "q1", "Z", float("nan")), ("t", None, "Y", 1.0)], QRELS)
+    # the engine): a run "r" row with an invalid score and a run "t" row without a query id;
+    # the QRELS rows plus a row with an invalid label and an exact duplicate of (q1, B, 1)
+    qrels = QRELS + [("q1", "Y", None), ("q1", "B", 1)]
+    table = partition(RUN + [("r", "q1", "Z", float("nan")), ("t", None, "Y", 1.0)], qrels)
     n_run = len(RUN) + 2
-    reasons = [None] * len(RUN) + ["invalid_score", "missing_query_id"] + [None] * len(QRELS)
-    table = table.append_column("_reason", pa.array(reasons, pa.string()))
-    out = partition_stats(table, specs={"num_ret": RunStat("num_ret")},
+    reasons = ([None] * len(RUN) + ["invalid_score", "missing_query_id"]
+               + [None] * len(QRELS) + ["invalid_relevance", None])
+    table = table.append_column("_reason", pa.array(reasons, pa.string())).append_column(
+        "_qrels_label", pa.array([None] * n_run + [q[2] for q in qrels], pa.int32())
+    )
+    out = partition_stats(table, specs={"num_ret": RunStat("num_ret"), **SPECS},
                           partition_columns=["run_id"], rank_by="score").to_pylist()
     queries = {(r["run_id"], r["query_id"]): (r["num_ret"], r["_repeated"])
                for r in out if r["_ledger"] is None}
-    ledger = sorted((r["run_id"], r["_ledger"], r["_rows"]) for r in out if r["_ledger"])
+    ledger = sorted((r["run_id"] or "", r["_ledger"], r["_rows"]) for r in out if r["_ledger"])
     # r: 6 rows received = 4 ranked (D A E B) + 1 repeated (the second A) + 1 invalid_score;
     # s: 2 = 2 ranked; t: 1 = 1 missing_query_id (no query row: nothing was ranked)
     assert queries == {("r", "q1"): (4, 1), ("s", "q1"): (2, 0)}
-    assert ledger == [("r", "invalid_score", 1), ("r", "received", 6), ("s", "received", 2),
+    # qrels, no run partition: 8 received = 1 invalid_relevance + 7 clean; of the clean,
+    # (q1, A, 1) is below (q1, A, 2): conflicting_label; the other 6 are used, the second
+    # (q1, B, 1) among them (an exact duplicate); the highest used label is 2
+    assert ledger == [("", "qrels:conflicting_label", 1), ("", "qrels:exact_duplicate", 1),
+                      ("", "qrels:invalid_relevance", 1), ("", "qrels:max_label", 2),
+                      ("", "qrels:received", 8), ("", "qrels:used", 6),
+                      ("r", "invalid_score", 1), ("r", "received", 6), ("s", "received", 2),
                       ("t", "missing_query_id", 1), ("t", "received", 1)]
     assert sum(n for _, tag, n in ledger if tag == "received") == n_run
-    # the ledger rows carry no query and are not run queries
+    # the measures read the same labels as without the rejected and duplicate rows
+    plain = by_run(partition_stats(partition(RUN, QRELS), specs=SPECS, partition_columns=["run_id"],
+                                   rank_by="score"))
+    for row in out:
+        if row["_ledger"] is None:
+            assert {k: row[k] for k in SPECS} == {k: plain[row["run_id"]][k] for k in SPECS}
     assert all(r["query_id"] is None and r["_in_run"] is False for r in out if r["_ledger"])

@@ -27,11 +27,11 @@ q2 0 b 1
 #: query several jobs); docs/performance.md lists them. A change that adds a pass over
 #: the data or a Delta snapshot shows up here; one that removes some lowers the bound.
 JOBS_AT_MOST = {
-    "read inputs": 0,       # lazy: a malformed line is counted by the accounting
-    "input checks": 3,      # the qrels' accounting aggregation (the run has no pass of its own)
-    "evaluation": 10,       # the per-query statistics, persisted, with the run's ledger (every
-                            # run row counted by the engine), the summary's counts and the
-                            # unjudged shares (one aggregation)
+    "read inputs": 0,       # lazy: a malformed line is counted by the evaluation's ledger
+    "evaluation": 10,       # the per-query statistics, persisted, with both inputs' ledgers
+                            # (every row counted by the engine: no input has a pass of its
+                            # own), the summary's counts and the unjudged shares (one
+                            # aggregation)
     "quarantine": 0,        # nothing rejected and no table: nothing is created
     "write per-query": 2,   # a new table: created and written by one commit (CTAS); the
                             # commit is found in the log files, not by a Spark job
@@ -64,7 +64,7 @@ def test_a_small_run_reports_its_phases_and_their_spark_jobs(spark: SparkSession
     assert jobs["evaluation"] >= 1 and jobs["write per-query"] >= 1  # they ran Spark jobs
     over = {n: (jobs[n], most) for n, most in JOBS_AT_MOST.items() if jobs[n] > most}
     assert not over, f"phases with more Spark jobs than documented: {over}"
-    assert phases.spark_jobs <= sum(JOBS_AT_MOST.values()) == 20
+    assert phases.spark_jobs <= sum(JOBS_AT_MOST.values()) == 17
     # the aggregate rows the summary carries are the rows written (and printed from)
     written = pipeline.read_aggregate(spark, config).drop("job_run_id").collect()
     assert [r.asDict() for r in written] == [

@@ -188,23 +188,67 @@ def test_accounting_fails_when_a_row_disappears():
         _input_account("run", "sample", counts)
 
 
-def test_labelled_accounting_matches_the_split(spark):
-    # same DIRTY sample as above, counted from the labelled rows in one aggregation
-    from releval.validate import account_labelled, label_qrels, label_run
+def test_the_engines_ledger_counts_what_the_split_quarantines(spark):
+    # the DIRTY sample above through the evaluation with its ledger (the job's path): the
+    # accounts built from the engine's counts agree with the rows split_run / split_qrels
+    # quarantine, reason by reason
+    from releval.metrics import parse_measures
+    from releval.metrics.compute import query_measures
+    from releval.metrics.kernel import LEDGER, LEDGER_ROWS
+    from releval.validate import (
+        QRELS_LEDGER,
+        account_ledger,
+        account_qrels_ledger,
+        row_labelled_qrels,
+        row_labelled_run,
+    )
 
-    labelled = label_run(spark.createDataFrame(DIRTY_RUN, RAW_RUN), rank_by="score",
-                         partition_columns=["run_id"])
-    run = account_labelled("run", "sample", labelled, partition_columns=["run_id"])
+    raw_run = spark.createDataFrame(DIRTY_RUN, RAW_RUN)
+    raw_qrels = spark.createDataFrame(DIRTY_QRELS, RAW_QRELS)
+    table = query_measures(
+        row_labelled_run(raw_run, partition_columns=["run_id"]), row_labelled_qrels(raw_qrels),
+        measures=parse_measures(["P@2"]), partition_columns=["run_id"], ledger=True,
+    )
+    run_ledger: dict[tuple, dict[str, int]] = {}
+    qrels_ledger: dict[str, int] = {}
+    for r in table.where(F.col(LEDGER).isNotNull()).collect():
+        tag, n = r[LEDGER], r[LEDGER_ROWS]
+        if tag.startswith(QRELS_LEDGER):  # summed over the engine's tasks; max_label: the max
+            tag = tag.removeprefix(QRELS_LEDGER)
+            qrels_ledger[tag] = (max(qrels_ledger.get(tag, n), n) if tag == "max_label"
+                                 else qrels_ledger.get(tag, 0) + n)
+        else:
+            entry = run_ledger.setdefault((r["run_id"],), {})
+            entry[tag] = entry.get(tag, 0) + n
+    # used: the sum of num_ret per run partition (what pipeline._query_counts adds)
+    for r in table.where(F.col("_in_run")).collect():
+        entry = run_ledger[(r["run_id"],)]
+        entry["used"] = entry.get("used", 0) + r["num_ret"]
+        entry["duplicate_doc"] = entry.get("duplicate_doc", 0) + r["_repeated"]
+    run = account_ledger("run", "sample", run_ledger, partition_columns=["run_id"])
     assert {p.partition: (p.input, p.used, p.quarantined) for p in run.partitions} == {
         "run_id=r": (5, 2, {"duplicate_doc": 1, "invalid_score": 1, "missing_doc_id": 1}),
         "run_id=s": (2, 1, {"missing_query_id": 1}),
     }
-    qrels = account_labelled("qrels", "sample", label_qrels(spark.createDataFrame(DIRTY_QRELS, RAW_QRELS)))
-    # 6 rows = 4 used + 2 quarantined; (q1, d1, 1) twice -> 1 exact duplicate
-    assert (qrels.input, qrels.used, qrels.quarantined, qrels.exact_duplicates) == (
-        6, 4, {"conflicting_label": 1, "invalid_relevance": 1}, 1
+    qrels = account_qrels_ledger("qrels", "sample", qrels_ledger)
+    # 6 rows = 4 used + 2 quarantined; (q1, d1, 1) twice -> 1 exact duplicate; highest label 2
+    assert (qrels.input, qrels.used, qrels.quarantined, qrels.exact_duplicates, qrels.used_max) == (
+        6, 4, {"conflicting_label": 1, "invalid_relevance": 1}, 1, 2
     )
     assert "run_id=r: input 5 = used 2 + quarantined 3 [ok]" in "\n".join(run.render())
+    # the same reasons, row for row, from the quarantine's split
+    split = {}
+    for quarantined in (split_run(raw_run, rank_by="score", partition_columns=["run_id"])[1],
+                        split_qrels(raw_qrels)[1]):
+        for r in quarantined.groupBy(S.INPUT, S.REASON_CODE).count().collect():
+            split[(r[S.INPUT], r[S.REASON_CODE])] = r["count"]
+    from_ledger = {("run", c): n for c, n in run.quarantined.items()}
+    from_ledger.update({("qrels", c): n for c, n in qrels.quarantined.items()})
+    assert split == from_ledger
+    # a qrels row lost inside the engine: received 6, used 3
+    with pytest.raises(AccountingError, match=r"qrels sample: input rows 6 \(received by the "
+                       r"evaluation\) != used 3 \+ quarantined 2"):
+        account_qrels_ledger("qrels", "sample", {**qrels_ledger, "used": 3})
 
 
 @pytest.mark.parametrize("score_type", ["float", "double"])

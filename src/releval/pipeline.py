@@ -33,9 +33,9 @@ from releval.metrics.compute import (
 )
 from releval.metrics.kernel import LEDGER, LEDGER_ROWS, arrow_run_stats
 from releval.profile import Phases
-from releval.quality import QualityReport, account_qrels, finish_checks, job_inputs
+from releval.quality import QualityReport, finish_checks, job_inputs
 from releval.testhooks import pause
-from releval.validate import USED
+from releval.validate import MAX_LABEL, QRELS_LEDGER, USED
 
 
 @dataclass(frozen=True)
@@ -231,14 +231,23 @@ def _judged_cutoffs(measures: Sequence[Measure]) -> dict[int, int]:
     return found
 
 
+@dataclass(frozen=True)
+class _Counts:
+    """What :func:`_query_counts` reads from the persisted per-query table."""
+
+    #: the summary's query and partition counts
+    queries: dict[str, int]
+    #: the run's ledger, by partition values as strings
+    run_ledger: dict[tuple[str | None, ...], dict[str, int]]
+    #: the qrels' ledger by tag (the tags without ``qrels:``)
+    qrels_ledger: dict[str, int]
+    unjudged: tuple[UnjudgedRate, ...]
+
+
 def _query_counts(
     queries: DataFrame, parts: Sequence[str], *, missing_queries: str, measures: Sequence[Measure]
-) -> tuple[
-    dict[str, int],
-    dict[tuple[str | None, ...], dict[str, int]],
-    tuple[UnjudgedRate, ...],
-]:
-    """The summary's query counts, the run's ledger and the unjudged shares.
+) -> _Counts:
+    """The summary's query counts, both inputs' ledgers and the unjudged shares.
 
     One aggregation over the persisted per-query table by run partition (a few rows
     come back): the scored / without-qrels / missing query counts, the number of run
@@ -246,7 +255,9 @@ def _query_counts(
     the run's ledger, keyed by the partition values as strings
     (:func:`releval.validate.account_ledger`): the rows the engine received and the rows the row
     rules rejected per reason (the engine's ledger rows), the repeated documents it dropped
-    (``duplicate_doc``) and the rows it ranked (``used``, the sum of ``num_ret``); and per
+    (``duplicate_doc``) and the rows it ranked (``used``, the sum of ``num_ret``); the
+    qrels' ledger (its ledger rows' tags start with ``qrels:``; they belong to no run
+    partition: summed over the engine's partitions, ``max_label`` the highest); and per
     cutoff k, 1 - the mean Judged@k over the scored queries with retrieved documents (what
     the per-query table's Judged@k rows give).
     """
@@ -287,10 +298,16 @@ def _query_counts(
     )
     # without partition columns the aggregation is global: one row, null when empty
     by_partition: dict[tuple[str | None, ...], dict[str, int]] = {}
+    qrels: dict[str, int] = {}
     for r in rows:
         entry: dict[str, int] = {}
         for item in r["ledger"] or ():
-            entry[item[LEDGER]] = entry.get(item[LEDGER], 0) + int(item[LEDGER_ROWS])
+            tag, n = item[LEDGER], int(item[LEDGER_ROWS])
+            if tag.startswith(QRELS_LEDGER):
+                tag = tag[len(QRELS_LEDGER):]
+                qrels[tag] = max(qrels.get(tag, n), n) if tag == MAX_LABEL else qrels.get(tag, 0) + n
+            else:
+                entry[tag] = entry.get(tag, 0) + n
         if r["repeated"]:
             entry["duplicate_doc"] = entry.get("duplicate_doc", 0) + int(r["repeated"])
         if r["evaluated"]:
@@ -308,7 +325,7 @@ def _query_counts(
         for k in judged
         if r[f"judged_{k}"] is not None
     )
-    return counts, by_partition, rates
+    return _Counts(counts, by_partition, qrels, rates)
 
 
 def _evaluate_job(
@@ -338,12 +355,11 @@ def _evaluate_job(
 def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> str:
     """The physical plan of the job's per-query measures, as Spark explains it; runs nothing.
 
-    The plan is the one :func:`run` executes after the qrels' accounting: the inputs
-    (:func:`releval.quality.job_inputs`; the run labelled by the row rules, counted by the
-    engine's ledger in the same pass) and the engine's computation of the per-query
-    table. The qrels' accounting and the quarantine are separate passes, not shown; the
-    job persists the engine's result, which this plan reads twice (the run partitions for
-    the missing queries, and the join).
+    The plan is the one :func:`run` executes: the inputs (:func:`releval.quality.job_inputs`;
+    both labelled by the row rules, counted by the engine's ledger in the same pass) and the
+    engine's computation of the per-query table. The quarantine (written from a pass of its
+    own only when a row was rejected) is not shown; the job persists the engine's result,
+    which this plan reads twice (the run partitions for the missing queries, and the join).
 
     Args:
         spark: the session.
@@ -368,9 +384,9 @@ def run(
 ) -> Summary:
     """Run the evaluation job a config describes; write both Delta tables.
 
-    The inputs are read raw and the qrels counted first (:func:`releval.quality.account_qrels`);
-    the per-query statistics are computed and persisted in one pass that also counts every
-    run row (the engine's ledger); the run's account is checked, the quarantine written and
+    The inputs are read raw; the per-query statistics are computed and persisted in one
+    pass that also counts every input row (the engine's ledger); the inputs' accounts are
+    checked, the quarantine written and
     strict mode enforced (:func:`releval.quality.finish_checks`, ``strict`` overrides
     ``evaluation.strict``) before anything else is written. Each output table gets one
     atomic commit replacing ``write.predicate`` (the whole table when None); a concurrent
@@ -386,8 +402,6 @@ def run(
     parts = list(config.run.partition_columns)
     with phases.phase("read inputs"):
         inputs = job_inputs(spark, config)
-    with phases.phase("input checks"):
-        qrels_account = account_qrels(config, inputs)
     part_fields = _partition_fields(inputs.run, parts)
     kept: list[DataFrame] = []
 
@@ -401,14 +415,16 @@ def run(
     kept.append(queries)
     try:
         with phases.phase("evaluation"):
-            counts, ledger, rates = _query_counts(
+            found = _query_counts(
                 queries, parts, missing_queries=config.evaluation.missing_queries,
                 measures=measures,
             )
+        counts = found.queries
         with phases.phase("quarantine"):
             report = finish_checks(
-                spark, config, inputs, qrels_account, strict=strict, ledger=ledger,
-                replace=write.predicate, job_run_id=write.job_run_id,
+                spark, config, inputs, strict=strict, ledger=found.run_ledger,
+                qrels_ledger=found.qrels_ledger, replace=write.predicate,
+                job_run_id=write.job_run_id,
             )
         per_query = long_format(queries, partition_columns=parts)
         lineage = F.lit(write.job_run_id).cast("string").alias(S.JOB_RUN_ID)
@@ -449,7 +465,7 @@ def run(
                 predicate=write.predicate,
                 user_metadata=metadata,
             )
-        # the qrels' highest used label, from the input accounting's aggregation
+        # the qrels' highest used label, from the engine's qrels ledger
         binary_labels = (report.qrels.used_max or 0) <= 1
     finally:
         # together at the end: unpersisting the engine's result earlier would drop the
@@ -471,7 +487,7 @@ def run(
         aggregate_rows=aggregate_written.rows,
         per_query_version=per_query_written.version,
         aggregate_version=aggregate_written.version,
-        unjudged=rates,
+        unjudged=found.unjudged,
         unjudged_warning_share=config.evaluation.unjudged_warning_share,
         binary_labels=binary_labels,
         measures=tuple(measures),

@@ -4,17 +4,17 @@ Order (so that job-level problems stop the job before anything is written):
 
 1. read the run and the qrels raw (``releval.io.readers``): missing path/table/column, a
    column type that cannot be cast, a filter that does not match;
-2. count the qrels with one aggregation (:func:`account_qrels`): a malformed TREC line
-   (counted as ``releval.validate.MALFORMED``, then found and named with its ``file:line``)
-   and an empty qrels (after the filter) are errors. The run is not counted by a pass of
-   its own: the evaluation reads every run row with the row rules' reason and counts them
-   in its own pass (the engine's ledger, ``releval.metrics.kernel``);
+2. evaluate: the evaluation reads every run row and every qrels row with the row rules'
+   reason and counts them in its own pass (the engine's ledger, ``releval.metrics.kernel``);
+   no input is counted by a pass of its own;
 3. after the evaluation, before the outputs are written (:func:`finish_checks`): the run's
    account from the ledger, with the invariant ``input = used + quarantined`` checked per
    partition (``input``: the rows the engine received, counted before and apart from the
-   rows it ranked, dropped as repeated or found rejected); a
-   malformed run line and an empty run are errors here; write the quarantine Delta table;
-   in strict mode, fail with the reasons when any row was quarantined.
+   rows it ranked, dropped as repeated or found rejected), and the qrels' account the same
+   way; a malformed TREC line (counted as ``releval.validate.MALFORMED``, then found and
+   named with its ``file:line`` by a scan of its own) and an empty input (after its filter)
+   are errors here; write the quarantine Delta table; in strict mode, fail with the
+   reasons when any row was quarantined.
 
 The quarantine follows the outputs' rule: its run rows are replaced for exactly the run
 partitions the job evaluates (the outputs' ``replaceWhere`` predicate, over the run
@@ -44,12 +44,12 @@ from releval.partitions import quote_literal
 from releval.validate import (
     MALFORMED,
     InputAccount,
-    account_labelled,
     account_ledger,
+    account_qrels_ledger,
     label_qrels,
     label_run,
     render_partition,
-    row_clean_qrels,
+    row_labelled_qrels,
     row_labelled_run,
     split_labelled_qrels,
     split_labelled_run,
@@ -173,7 +173,8 @@ class JobInputs:
             laid out by query id: what the quarantine keeps.
         run: what the evaluation reads: every run row, with the row rules' ``_reason``
             (the engine ranks the clean ones and counts all of them).
-        qrels: the qrels rows the evaluation reads (those that pass the row rules).
+        qrels: what the evaluation reads: every qrels row, with the row rules' ``_reason``
+            (the engine reads the clean ones and counts all of them).
         laid_out_by_query: ``run`` and ``qrels`` are partitioned by query id.
         raw_run, raw_qrels: the raw reads, to name a malformed TREC line and to number
             the quarantined rows' lines.
@@ -192,21 +193,22 @@ def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
     """The job's input plans: read raw once, labelled for the checks and the evaluation.
 
     Lazy: no action runs and nothing is persisted (reading still checks the paths, tables,
-    columns and filter; TREC text's malformed lines are counted by the accounting). With
-    ``rank_by = "score"`` the evaluation reads the run rows labelled by the row rules only,
-    straight from the source (a projection: no shuffle, no sort): the engine drops a
-    repeated document's other occurrences itself, keeping the very row the
+    columns and filter; TREC text's malformed lines are counted by the evaluation's
+    ledger). The evaluation reads every row of both inputs labelled by the row rules only
+    (a projection) and counts them in its own pass (the engine's ledger). With ``rank_by =
+    "score"`` it reads them straight from the source (no shuffle, no sort): the engine
+    drops a repeated document's other occurrences itself, keeping the very row the
     ``duplicate_doc`` rule keeps (its best-scored occurrence; see
     :func:`releval.validate.row_labelled_run`), so the engine's shuffle is the run's only
-    one. The qrels rows that pass the row rules are read the same way; the evaluation keeps
-    a document's highest label, the one ``conflicting_label`` keeps. With ``rank_by =
-    "rank"`` the evaluation reads the run labelled by all rules (``duplicate_rank``
-    changes the ranking).
+    one; the measures read a document's highest label, the one ``conflicting_label``
+    keeps, and the engine counts the conflicting rows. With ``rank_by = "rank"`` the
+    evaluation reads the run labelled by all rules (``duplicate_rank`` changes the
+    ranking), laid out by query id, and the qrels in the same layout.
     """
     parts = list(config.run.partition_columns)
     raw_run = read_run_raw(spark, config.run)
     raw_qrels = read_qrels_raw(spark, config.qrels)
-    # the checks' shuffle (releval.layout): duplicate rules are per query
+    # the quarantine's shuffle (releval.layout): duplicate rules are per query
     labelled_run = label_run(
         by_query(raw_run.rows), rank_by=config.run.rank_by, partition_columns=parts
     )
@@ -215,14 +217,14 @@ def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
         return JobInputs(
             labelled_run, labelled_qrels,
             run=row_labelled_run(raw_run.rows, partition_columns=parts),
-            qrels=row_clean_qrels(raw_qrels.rows),
+            qrels=row_labelled_qrels(raw_qrels.rows),
             laid_out_by_query=False,
             raw_run=raw_run,
             raw_qrels=raw_qrels,
         )
-    qrels, _ = split_labelled_qrels(labelled_qrels)
     return JobInputs(
-        labelled_run, labelled_qrels, run=labelled_run, qrels=qrels,
+        labelled_run, labelled_qrels, run=labelled_run,
+        qrels=row_labelled_qrels(by_query(raw_qrels.rows)),
         laid_out_by_query=True, raw_run=raw_run, raw_qrels=raw_qrels,
     )
 
@@ -235,29 +237,13 @@ def _fail_on_malformed(account: InputAccount, raw: RawInput) -> None:
         raise InputError(f"{account.name} {account.source}: malformed TREC line(s)")
 
 
-def account_qrels(config: Config, inputs: JobInputs) -> InputAccount:
-    """The qrels' row account: one aggregation, before the evaluation.
-
-    Raises:
-        InputError: a malformed TREC line (its ``file:line``, found by a scan of its own);
-            the qrels have no rows (after their filter).
-    """
-    account = account_labelled(
-        "qrels", source_name(config.qrels), inputs.labelled_qrels, max_of=S.RELEVANCE
-    )
-    _fail_on_malformed(account, inputs.raw_qrels)
-    if account.input == 0:
-        raise _empty_error("qrels", source_name(config.qrels), config.qrels.filter)
-    return account
-
-
 def finish_checks(
     spark: SparkSession,
     config: Config,
     inputs: JobInputs,
-    qrels_account: InputAccount,
     *,
     ledger: Mapping[tuple[str | None, ...], Mapping[str, int]],
+    qrels_ledger: Mapping[str, int],
     strict: bool | None = None,
     replace: str | None = None,
     job_run_id: str | None = None,
@@ -268,9 +254,11 @@ def finish_checks(
         spark: the session.
         config: the job config.
         inputs: the job's inputs.
-        qrels_account: :func:`account_qrels`.
-        ledger: the evaluation's counts per run partition (values as strings, in
+        ledger: the evaluation's run counts per run partition (values as strings, in
             partition column order): :func:`releval.validate.account_ledger`.
+        qrels_ledger: the evaluation's qrels counts by tag (without
+            :data:`releval.validate.QRELS_LEDGER`):
+            :func:`releval.validate.account_qrels_ledger`.
         strict: overrides ``evaluation.strict`` when given (the ``--strict`` flag).
         replace: the outputs' replaceWhere predicate (None: whole tables); the quarantine's
             run rows are replaced by the same rule (:func:`quarantine_predicate`).
@@ -278,8 +266,8 @@ def finish_checks(
 
     Raises:
         AccountingError: input != used + quarantined (the rows the engine received against
-            those it ranked, dropped and rejected: a row was lost or duplicated inside).
-        InputError: a malformed run line (its ``file:line``); the run has no rows (after
+            those it used, dropped and rejected: a row was lost or duplicated inside).
+        InputError: a malformed TREC line (its ``file:line``); an input has no rows (after
             its filter).
         QualityError: strict mode and rows were quarantined (after the quarantine is written).
     """
@@ -288,6 +276,10 @@ def finish_checks(
     run_account = account_ledger(
         "run", source_name(config.run), ledger, partition_columns=parts
     )
+    qrels_account = account_qrels_ledger("qrels", source_name(config.qrels), qrels_ledger)
+    _fail_on_malformed(qrels_account, inputs.raw_qrels)
+    if qrels_account.input == 0:
+        raise _empty_error("qrels", source_name(config.qrels), config.qrels.filter)
     _fail_on_malformed(run_account, inputs.raw_run)
     if run_account.input == 0:
         raise _empty_error("run", source_name(config.run), config.run.filter)
@@ -324,7 +316,6 @@ def finish_checks(
 
 __all__ = [
     "QualityReport",
-    "account_qrels",
     "finish_checks",
     "qrels_key",
     "quarantine_predicate",

@@ -26,9 +26,10 @@ looked for among the rows that passed the per-row checks. A TREC line its reader
 fails on it (``releval.quality``), but counting it in the accounting's aggregation spares the
 reader a scan of its own.
 
-:func:`account_labelled` counts input, used and quarantined rows per partition and reason
-from the labelled rows (one hash aggregation by partition and reason, no per-row partition
-key) and checks the accounting invariant ``input = used + quarantined`` per partition.
+The job counts its inputs in the evaluation's own pass (the engine's ledger,
+``releval.metrics.kernel``): :func:`account_ledger` and :func:`account_qrels_ledger` turn
+those counts into the inputs' accounts and check the invariant ``input = used +
+quarantined``, per run partition for the run.
 
 The labelled frames carry no per-row ``raw`` map: :func:`_quarantine` builds it for the
 rejected rows only, from the typed columns and the few original columns kept as ``_raw_*``.
@@ -61,7 +62,6 @@ RAW_MALFORMED = "_malformed"
 MALFORMED = "malformed_line"
 #: The row rules' reason of a labelled row (null = clean); the engine's ledger counts it.
 REASON = "_reason"
-_EXACT_DUPLICATE = "_exact_duplicate"
 
 RUN = "run"
 QRELS = "qrels"
@@ -269,24 +269,32 @@ def _typed_qrels(qrels: DataFrame) -> DataFrame:
     )
 
 
+def row_labelled_qrels(qrels: DataFrame) -> DataFrame:
+    """Qrels rows typed, with the row rules' ``_reason`` only: a projection.
+
+    What the job's evaluation reads: the engine counts every row and, over the clean
+    ones, the ``conflicting_label`` rows and the exact duplicates in its own pass (the
+    qrels ledger, :func:`account_qrels_ledger`); the measures read a document's highest
+    label, the one :func:`label_qrels` keeps.
+    """
+    return _typed_qrels(qrels)
+
+
 def label_qrels(qrels: DataFrame) -> DataFrame:
-    """Qrels rows with typed canonical columns, ``_reason`` (null = clean), ``_raw_relevance``
-    (the original label) and ``_exact_duplicate`` (true on all but one of the clean rows of a
-    (query, doc) judged more than once with the same label, for :func:`account_labelled`).
+    """Qrels rows with typed canonical columns, ``_reason`` (null = clean) and
+    ``_raw_relevance`` (the original label): what the quarantine reads.
+
+    The ``conflicting_label`` rule is the engine's ledger's (``releval.metrics.kernel``):
+    a clean row with a lower label than another clean row of its (query, doc).
     """
     typed = _typed_qrels(qrels)
     valid = F.col(REASON).isNull()
-    # one window (one sort): the best label, and the position among the (query, doc)'s rows
-    judgments = Window.partitionBy(S.QUERY_ID, S.DOC_ID, valid).orderBy(F.col(S.RELEVANCE).desc())
-    best = F.max(S.RELEVANCE).over(
-        judgments.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    )
-    position = F.row_number().over(judgments)
+    judgments = Window.partitionBy(S.QUERY_ID, S.DOC_ID, valid)
+    best = F.max(S.RELEVANCE).over(judgments)
     return typed.select(
         *[c for c in typed.columns if c != REASON],
         F.when(valid & (F.col(S.RELEVANCE) < best), F.lit("conflicting_label"))
         .otherwise(F.col(REASON)).alias(REASON),
-        (valid & (F.col(S.RELEVANCE) == best) & (position > 1)).alias(_EXACT_DUPLICATE),
     )
 
 
@@ -383,6 +391,13 @@ _USED_TAG = "_used"
 #: it ranked.
 RECEIVED = "received"
 USED = "used"
+#: Before the tag of a qrels ledger row (the run's rows carry the bare tags).
+QRELS_LEDGER = "qrels:"
+#: The qrels ledger's own tags: the rows with a lower label than another row of their
+#: (query, doc), the exact duplicate judgments (kept), the highest label used.
+CONFLICTING = "conflicting_label"
+EXACT_DUPLICATE = "exact_duplicate"
+MAX_LABEL = "max_label"
 _DUPLICATE_TAG = "_exact_duplicate"
 
 
@@ -420,7 +435,7 @@ class InputAccount:
     source: str
     partitions: tuple[PartitionAccount, ...]
     exact_duplicates: int = 0
-    #: The highest value of ``account_labelled``'s ``max_of`` column over the used rows.
+    #: The highest label of the used rows (qrels; from the engine's ledger), None for the run.
     used_max: int | None = None
 
     @property
@@ -458,53 +473,6 @@ class InputAccount:
         if self.exact_duplicates:
             lines.append(f"    exact duplicate judgments (kept, counted once): {self.exact_duplicates}")
         return lines
-
-
-def account_labelled(
-    name: str,
-    source: str,
-    labelled: DataFrame,
-    *,
-    partition_columns: Sequence[str] = (),
-    max_of: str | None = None,
-) -> InputAccount:
-    """Count a :func:`label_run` / :func:`label_qrels` result per partition and reason.
-
-    The labelled rows are grouped by partition and ``_reason`` (a hash aggregation, a few
-    rows per partition come back); the partition key is built on the driver from those rows.
-    input counts every labelled row, used the rows with a null reason, quarantined the others
-    per reason: the same rows :func:`split_labelled_run` / :func:`split_labelled_qrels` return.
-    Exact duplicate judgments are counted from the ``_exact_duplicate`` column when present.
-    ``max_of`` names a column whose highest value over the used rows is recorded in the same
-    aggregation (``used_max``; the qrels' highest label, for the summary's binary-label note).
-
-    Raises:
-        AccountingError: input != used + quarantined in a partition.
-    """
-    parts = list(partition_columns)
-    dup = (
-        F.count_if(F.col(_EXACT_DUPLICATE)) if _EXACT_DUPLICATE in labelled.columns else F.lit(0)
-    ).alias("dup")
-    as_string = [F.col(c).cast("string").alias(c) for c in parts]  # as partition_map renders them
-    top = (F.max(max_of) if max_of else F.lit(None)).alias("top")
-    rows = labelled.groupBy(*as_string, REASON).agg(F.count(F.lit(1)).alias("n"), dup, top).collect()
-    used_max = max((int(r["top"]) for r in rows if r[REASON] is None and r["top"] is not None),
-                   default=None)
-    by_key: dict[str, dict[str, int]] = {}
-    for r in rows:
-        # the key to_json(partition_map(...)) gives, built on the few grouped rows
-        key = json.dumps({c: r[c] for c in parts}, separators=(",", ":"), ensure_ascii=False)
-        counts = by_key.setdefault(key, {_INPUT_TAG: 0, _USED_TAG: 0})
-        n = int(r["n"])
-        counts[_INPUT_TAG] += n
-        code = r[REASON]
-        if code is None:
-            counts[_USED_TAG] += n
-        else:
-            counts[code] = counts.get(code, 0) + n
-        if r["dup"]:
-            counts[_DUPLICATE_TAG] = counts.get(_DUPLICATE_TAG, 0) + int(r["dup"])
-    return dataclasses.replace(_input_account(name, source, by_key), used_max=used_max)
 
 
 def account_ledger(
@@ -555,6 +523,41 @@ def account_ledger(
                 "evaluation; nothing was written"
             )
     return _input_account(name, source, by_key)
+
+
+def account_qrels_ledger(name: str, source: str, ledger: Mapping[str, int]) -> InputAccount:
+    """The qrels' account from the evaluation's qrels ledger, with the invariant checked.
+
+    The engine counts every qrels row it received (``received``) and those the row rules
+    rejected per reason; then, over the clean rows it kept, those with a lower label than
+    another row of their (query, doc) (``conflicting_label``), the exact duplicates (kept,
+    counted once), the rows used and the highest used label (``max_label``). ``input`` is
+    counted before anything drops a row and ``used`` after, so ``input = used +
+    quarantined`` is a real check.
+
+    Args:
+        name: ``qrels``.
+        source: the qrels' source, for messages.
+        ledger: counts by tag (``received``, ``used``, ``exact_duplicate``, ``max_label``
+            and the reason codes), summed over the engine's partitions (``max_label``: the
+            highest).
+
+    Raises:
+        AccountingError: input != used + quarantined.
+    """
+    tags = {c: int(n) for c, n in ledger.items()}
+    received, used = tags.pop(RECEIVED, 0), tags.pop(USED, 0)
+    duplicates, top = tags.pop(EXACT_DUPLICATE, 0), tags.pop(MAX_LABEL, None)
+    quarantined = {c: n for c, n in tags.items() if n}
+    if received != used + sum(quarantined.values()):
+        raise AccountingError(
+            f"{name} {source}: input rows {received} (received by the evaluation) != used "
+            f"{used} + quarantined {sum(quarantined.values())} {dict(sorted(quarantined.items()))}; "
+            "rows were lost or duplicated inside the evaluation; nothing was written"
+        )
+    by_key = {"{}": {_INPUT_TAG: received, _USED_TAG: used, **quarantined,
+                     _DUPLICATE_TAG: duplicates}}
+    return dataclasses.replace(_input_account(name, source, by_key), used_max=top)
 
 
 def _input_account(name: str, source: str, by_key: dict[str, dict[str, int]]) -> InputAccount:

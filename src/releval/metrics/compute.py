@@ -26,9 +26,10 @@ from pyspark.sql import functions as F
 from releval import schemas as S
 from releval.config import NEGATIVE_LABELS
 from releval.layout import by_query
-from releval.metrics.kernel import LEDGER, LEDGER_ROWS, arrow_run_stats
+from releval.metrics.kernel import LEDGER, LEDGER_ROWS, QRELS_LABEL, arrow_run_stats
 from releval.metrics.registry import Measure
 from releval.metrics.stats import IDEAL_POSITION, Stats
+from releval.validate import REASON
 
 IN_RUN = "_in_run"
 IN_QRELS = "_in_qrels"
@@ -183,9 +184,9 @@ def query_measures(
             :func:`releval.layout.by_query` (an engine may skip its shuffle).
         negative_labels: what a negative label means, ``"unjudged"`` (trec_eval) or
             ``"judged"`` (see :func:`judgment`).
-        ledger: ``run`` is every run row with the row rules' ``_reason``: the engine counts
-            the scan and the rejected rows in its own pass (the ledger rows of
-            :mod:`releval.metrics.kernel`) and ranks the clean rows.
+        ledger: ``run`` is every run row and ``qrels`` every qrels row, each with the row
+            rules' ``_reason``: the engine counts them and the rejected rows in its own
+            pass (the ledger rows of :mod:`releval.metrics.kernel`) and uses the clean rows.
         keep: applied to the run statistics before they are read twice (the run
             partitions for ``missing_queries = "zero"``, then the join): the job persists
             them so that the engine runs once.
@@ -216,13 +217,23 @@ def query_measures(
                 spec.num_rel_ret(m, view).cast("long").alias(S.NUM_REL_RET),
             )
         )
-    # every qrels row keeps its query in the query set; only judgments reach the engines
-    labelled = qrels.withColumn(S.RELEVANCE, judgment(negative_labels))
+    # every clean qrels row keeps its query in the query set; only judgments count
+    if ledger:
+        # every qrels row goes to the engine, which counts them (the qrels' ledger): the
+        # label as read for the accounting, the judgment (null: none) for the measures
+        labelled = qrels.withColumn(QRELS_LABEL, F.col(S.RELEVANCE)).withColumn(
+            S.RELEVANCE, F.when(F.col(REASON).isNull(), judgment(negative_labels))
+        )
+        clean = labelled.where(F.col(REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
+        to_engine = labelled
+    else:
+        clean = qrels.withColumn(S.RELEVANCE, judgment(negative_labels))
+        to_engine = clean.where(F.col(S.RELEVANCE).isNotNull())
     # laid out by query id first: the per-document maximum, the ideal-ranking window and
     # the per-query aggregation then all run in that one layout (one shuffle, not two)
-    judgments = prepare_qrels(labelled if laid_out_by_query else by_query(labelled))
+    judgments = prepare_qrels(clean if laid_out_by_query else by_query(clean))
     run_q = run_stats(
-        run, labelled.where(F.col(S.RELEVANCE).isNotNull()), stats=stats,
+        run, to_engine, stats=stats,
         partition_columns=partition_columns, laid_out_by_query=laid_out_by_query,
         **({"ledger": True} if ledger else {}),
     )

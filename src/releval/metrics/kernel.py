@@ -29,6 +29,16 @@ queries' rows: the input accounting comes out of the evaluation's own pass, and 
 engine loses between receiving and ranking breaks ``received = used + quarantined``. The
 counts are data, not accumulators, so a retried task or a recomputed stage does not count
 twice (``DataFrame.observe`` would, in Spark 4.0).
+
+The qrels rows come the same way, every one with its row rules' reason and its label as
+read (``_qrels_label``): the engine counts those it received and those rejected per
+reason, and then, over the clean ones it keeps, the rows with a lower label than another
+row of their (query, doc) (``conflicting_label``: the highest label is the one used), the
+exact duplicate judgments (kept, counted once), the rows used and the highest used label.
+A (query, doc)'s rows share a query, so one shuffle partition sees them all. These ledger
+rows carry :data:`releval.validate.QRELS_LEDGER` before their tag and null partition
+columns (the qrels belong to no run partition): the job's only pass over the qrels rows
+that the evaluation does not make anyway.
 """
 
 from __future__ import annotations
@@ -47,7 +57,15 @@ from releval import schemas as S
 from releval.layout import by_query
 from releval.metrics.stats import RunStat, Stats
 from releval.partitions import quote_identifier
-from releval.validate import REASON, RECEIVED
+from releval.validate import (
+    CONFLICTING,
+    EXACT_DUPLICATE,
+    MAX_LABEL,
+    QRELS_LEDGER,
+    REASON,
+    RECEIVED,
+    USED,
+)
 
 _IS_RUN = "_is_run"
 _ORDER = "_order"
@@ -60,6 +78,9 @@ _REPEATED = "_repeated"
 LEDGER = "_ledger"
 #: On a ledger row: how many rows.
 LEDGER_ROWS = "_rows"
+#: On a qrels row of the ledger's input: the typed label as read (the accounting's; the
+#: ``relevance`` column holds the judgment the measures read, null when it is none).
+QRELS_LABEL = "_qrels_label"
 
 _COUNT_KINDS = ("num_ret", "ret", "judged_ret", "rel_ret")
 _LIST_KINDS = ("rel_pos", "nonrel_above")
@@ -230,9 +251,16 @@ KINDS: dict[str, Callable[[_Ranked, RunStat], Any]] = {
 
 
 def _labels(qrels: pa.Table, query: np.ndarray, doc: np.ndarray, docs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (query, doc) keys of the qrels and their label (the highest per key)."""
+    """Sorted (query, doc) keys of the qrels' judgments and their label (the highest per key).
+
+    A row with a null label is not a judgment (:func:`releval.metrics.compute.judgment`).
+    """
+    labels = qrels.column(S.RELEVANCE)
+    if labels.null_count:
+        judged = _numpy(pc.is_valid(labels)).astype(bool)
+        query, doc, labels = query[judged], doc[judged], labels.filter(pa.array(judged))
     key = query * docs + doc
-    label = _numpy(qrels.column(S.RELEVANCE)).astype(np.int64)
+    label = _numpy(labels).astype(np.int64)
     order = np.lexsort((label, key))
     key, label = key[order], label[order]
     last = np.concatenate((key[1:] != key[:-1], [True])) if len(key) else np.zeros(0, dtype=bool)
@@ -260,17 +288,24 @@ def partition_stats(
     """
     ledger = None
     if REASON in table.column_names:
-        # counted first, from every run row received: nothing is dropped before this
+        # counted first, from every row received: nothing is dropped before this
         is_run = pc.equal(table.column(_IS_RUN), True)
-        rejected = pc.and_(is_run, pc.is_valid(table.column(REASON)))
+        rejected = pc.is_valid(table.column(REASON))
         any_rejected = pc.any(rejected).as_py()
-        ledger = _ledger_rows(
-            table.select(list(partition_columns)).filter(is_run),
-            table.select([*partition_columns, REASON]).filter(rejected) if any_rejected else None,
-            partition_columns,
-        )
+        received = [
+            _ledger_rows(
+                table.select(list(partition_columns)).filter(is_run),
+                table.select([*partition_columns, REASON]).filter(pc.and_(is_run, rejected))
+                if any_rejected else None,
+                partition_columns,
+            ),
+            _qrels_received(table.select([REASON]).filter(pc.invert(is_run))),
+        ]
         if any_rejected:  # copies the partition's columns: only when a row was rejected
             table = table.filter(pc.invert(rejected))
+        # the qrels rows kept, counted from what the evaluation reads
+        kept = _qrels_kept(table.filter(pc.invert(pc.equal(table.column(_IS_RUN), True))))
+        ledger = pa.concat_tables([*received, kept], promote_options="default")
     stats = _query_stats(table, specs=specs, partition_columns=partition_columns, rank_by=rank_by)
     if ledger is None:
         return stats
@@ -279,8 +314,9 @@ def partition_stats(
         LEDGER_ROWS, pa.nulls(n, pa.int64())
     )
     m = ledger.num_rows
+    ledger = ledger.select([c for c in [*partition_columns, LEDGER, LEDGER_ROWS]])
     filled = [
-        ledger.column(f.name) if f.name in ledger.column_names
+        ledger.column(f.name).cast(f.type) if f.name in ledger.column_names
         else pa.array(np.zeros(m, dtype=bool)) if f.name == _IN_RUN
         else pa.array(np.zeros(m, dtype=np.int64)) if f.name == _REPEATED
         else pa.nulls(m, f.type)
@@ -309,6 +345,50 @@ def _ledger_rows(
                                 LEDGER: reasons.column(REASON).cast(pa.string()),
                                 LEDGER_ROWS: reasons.column("count_all").cast(pa.int64())}))
     return pa.concat_tables(tables)
+
+
+def _qrels_ledger(counts: dict[str, int]) -> pa.Table:
+    """Qrels ledger rows (null partition columns, added by :func:`partition_stats`)."""
+    tags = [k for k, n in counts.items() if n or k in (RECEIVED, MAX_LABEL)]
+    return pa.table({
+        LEDGER: pa.array([QRELS_LEDGER + k for k in tags], pa.string()),
+        LEDGER_ROWS: pa.array([counts[k] for k in tags], pa.int64()),
+    })
+
+
+def _qrels_received(reasons: pa.Table) -> pa.Table:
+    """The qrels rows received (their ``_reason`` column), and those rejected per reason."""
+    counts = {RECEIVED: reasons.num_rows}
+    if reasons.num_rows and reasons.column(REASON).null_count < reasons.num_rows:
+        per = reasons.filter(pc.is_valid(reasons.column(REASON))).group_by([REASON]).aggregate(
+            [([], "count_all")]
+        )
+        counts.update(zip(per.column(REASON).to_pylist(), per.column("count_all").to_pylist(),
+                          strict=True))
+    return _qrels_ledger(counts)
+
+
+def _qrels_kept(qrels: pa.Table) -> pa.Table:
+    """Over the clean qrels rows the evaluation reads: the rows with a lower label than
+    another row of their (query, doc) (``conflicting_label``), the exact duplicates, the
+    rows used (the others) and the highest used label."""
+    if not qrels.num_rows:
+        return _qrels_ledger({})
+    query, _ = _codes(qrels.column(S.QUERY_ID))
+    doc, dictionary = _codes(qrels.column(S.DOC_ID))
+    key = query * max(len(dictionary), 1) + doc
+    label = _numpy(qrels.column(QRELS_LABEL)).astype(np.int64)
+    order = np.lexsort((-label, key))  # by (query, doc), its highest label first
+    key, label = key[order], label[order]
+    first = np.concatenate(([True], key[1:] != key[:-1]))
+    best = label[first][np.cumsum(first) - 1]
+    conflicting = int(np.count_nonzero(label < best))
+    return _qrels_ledger({
+        USED: len(label) - conflicting,
+        CONFLICTING: conflicting,
+        EXACT_DUPLICATE: int(np.count_nonzero((label == best) & ~first)),
+        MAX_LABEL: int(label.max()),
+    })
 
 
 def _query_stats(
@@ -371,13 +451,14 @@ def arrow_run_stats(
 
     Args:
         run: canonical run rows.
-        qrels: canonical qrels rows.
+        qrels: canonical qrels rows (a null relevance: not a judgment).
         stats: the collector the measures filled.
         partition_columns: the run's partition columns.
         laid_out_by_query: ignored: the union of both inputs is shuffled by query id here
             (a union of two partitioned inputs is not partitioned).
-        ledger: ``run`` holds every run row with the row rules' ``_reason``; the result
-            gets the ledger rows (see the module docstring).
+        ledger: ``run`` holds every run row with the row rules' ``_reason``, ``qrels``
+            every qrels row with its ``_reason`` and ``_qrels_label``; the result gets the
+            ledger rows of both (see the module docstring).
 
     Returns:
         Partition columns, query_id, ``_in_run``, ``_repeated`` and the statistics, like
@@ -390,7 +471,7 @@ def arrow_run_stats(
         F.col(order_column).cast("double").alias(_ORDER),
         F.lit(None).cast("int").alias(S.RELEVANCE),
         F.lit(True).alias(_IS_RUN),
-        *([F.col(REASON)] if ledger else []),
+        *([F.col(REASON), F.lit(None).cast("int").alias(QRELS_LABEL)] if ledger else []),
     )
     judgments = qrels.select(
         *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
@@ -398,7 +479,7 @@ def arrow_run_stats(
         F.lit(None).cast("double").alias(_ORDER),
         F.col(S.RELEVANCE).cast("int").alias(S.RELEVANCE),
         F.lit(False).alias(_IS_RUN),
-        *([F.lit(None).cast("string").alias(REASON)] if ledger else []),
+        *([F.col(REASON), F.col(QRELS_LABEL).cast("int").alias(QRELS_LABEL)] if ledger else []),
     )
     specs = dict(stats.run_spec)
     rank_by = stats.rank_by
@@ -421,4 +502,4 @@ def arrow_run_stats(
     return by_query(rows.unionByName(judgments)).mapInArrow(compute, schema)
 
 
-__all__ = ["KINDS", "LEDGER", "LEDGER_ROWS", "arrow_run_stats", "partition_stats"]
+__all__ = ["KINDS", "LEDGER", "LEDGER_ROWS", "QRELS_LABEL", "arrow_run_stats", "partition_stats"]
