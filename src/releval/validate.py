@@ -284,8 +284,9 @@ def label_qrels(qrels: DataFrame) -> DataFrame:
     """Qrels rows with typed canonical columns, ``_reason`` (null = clean) and
     ``_raw_relevance`` (the original label): what the quarantine reads.
 
-    The ``conflicting_label`` rule is the engine's ledger's (``releval.metrics.kernel``):
-    a clean row with a lower label than another clean row of its (query, doc).
+    ``conflicting_label``: a clean row with a lower label than another clean row of its
+    (query, doc). The job's evaluation counts the same rule in its own pass (the engine's
+    qrels ledger, ``releval.metrics.kernel``); this labelling gives the quarantine its rows.
     """
     typed = _typed_qrels(qrels)
     valid = F.col(REASON).isNull()
