@@ -65,6 +65,24 @@ def test_the_used_rows_are_what_the_evaluation_ranked(spark: SparkSession, tmp_p
     }
 
 
+def _fails_with_nothing_written(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, fault: object
+) -> str:
+    """Run the job with the kernel's function ``name`` replaced by ``fault``: it must fail
+    with an AccountingError before anything is written; returns the error's message."""
+    monkeypatch.setattr(kernel, name, fault)
+    # the Python workers get the kernel's functions (and the fault) by value
+    cloudpickle.register_pickle_by_value(kernel)
+    try:
+        with pytest.raises(AccountingError) as error:
+            pipeline.run(spark, _config(tmp_path))
+    finally:
+        cloudpickle.unregister_pickle_by_value(kernel)
+    assert not (tmp_path / "out" / "per_query").exists()
+    assert not (tmp_path / "out" / "aggregate").exists()
+    return str(error.value)
+
+
 def test_rows_lost_inside_the_engine_fail_the_job_and_nothing_is_written(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -75,19 +93,9 @@ def test_rows_lost_inside_the_engine_fail_the_job_and_nothing_is_written(
         lost = pc.and_(pc.equal(table.column("run_id"), "r2"), pc.equal(table.column("doc_id"), "b"))
         return rank(table.filter(pc.invert(pc.fill_null(lost, False))), **kwargs)
 
-    monkeypatch.setattr(kernel, "_query_stats", lossy)
-    # the Python workers get the kernel's functions (and the fault) by value
-    cloudpickle.register_pickle_by_value(kernel)
-    try:
-        with pytest.raises(AccountingError) as error:
-            pipeline.run(spark, _config(tmp_path))
-    finally:
-        cloudpickle.unregister_pickle_by_value(kernel)
-    message = str(error.value)
+    message = _fails_with_nothing_written(spark, tmp_path, monkeypatch, "_query_stats", lossy)
     # r2: 2 rows received, 1 ranked, 0 quarantined
     assert "partition run_id=r2: input rows 2 (received by the evaluation) != used 1" in message
-    assert not (tmp_path / "out" / "per_query").exists()
-    assert not (tmp_path / "out" / "aggregate").exists()
 
 
 def test_qrels_rows_lost_inside_the_engine_fail_the_job_and_nothing_is_written(
@@ -99,16 +107,6 @@ def test_qrels_rows_lost_inside_the_engine_fail_the_job_and_nothing_is_written(
         # the fault: the engine loses the judgment (q2, c) after receiving it
         return keep(qrels.filter(pc.invert(pc.equal(qrels.column("doc_id"), "c"))))
 
-    monkeypatch.setattr(kernel, "_qrels_kept", lossy)
-    cloudpickle.register_pickle_by_value(kernel)
-    try:
-        with pytest.raises(AccountingError) as error:
-            pipeline.run(spark, _config(tmp_path))
-    finally:
-        cloudpickle.unregister_pickle_by_value(kernel)
+    message = _fails_with_nothing_written(spark, tmp_path, monkeypatch, "_qrels_kept", lossy)
     # 2 qrels rows received, 1 used, none rejected
-    assert "qrels.txt: input rows 2 (received by the evaluation) != used 1 + quarantined 0" in str(
-        error.value
-    )
-    assert not (tmp_path / "out" / "per_query").exists()
-    assert not (tmp_path / "out" / "aggregate").exists()
+    assert "qrels.txt: input rows 2 (received by the evaluation) != used 1 + quarantined 0" in message
