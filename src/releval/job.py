@@ -205,8 +205,11 @@ def run_job(
     parts = list(config.run.partition_columns)
     out_parts = list(config.output_partition_columns)
     log_path, log_table = lineage.run_log_location(config)
-    run_version = lineage.input_version(spark, config.run)
-    qrels_version = lineage.input_version(spark, config.qrels)
+    # the inputs' Delta versions, pinned for the run (Delta loads each table's log here:
+    # on a new JVM this is seconds of driver-side work, so --profile shows it)
+    with phases.phase("input versions"):
+        run_version = lineage.input_version(spark, config.run)
+        qrels_version = lineage.input_version(spark, config.qrels)
     run_filter = _and(config.run.filter, selection_predicate(selection))
     base = dict(
         job_run_id=job_run_id,

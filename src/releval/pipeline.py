@@ -409,12 +409,17 @@ def run(
         kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return kept[-1]
 
-    result = _evaluate_job(config, inputs.run, inputs.qrels, inputs.laid_out_by_query, keep=keep)
     out_parts = config.output_partition_columns
-    queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
-    kept.append(queries)
     try:
         with phases.phase("evaluation"):
+            # planned inside the phase: persisting a DataFrame plans its query (Spark's
+            # optimizer and the inputs' file listing run on the driver, seconds for a
+            # small run), which is the evaluation's time as much as its Spark jobs are
+            result = _evaluate_job(
+                config, inputs.run, inputs.qrels, inputs.laid_out_by_query, keep=keep
+            )
+            queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
+            kept.append(queries)
             found = _query_counts(
                 queries, parts, missing_queries=config.evaluation.missing_queries,
                 measures=measures,
