@@ -35,7 +35,7 @@ from releval.metrics.kernel import LEDGER, LEDGER_ROWS, arrow_run_stats
 from releval.profile import Phases
 from releval.quality import QualityReport, finish_checks, job_inputs
 from releval.testhooks import pause
-from releval.validate import MAX_LABEL, QRELS_LEDGER, USED
+from releval.validate import QRELS_LEDGER, USED
 
 
 @dataclass(frozen=True)
@@ -239,8 +239,8 @@ class _Counts:
     queries: dict[str, int]
     #: the run's ledger, by partition values as strings
     run_ledger: dict[tuple[str | None, ...], dict[str, int]]
-    #: the qrels' ledger by tag (the tags without ``qrels:``)
-    qrels_ledger: dict[str, int]
+    #: the qrels' ledger rows as (tag without ``qrels:``, count), one per engine partition
+    qrels_ledger: tuple[tuple[str, int], ...]
     unjudged: tuple[UnjudgedRate, ...]
 
 
@@ -256,8 +256,8 @@ def _query_counts(
     (:func:`releval.validate.account_ledger`): the rows the engine received and the rows the row
     rules rejected per reason (the engine's ledger rows), the repeated documents it dropped
     (``duplicate_doc``) and the rows it ranked (``used``, the sum of ``num_ret``); the
-    qrels' ledger (its ledger rows' tags start with ``qrels:``; they belong to no run
-    partition: summed over the engine's partitions, ``max_label`` the highest); and per
+    qrels' ledger rows (their tags start with ``qrels:``; they belong to no run partition,
+    :func:`releval.validate.account_qrels_ledger` folds them); and per
     cutoff k, 1 - the mean Judged@k over the scored queries with retrieved documents (what
     the per-query table's Judged@k rows give).
     """
@@ -298,14 +298,13 @@ def _query_counts(
     )
     # without partition columns the aggregation is global: one row, null when empty
     by_partition: dict[tuple[str | None, ...], dict[str, int]] = {}
-    qrels: dict[str, int] = {}
+    qrels: list[tuple[str, int]] = []
     for r in rows:
         entry: dict[str, int] = {}
         for item in r["ledger"] or ():
             tag, n = item[LEDGER], int(item[LEDGER_ROWS])
             if tag.startswith(QRELS_LEDGER):
-                tag = tag[len(QRELS_LEDGER):]
-                qrels[tag] = max(qrels.get(tag, n), n) if tag == MAX_LABEL else qrels.get(tag, 0) + n
+                qrels.append((tag.removeprefix(QRELS_LEDGER), n))
             else:
                 entry[tag] = entry.get(tag, 0) + n
         if r["repeated"]:
@@ -325,7 +324,7 @@ def _query_counts(
         for k in judged
         if r[f"judged_{k}"] is not None
     )
-    return _Counts(counts, by_partition, qrels, rates)
+    return _Counts(counts, by_partition, tuple(qrels), rates)
 
 
 def _evaluate_job(

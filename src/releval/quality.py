@@ -25,7 +25,7 @@ later job re-read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -243,7 +243,7 @@ def finish_checks(
     inputs: JobInputs,
     *,
     ledger: Mapping[tuple[str | None, ...], Mapping[str, int]],
-    qrels_ledger: Mapping[str, int],
+    qrels_ledger: Iterable[tuple[str, int]],
     strict: bool | None = None,
     replace: str | None = None,
     job_run_id: str | None = None,
@@ -256,8 +256,8 @@ def finish_checks(
         inputs: the job's inputs.
         ledger: the evaluation's run counts per run partition (values as strings, in
             partition column order): :func:`releval.validate.account_ledger`.
-        qrels_ledger: the evaluation's qrels counts by tag (without
-            :data:`releval.validate.QRELS_LEDGER`):
+        qrels_ledger: the evaluation's qrels ledger rows as (tag without
+            :data:`releval.validate.QRELS_LEDGER`, count):
             :func:`releval.validate.account_qrels_ledger`.
         strict: overrides ``evaluation.strict`` when given (the ``--strict`` flag).
         replace: the outputs' replaceWhere predicate (None: whole tables); the quarantine's

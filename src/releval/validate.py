@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, Window
@@ -321,16 +321,6 @@ def _quarantine(
     )
 
 
-def row_clean_qrels(qrels: DataFrame) -> DataFrame:
-    """The qrels rows that pass the row rules, typed.
-
-    A conflicting lower label is still there: the evaluation keeps the highest label of a
-    (query, doc), the one the ``conflicting_label`` rule keeps.
-    """
-    typed = _typed_qrels(qrels)
-    return typed.where(F.col(REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
-
-
 def split_labelled_run(
     labelled: DataFrame,
     *,
@@ -526,7 +516,7 @@ def account_ledger(
     return _input_account(name, source, by_key)
 
 
-def account_qrels_ledger(name: str, source: str, ledger: Mapping[str, int]) -> InputAccount:
+def account_qrels_ledger(name: str, source: str, ledger: Iterable[tuple[str, int]]) -> InputAccount:
     """The qrels' account from the evaluation's qrels ledger, with the invariant checked.
 
     The engine counts every qrels row it received (``received``) and those the row rules
@@ -539,14 +529,18 @@ def account_qrels_ledger(name: str, source: str, ledger: Mapping[str, int]) -> I
     Args:
         name: ``qrels``.
         source: the qrels' source, for messages.
-        ledger: counts by tag (``received``, ``used``, ``exact_duplicate``, ``max_label``
-            and the reason codes), summed over the engine's partitions (``max_label``: the
-            highest).
+        ledger: the engine's qrels ledger rows as (tag, count), the tag without
+            :data:`QRELS_LEDGER` (``received``, ``used``, ``exact_duplicate``,
+            ``max_label`` and the reason codes), one per shuffle partition and tag: the
+            counts are summed over the partitions, ``max_label`` is the highest.
 
     Raises:
         AccountingError: input != used + quarantined.
     """
-    tags = {c: int(n) for c, n in ledger.items()}
+    tags: dict[str, int] = {}
+    for tag, n in ledger:
+        n = int(n)
+        tags[tag] = max(tags.get(tag, n), n) if tag == MAX_LABEL else tags.get(tag, 0) + n
     received, used = tags.pop(RECEIVED, 0), tags.pop(USED, 0)
     duplicates, top = tags.pop(EXACT_DUPLICATE, 0), tags.pop(MAX_LABEL, None)
     quarantined = {c: n for c, n in tags.items() if n}
