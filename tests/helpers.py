@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from sql_oracle import ENGINES
 
 from releval import schemas as S
-from releval.metrics import parse_measures
+from releval.metrics import Measure, parse_measures
+from releval.metrics.compute import IN_QRELS, MEASURES
 from releval.pipeline import Evaluation, evaluate
 
 #: The engine ``evaluate_rows`` uses (a name of ``sql_oracle.ENGINES``: production's Arrow
@@ -48,3 +50,23 @@ def values(evaluation: Evaluation) -> dict[tuple[str, str], float]:
         (r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE]
         for r in evaluation.per_query.select(S.QUERY_ID, S.MEASURE_KEY, S.VALUE).collect()
     }
+
+
+def as_queries(
+    per_query: DataFrame, measures: Sequence[Measure], partition_columns: Sequence[str]
+) -> DataFrame:
+    """Per-query table rows -> the evaluation's wide table that :func:`releval.aggregate.
+    aggregate` reads: one row per (partition, query), scored, the measures in an array in
+    the order of ``measures`` (null where a query has no row of that measure)."""
+    parts = list(partition_columns)
+    entry = F.struct(S.MEASURE, S.CUTOFF, S.REL_LEVEL, S.JUDGED_ONLY, S.MEASURE_KEY,
+                     S.VALUE, S.NUM_REL, S.NUM_REL_RET)
+    return per_query.groupBy(*parts, S.QUERY_ID).agg(
+        F.lit(True).alias(IN_QRELS),
+        F.first(S.NUM_RET).alias(S.NUM_RET),
+        F.first(S.NEGATIVE_LABELS).alias(S.NEGATIVE_LABELS),
+        F.array(*[
+            F.first(F.when(F.col(S.MEASURE_KEY) == m.key, entry), ignorenulls=True)
+            for m in measures
+        ]).alias(MEASURES),
+    )

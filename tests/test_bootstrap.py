@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import as_queries
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from scipy import stats
@@ -87,7 +88,7 @@ def test_spark_bootstrap_is_the_kernel_and_ignores_partitioning(spark):
     settings = IntervalSettings(method="bootstrap", resamples=3000, seed=11)
 
     def intervals(df):
-        rows = aggregate(df, measures=measures, partition_columns=["system"], intervals=settings)
+        rows = aggregate(as_queries(df, measures, ["system"]), measures=measures, partition_columns=["system"], intervals=settings)
         return {r["system"]: (r[S.CI_LOW], r[S.CI_HIGH], r[S.CI_METHOD], r[S.VALUE])
                 for r in rows.collect()}
 
@@ -108,6 +109,6 @@ def test_spark_bootstrap_is_the_kernel_and_ignores_partitioning(spark):
     assert low <= value <= high
     assert one["b"][:3] == (None, None, "bootstrap")  # one query: no interval
     # another seed, other weights
-    other = aggregate(per_query, measures=measures, partition_columns=["system"],
+    other = aggregate(as_queries(per_query, measures, ["system"]), measures=measures, partition_columns=["system"],
                       intervals=IntervalSettings(method="bootstrap", resamples=3000, seed=12))
     assert other.where("system = 'a'").first()[S.CI_LOW] != low

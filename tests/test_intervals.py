@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import as_queries
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from scipy import stats
@@ -47,7 +48,7 @@ def test_t_interval_by_hand(spark):
     per_query, measures = per_query_rows(
         spark, {"a": [0.2, 0.4, 0.6], "b": [0.8], "c": [0.6] * 7}
     )
-    rows = by_system(aggregate(per_query, measures=measures, partition_columns=["system"]))
+    rows = by_system(aggregate(as_queries(per_query, measures, ["system"]), measures=measures, partition_columns=["system"]))
     half = 4.302652729911275 * 0.2 / math.sqrt(3)
     assert half == pytest.approx(0.4968275, abs=1e-7)
     a = rows["a"]
@@ -69,7 +70,8 @@ def test_micro_and_sum_rows_have_no_interval(spark):
     measures = parse_measures(["P@5", "num_rel"])
     counts = per_query.withColumn(S.MEASURE, F.lit("num_rel")).withColumn(
         S.MEASURE_KEY, F.lit("num_rel")).withColumn(S.CUTOFF, F.lit(None).cast("int"))
-    rows = aggregate(per_query.unionByName(counts), measures=measures,
+    both = as_queries(per_query.unionByName(counts), measures, ["system"])
+    rows = aggregate(both, measures=measures,
                      partition_columns=["system"]).collect()
     kinds = {(r[S.MEASURE_KEY], r[S.AVERAGING]) for r in rows}
     assert kinds == {("P@5", "macro"), ("P@5", "micro"), ("num_rel", "sum")}
@@ -93,7 +95,7 @@ def test_interval_narrows_as_queries_grow(spark):
     values = np.random.default_rng(12).beta(2, 5, size=400)
     nested = {f"n{n:03d}": values[:n].tolist() for n in (25, 100, 400)}
     per_query, measures = per_query_rows(spark, nested)
-    rows = by_system(aggregate(per_query, measures=measures, partition_columns=["system"]))
+    rows = by_system(aggregate(as_queries(per_query, measures, ["system"]), measures=measures, partition_columns=["system"]))
     widths = [rows[k][S.CI_HIGH] - rows[k][S.CI_LOW] for k in sorted(rows)]
     assert widths[0] > widths[1] > widths[2] > 0
     # about 1/sqrt(n): width ratio 25 -> 400 queries near 4 (t_24 vs t_399 and s differ a bit)

@@ -1,4 +1,5 @@
-"""Per-query rows -> one aggregate row per (run partition, measure, averaging).
+"""The evaluation's wide per-query table -> one aggregate row per (run partition, measure,
+averaging).
 
 * ``macro``: the mean over queries of the per-query values (trec_eval's ``all``).
 * ``micro``: pooled counts over queries, for the measures whose spec defines it
@@ -8,54 +9,208 @@
 
 Every macro row carries a confidence interval of its mean (``ci_low``, ``ci_high``,
 ``ci_method``, ``ci_level``; see :mod:`releval.inference.intervals`): the t interval
-from ``stddev_samp`` of the same aggregation, or a bootstrap interval joined on the
-group keys. Micro and sum rows have none (null).
+from ``stddev_samp`` of the same aggregation, or a bootstrap interval of the per-query
+values. Micro and sum rows have none (null).
 
-Which averagings apply to which measure comes from the registry, as a small
-broadcast table joined on ``measure_key`` (a per-measure CASE expression would
-grow with the measure list and slow Spark's optimizer down).
+The aggregate is two steps, each in one place:
+
+1. :func:`sums`: the aggregation's columns over the evaluation's wide table (one row per
+   run partition and query, the measures in an array; :mod:`releval.metrics.compute`),
+   for **one** ``groupBy`` by run partition. The job adds them to the aggregation that
+   also gives its summary's counts and ledgers (``releval.pipeline``), so the aggregate
+   costs no pass over the per-query rows of its own.
+2. :func:`rows`: the few collected rows (one per run partition) -> the aggregate
+   table's rows, on the driver: which averagings apply to a measure comes from its
+   registry spec, so no table of averagings is joined or broadcast.
+
+:func:`aggregate` runs both (and the bootstrap, if asked) for a wide table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from pyspark.sql import DataFrame, Row
+import numpy as np
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from releval import schemas as S
 from releval.config import IntervalSettings
 from releval.inference import intervals as ci
+from releval.inference import kernel as ci_kernel
+from releval.metrics.compute import IN_QRELS, MEASURES, long_format
 from releval.metrics.registry import Measure
-from releval.metrics.stats import safe_divide
 
-_MEAN, _SUM, _N, _REL_RET, _REL, _MICRO = "_mean", "_sum", "_n", "_rel_ret", "_rel", "_micro"
-_SD = "_sd"
+#: the scored queries of a run partition (those in the qrels: the per-query table's rows)
+N = "_agg_n"
+_RULE = "_agg_negative_labels"
+
+#: a bootstrap interval per (run partition values, measure key)
+Bootstrap = Mapping[tuple[tuple[Any, ...], str], tuple[float | None, float | None]]
 
 
-def averagings(per_query: DataFrame, measures: Sequence[Measure]) -> DataFrame:
-    """(measure_key, averaging, micro denominator) for each averaging of each measure."""
-    rows = [
-        (m.key, averaging, m.spec.micro if averaging == "micro" else None)
-        for m in measures
-        for averaging in m.spec.averaging
-        if averaging != "micro" or m.spec.micro is not None
+def _col(name: str, i: int) -> str:
+    return f"_agg_{name}_{i}"
+
+
+def sums(measures: Sequence[Measure], *, intervals: IntervalSettings) -> list[Column]:
+    """The aggregate's columns for a ``groupBy`` of the wide table by run partition.
+
+    Over the scored queries (``_in_qrels``; the per-query table's rows): their count, and
+    for measure ``i`` (its index in the wide table's measure array) what its averagings
+    need: the mean and, for the t interval, ``stddev_samp`` (clamped at 0) of its values;
+    the sum of its values; the sums of its ``num_rel_ret`` and ``num_rel`` (micro).
+    """
+    scored = F.col(IN_QRELS)
+    columns = [
+        F.count_if(scored).alias(N),
+        # one rule per job: the same on every row
+        F.first(F.when(scored, F.col(S.NEGATIVE_LABELS)), ignorenulls=True).alias(_RULE),
     ]
-    schema = f"{S.MEASURE_KEY} string, {S.AVERAGING} string, {_MICRO} string"
-    return per_query.sparkSession.createDataFrame(rows, schema)
+    for i, m in enumerate(measures):
+        entry = F.col(MEASURES)[i]
+        value = F.when(scored, entry[S.VALUE])
+        spec = m.spec
+        if "macro" in spec.averaging:
+            columns.append(F.avg(value).alias(_col("mean", i)))
+            if intervals.method == "t":
+                # a stable central-moment update, clamped at 0
+                columns.append(
+                    F.greatest(F.stddev_samp(value), F.lit(0.0)).alias(_col("sd", i))
+                )
+        if "sum" in spec.averaging:
+            columns.append(F.sum(value).alias(_col("sum", i)))
+        if "micro" in spec.averaging and spec.micro is not None:
+            columns.append(F.sum(F.when(scored, entry[S.NUM_REL_RET])).alias(_col("rel_ret", i)))
+            if spec.micro == "num_rel":
+                columns.append(F.sum(F.when(scored, entry[S.NUM_REL])).alias(_col("rel", i)))
+    return columns
+
+
+def _ratio(numerator: Any, denominator: Any) -> float | None:
+    """As :func:`releval.metrics.stats.safe_divide`: 0.0 when the denominator is not > 0."""
+    if denominator is None or denominator <= 0:
+        return 0.0
+    return None if numerator is None else float(numerator) / float(denominator)
+
+
+def rows(
+    summed: Sequence[Row],
+    *,
+    measures: Sequence[Measure],
+    partition_columns: Sequence[str],
+    intervals: IntervalSettings = IntervalSettings(),
+    bootstrap: Bootstrap | None = None,
+) -> list[dict[str, Any]]:
+    """The aggregate table's rows from the collected :func:`sums` (one row per partition).
+
+    A partition without a scored query has no rows (no mean rests on it).
+
+    Args:
+        summed: rows with the run partition columns and the :func:`sums` columns.
+        measures: the measures, in the wide table's order.
+        partition_columns: the run's partition columns.
+        intervals: how the macro rows' confidence intervals are computed.
+        bootstrap: with ``intervals.method = "bootstrap"``, the intervals
+            (:func:`bootstrap`).
+
+    Returns:
+        One dict per (partition, measure, averaging), keyed by the aggregate table's
+        column names (``job_run_id`` excepted), in the order :func:`sums` implies.
+    """
+    parts = list(partition_columns)
+    out: list[dict[str, Any]] = []
+    for row in summed:
+        n = int(row[N] or 0)
+        if n == 0:
+            continue
+        values = tuple(row[c] for c in parts)
+        for i, m in enumerate(measures):
+            spec = m.spec
+            base = {
+                **dict(zip(parts, values, strict=True)),
+                S.MEASURE: m.name, S.CUTOFF: m.cutoff, S.REL_LEVEL: m.rel_level,
+                S.JUDGED_ONLY: m.judged_only, S.MEASURE_KEY: m.key,
+            }
+            for averaging in spec.averaging:
+                low = high = method = level = None
+                if averaging == "macro":
+                    value = row[_col("mean", i)]
+                    low, high = _interval(row, i, n, value, values, m, intervals, bootstrap)
+                    method, level = intervals.method, float(intervals.level)
+                elif averaging == "sum":
+                    value = row[_col("sum", i)]
+                elif spec.micro == "num_rel":
+                    value = _ratio(row[_col("rel_ret", i)], row[_col("rel", i)])
+                elif spec.micro == "cutoff_x_queries":
+                    value = _ratio(row[_col("rel_ret", i)],
+                                   None if m.cutoff is None else n * m.cutoff)
+                else:  # micro without a denominator: not an averaging of this measure
+                    continue
+                out.append({
+                    **base,
+                    S.AVERAGING: averaging,
+                    S.VALUE: None if value is None else float(value),
+                    S.NUM_QUERIES: n,
+                    S.NEGATIVE_LABELS: row[_RULE],
+                    S.CI_LOW: low, S.CI_HIGH: high, S.CI_METHOD: method, S.CI_LEVEL: level,
+                })
+    return out
+
+
+def _interval(
+    row: Row, i: int, n: int, mean: float | None, values: tuple[Any, ...], m: Measure,
+    intervals: IntervalSettings, bootstrap: Bootstrap | None,
+) -> tuple[float | None, float | None]:
+    """The macro row's interval; (None, None) with fewer than 2 queries."""
+    if intervals.method == "bootstrap":
+        return (bootstrap or {}).get((values, m.key), (None, None))
+    sd = row[_col("sd", i)]
+    if n < 2 or sd is None or mean is None:
+        return None, None
+    half = float(ci_kernel.t_half_width(np.array([sd]), np.array([n]), intervals.level)[0])
+    return mean - half, mean + half
+
+
+def bootstrap(
+    queries: DataFrame,
+    *,
+    measures: Sequence[Measure],
+    partition_columns: Sequence[str],
+    intervals: IntervalSettings,
+) -> Bootstrap:
+    """The bootstrap intervals of the macro means (:func:`releval.inference.intervals.
+    bootstrap_intervals`, over the per-query rows), collected: one per (partition, measure)."""
+    parts = list(partition_columns)
+    keys = [*parts, S.MEASURE, S.CUTOFF, S.REL_LEVEL, S.JUDGED_ONLY, S.MEASURE_KEY]
+    macro = [m.key for m in measures if "macro" in m.spec.averaging]
+    per_query = long_format(queries, partition_columns=parts).where(F.col(S.MEASURE_KEY).isin(macro))
+    found = ci.bootstrap_intervals(
+        per_query, keys=keys, resamples=intervals.resamples, level=intervals.level,
+        seed=intervals.seed,
+    ).collect()
+    return {
+        (tuple(r[c] for c in parts), r[S.MEASURE_KEY]): (r[ci.LOW], r[ci.HIGH]) for r in found
+    }
 
 
 def aggregate(
-    per_query: DataFrame,
+    queries: DataFrame,
     *,
     measures: Sequence[Measure],
     partition_columns: Sequence[str],
     intervals: IntervalSettings = IntervalSettings(),
 ) -> DataFrame:
-    """Aggregate per-query measures over the queries of each run partition.
+    """Aggregate the per-query measures over the scored queries of each run partition.
+
+    Runs the aggregation (and the bootstrap, if asked) and collects its few rows: the
+    returned DataFrame holds the computed rows.
 
     Args:
-        per_query: rows of the per-query table.
+        queries: the evaluation's wide table (``Evaluation.queries``): its measure array
+            in the order of ``measures``.
         measures: the measures in it (their specs say which averagings apply).
         partition_columns: the run's partition columns (one aggregate per partition).
         intervals: how the macro rows' confidence intervals are computed.
@@ -64,61 +219,21 @@ def aggregate(
         The columns of :func:`releval.schemas.aggregate_schema`, in order, except
         ``job_run_id`` (the batch job adds it).
     """
-    keys = [*partition_columns, S.MEASURE, S.CUTOFF, S.REL_LEVEL, S.JUDGED_ONLY, S.MEASURE_KEY]
-    # the negative-label rule is one per job: a grouping column, never a second row per key
-    grouped = per_query.groupBy(*keys, S.NEGATIVE_LABELS).agg(
-        F.avg(S.VALUE).alias(_MEAN),
-        F.sum(S.VALUE).alias(_SUM),
-        F.count(F.lit(1)).alias(_N),
-        F.sum(S.NUM_REL_RET).alias(_REL_RET),
-        F.sum(S.NUM_REL).alias(_REL),
-        # a stable central-moment update, clamped at 0; null for one query (no interval)
-        F.when(F.count(F.lit(1)) >= 2, F.greatest(F.stddev_samp(S.VALUE), F.lit(0.0))).alias(_SD),
+    parts = list(partition_columns)
+    summed = queries.groupBy(*parts).agg(*sums(measures, intervals=intervals)).collect()
+    boot = (
+        bootstrap(queries, measures=measures, partition_columns=parts, intervals=intervals)
+        if intervals.method == "bootstrap" else None
     )
-    if intervals.method == "bootstrap":
-        boot = ci.bootstrap_intervals(
-            per_query, keys=keys, resamples=intervals.resamples, level=intervals.level,
-            seed=intervals.seed,
-        )
-        grouped = _join_null_safe(grouped, boot, keys)
-        low, high = F.col(ci.LOW), F.col(ci.HIGH)
-    else:
-        half = ci.t_half_width(F.col(_SD), F.col(_N), level=intervals.level)
-        low, high = F.col(_MEAN) - half, F.col(_MEAN) + half
-    averaging, micro = F.col(S.AVERAGING), F.col(_MICRO)
-    is_macro = averaging == "macro"
-    value = (
-        F.when(averaging == "macro", F.col(_MEAN))
-        .when(averaging == "sum", F.col(_SUM))
-        .when(micro == "num_rel", safe_divide(F.col(_REL_RET), F.col(_REL)))
-        .when(
-            micro == "cutoff_x_queries",
-            safe_divide(F.col(_REL_RET), F.col(_N) * F.col(S.CUTOFF)),
-        )
+    fields = [queries.schema[c] for c in parts]
+    schema = T.StructType(
+        [f for f in S.aggregate_schema(fields).fields if f.name != S.JOB_RUN_ID]
     )
-    # the averagings as a small broadcast table: a literal map of every measure's
-    # averagings was tried and blew up the optimizer (out of heap) with the hundreds of
-    # measures of the conformance tests
-    return grouped.join(F.broadcast(averagings(per_query, measures)), on=S.MEASURE_KEY).select(
-        *keys,
-        averaging,
-        value.cast("double").alias(S.VALUE),
-        F.col(_N).cast("long").alias(S.NUM_QUERIES),
-        S.NEGATIVE_LABELS,
-        F.when(is_macro, low).cast("double").alias(S.CI_LOW),
-        F.when(is_macro, high).cast("double").alias(S.CI_HIGH),
-        F.when(is_macro, F.lit(intervals.method)).alias(S.CI_METHOD),
-        F.when(is_macro, F.lit(float(intervals.level))).alias(S.CI_LEVEL),
+    found = rows(summed, measures=measures, partition_columns=parts, intervals=intervals,
+                 bootstrap=boot)
+    return queries.sparkSession.createDataFrame(
+        [tuple(r[f.name] for f in schema.fields) for r in found], schema
     )
-
-
-def _join_null_safe(left: DataFrame, right: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """``left`` left-joined with ``right`` on ``keys``, nulls equal (cutoff is null for AP)."""
-    renamed = right.select(*[F.col(k).alias(f"_r_{k}") for k in keys],
-                           *[c for c in right.columns if c not in keys])
-    condition = [left[k].eqNullSafe(renamed[f"_r_{k}"]) for k in keys]
-    joined = left.join(renamed, on=condition, how="left")
-    return joined.drop(*[f"_r_{k}" for k in keys])
 
 
 def render_overview(

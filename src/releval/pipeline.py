@@ -16,11 +16,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from releval import schemas as S
-from releval.aggregate import aggregate, render_overview
+from releval.aggregate import aggregate, bootstrap, render_overview, sums
+from releval.aggregate import rows as aggregate_rows_of
 from releval.config import Config, IntervalSettings
 from releval.coverage import JUDGED, UnjudgedRate, render_lines, with_judged_measures
 from releval.io.atomic import read_table, replace_partitions
-from releval.io.writers import conform, with_comments
+from releval.io.writers import with_comments
 from releval.metrics import Measure, parse_measures
 from releval.metrics.compute import (
     IN_QRELS,
@@ -44,14 +45,25 @@ class Evaluation:
 
     Attributes:
         queries: one row per (run partition, query) with the ``_in_run`` / ``_in_qrels``
-            flags, for accounting.
+            flags and the measures in an array (the wide table the aggregate reads).
         per_query: the per-query table's rows.
-        aggregate: the aggregate table's rows.
+        measures, partition_columns, intervals: what :attr:`aggregate` needs.
     """
 
     queries: DataFrame
     per_query: DataFrame
-    aggregate: DataFrame
+    measures: tuple[Measure, ...]
+    partition_columns: tuple[str, ...]
+    intervals: IntervalSettings
+
+    @property
+    def aggregate(self) -> DataFrame:
+        """The aggregate table's rows (computed, and collected, when read:
+        :func:`releval.aggregate.aggregate`)."""
+        return aggregate(
+            self.queries, measures=self.measures, partition_columns=self.partition_columns,
+            intervals=self.intervals,
+        )
 
 
 def evaluate(
@@ -105,13 +117,12 @@ def evaluate(
         ledger=ledger,
         keep=keep,
     )
-    per_query = long_format(queries, partition_columns=parts)
     return Evaluation(
         queries=queries,
-        per_query=per_query,
-        aggregate=aggregate(
-            per_query, measures=measures, partition_columns=parts, intervals=intervals
-        ),
+        per_query=long_format(queries, partition_columns=parts),
+        measures=tuple(measures),
+        partition_columns=tuple(parts),
+        intervals=intervals,
     )
 
 
@@ -242,12 +253,20 @@ class _Counts:
     #: the qrels' ledger rows as (tag without ``qrels:``, count), one per engine partition
     qrels_ledger: tuple[tuple[str, int], ...]
     unjudged: tuple[UnjudgedRate, ...]
+    #: the aggregate's sums, one row per run partition (:func:`releval.aggregate.rows`)
+    sums: tuple[Row, ...] = ()
 
 
 def _query_counts(
-    queries: DataFrame, parts: Sequence[str], *, missing_queries: str, measures: Sequence[Measure]
+    queries: DataFrame,
+    parts: Sequence[str],
+    *,
+    missing_queries: str,
+    measures: Sequence[Measure],
+    intervals: IntervalSettings = IntervalSettings(),
 ) -> _Counts:
-    """The summary's query counts, both inputs' ledgers and the unjudged shares.
+    """The summary's query counts, both inputs' ledgers, the unjudged shares and the
+    aggregate's sums.
 
     One aggregation over the persisted per-query table by run partition (a few rows
     come back): the scored / without-qrels / missing query counts, the number of run
@@ -259,13 +278,16 @@ def _query_counts(
     qrels' ledger rows (their tags start with ``qrels:``; they belong to no run partition,
     :func:`releval.validate.account_qrels_ledger` folds them); and per
     cutoff k, 1 - the mean Judged@k over the scored queries with retrieved documents (what
-    the per-query table's Judged@k rows give).
+    the per-query table's Judged@k rows give); and the sums the aggregate table is made of
+    (:func:`releval.aggregate.sums`), so that the aggregate needs no pass of its own.
     """
-    as_string = [F.col(c).cast("string").alias(c) for c in parts]
+    # grouped by the typed values (the aggregate's rows) and named by their strings (the
+    # ledger's keys and the messages)
+    as_string = [F.col(c).cast("string").alias(_as_string(c)) for c in parts]
     judged = _judged_cutoffs(measures)
     with_results = F.col(IN_QRELS) & (F.col(S.NUM_RET) > 0)
     ledger = F.collect_list(F.when(F.col(LEDGER).isNotNull(), F.struct(LEDGER, LEDGER_ROWS)))
-    rows = queries.groupBy(*as_string).agg(
+    rows = queries.groupBy(*parts, *as_string).agg(
         F.count_if(F.col(IN_RUN)).alias("run_queries"),
         F.count_if(F.col(IN_RUN) & F.col(IN_QRELS)).alias("scored"),
         F.count_if(F.col(IN_RUN) & ~F.col(IN_QRELS)).alias("without_qrels"),
@@ -278,6 +300,7 @@ def _query_counts(
             F.avg(F.when(with_results, F.col(MEASURES)[i][S.VALUE])).alias(f"judged_{k}")
             for k, i in judged.items()
         ],
+        *sums(measures, intervals=intervals),
     ).collect()
     counts = {k: sum(int(r[k]) for r in rows) for k in ("scored", "without_qrels", "missing")}
     # the queries each partition's means rest on: scored ones, plus the missing ones when
@@ -312,10 +335,10 @@ def _query_counts(
         if r["evaluated"]:
             entry[USED] = int(r["evaluated"])
         if entry:
-            by_partition[tuple(r[c] for c in parts)] = entry
+            by_partition[tuple(r[_as_string(c)] for c in parts)] = entry
     rates = tuple(
         UnjudgedRate(
-            partition=tuple((c, str(r[c])) for c in parts),
+            partition=tuple((c, str(r[_as_string(c)])) for c in parts),
             cutoff=k,
             share=1.0 - float(r[f"judged_{k}"]),
             queries=int(r["with_results"]),
@@ -324,7 +347,11 @@ def _query_counts(
         for k in judged
         if r[f"judged_{k}"] is not None
     )
-    return _Counts(counts, by_partition, tuple(qrels), rates)
+    return _Counts(counts, by_partition, tuple(qrels), rates, tuple(rows))
+
+
+def _as_string(column: str) -> str:
+    return f"_string_{column}"
 
 
 def _evaluate_job(
@@ -421,7 +448,7 @@ def run(
             kept.append(queries)
             found = _query_counts(
                 queries, parts, missing_queries=config.evaluation.missing_queries,
-                measures=measures,
+                measures=measures, intervals=config.intervals,
             )
         counts = found.queries
         with phases.phase("quarantine"):
@@ -447,20 +474,25 @@ def run(
             )
         pause("between_tables")
         with phases.phase("write aggregate"):
-            # a few rows per run partition: collected once, then written and shown from
-            # the same rows (the table is not read back to print it)
+            # from the sums the evaluation's aggregation collected (a few rows per run
+            # partition; the bootstrap, if asked, is a pass of its own), then written and
+            # shown from the same rows (the table is not read back to print it)
             aggregate_schema = with_comments(S.aggregate_schema(part_fields), S.AGGREGATE_COMMENTS)
+            boot = (
+                bootstrap(queries, measures=measures, partition_columns=parts,
+                          intervals=config.intervals)
+                if config.intervals.method == "bootstrap" else None
+            )
+            names = aggregate_schema.fieldNames()
             aggregate_rows = tuple(
-                conform(
-                    aggregate(
-                        per_query, measures=measures, partition_columns=parts,
-                        intervals=config.intervals,
-                    ).select("*", lineage),
-                    aggregate_schema,
-                ).collect()
+                Row(**{k: {**r, S.JOB_RUN_ID: write.job_run_id}[k] for k in names})
+                for r in aggregate_rows_of(
+                    found.sums, measures=measures, partition_columns=parts,
+                    intervals=config.intervals, bootstrap=boot,
+                )
             )
             aggregate_written = replace_partitions(
-                spark.createDataFrame(list(aggregate_rows), aggregate_schema),
+                spark.createDataFrame([tuple(r) for r in aggregate_rows], aggregate_schema),
                 path=config.output.aggregate_path,
                 table=config.output.aggregate_table,
                 schema=aggregate_schema,
