@@ -45,7 +45,6 @@ from releval.metrics.registry import Measure
 
 #: the scored queries of a run partition (those in the qrels: the per-query table's rows)
 N = "_agg_n"
-_RULE = "_agg_negative_labels"
 
 #: a bootstrap interval per (run partition values, measure key)
 Bootstrap = Mapping[tuple[tuple[Any, ...], str], tuple[float | None, float | None]]
@@ -55,8 +54,16 @@ def _col(name: str, i: int) -> str:
     return f"_agg_{name}_{i}"
 
 
+def group_columns(partition_columns: Sequence[str]) -> list[str]:
+    """What the aggregation of :func:`sums` groups by: the run partition columns and the
+    negative-label rule (one per job: a grouping column, never a second row per key; an
+    aggregated string would make Spark sort the rows instead of hashing them)."""
+    return [*partition_columns, S.NEGATIVE_LABELS]
+
+
 def sums(measures: Sequence[Measure], *, intervals: IntervalSettings) -> list[Column]:
-    """The aggregate's columns for a ``groupBy`` of the wide table by run partition.
+    """The aggregate's columns for a ``groupBy`` of the wide table by
+    :func:`group_columns`.
 
     Over the scored queries (``_in_qrels``; the per-query table's rows): their count, and
     for measure ``i`` (its index in the wide table's measure array) what its averagings
@@ -64,11 +71,7 @@ def sums(measures: Sequence[Measure], *, intervals: IntervalSettings) -> list[Co
     the sum of its values; the sums of its ``num_rel_ret`` and ``num_rel`` (micro).
     """
     scored = F.col(IN_QRELS)
-    columns = [
-        F.count_if(scored).alias(N),
-        # one rule per job: the same on every row
-        F.first(F.when(scored, F.col(S.NEGATIVE_LABELS)), ignorenulls=True).alias(_RULE),
-    ]
+    columns = [F.count_if(scored).alias(N)]
     for i, m in enumerate(measures):
         entry = F.col(MEASURES)[i]
         value = F.when(scored, entry[S.VALUE])
@@ -109,7 +112,7 @@ def rows(
     A partition without a scored query has no rows (no mean rests on it).
 
     Args:
-        summed: rows with the run partition columns and the :func:`sums` columns.
+        summed: rows with the :func:`group_columns` and the :func:`sums` columns.
         measures: the measures, in the wide table's order.
         partition_columns: the run's partition columns.
         intervals: how the macro rows' confidence intervals are computed.
@@ -154,7 +157,7 @@ def rows(
                     S.AVERAGING: averaging,
                     S.VALUE: None if value is None else float(value),
                     S.NUM_QUERIES: n,
-                    S.NEGATIVE_LABELS: row[_RULE],
+                    S.NEGATIVE_LABELS: row[S.NEGATIVE_LABELS],
                     S.CI_LOW: low, S.CI_HIGH: high, S.CI_METHOD: method, S.CI_LEVEL: level,
                 })
     return out
@@ -220,7 +223,9 @@ def aggregate(
         ``job_run_id`` (the batch job adds it).
     """
     parts = list(partition_columns)
-    summed = queries.groupBy(*parts).agg(*sums(measures, intervals=intervals)).collect()
+    summed = queries.groupBy(*group_columns(parts)).agg(
+        *sums(measures, intervals=intervals)
+    ).collect()
     boot = (
         bootstrap(queries, measures=measures, partition_columns=parts, intervals=intervals)
         if intervals.method == "bootstrap" else None

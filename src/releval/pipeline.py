@@ -16,7 +16,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from releval import schemas as S
-from releval.aggregate import aggregate, bootstrap, render_overview, sums
+from releval.aggregate import N as AGGREGATE_N
+from releval.aggregate import aggregate, bootstrap, group_columns, render_overview, sums
 from releval.aggregate import rows as aggregate_rows_of
 from releval.config import Config, IntervalSettings
 from releval.coverage import JUDGED, UnjudgedRate, render_lines, with_judged_measures
@@ -142,6 +143,9 @@ class WriteOptions:
 
 #: Below this many queries a mean (or a comparison) gets a warning.
 FEW_QUERIES = 50
+
+#: About this many per-query rows go to one file of the per-query table (a few MB).
+ROWS_PER_FILE = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -290,7 +294,7 @@ def _query_counts(
     # row comes back with its multiplicity, and every aggregate stays declarative (a
     # collect_list of the ledger rows made Spark run the whole aggregation interpreted,
     # 3x slower with the aggregate's sums)
-    found = queries.groupBy(*parts, *as_string, LEDGER, LEDGER_ROWS).agg(
+    found = queries.groupBy(*group_columns(parts), *as_string, LEDGER, LEDGER_ROWS).agg(
         F.count(F.lit(1)).alias("items"),
         F.count_if(F.col(IN_RUN)).alias("run_queries"),
         F.count_if(F.col(IN_RUN) & F.col(IN_QRELS)).alias("scored"),
@@ -461,7 +465,13 @@ def run(
                 qrels_ledger=found.qrels_ledger, replace=write.predicate,
                 job_run_id=write.job_run_id,
             )
-        per_query = long_format(queries, partition_columns=parts)
+        # files of about ROWS_PER_FILE rows: the persisted table keeps the evaluation's
+        # shuffle partitions (hundreds at scale), and a file per partition made the write
+        # spend its time on small files and their Delta statistics
+        per_query_rows = sum(int(r[AGGREGATE_N] or 0) for r in found.sums) * len(measures)
+        per_query = long_format(queries, partition_columns=parts).coalesce(
+            max(1, -(-per_query_rows // ROWS_PER_FILE))
+        )
         lineage = F.lit(write.job_run_id).cast("string").alias(S.JOB_RUN_ID)
         metadata = f"releval job_run_id={write.job_run_id}"
         pause("before_write")
