@@ -50,8 +50,10 @@ N = "_agg_n"
 Bootstrap = Mapping[tuple[tuple[Any, ...], str], tuple[float | None, float | None]]
 
 
-def _col(name: str, i: int) -> str:
-    return f"_agg_{name}_{i}"
+def sum_column(kind: str, i: int) -> str:
+    """The name of a :func:`sums` column: ``kind`` (``mean``, ``sd``, ``sum``, ``rel_ret``,
+    ``rel``) of measure ``i``."""
+    return f"_agg_{kind}_{i}"
 
 
 def group_columns(partition_columns: Sequence[str]) -> list[str]:
@@ -77,18 +79,18 @@ def sums(measures: Sequence[Measure], *, intervals: IntervalSettings) -> list[Co
         value = F.when(scored, entry[S.VALUE])
         spec = m.spec
         if "macro" in spec.averaging:
-            columns.append(F.avg(value).alias(_col("mean", i)))
+            columns.append(F.avg(value).alias(sum_column("mean", i)))
             if intervals.method == "t":
                 # a stable central-moment update, clamped at 0
                 columns.append(
-                    F.greatest(F.stddev_samp(value), F.lit(0.0)).alias(_col("sd", i))
+                    F.greatest(F.stddev_samp(value), F.lit(0.0)).alias(sum_column("sd", i))
                 )
         if "sum" in spec.averaging:
-            columns.append(F.sum(value).alias(_col("sum", i)))
+            columns.append(F.sum(value).alias(sum_column("sum", i)))
         if "micro" in spec.averaging and spec.micro is not None:
-            columns.append(F.sum(F.when(scored, entry[S.NUM_REL_RET])).alias(_col("rel_ret", i)))
+            columns.append(F.sum(F.when(scored, entry[S.NUM_REL_RET])).alias(sum_column("rel_ret", i)))
             if spec.micro == "num_rel":
-                columns.append(F.sum(F.when(scored, entry[S.NUM_REL])).alias(_col("rel", i)))
+                columns.append(F.sum(F.when(scored, entry[S.NUM_REL])).alias(sum_column("rel", i)))
     return columns
 
 
@@ -140,15 +142,15 @@ def rows(
             for averaging in spec.averaging:
                 low = high = method = level = None
                 if averaging == "macro":
-                    value = row[_col("mean", i)]
+                    value = row[sum_column("mean", i)]
                     low, high = _interval(row, i, n, value, values, m, intervals, bootstrap)
                     method, level = intervals.method, float(intervals.level)
                 elif averaging == "sum":
-                    value = row[_col("sum", i)]
+                    value = row[sum_column("sum", i)]
                 elif spec.micro == "num_rel":
-                    value = _ratio(row[_col("rel_ret", i)], row[_col("rel", i)])
+                    value = _ratio(row[sum_column("rel_ret", i)], row[sum_column("rel", i)])
                 elif spec.micro == "cutoff_x_queries":
-                    value = _ratio(row[_col("rel_ret", i)],
+                    value = _ratio(row[sum_column("rel_ret", i)],
                                    None if m.cutoff is None else n * m.cutoff)
                 else:  # micro without a denominator: not an averaging of this measure
                     continue
@@ -170,7 +172,7 @@ def _interval(
     """The macro row's interval; (None, None) with fewer than 2 queries."""
     if intervals.method == "bootstrap":
         return (bootstrap or {}).get((values, m.key), (None, None))
-    sd = row[_col("sd", i)]
+    sd = row[sum_column("sd", i)]
     if n < 2 or sd is None or mean is None:
         return None, None
     half = float(ci_kernel.t_half_width(np.array([sd]), np.array([n]), intervals.level)[0])

@@ -1,0 +1,76 @@
+"""releval.aggregate.rows: the aggregate table's rows from the collected sums (no Spark)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from pyspark.sql import Row
+
+from releval import schemas as S
+from releval.aggregate import N, rows
+from releval.aggregate import sum_column as c
+from releval.config import IntervalSettings
+from releval.metrics import parse_measures
+
+
+def test_rows_from_the_sums_by_hand():
+    # measures, in the wide table's order: 0 = P@5, 1 = R@10, 2 = num_rel
+    measures = parse_measures(["P@5", "R@10", "num_rel"])
+    # system a, 4 scored queries: P@5 values 0.2, 0.4, 0.4, 0.6 -> mean 0.4,
+    #   sd = sqrt((0.04 + 0 + 0 + 0.04) / 3) = 0.163299..., relevant retrieved in the top 5:
+    #   1 + 2 + 2 + 3 = 8; R@10: mean 0.5, relevant retrieved in the top 10: 9 of 20 judged
+    #   relevant; num_rel: 5 + 5 + 5 + 5 = 20
+    sd = math.sqrt(0.08 / 3)
+    a = Row(**{  # the collected sums of one run partition
+        "system": "a", S.NEGATIVE_LABELS: "unjudged", N: 4,
+        c("mean", 0): 0.4, c("sd", 0): sd, c("rel_ret", 0): 8,
+        c("mean", 1): 0.5, c("sd", 1): 0.0, c("rel_ret", 1): 9, c("rel", 1): 20,
+        c("sum", 2): 20.0,
+    })
+    # system b: no scored query (every query without qrels): no rows
+    b = Row(**{**a.asDict(), "system": "b", N: 0})
+    got = {
+        (r[S.MEASURE_KEY], r[S.AVERAGING]): r
+        for r in rows([a, b], measures=measures, partition_columns=["system"])
+    }
+    assert sorted(got) == [
+        ("P@5", "macro"), ("P@5", "micro"), ("R@10", "macro"), ("R@10", "micro"),
+        ("num_rel", "sum"),
+    ]
+    assert {r["system"] for r in got.values()} == {"a"}
+    assert {r[S.NUM_QUERIES] for r in got.values()} == {4}
+    # P@5 micro: 8 relevant retrieved / (5 x 4 queries) = 0.4; R@10 micro: 9 / 20 = 0.45
+    assert got["P@5", "micro"][S.VALUE] == pytest.approx(0.4)
+    assert got["R@10", "micro"][S.VALUE] == pytest.approx(0.45)
+    assert got["num_rel", "sum"][S.VALUE] == 20.0
+    # the t interval of P@5: t_{0.975, 3} = 3.182446305284263, half = t * sd / sqrt(4)
+    half = 3.182446305284263 * sd / 2
+    p5 = got["P@5", "macro"]
+    assert (p5[S.VALUE], p5[S.CI_LOW], p5[S.CI_HIGH]) == pytest.approx((0.4, 0.4 - half, 0.4 + half))
+    assert (p5[S.CI_METHOD], p5[S.CI_LEVEL]) == ("t", 0.95)
+    # R@10's values are all 0.5 (sd 0): the interval is the point
+    r10 = got["R@10", "macro"]
+    assert (r10[S.CI_LOW], r10[S.CI_HIGH]) == (0.5, 0.5)
+    # micro and sum rows carry no interval
+    for key in (("P@5", "micro"), ("R@10", "micro"), ("num_rel", "sum")):
+        assert [got[key][c] for c in (S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL)] == [None] * 4
+    assert {r[S.NEGATIVE_LABELS] for r in got.values()} == {"unjudged"}
+
+
+def test_one_query_has_no_interval_and_a_zero_denominator_gives_zero():
+    measures = parse_measures(["P@5", "R@10"])
+    one = Row(**{
+        "date": None, S.NEGATIVE_LABELS: "judged", N: 1,
+        c("mean", 0): 0.2, c("sd", 0): 0.0, c("rel_ret", 0): 1,
+        c("mean", 1): 0.0, c("sd", 1): 0.0, c("rel_ret", 1): 0, c("rel", 1): 0,
+    })
+    got = {(r[S.MEASURE_KEY], r[S.AVERAGING]): r
+           for r in rows([one], measures=measures, partition_columns=["date"],
+                         intervals=IntervalSettings(level=0.9))}
+    assert (got["P@5", "macro"][S.CI_LOW], got["P@5", "macro"][S.CI_HIGH]) == (None, None)
+    assert got["P@5", "macro"][S.CI_LEVEL] == 0.9
+    # R@10 micro: 0 relevant documents in the qrels -> 0.0 (safe_divide), not an error
+    assert got["R@10", "micro"][S.VALUE] == 0.0
+    assert got["P@5", "micro"][S.VALUE] == pytest.approx(1 / 5)
+    assert got["P@5", "macro"]["date"] is None
