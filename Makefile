@@ -72,7 +72,7 @@ browser: ## headless Chromium for the report's browser test (apt-get, Debian's c
 
 test: install browser dist ## lint (ruff), then the whole test suite (conformance tests read ../shared/conformance)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=25
 
 dist: $(JARS) | $(VENV)/.installed ## package the job for a cluster: wheel, releval.zip (--py-files), evaluate.py, jars/
 	rm -rf $(DIST_DIR) build
@@ -88,7 +88,7 @@ cluster-test: install dist ## a standalone master and two workers on loopback; t
 
 test-fast: install ## lint, then the fast layer: every test not marked slow (a few minutes)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -m 'not slow'
+	$(PY) -m pytest -m 'not slow' --durations=25
 
 bench: install ## benchmark releval against its peers on synthetic data (BENCH_SIZE=quick|full|30m|100m)
 	$(PY) -m pip install --quiet -e '.[bench]' || echo "bench: some peers did not install (recorded in the report)"

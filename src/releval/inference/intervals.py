@@ -3,8 +3,8 @@
 * ``t`` (default): Student's t interval over queries, ``mean +- t_{(1+level)/2, n-1} *
   s / sqrt(n)``, with ``s = stddev_samp`` computed by the same aggregation as the mean
   (Spark's stable central-moment update, not sum and sum of squares, which go negative
-  on constant values); the t quantile is one vectorized scipy call over the few
-  aggregated rows (:func:`t_half_width`).
+  on constant values); the t quantile is a scipy call per mean, on the driver
+  (:func:`releval.inference.kernel.t_half_width`, from ``releval.aggregate.rows``).
 * ``bootstrap``: the percentile interval of the Poisson bootstrap over queries
   (:func:`bootstrap_intervals`), computed per group in the executors; a query's weight
   in a resample is derived from a hash of (seed, resample, query id), so a seed gives the
@@ -35,20 +35,6 @@ LOW, HIGH = "_ci_low", "_ci_high"
 def query_key(seed: int) -> Column:
     """A query's 64-bit key for derived randomness: ``xxhash64(seed, query_id)``."""
     return F.xxhash64(F.lit(int(seed)).cast("long"), F.col(S.QUERY_ID).cast("string"))
-
-
-def t_half_width(sd: Column, n: Column, *, level: float) -> Column:
-    """Half-width of the t interval (:func:`releval.inference.kernel.t_half_width`).
-
-    Null when n < 2.
-    """
-
-    @F.pandas_udf("double")  # type: ignore[call-overload]
-    def half_width(sd_: pd.Series, n_: pd.Series) -> pd.Series:
-        return pd.Series(kernel.t_half_width(sd_.to_numpy(np.float64, na_value=np.nan),
-                                             n_.to_numpy(np.float64), level))
-
-    return F.when(n >= 2, half_width(sd.cast("double"), n.cast("double")))
 
 
 def bootstrap_intervals(
