@@ -497,13 +497,14 @@ def run(
                           intervals=config.intervals)
                 if config.intervals.method == "bootstrap" else None
             )
-            names = aggregate_schema.fieldNames()
+            made = aggregate_rows_of(
+                found.sums, measures=measures, partition_columns=parts,
+                intervals=config.intervals, bootstrap=boot,
+            )
             aggregate_rows = tuple(
-                Row(**{k: {**r, S.JOB_RUN_ID: write.job_run_id}[k] for k in names})
-                for r in aggregate_rows_of(
-                    found.sums, measures=measures, partition_columns=parts,
-                    intervals=config.intervals, bootstrap=boot,
-                )
+                Row(**{f.name: write.job_run_id if f.name == S.JOB_RUN_ID else r[f.name]
+                       for f in aggregate_schema.fields})
+                for r in made
             )
             aggregate_written = replace_partitions(
                 spark.createDataFrame([tuple(r) for r in aggregate_rows], aggregate_schema),
