@@ -1,6 +1,6 @@
 """Property tests: random dirty runs and qrels.
 
-A plain-Python model of the rules (``releval.validate``'s docstring) cleans the same rows;
+A plain-Python model of the rules (``releval.quality``'s docstring) cleans the same rows;
 the job must either stop with a clear error or give the metrics of the model's clean rows,
 and every input row must be used or quarantined.
 """
@@ -24,7 +24,7 @@ from releval.coverage import with_judged_measures
 from releval.errors import InputError
 from releval.metrics import parse_measures
 from releval.pipeline import evaluate
-from releval.validate import split_qrels, split_run
+from releval.quality import split_qrels, split_run
 
 RAW_RUN = "run_id string, query_id string, doc_id string, score string, rank string"
 RAW_QRELS = "query_id string, doc_id string, relevance string"

@@ -7,8 +7,7 @@ from datetime import datetime
 
 from releval.job import JobResult
 from releval.lineage import RunRecord
-from releval.quality import QualityReport
-from releval.validate import InputAccount, PartitionAccount
+from releval.quality import InputAccount, PartitionAccount, QualityReport
 
 DATES = [f"2026-12-{d:02d}" for d in range(1, 9)]
 SYSTEMS = ["bm25", "dense", "hybrid"]

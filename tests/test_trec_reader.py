@@ -14,8 +14,7 @@ from pyspark.sql import functions as F
 from releval import schemas as S
 from releval.cli import main
 from releval.config import QrelsSource, RunSource
-from releval.io.readers import read_qrels_raw, read_run_raw
-from releval.validate import RAW_BLOCK, RAW_LINE, RAW_SOURCE
+from releval.io.readers import RAW_BLOCK, RAW_LINE, RAW_SOURCE, read_qrels_raw, read_run_raw
 
 # a.txt: LF line ends, with a trailing newline
 RUN_A = [

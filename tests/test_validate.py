@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from releval import schemas as S
 from releval.errors import AccountingError
-from releval.validate import REASONS, split_qrels, split_run
+from releval.quality import REASONS, split_qrels, split_run
 
 RAW_RUN = "run_id string, query_id string, doc_id string, score string, rank string"
 RAW_QRELS = "query_id string, doc_id string, relevance string"
@@ -180,7 +180,7 @@ DIRTY_QRELS = [
 
 def test_accounting_fails_when_a_row_disappears():
     # run r: 5 input rows counted, but only 1 used + 3 quarantined: one row is unaccounted for
-    from releval.validate import _input_account
+    from releval.quality import _input_account
 
     counts = {'{"run_id":"r"}': {"_input": 5, "_used": 1, "duplicate_doc": 1,
                                   "invalid_score": 1, "missing_doc_id": 1}}
@@ -195,7 +195,7 @@ def test_the_engines_ledger_counts_what_the_split_quarantines(spark):
     from releval.metrics import parse_measures
     from releval.metrics.compute import query_measures
     from releval.pipeline import _query_counts
-    from releval.validate import (
+    from releval.quality import (
         account_ledger,
         account_qrels_ledger,
         row_labelled_qrels,
@@ -256,7 +256,7 @@ def test_quarantine_raw_of_typed_columns_is_the_original_value(spark, score_type
 
 
 def test_the_run_account_comes_from_the_ledger_and_must_balance():
-    from releval.validate import account_ledger
+    from releval.quality import account_ledger
 
     # run r: the engine received 5 rows, rejected 1 (invalid_score), dropped 2 as
     # repeated documents and ranked 2 -> 5 = 2 + (1 + 2). run s: 2 = 2 + 0.
@@ -282,7 +282,7 @@ def test_the_run_account_comes_from_the_ledger_and_must_balance():
 
 
 def test_the_qrels_ledger_rows_of_each_engine_partition_are_folded():
-    from releval.validate import account_qrels_ledger
+    from releval.quality import account_qrels_ledger
 
     # partition 1: 3 rows received, all used, highest label 1; partition 2: 2 received,
     # 1 used + 1 conflicting_label, highest label 3 -> input 5 = used 4 + quarantined 1;

@@ -8,7 +8,7 @@ from chispa import assert_df_equality
 
 from releval.config import QrelsSource, RunSource
 from releval.io.readers import read_qrels, read_qrels_raw, read_run, read_run_raw
-from releval.validate import split_qrels, split_run
+from releval.quality import split_qrels, split_run
 
 
 @pytest.mark.parametrize(

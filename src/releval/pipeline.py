@@ -35,9 +35,8 @@ from releval.metrics.compute import (
 )
 from releval.metrics.kernel import LEDGER, LEDGER_ROWS, arrow_run_stats
 from releval.profile import Phases
-from releval.quality import QualityReport, finish_checks, job_inputs
+from releval.quality import QRELS_LEDGER, USED, QualityReport, finish_checks, job_inputs
 from releval.testhooks import pause
-from releval.validate import QRELS_LEDGER, USED
 
 
 @dataclass(frozen=True)
@@ -276,11 +275,11 @@ def _query_counts(
     come back): the scored / without-qrels / missing query counts, the number of run
     partitions and the fewest / most queries a partition's means rest on for the summary;
     the run's ledger, keyed by the partition values as strings
-    (:func:`releval.validate.account_ledger`): the rows the engine received and the rows the row
+    (:func:`releval.quality.account_ledger`): the rows the engine received and the rows the row
     rules rejected per reason (the engine's ledger rows), the repeated documents it dropped
     (``duplicate_doc``) and the rows it ranked (``used``, the sum of ``num_ret``); the
     qrels' ledger rows (their tags start with ``qrels:``; they belong to no run partition,
-    :func:`releval.validate.account_qrels_ledger` folds them); and per
+    :func:`releval.quality.account_qrels_ledger` folds them); and per
     cutoff k, 1 - the mean Judged@k over the scored queries with retrieved documents (what
     the per-query table's Judged@k rows give); and the sums the aggregate table is made of
     (:func:`releval.aggregate.sums`), so that the aggregate needs no pass of its own.

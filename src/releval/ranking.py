@@ -12,7 +12,7 @@ descending so the order is deterministic.
 A document that appears more than once in one query of one run keeps its
 best-ranked occurrence only (trec_eval rejects such runs): the Arrow kernel applies that
 rule (``releval.metrics.kernel``) and counts the other occurrences, which the input
-accounting reports as ``duplicate_doc`` (``releval.validate``).
+accounting reports as ``duplicate_doc`` (``releval.quality``).
 """
 
 from __future__ import annotations

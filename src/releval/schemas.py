@@ -180,7 +180,7 @@ REASON_CODE = "reason_code"
 MESSAGE = "message"
 QRELS_KEY = "qrels_key"
 
-#: The rejected-row columns, as ``releval.validate`` produces them.
+#: The rejected-row columns, as ``releval.quality`` produces them.
 QUARANTINE_SCHEMA = T.StructType(
     [
         T.StructField(INPUT, T.StringType(), False),
@@ -212,7 +212,7 @@ QUARANTINE_COMMENTS = {
     LINE: "1-based line number in a TREC text file; null for tables.",
     PARTITION: "The row's run partition (run partition column -> value); empty for qrels.",
     RAW: "The row's raw values as strings, keyed by canonical column name.",
-    REASON_CODE: "Why the row was rejected (see releval.validate.REASONS).",
+    REASON_CODE: "Why the row was rejected (see releval.quality.REASONS).",
     MESSAGE: "The reason in words.",
     QRELS_KEY: (
         "qrels rows: the qrels source and filter they were read with; every job that reads "

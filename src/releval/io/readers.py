@@ -16,7 +16,16 @@ from pyspark.sql import types as T
 from releval import schemas as S
 from releval.config import QrelsSource, RunSource
 from releval.errors import InputError
-from releval.validate import RAW_BLOCK, RAW_LINE, RAW_MALFORMED, RAW_ROW, RAW_SOURCE
+
+#: Columns a raw reader adds; optional for the row rules (``releval.quality``).
+RAW_SOURCE = "_source"
+RAW_LINE = "_line"
+#: A TREC line's position before it is numbered: its file block's start and its row id;
+#: with ``_source`` they order a file's lines as ``_line`` would.
+RAW_BLOCK = "_block"
+RAW_ROW = "_row"
+#: True on a TREC line without the fields its format needs.
+RAW_MALFORMED = "_malformed"
 
 #: The partition column a TREC run file provides: its tag (6th field).
 TREC_RUN_ID = "run_id"
@@ -148,10 +157,10 @@ def read_qrels(spark: SparkSession, src: QrelsSource, *, version: int | None = N
     )
 
 
-# --- raw readers (the job's path): values kept as read, validated by releval.validate ---------
+# --- raw readers (the job's path): values kept as read, validated by releval.quality ---------
 #
 # The raw readers do not cast: a non-numeric score stays the string it was, so
-# ``releval.validate`` can quarantine it with its raw value instead of turning it into a
+# ``releval.quality`` can quarantine it with its raw value instead of turning it into a
 # silent null. They add ``_source`` (file or table) and ``_line`` (the 1-based physical line
 # number in a TREC file; null for tables, and null for TREC rows until numbered, see below).
 #
@@ -163,7 +172,7 @@ def read_qrels(spark: SparkSession, src: QrelsSource, *, version: int | None = N
 # ``_source`` (the file), ``_block`` (``_metadata.file_block_start``, the block's byte offset)
 # and ``_row`` (``monotonically_increasing_id()``: consecutive within one block, in line
 # order). (``_source``, ``_block``, ``_row``) orders a file's lines as their numbers would;
-# ``releval.validate`` breaks ties with it. The exact number is resolved only where one is
+# ``releval.quality`` breaks ties with it. The exact number is resolved only where one is
 # shown, by :meth:`RawInput.number_lines`:
 #
 #     _line = (lines of the file in blocks that start earlier) + (_row - first _row of its block) + 1
@@ -177,7 +186,7 @@ def read_qrels(spark: SparkSession, src: QrelsSource, *, version: int | None = N
 # Spark partitions in the same order. The normal path reads each file once per pass and
 # never numbers a line. A malformed line is not raised while reading (that would be a scan of
 # its own): it is flagged ``_malformed`` and counted by the accounting (the pseudo-reason
-# ``releval.validate.MALFORMED``), which then fails the job with the line's ``file:line``.
+# ``releval.quality.MALFORMED``), which then fails the job with the line's ``file:line``.
 # Large production inputs are Delta/Parquet tables, read in parallel as usual.
 
 _ATOMIC = (T.StringType, T.NumericType, T.BooleanType, T.DateType, T.TimestampType)

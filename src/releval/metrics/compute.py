@@ -29,7 +29,7 @@ from releval.layout import by_query
 from releval.metrics.kernel import LEDGER, LEDGER_ROWS, QRELS_LABEL, arrow_run_stats
 from releval.metrics.registry import Measure
 from releval.metrics.stats import IDEAL_POSITION, Stats
-from releval.validate import REASON
+from releval.quality import REASON
 
 IN_RUN = "_in_run"
 IN_QRELS = "_in_qrels"

@@ -18,13 +18,13 @@ negative-label rule is applied before, where both engines read their labels
 (:func:`releval.metrics.compute.judgment`).
 
 **The ledger** (``ledger=True``, what the batch job uses): the run rows arrive with the
-row rules' ``_reason`` (``releval.validate``; null = clean) and nothing is filtered out
+row rules' ``_reason`` (``releval.quality``; null = clean) and nothing is filtered out
 between the scan and the engine (a projection, the union and the one shuffle). The engine
 first counts every run row it received per run partition, before anything else touches
 them; then it counts the rows with a reason per reason (they are not ranked), drops and
 counts the repeated documents (``_repeated``) and ranks the rest (``num_ret``). The
 counts come back as *ledger rows* of the result (query id null, ``_ledger`` =
-:data:`releval.validate.RECEIVED` or the reason, ``_rows`` = the count), next to the
+:data:`releval.quality.RECEIVED` or the reason, ``_rows`` = the count), next to the
 queries' rows: the input accounting comes out of the evaluation's own pass, and a row the
 engine loses between receiving and ranking breaks ``received = used + quarantined``. The
 counts are data, not accumulators, so a retried task or a recomputed stage does not count
@@ -36,7 +36,7 @@ reason, and then, over the clean ones it keeps, the rows with a lower label than
 row of their (query, doc) (``conflicting_label``: the highest label is the one used), the
 exact duplicate judgments (kept, counted once), the rows used and the highest used label.
 A (query, doc)'s rows share a query, so one shuffle partition sees them all. These ledger
-rows carry :data:`releval.validate.QRELS_LEDGER` before their tag and null partition
+rows carry :data:`releval.quality.QRELS_LEDGER` before their tag and null partition
 columns (the qrels belong to no run partition): the job's only pass over the qrels rows
 that the evaluation does not make anyway.
 """
@@ -57,7 +57,7 @@ from releval import schemas as S
 from releval.layout import by_query
 from releval.metrics.stats import RunStat, Stats
 from releval.partitions import quote_identifier
-from releval.validate import (
+from releval.quality import (
     CONFLICTING,
     EXACT_DUPLICATE,
     MAX_LABEL,
@@ -73,7 +73,7 @@ _IN_RUN = "_in_run"
 #: Run rows of the query dropped as a repeated document (``releval.metrics.compute.REPEATED``).
 _REPEATED = "_repeated"
 
-#: On a ledger row: :data:`releval.validate.RECEIVED` (the run rows the engine received)
+#: On a ledger row: :data:`releval.quality.RECEIVED` (the run rows the engine received)
 #: or the reason code of the rows the row rules rejected; null on a query's row.
 LEDGER = "_ledger"
 #: On a ledger row: how many rows.
