@@ -184,7 +184,8 @@ def test_accounting_fails_when_a_row_disappears():
 
     counts = {'{"run_id":"r"}': {"_input": 5, "_used": 1, "duplicate_doc": 1,
                                   "invalid_score": 1, "missing_doc_id": 1}}
-    with pytest.raises(AccountingError, match=r"run_id=r: input rows 5 != used 1 \+ quarantined 3"):
+    with pytest.raises(AccountingError, match=r"run_id=r: input rows 5 \(received by the "
+                       r"evaluation\) != used 1 \+ quarantined 3"):
         _input_account("run", "sample", counts)
 
 

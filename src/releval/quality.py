@@ -423,7 +423,6 @@ QRELS_LEDGER = "qrels:"
 CONFLICTING = "conflicting_label"
 EXACT_DUPLICATE = "exact_duplicate"
 MAX_LABEL = "max_label"
-_DUPLICATE_TAG = "_exact_duplicate"
 
 
 def render_partition(key: str) -> str:
@@ -536,18 +535,7 @@ def account_ledger(
         tags = {_INPUT_TAG: int(counts.get(RECEIVED, 0)), _USED_TAG: int(counts.get(USED, 0))}
         tags.update({c: int(n) for c, n in counts.items() if c not in (RECEIVED, USED) and n})
         by_key[key] = tags
-    for key in sorted(by_key):
-        tags = by_key[key]
-        quarantined = {c: n for c, n in tags.items() if c not in (_INPUT_TAG, _USED_TAG)}
-        if tags[_INPUT_TAG] != tags[_USED_TAG] + sum(quarantined.values()):
-            raise AccountingError(
-                f"{name} {source}: partition {render_partition(key)}: input rows "
-                f"{tags[_INPUT_TAG]} (received by the evaluation) != used {tags[_USED_TAG]} "
-                f"(ranked) + quarantined {sum(quarantined.values())} "
-                f"{dict(sorted(quarantined.items()))}; rows were lost or duplicated inside the "
-                "evaluation; nothing was written"
-            )
-    return _input_account(name, source, by_key)
+    return _input_account(name, source, by_key, used_as=" (ranked)")
 
 
 def account_qrels_ledger(name: str, source: str, ledger: Iterable[tuple[str, int]]) -> InputAccount:
@@ -577,25 +565,29 @@ def account_qrels_ledger(name: str, source: str, ledger: Iterable[tuple[str, int
         tags[tag] = max(tags.get(tag, n), n) if tag == MAX_LABEL else tags.get(tag, 0) + n
     received, used = tags.pop(RECEIVED, 0), tags.pop(USED, 0)
     duplicates, top = tags.pop(EXACT_DUPLICATE, 0), tags.pop(MAX_LABEL, None)
-    quarantined = {c: n for c, n in tags.items() if n}
-    if received != used + sum(quarantined.values()):
-        raise AccountingError(
-            f"{name} {source}: input rows {received} (received by the evaluation) != used "
-            f"{used} + quarantined {sum(quarantined.values())} {dict(sorted(quarantined.items()))}; "
-            "rows were lost or duplicated inside the evaluation; nothing was written"
-        )
-    by_key = {"{}": {_INPUT_TAG: received, _USED_TAG: used, **quarantined,
-                     _DUPLICATE_TAG: duplicates}}
-    return dataclasses.replace(_input_account(name, source, by_key), used_max=top)
+    by_key = {"{}": {_INPUT_TAG: received, _USED_TAG: used, **{c: n for c, n in tags.items() if n}}}
+    account = _input_account(name, source, by_key, duplicates=duplicates)
+    return dataclasses.replace(account, used_max=top)
 
 
-def _input_account(name: str, source: str, by_key: dict[str, dict[str, int]]) -> InputAccount:
-    """The :class:`InputAccount` of ``{partition key JSON: {tag: count}}``; checks the invariant."""
+def _input_account(
+    name: str, source: str, by_key: dict[str, dict[str, int]], *, duplicates: int = 0,
+    used_as: str = "",
+) -> InputAccount:
+    """The :class:`InputAccount` of ``{partition key JSON: {tag: count}}`` (``"{}"``: an
+    input without partitions); checks the invariant ``input = used + quarantined`` of each
+    partition, the one place it is checked.
+
+    Args:
+        duplicates: the exact duplicate judgments (kept, counted once; the qrels').
+        used_as: what ``used`` counted, for the message (the run's: `` (ranked)``).
+
+    Raises:
+        AccountingError: naming the first partition whose counts disagree.
+    """
     partitions = []
-    duplicates = 0
     for k in sorted(by_key):
         counts = dict(by_key[k])
-        duplicates += counts.pop(_DUPLICATE_TAG, 0)
         partitions.append(
             PartitionAccount(
                 partition=render_partition(k),
@@ -609,9 +601,11 @@ def _input_account(name: str, source: str, by_key: dict[str, dict[str, int]]) ->
     broken = [p for p in partitions if not p.balanced]
     if broken:
         p = broken[0]
+        where = f"partition {p.partition}: " if p.values else ""
         raise AccountingError(
-            f"{name} {source}: partition {p.partition}: input rows {p.input} != used {p.used} "
-            f"+ quarantined {p.quarantined_total} {p.quarantined}; a row was lost or duplicated"
+            f"{name} {source}: {where}input rows {p.input} (received by the evaluation) != "
+            f"used {p.used}{used_as} + quarantined {p.quarantined_total} {p.quarantined}; "
+            "rows were lost or duplicated inside the evaluation; nothing was written"
         )
     return result
 
