@@ -140,6 +140,26 @@ class Standalone:
                     return name
         return None
 
+    def diagnose(self, job_log: Path | None = None) -> str:
+        """Why a job on this cluster may have failed, for an assertion message: the driver
+        log's reason lines, what the master and workers logged about executors, and the tail
+        of every executor's stderr (an executor that dies at launch says why only there)."""
+        parts = []
+        if job_log is not None and job_log.is_file():
+            text = job_log.read_text(encoding="utf-8", errors="replace").splitlines()
+            keys = ("Reason", "killed", "removed", "releval: error", "Exception:", "Error:")
+            parts.append("driver: " + "\n  ".join(
+                [line for line in text if any(k in line for k in keys)][:15] or ["(no reason line)"]))
+        for log in sorted((self.root / "logs").glob("*.out")):
+            lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+            keys = ("xecutor", "WARN", "ERROR", "emoving", "FAILED", "exited")
+            picked = [line for line in lines if any(k in line for k in keys)][-15:]
+            parts.append(f"{log.name}: " + "\n  ".join(picked or ["(nothing about executors)"]))
+        for stderr in sorted(self.root.glob("worker*/app-*/*/stderr"))[-6:]:
+            tail = stderr.read_text(encoding="utf-8", errors="replace").splitlines()[-12:]
+            parts.append(f"{stderr.relative_to(self.root)}: " + "\n  ".join(tail))
+        return "\n".join(parts)
+
     def kill_worker(self, name: str) -> None:
         """SIGKILL a worker's process group: the worker, its executors and their Python
         workers, as when a machine is lost."""

@@ -348,13 +348,13 @@ def submit_conf(folder: Path, *, python: str = sys.executable, ui_port: int | No
     return conf
 
 
-def finish(proc: Any, log: Path, timeout: float = JOB_TIMEOUT) -> str:
-    """Wait for a submitted job; its output (asserting exit code 0)."""
+def finish(proc: Any, log: Path, cluster: Standalone, timeout: float = JOB_TIMEOUT) -> str:
+    """Wait for a submitted job; its output (asserting exit code 0; when it is not, the
+    message starts with what the driver, the daemons and the executors said about why)."""
     proc.wait(timeout=timeout)
     out = log.read_text(encoding="utf-8", errors="replace")
     if proc.returncode != 0:
-        causes = [line for line in out.splitlines() if "releval: error" in line or "Error" in line][:10]
-        raise AssertionError(f"job failed ({proc.returncode}):\n" + "\n".join(causes) + f"\n...\n{out[-3000:]}")
+        raise AssertionError(f"job failed ({proc.returncode}):\n{cluster.diagnose(log)}\n...\n{out[-2000:]}")
     return out
 
 
@@ -423,8 +423,8 @@ def test_executors_without_numpy_stop_the_job_with_one_line(
     proc.wait(timeout=JOB_TIMEOUT)
     out = log.read_text(encoding="utf-8", errors="replace")
     errors = [line for line in out.splitlines() if line.startswith("releval: error:")]
-    assert proc.returncode == 2, out[-3000:]
-    assert len(errors) == 1, out[-3000:]
+    assert proc.returncode == 2, f"{cluster.diagnose(log)}\n...\n{out[-2000:]}"
+    assert len(errors) == 1, f"{cluster.diagnose(log)}\n...\n{out[-2000:]}"
     (error,) = errors
     assert error.startswith("releval: error: the executors' Python is not set up for releval: on ")
     assert f"{bare / 'bin' / 'python'}): " in error
@@ -442,7 +442,7 @@ def test_cluster_run_equals_local_run_and_uses_both_executors(
     config = job_config(tmp_path, trec_inputs)
     log = tmp_path / "job.log"
     started = time.monotonic()
-    out = finish(submit(dist, cluster.url, config, conf=submit_conf(tmp_path), log=log), log)
+    out = finish(submit(dist, cluster.url, config, conf=submit_conf(tmp_path), log=log), log, cluster)
     print(f"cluster run: {time.monotonic() - started:.1f} s")
 
     assert PER_QUERY_ROWS == assert_same_table(spark, tmp_path / "out" / "per_query", local_run / "per_query")
@@ -535,7 +535,7 @@ def test_worker_killed_mid_evaluation_the_job_completes_with_the_same_tables(
                     states[name].add(table_state(spark, out_dir / name))
                 next_look = time.monotonic() + 5
             time.sleep(0.25)
-        out = finish(proc, log)
+        out = finish(proc, log, cluster)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, 9)
