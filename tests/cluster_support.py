@@ -11,6 +11,7 @@ the event log a job writes.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -31,6 +32,17 @@ SPARK_HOME = Path(pyspark.__file__).resolve().parent
 SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
 #: Each worker offers this much memory to executors (the job asks for less, see the test).
 WORKER_MEMORY = "1g"
+
+
+def _own_group_dies_with_us() -> None:
+    """In the child before exec: its own process group (so that one signal ends it and its
+    children), and SIGTERM when the test process dies, even by SIGKILL, so that a killed test
+    run leaves no daemon behind on a shared machine (Linux ``PR_SET_PDEATHSIG``)."""
+    os.setsid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass  # not Linux: the fixtures' finally blocks still stop everything
 
 
 def free_port() -> int:
@@ -84,7 +96,7 @@ class Standalone:
         log = open(self.root / "logs" / f"{name}.out", "wb")  # noqa: SIM115 - the child keeps it
         self.processes[name] = subprocess.Popen(
             [str(SPARK_CLASS), *args], env=daemon_env(self.root), stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            stderr=subprocess.STDOUT, preexec_fn=_own_group_dies_with_us,
         )
         log.close()
 
@@ -218,7 +230,7 @@ def submit(
     env.update(SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1")
     out = open(log, "wb")  # noqa: SIM115 - the child keeps it
     proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
-                            cwd=config.parent, start_new_session=True)
+                            cwd=config.parent, preexec_fn=_own_group_dies_with_us)
     out.close()
     return proc
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 from releval.metrics.kernel import partition_stats
-from releval.metrics.stats import RunStat
+from releval.metrics.stats import QrelsStat, RunStat
 
 RUN = [("r", "q1", "D", 5.0), ("r", "q1", "A", 4.0), ("r", "q1", "E", 3.0), ("r", "q1", "B", 3.0),
        ("r", "q1", "A", 1.0), ("s", "q1", "X", 1.0), ("s", "q1", "C", 0.5)]
@@ -113,11 +113,58 @@ def test_queries_without_qrels_and_qrels_without_run_rows():
     run = [("r", "q2", "A", 1.0)]
     got = partition_stats(
         partition(run, [("q3", "A", 1)]), specs=SPECS, partition_columns=["run_id"],
-        rank_by="score",
+        rank_by="score", qrels_specs=QRELS_SPECS,
     ).to_pylist()
-    assert [(g["query_id"], g["num_ret"], g["num_ret_j"], g["first_rel_l1"]) for g in got] == [
-        ("q2", 1, 0, None)
+    # the run's query row (no qrels: not in the qrels, null qrels statistics), then q3's
+    # row as a query of the qrels (no run partition, null run statistics)
+    assert [(g["run_id"], g["query_id"], g["_in_run"], g["_in_qrels"], g["num_ret"], g["num_ret_j"],
+             g["first_rel_l1"], g["num_rel_l1"]) for g in got] == [
+        ("r", "q2", True, False, 1, 0, None, None),
+        (None, "q3", False, True, None, None, None, 1),
     ]
+
+
+QRELS_SPECS = {
+    "num_rel_l0": QrelsStat("num_rel", level=0),
+    "num_rel_l1": QrelsStat("num_rel", level=1),
+    "num_rel_l2": QrelsStat("num_rel", level=2),
+    "num_nonrel_l1": QrelsStat("num_nonrel", level=1),
+    "idcg_all": QrelsStat("idcg"),
+    "idcg_2": QrelsStat("idcg", cutoff=2),
+    "idcg_exp_1": QrelsStat("idcg", cutoff=1, gain="exponential"),
+}
+
+
+def test_the_qrels_statistics_of_each_query_from_its_judgments():
+    # q1's judgments, one label per doc (the highest): A 2, B 1, C 1, D 0, X -1 (a judgment
+    # here, see the module docstring); q4 has one qrels row that is not a judgment (null
+    # label: a negative label under the default rule) and no run rows
+    qrels = [*QRELS, ("q4", "Z", None)]
+    got = partition_stats(partition(RUN, qrels), specs=SPECS, partition_columns=["run_id"],
+                          rank_by="score", qrels_specs=QRELS_SPECS).to_pylist()
+    rows = {(g["run_id"], g["query_id"]): g for g in got}
+    assert set(rows) == {("r", "q1"), ("s", "q1"), (None, "q1"), (None, "q4")}
+    ideal = 2 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)  # A 2, B 1, C 1 (D 0, X -1: 0)
+    expected_q1 = {
+        "num_rel_l0": 4,  # A B C D (X -1 < 0)
+        "num_rel_l1": 3,  # A B C
+        "num_rel_l2": 1,  # A
+        "num_nonrel_l1": 2,  # D 0, X -1
+        "idcg_all": pytest.approx(ideal, abs=1e-12),
+        "idcg_2": pytest.approx(2 + 1 / math.log2(3), abs=1e-12),
+        "idcg_exp_1": pytest.approx(2**2 - 1, abs=1e-12),  # A: 2^2 - 1 at position 1
+    }
+    for key in (("r", "q1"), ("s", "q1"), (None, "q1")):  # every run partition's row, the same
+        assert {k: rows[key][k] for k in QRELS_SPECS} == expected_q1
+        assert rows[key]["_in_qrels"] is True
+    assert (rows[(None, "q1")]["_in_run"], rows[("r", "q1")]["_in_run"]) == (False, True)
+    # q4 is a query of the qrels with no judgment: every count 0
+    q4 = rows[(None, "q4")]
+    assert (q4["_in_run"], q4["_in_qrels"]) == (False, True)
+    assert {k: q4[k] for k in QRELS_SPECS} == {
+        "num_rel_l0": 0, "num_rel_l1": 0, "num_rel_l2": 0, "num_nonrel_l1": 0,
+        "idcg_all": 0.0, "idcg_2": 0.0, "idcg_exp_1": 0.0,
+    }
 
 
 def test_a_skewed_query_with_100k_judged_documents():
@@ -128,7 +175,7 @@ def test_a_skewed_query_with_100k_judged_documents():
     qrels = [("big", f"d{i:06d}", 1 if i % 4 == 0 else 0) for i in range(n)] + [("small", "x", 1)]
     got = {row["query_id"]: row for row in partition_stats(
         partition(run, qrels), specs=SPECS, partition_columns=["run_id"], rank_by="score"
-    ).to_pylist()}
+    ).to_pylist() if row["_in_run"]}
     big = got["big"]
     assert (big["num_ret"], big["num_ret_j"], big["first_rel_l1"]) == (n, n, 1)
     assert big["rel_ret_l1_3"] == 1  # ranks 1, 2, 3: only rank 1 is relevant
@@ -153,7 +200,7 @@ def test_the_ledger_counts_every_row_received_and_uses_only_the_clean_ones():
     out = partition_stats(table, specs={"num_ret": RunStat("num_ret"), **SPECS},
                           partition_columns=["run_id"], rank_by="score").to_pylist()
     queries = {(r["run_id"], r["query_id"]): (r["num_ret"], r["_repeated"])
-               for r in out if r["_ledger"] is None}
+               for r in out if r["_in_run"]}
     ledger = sorted((r["run_id"] or "", r["_ledger"], r["_rows"]) for r in out if r["_ledger"])
     # r: 6 rows received = 4 ranked (D A E B) + 1 repeated (the second A) + 1 invalid_score;
     # s: 2 = 2 ranked; t: 1 = 1 missing_query_id (no query row: nothing was ranked)

@@ -1,34 +1,32 @@
 """Run + qrels -> one row per (run partition, query, measure).
 
-All measures are computed in one pass: the statistics they need are collected
-by :class:`~releval.metrics.stats.Stats`, the run statistics are computed by an
-engine (:data:`ENGINES`) as one row per (run partition, query), the qrels
-statistics by one ``groupBy`` over the qrels, and each measure's value is a
-column expression over those statistics.
+All measures are computed in one pass: the statistics they need are collected by
+:class:`~releval.metrics.stats.Stats`, and one engine computes them all, the run's and the
+qrels': one shuffle of the run and qrels rows together by query id, then a vectorized
+NumPy function per partition (:mod:`releval.metrics.kernel`), which returns a row per
+(run partition, query) and a row per query of the qrels. Each measure's value is a column
+expression over those statistics. The qrels are read once, by the engine.
 
-The run statistics are computed by one engine: one shuffle of the run and qrels rows
-together by query id, then a vectorized NumPy function per partition
-(:mod:`releval.metrics.kernel`). A second implementation with Spark window functions
-lives in the tests only (``tests/sql_oracle.py``), as an oracle; :func:`query_measures`
-takes it through ``run_stats``.
+A second implementation with Spark window functions and aggregations lives in the tests
+only (``tests/sql_oracle.py``), as an oracle; :func:`query_measures` takes it through
+``run_stats``.
 
-The engine and the qrels statistics read the labels through :func:`judgment`, where
-the negative-label rule (``evaluation.negative_labels``) is applied once.
+The engine reads the labels through :func:`judgment`, where the negative-label rule
+(``evaluation.negative_labels``) is applied once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from releval import schemas as S
 from releval.config import NEGATIVE_LABELS
-from releval.layout import by_query
 from releval.metrics.kernel import LEDGER, LEDGER_ROWS, QRELS_LABEL, arrow_run_stats
 from releval.metrics.registry import Measure
-from releval.metrics.stats import IDEAL_POSITION, Stats
+from releval.metrics.stats import Stats
 from releval.quality import REASON
 
 IN_RUN = "_in_run"
@@ -36,11 +34,6 @@ IN_QRELS = "_in_qrels"
 #: Per (run partition, query): the run rows the engine dropped as a repeated document, its
 #: best occurrence kept (what the input checks count as ``duplicate_doc``).
 REPEATED = "_repeated"
-
-
-def prepare_qrels(qrels: DataFrame) -> DataFrame:
-    """One label per (query, doc): the highest, when a document was judged twice."""
-    return qrels.groupBy(S.QUERY_ID, S.DOC_ID).agg(F.max(S.RELEVANCE).alias(S.RELEVANCE))
 
 
 def judgment(negative_labels: str) -> Column:
@@ -68,26 +61,19 @@ def judgment(negative_labels: str) -> Column:
     return label if negative_labels == "judged" else F.when(label >= 0, label)
 
 
-#: How the run statistics are computed: (run, qrels, stats=, partition_columns=,
+#: How the statistics are computed: (run, qrels, stats=, partition_columns=,
 #: laid_out_by_query=) -> one row per (run partition, query) with ``_in_run``,
-#: ``_repeated`` and every statistic of ``stats.run``. Production has one:
+#: ``_in_qrels``, ``_repeated``, every statistic of ``stats.run_spec`` and of
+#: ``stats.qrels_spec`` (null when the query has no qrels), and one row per query of the
+#: qrels (``_in_run`` false, ``_in_qrels`` true, null partition columns and run
+#: statistics) with its qrels statistics. Production has one:
 #: :func:`releval.metrics.kernel.arrow_run_stats`; the tests pass a second, independent one
 #: (``tests/sql_oracle.py``, Spark window functions) to check it.
 RunStatsEngine = Callable[..., DataFrame]
 
 
-def _query_qrels_stats(qrels: DataFrame, stats: Stats) -> DataFrame:
-    ideal = Window.partitionBy(S.QUERY_ID).orderBy(F.col(S.RELEVANCE).desc(), F.col(S.DOC_ID).asc())
-    return (
-        qrels.withColumn(IDEAL_POSITION, F.row_number().over(ideal))
-        .groupBy(S.QUERY_ID)
-        .agg(F.first(F.lit(True)).alias(IN_QRELS), *[c.alias(n) for n, c in stats.qrels.items()])
-    )
-
-
 def query_table(
     run_q: DataFrame,
-    qrels: DataFrame,
     *,
     stats: Stats,
     partition_columns: Sequence[str],
@@ -95,8 +81,9 @@ def query_table(
 ) -> DataFrame:
     """One row per (run partition, query) with every statistic of ``stats``.
 
-    ``run_q`` is an engine's result (the run statistics); the qrels statistics
-    are joined to it here.
+    ``run_q`` is an engine's result: a row per (run partition, query) of the run with the
+    run and the qrels statistics, and a row per query of the qrels (``_in_run`` false, null
+    partition columns) with its qrels statistics.
 
     Rows are flagged ``_in_run`` / ``_in_qrels``: a query of the qrels that a run
     partition did not retrieve is present with ``_in_run`` false when
@@ -106,18 +93,24 @@ def query_table(
     (``ledger``), if any, pass through with both flags false.
     """
     parts = list(partition_columns)
-    qrels_q = _query_qrels_stats(qrels, stats)
+    qrels_only = ~F.col(IN_RUN) & F.col(IN_QRELS)
+    table = run_q.where(~qrels_only)
     if missing_queries == "zero":
+        queries = run_q.where(qrels_only).select(S.QUERY_ID, IN_QRELS, *stats.qrels_spec.keys())
         if parts:
             # one task reads the few query rows' partition values: a distinct without a
             # shuffle (a single partition satisfies the aggregation's distribution)
             runs = run_q.where(F.col(IN_RUN)).select(*parts).coalesce(1).distinct()
-            expected = F.broadcast(runs).crossJoin(qrels_q)
+            expected = F.broadcast(runs).crossJoin(queries)
         else:
-            expected = qrels_q
-        table = _full_outer_null_safe(expected, run_q, keys=[*parts, S.QUERY_ID])
-    else:
-        table = run_q.join(qrels_q, on=S.QUERY_ID, how="left")
+            expected = queries
+        retrieved = run_q.where(F.col(IN_RUN)).select(
+            *[F.col(c).alias(f"_right_{i}") for i, c in enumerate([*parts, S.QUERY_ID])]
+        )
+        condition = [F.col(c).eqNullSafe(F.col(f"_right_{i}"))
+                     for i, c in enumerate([*parts, S.QUERY_ID])]
+        missing = expected.join(retrieved, on=condition, how="left_anti")
+        table = table.unionByName(missing, allowMissingColumns=True)
     filled = [
         (F.coalesce(F.col(n), d) if d is not None else F.col(n)).alias(n)
         for n, d in stats.run_default.items()
@@ -129,23 +122,8 @@ def query_table(
         F.coalesce(F.col(IN_QRELS), F.lit(False)).alias(IN_QRELS),
         F.coalesce(F.col(REPEATED), F.lit(0)).cast("long").alias(REPEATED),
         *filled,
-        *stats.qrels.keys(),
+        *stats.qrels_spec.keys(),
         *[c for c in (LEDGER, LEDGER_ROWS) if c in run_q.columns],
-    )
-
-
-def _full_outer_null_safe(left: DataFrame, right: DataFrame, *, keys: Sequence[str]) -> DataFrame:
-    """A full outer join on ``keys`` where null equals null (a run partition may have a null
-    value); the keys come once, from whichever side has the row. The right side's keys are
-    renamed first: both sides may derive from one DataFrame (the runs from the run)."""
-    renamed = {k: f"_right_{i}" for i, k in enumerate(keys)}
-    right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in right.columns])
-    condition = [F.col(k).eqNullSafe(F.col(renamed[k])) for k in keys]
-    joined = left.join(right, on=condition, how="full_outer")
-    return joined.select(
-        *[F.coalesce(F.col(k), F.col(renamed[k])).alias(k) for k in keys],
-        *[c for c in left.columns if c not in keys],
-        *[c for c in right.columns if c not in renamed.values()],
     )
 
 
@@ -218,20 +196,16 @@ def query_measures(
             )
         )
     # every clean qrels row keeps its query in the query set; only judgments count
+    # (a null relevance: not a judgment)
     if ledger:
         # every qrels row goes to the engine, which counts them (the qrels' ledger): the
         # label as read for the accounting, the judgment (null: none) for the measures
-        labelled = qrels.withColumn(QRELS_LABEL, F.col(S.RELEVANCE)).withColumn(
+        to_engine = qrels.withColumn(QRELS_LABEL, F.col(S.RELEVANCE)).withColumn(
             S.RELEVANCE, F.when(F.col(REASON).isNull(), judgment(negative_labels))
         )
-        clean = labelled.where(F.col(REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
-        to_engine = labelled
     else:
-        clean = qrels.withColumn(S.RELEVANCE, judgment(negative_labels))
-        to_engine = clean.where(F.col(S.RELEVANCE).isNotNull())
-    # laid out by query id first: the per-document maximum, the ideal-ranking window and
-    # the per-query aggregation then all run in that one layout (one shuffle, not two)
-    judgments = prepare_qrels(clean if laid_out_by_query else by_query(clean))
+        # every clean row keeps its query in the query set, a judgment (label) or not
+        to_engine = qrels.withColumn(S.RELEVANCE, judgment(negative_labels))
     run_q = run_stats(
         run, to_engine, stats=stats,
         partition_columns=partition_columns, laid_out_by_query=laid_out_by_query,
@@ -241,7 +215,6 @@ def query_measures(
         run_q = keep(run_q)
     table = query_table(
         run_q,
-        judgments,
         stats=stats,
         partition_columns=partition_columns,
         missing_queries=missing_queries,

@@ -55,7 +55,7 @@ from pyspark.sql import functions as F
 
 from releval import schemas as S
 from releval.layout import by_query
-from releval.metrics.stats import RunStat, Stats
+from releval.metrics.stats import QrelsStat, RunStat, Stats
 from releval.partitions import quote_identifier
 from releval.quality import (
     CONFLICTING,
@@ -70,6 +70,8 @@ from releval.quality import (
 _IS_RUN = "_is_run"
 _ORDER = "_order"
 _IN_RUN = "_in_run"
+#: The query has a clean qrels row (``releval.metrics.compute.IN_QRELS``).
+_IN_QRELS = "_in_qrels"
 #: Run rows of the query dropped as a repeated document (``releval.metrics.compute.REPEATED``).
 _REPEATED = "_repeated"
 
@@ -250,6 +252,42 @@ KINDS: dict[str, Callable[[_Ranked, RunStat], Any]] = {
 }
 
 
+class _Judgments:
+    """One partition's judgments grouped by query: one label per (query, doc), the highest,
+    each query's labels best first (the ideal ranking)."""
+
+    def __init__(self, query: np.ndarray, label: np.ndarray, queries: int) -> None:
+        order = np.lexsort((-label, query))
+        self.query, self.label, self.queries = query[order], label[order], queries
+        starts = np.searchsorted(self.query, np.arange(queries))
+        self.position = np.arange(len(order), dtype=np.int64) - starts[self.query] + 1
+
+    def per_query(self, weights: np.ndarray) -> np.ndarray:
+        return np.bincount(self.query, weights=weights, minlength=self.queries)
+
+
+def _num_rel(j: _Judgments, spec: QrelsStat) -> np.ndarray:
+    return j.per_query(j.label >= (spec.level or 0)).astype(np.int64)
+
+
+def _num_nonrel(j: _Judgments, spec: QrelsStat) -> np.ndarray:
+    return j.per_query(j.label < (spec.level or 0)).astype(np.int64)
+
+
+def _idcg(j: _Judgments, spec: QrelsStat) -> np.ndarray:
+    within = np.ones(len(j.label), dtype=bool) if spec.cutoff is None else j.position <= spec.cutoff
+    term = _gain(j.label, spec.gain) / np.log2(j.position.astype(np.float64) + 1.0)
+    return j.per_query(np.where(within, term, 0.0))
+
+
+#: How the kernel computes each kind of :class:`QrelsStat` (one entry per kind).
+QRELS_KINDS: dict[str, Callable[[_Judgments, QrelsStat], np.ndarray]] = {
+    "num_rel": _num_rel,
+    "num_nonrel": _num_nonrel,
+    "idcg": _idcg,
+}
+
+
 def _labels(qrels: pa.Table, query: np.ndarray, doc: np.ndarray, docs: int) -> tuple[np.ndarray, np.ndarray]:
     """Sorted (query, doc) keys of the qrels' judgments and their label (the highest per key).
 
@@ -268,7 +306,8 @@ def _labels(qrels: pa.Table, query: np.ndarray, doc: np.ndarray, docs: int) -> t
 
 
 def partition_stats(
-    table: pa.Table, *, specs: dict[str, RunStat], partition_columns: Sequence[str], rank_by: str
+    table: pa.Table, *, specs: dict[str, RunStat], partition_columns: Sequence[str], rank_by: str,
+    qrels_specs: dict[str, QrelsStat] | None = None,
 ) -> pa.Table:
     """The run statistics of every (run partition, query) in one shuffle partition.
 
@@ -306,7 +345,8 @@ def partition_stats(
         # the qrels rows kept, counted from what the evaluation reads
         kept = _qrels_kept(table.filter(pc.invert(pc.equal(table.column(_IS_RUN), True))))
         ledger = pa.concat_tables([*received, kept], promote_options="default")
-    stats = _query_stats(table, specs=specs, partition_columns=partition_columns, rank_by=rank_by)
+    stats = _query_stats(table, specs=specs, qrels_specs=qrels_specs or {},
+                         partition_columns=partition_columns, rank_by=rank_by)
     if ledger is None:
         return stats
     n = stats.num_rows
@@ -317,7 +357,7 @@ def partition_stats(
     ledger = ledger.select([c for c in [*partition_columns, LEDGER, LEDGER_ROWS]])
     filled = [
         ledger.column(f.name).cast(f.type) if f.name in ledger.column_names
-        else pa.array(np.zeros(m, dtype=bool)) if f.name == _IN_RUN
+        else pa.array(np.zeros(m, dtype=bool)) if f.name in (_IN_RUN, _IN_QRELS)
         else pa.array(np.zeros(m, dtype=np.int64)) if f.name == _REPEATED
         else pa.nulls(m, f.type)
         for f in stats.schema
@@ -392,7 +432,8 @@ def _qrels_kept(qrels: pa.Table) -> pa.Table:
 
 
 def _query_stats(
-    table: pa.Table, *, specs: dict[str, RunStat], partition_columns: Sequence[str], rank_by: str
+    table: pa.Table, *, specs: dict[str, RunStat], qrels_specs: dict[str, QrelsStat],
+    partition_columns: Sequence[str], rank_by: str,
 ) -> pa.Table:
     """:func:`partition_stats` of clean rows: one row per (run partition, query)."""
     is_run = _numpy(table.column(_IS_RUN)).astype(bool)
@@ -430,12 +471,41 @@ def _query_stats(
     label = np.where(judged, qrels_label[at] if len(qrels_key) else 0, 0)
     ranked = _Ranked(group, position, label, judged, groups)
 
+    # the qrels statistics of every query of the partition, from its judgments
+    queries = len(query_dictionary)
+    in_qrels = np.zeros(queries, dtype=bool)
+    in_qrels[query_all[~is_run]] = True  # any clean qrels row, a judgment or not
+    judgments = _Judgments(qrels_key // docs, qrels_label, queries)
+    per_query = {name: QRELS_KINDS[spec.kind](judgments, spec) for name, spec in qrels_specs.items()}
+
+    group_query = run_query[starts] if groups else np.zeros(0, dtype=np.int64)
+    scored = in_qrels[group_query]
     columns: dict[str, Any] = {k: run.column(k).take(pa.array(first_row)) for k in keys}
     columns[_IN_RUN] = pa.array(np.ones(groups, dtype=bool))
+    columns[_IN_QRELS] = pa.array(scored)
     columns[_REPEATED] = pa.array(dropped)
     for name, spec in specs.items():
         columns[name] = KINDS[spec.kind](ranked, spec)
-    return pa.table(columns)
+    for name, values in per_query.items():
+        columns[name] = pa.array(values[group_query], mask=~scored)
+    queries_rows = pa.table(columns)
+    # and one row per query of the qrels, for the queries a run partition did not retrieve
+    judged_queries = np.flatnonzero(in_qrels)
+    n = len(judged_queries)
+    qrels_rows = {
+        **{c: pa.nulls(n, run.schema.field(c).type) for c in partition_columns},
+        S.QUERY_ID: query_dictionary.take(pa.array(judged_queries)).cast(pa.string()),
+        _IN_RUN: pa.array(np.zeros(n, dtype=bool)),
+        _IN_QRELS: pa.array(np.ones(n, dtype=bool)),
+        _REPEATED: pa.array(np.zeros(n, dtype=np.int64)),
+        **{name: pa.nulls(n, _arrow_type(spec)) for name, spec in specs.items()},
+        **{name: pa.array(values[judged_queries]) for name, values in per_query.items()},
+    }
+    return pa.concat_tables([
+        queries_rows,
+        pa.Table.from_arrays([qrels_rows[f.name].cast(f.type) for f in queries_rows.schema],
+                             schema=queries_rows.schema),
+    ])
 
 
 def arrow_run_stats(
@@ -482,11 +552,14 @@ def arrow_run_stats(
         *([F.col(REASON), F.col(QRELS_LABEL).cast("int").alias(QRELS_LABEL)] if ledger else []),
     )
     specs = dict(stats.run_spec)
+    qrels_specs = dict(stats.qrels_spec)
     rank_by = stats.rank_by
     part_ddl = [f"{quote_identifier(c)} {run.schema[c].dataType.simpleString()}" for c in parts]
     schema = ", ".join([
-        *part_ddl, f"`{S.QUERY_ID}` string", f"`{_IN_RUN}` boolean", f"`{_REPEATED}` bigint",
+        *part_ddl, f"`{S.QUERY_ID}` string", f"`{_IN_RUN}` boolean", f"`{_IN_QRELS}` boolean",
+        f"`{_REPEATED}` bigint",
         *[f"`{n}` {_ddl(s)}" for n, s in specs.items()],
+        *[f"`{n}` {'double' if s.kind == 'idcg' else 'bigint'}" for n, s in qrels_specs.items()],
         *([f"`{LEDGER}` string", f"`{LEDGER_ROWS}` bigint"] if ledger else []),
     ])
 
@@ -495,7 +568,8 @@ def arrow_run_stats(
         if not collected or not any(b.num_rows for b in collected):
             return
         table = partition_stats(
-            pa.Table.from_batches(collected), specs=specs, partition_columns=parts, rank_by=rank_by
+            pa.Table.from_batches(collected), specs=specs, partition_columns=parts, rank_by=rank_by,
+            qrels_specs=qrels_specs,
         )
         yield from table.to_batches()
 

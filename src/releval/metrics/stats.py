@@ -3,10 +3,15 @@
 A measure's ``value`` function asks a :class:`Stats` for the statistics it
 needs (``stats.rel_ret(level=1, cutoff=10)``) and gets back a column reference.
 The collector remembers each statistic once, under a stable name, so P@10 and
-R@10 share one conditional sum and the whole measure list is computed in one
-``groupBy`` over the ranked run and one over the qrels.
+R@10 share one conditional sum and the whole measure list is computed in the
+engine's one pass (:mod:`releval.metrics.kernel`).
 
-Statistics come from three places:
+Each statistic is described once, by what it is: a :class:`RunStat` (over a query's
+ranked run rows) or a :class:`QrelsStat` (over a query's judgments: relevant count,
+ideal DCG). The engine computes production's values from these descriptions. Each also
+has a Spark SQL expression here (window functions over the ranked rows, aggregates over
+the run and the qrels), which the tests' SQL oracle (``tests/sql_oracle.py``) computes
+independently to check the engine:
 
 * row columns: window functions over a query's ranked rows (running count of
   relevant documents, for AP);
@@ -17,8 +22,7 @@ Judged-only (condensed-list) measures ask a view of the collector,
 ``stats.judged()``: the same dictionaries, but every statistic that depends on
 rank uses the *condensed position* (the rank among the query's judged documents,
 a running count over the same window) and counts only judged rows. Their names
-end in ``_j``, so the full and the condensed statistics live side by side and
-everything is still one ``groupBy`` over the run rows.
+end in ``_j``, so the full and the condensed statistics live side by side.
 
 A document is *judged* when it has a label: a null ``relevance`` is "not judged". The
 labels arrive through :func:`releval.metrics.compute.judgment`, the one place where the
@@ -26,9 +30,9 @@ negative-label rule (``evaluation.negative_labels``) is applied: by default a ne
 is trec_eval's "in the pool, not judged" and arrives as null.
 
 Statistics that need a qrels count inside a per-row term (R-precision cuts at
-R = num_rel; bpref caps counts at num_rel) collect a small array per query in the
-run ``groupBy`` (positions of relevant documents, or judged non-relevant counts
-above them) and finish the sum after the join with the qrels aggregates.
+R = num_rel; bpref caps counts at num_rel) collect a small array per query
+(positions of relevant documents, or judged non-relevant counts above them) and finish
+the sum in the measure's expression, next to the qrels statistics.
 """
 
 from __future__ import annotations
@@ -117,6 +121,29 @@ class RunStat:
     gain: str = "linear"
 
 
+@dataclass(frozen=True)
+class QrelsStat:
+    """What a qrels statistic of a query is, independent of how it is computed.
+
+    Production computes it in the engine's pass (:mod:`releval.metrics.kernel`), from the
+    query's judgments there: one label per (query, doc), the highest. The Spark aggregate
+    of :attr:`Stats.qrels` computes the same statistic in the tests' SQL oracle.
+
+    Attributes:
+        kind: ``num_rel`` (judged documents with label >= level), ``num_nonrel`` (judged,
+            label < level) or ``idcg`` (the DCG of the ideal ranking: the labels best
+            first, positions 1..cutoff).
+        level: relevance level (``num_rel``, ``num_nonrel``).
+        cutoff: positions 1..cutoff of the ideal ranking; None = all (``idcg``).
+        gain: ``linear`` or ``exponential`` (``idcg``).
+    """
+
+    kind: str
+    level: int | None = None
+    cutoff: int | None = None
+    gain: str = "linear"
+
+
 @dataclass
 class Stats:
     """Collects named statistics; see the module docstring.
@@ -129,7 +156,8 @@ class Stats:
         run: name -> aggregate over a query's ranked, judged rows.
         run_default: name -> value when a query has no rows in the run (missing query).
         run_spec: name -> the :class:`RunStat` the run aggregate computes.
-        qrels: name -> aggregate over a query's qrels rows.
+        qrels: name -> aggregate over a query's qrels rows (the tests' SQL oracle).
+        qrels_spec: name -> the :class:`QrelsStat` the engine computes.
         judged_only: this view ranks by the condensed position (see :meth:`judged`).
     """
 
@@ -140,6 +168,7 @@ class Stats:
     run_default: dict[str, Column | None] = field(default_factory=dict)
     run_spec: dict[str, RunStat] = field(default_factory=dict)
     qrels: dict[str, Column] = field(default_factory=dict)
+    qrels_spec: dict[str, QrelsStat] = field(default_factory=dict)
     judged_only: bool = False
 
     def judged(self) -> Stats:
@@ -264,17 +293,22 @@ class Stats:
         spec = RunStat("nonrel_above", level=level)
         return self._run_stat(name, agg, F.array().cast("array<long>"), spec)
 
+    def _qrels_stat(self, name: str, agg: Column, spec: QrelsStat) -> Column:
+        self.qrels.setdefault(name, agg)
+        self.qrels_spec.setdefault(name, spec)
+        return F.col(name)
+
     def num_rel(self, *, level: int) -> Column:
         """Documents of the query with label >= level in the qrels."""
-        name = f"_num_rel_l{_level(level)}"
-        self.qrels.setdefault(name, F.sum(is_relevant(level).cast("long")))
-        return F.col(name)
+        return self._qrels_stat(f"_num_rel_l{_level(level)}", F.sum(is_relevant(level).cast("long")),
+                                QrelsStat("num_rel", level=level))
 
     def num_nonrel(self, *, level: int) -> Column:
         """Judged non-relevant documents of the query: label < level (bpref's N)."""
-        name = f"_num_nonrel_l{_level(level)}"
-        self.qrels.setdefault(name, F.sum(is_judged_nonrelevant(level).cast("long")))
-        return F.col(name)
+        return self._qrels_stat(
+            f"_num_nonrel_l{_level(level)}", F.sum(is_judged_nonrelevant(level).cast("long")),
+            QrelsStat("num_nonrel", level=level),
+        )
 
     def ideal_dcg(self, *, cutoff: int | None, gain: str = "linear") -> Column:
         """DCG of the ideal ranking: all positive labels of the query, best first, cut at k."""
@@ -282,8 +316,7 @@ class Stats:
         g = GAINS[gain](F.col(S.RELEVANCE))
         within = F.lit(True) if cutoff is None else F.col(IDEAL_POSITION) <= cutoff
         agg = F.sum(F.when(within, g * discount(F.col(IDEAL_POSITION))).otherwise(0.0))
-        self.qrels.setdefault(name, agg)
-        return F.col(name)
+        return self._qrels_stat(name, agg, QrelsStat("idcg", cutoff=cutoff, gain=gain))
 
 
 def safe_divide(numerator: Column, denominator: Column) -> Column:
