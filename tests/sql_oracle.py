@@ -55,7 +55,7 @@ def qrels_stats(judgments: DataFrame, stats: Stats) -> DataFrame:
     return (
         judgments.withColumn(IDEAL_POSITION, F.row_number().over(ideal))
         .groupBy(S.QUERY_ID)
-        .agg(F.first(F.lit(True)).alias(IN_QRELS), *[c.alias(n) for n, c in stats.qrels.items()])
+        .agg(F.first(F.lit(True)).alias(IN_QRELS), *[c().alias(n) for n, c in stats.qrels.items()])
     )
 
 
@@ -80,11 +80,13 @@ def sql_run_stats(
     judgments = prepare_qrels(qrels)
     judged = judge(unique, judgments)
     rank = position(rank_by=stats.rank_by, partition_columns=parts).alias(S.POSITION)
-    rows = judged.select("*", rank, *[c.alias(n) for n, c in stats.row.items()])
+    # the aggregates first: building them registers the row columns they read
+    aggregates = [c().alias(n) for n, c in stats.run.items()]
+    rows = judged.select("*", rank, *[c().alias(n) for n, c in stats.row.items()])
     run_q = rows.groupBy(*parts, S.QUERY_ID).agg(
         F.first(F.lit(True)).alias(IN_RUN),
         F.sum(F.col(_OCCURRENCES) - 1).alias(REPEATED),
-        *[c.alias(n) for n, c in stats.run.items()],
+        *aggregates,
     )
     per_query = qrels_stats(judgments, stats)
     retrieved = run_q.join(per_query, on=S.QUERY_ID, how="left").withColumn(

@@ -152,22 +152,29 @@ class Stats:
         partition_columns: the run's partition columns (windows are per run and query).
         rank_by: the ranking rule; running statistics use the ranking's own window, so
             positions and running counts share one sort.
-        row: name -> row-level column over the ranked, judged run.
-        run: name -> aggregate over a query's ranked, judged rows.
+        row: name -> row-level column over the ranked, judged run (built when called;
+            the tests' SQL oracle).
+        run: name -> aggregate over a query's ranked, judged rows (built when called, after
+            which ``row`` holds the row columns it reads; the tests' SQL oracle).
         run_default: name -> value when a query has no rows in the run (missing query).
-        run_spec: name -> the :class:`RunStat` the run aggregate computes.
-        qrels: name -> aggregate over a query's qrels rows (the tests' SQL oracle).
+        run_spec: name -> the :class:`RunStat` the engine computes.
+        qrels: name -> aggregate over a query's qrels rows (built when called; the tests'
+            SQL oracle).
         qrels_spec: name -> the :class:`QrelsStat` the engine computes.
+
+    The SQL expressions are functions, called only by the oracle: production computes the
+    statistics from their specs, and building hundreds of unused Spark columns (a Py4J
+    call each) cost seconds of driver time per job.
         judged_only: this view ranks by the condensed position (see :meth:`judged`).
     """
 
     partition_columns: tuple[str, ...]
     rank_by: str = "score"
-    row: dict[str, Column] = field(default_factory=dict)
-    run: dict[str, Column] = field(default_factory=dict)
+    row: dict[str, Callable[[], Column]] = field(default_factory=dict)
+    run: dict[str, Callable[[], Column]] = field(default_factory=dict)
     run_default: dict[str, Column | None] = field(default_factory=dict)
     run_spec: dict[str, RunStat] = field(default_factory=dict)
-    qrels: dict[str, Column] = field(default_factory=dict)
+    qrels: dict[str, Callable[[], Column]] = field(default_factory=dict)
     qrels_spec: dict[str, QrelsStat] = field(default_factory=dict)
     judged_only: bool = False
 
@@ -182,11 +189,14 @@ class Stats:
         ).rowsBetween(Window.unboundedPreceding, Window.currentRow)
 
     def _position(self) -> Column:
-        """The rank this view uses: the position, or the condensed (judged-only) position."""
+        """The rank this view uses: the position, or the condensed (judged-only) position
+        (a row column, registered when the SQL expressions are built)."""
         if not self.judged_only:
             return F.col(S.POSITION)
-        judged_so_far = F.sum(is_judged().cast("int")).over(self._window())
-        self.row.setdefault(JUDGED_POSITION, F.when(is_judged(), judged_so_far))
+        self.row.setdefault(
+            JUDGED_POSITION,
+            lambda: F.when(is_judged(), F.sum(is_judged().cast("int")).over(self._window())),
+        )
         return F.col(JUDGED_POSITION)
 
     def _within(self, cutoff: int | None) -> Column:
@@ -201,7 +211,9 @@ class Stats:
     def _name(self, name: str) -> str:
         return f"{name}_j" if self.judged_only else name
 
-    def _run_stat(self, name: str, agg: Column, default: Column | None, spec: RunStat) -> Column:
+    def _run_stat(
+        self, name: str, agg: Callable[[], Column], default: Column | None, spec: RunStat
+    ) -> Column:
         self.run.setdefault(name, agg)
         self.run_default.setdefault(name, default)
         self.run_spec.setdefault(name, spec)
@@ -211,69 +223,87 @@ class Stats:
         """Documents retrieved for the query (all ranks; judged view: judged documents)."""
         if not self.judged_only:
             return self._run_stat(
-                "_num_ret", F.count(F.lit(1)), F.lit(0).cast("long"), RunStat("num_ret")
+                "_num_ret", lambda: F.count(F.lit(1)), F.lit(0).cast("long"), RunStat("num_ret")
             )
-        agg = F.sum(F.when(self._within(None), 1).otherwise(0)).cast("long")
-        spec = RunStat("num_ret", judged=True)
-        return self._run_stat(self._name("_num_ret"), agg, F.lit(0).cast("long"), spec)
+        return self._run_stat(
+            self._name("_num_ret"),
+            lambda: F.sum(F.when(self._within(None), 1).otherwise(0)).cast("long"),
+            F.lit(0).cast("long"), RunStat("num_ret", judged=True),
+        )
 
     def ret(self, *, cutoff: int | None) -> Column:
         """Documents retrieved at ranks 1..cutoff (fewer than k when the run is short)."""
-        name = self._name(f"_ret_k{_suffix(cutoff)}")
-        agg = F.sum(F.when(self._within(cutoff), 1).otherwise(0)).cast("long")
-        spec = RunStat("ret", judged=self.judged_only, cutoff=cutoff)
-        return self._run_stat(name, agg, F.lit(0).cast("long"), spec)
+        return self._run_stat(
+            self._name(f"_ret_k{_suffix(cutoff)}"),
+            lambda: F.sum(F.when(self._within(cutoff), 1).otherwise(0)).cast("long"),
+            F.lit(0).cast("long"), RunStat("ret", judged=self.judged_only, cutoff=cutoff),
+        )
 
     def judged_ret(self, *, cutoff: int | None) -> Column:
         """Documents at ranks 1..cutoff that have a label in the qrels."""
-        name = self._name(f"_judged_ret_k{_suffix(cutoff)}")
-        agg = F.sum(F.when(is_judged() & self._within(cutoff), 1).otherwise(0)).cast("long")
-        spec = RunStat("judged_ret", judged=self.judged_only, cutoff=cutoff)
-        return self._run_stat(name, agg, F.lit(0).cast("long"), spec)
+        return self._run_stat(
+            self._name(f"_judged_ret_k{_suffix(cutoff)}"),
+            lambda: F.sum(F.when(is_judged() & self._within(cutoff), 1).otherwise(0)).cast("long"),
+            F.lit(0).cast("long"), RunStat("judged_ret", judged=self.judged_only, cutoff=cutoff),
+        )
 
     def rel_ret(self, *, level: int, cutoff: int | None) -> Column:
         """Relevant documents (label >= level) retrieved at positions <= cutoff."""
-        name = self._name(f"_rel_ret_l{_level(level)}_k{_suffix(cutoff)}")
-        hit = is_relevant(level) & self._within(cutoff)
-        agg = F.sum(F.when(hit, 1).otherwise(0)).cast("long")
-        spec = RunStat("rel_ret", judged=self.judged_only, level=level, cutoff=cutoff)
-        return self._run_stat(name, agg, F.lit(0).cast("long"), spec)
+        return self._run_stat(
+            self._name(f"_rel_ret_l{_level(level)}_k{_suffix(cutoff)}"),
+            lambda: F.sum(
+                F.when(is_relevant(level) & self._within(cutoff), 1).otherwise(0)
+            ).cast("long"),
+            F.lit(0).cast("long"),
+            RunStat("rel_ret", judged=self.judged_only, level=level, cutoff=cutoff),
+        )
 
     def first_rel_position(self, *, level: int) -> Column:
         """Position of the first relevant document; null when none was retrieved."""
-        name = self._name(f"_first_rel_l{_level(level)}")
-        agg = F.min(F.when(is_relevant(level), self._position()))
-        spec = RunStat("first_rel", judged=self.judged_only, level=level)
-        return self._run_stat(name, agg, None, spec)
+        return self._run_stat(
+            self._name(f"_first_rel_l{_level(level)}"),
+            lambda: F.min(F.when(is_relevant(level), self._position())),
+            None, RunStat("first_rel", judged=self.judged_only, level=level),
+        )
 
     def dcg(self, *, cutoff: int | None, gain: str = "linear") -> Column:
         """Sum over positions <= cutoff of gain(label) / log2(position + 1).
 
         ``gain`` names a function of :data:`GAINS` (linear: trec_eval's; exponential).
         """
-        name = self._name(f"_dcg{'' if gain == 'linear' else '_' + gain}_k{_suffix(cutoff)}")
-        g = GAINS[gain](F.coalesce(F.col(S.RELEVANCE), F.lit(0)))
-        term = g * discount(self._position())
-        agg = F.sum(F.when(self._within(cutoff), term).otherwise(0.0))
-        spec = RunStat("dcg", judged=self.judged_only, cutoff=cutoff, gain=gain)
-        return self._run_stat(name, agg, F.lit(0.0), spec)
+        def agg() -> Column:
+            term = GAINS[gain](F.coalesce(F.col(S.RELEVANCE), F.lit(0))) * discount(self._position())
+            return F.sum(F.when(self._within(cutoff), term).otherwise(0.0))
+
+        return self._run_stat(
+            self._name(f"_dcg{'' if gain == 'linear' else '_' + gain}_k{_suffix(cutoff)}"),
+            agg, F.lit(0.0), RunStat("dcg", judged=self.judged_only, cutoff=cutoff, gain=gain),
+        )
 
     def precision_sum(self, *, level: int, cutoff: int | None) -> Column:
         """Sum over relevant documents at positions <= cutoff of (relevant so far / position)."""
         running = f"_cum_rel_l{_level(level)}"
-        self.row.setdefault(running, F.sum(is_relevant(level).cast("int")).over(self._window()))
-        name = self._name(f"_prec_sum_l{_level(level)}_k{_suffix(cutoff)}")
-        term = F.col(running).cast("double") / self._position().cast("double")
-        agg = F.sum(F.when(is_relevant(level) & self._within(cutoff), term).otherwise(0.0))
-        spec = RunStat("prec_sum", judged=self.judged_only, level=level, cutoff=cutoff)
-        return self._run_stat(name, agg, F.lit(0.0), spec)
+
+        def agg() -> Column:
+            self.row.setdefault(
+                running, lambda: F.sum(is_relevant(level).cast("int")).over(self._window())
+            )
+            term = F.col(running).cast("double") / self._position().cast("double")
+            return F.sum(F.when(is_relevant(level) & self._within(cutoff), term).otherwise(0.0))
+
+        return self._run_stat(
+            self._name(f"_prec_sum_l{_level(level)}_k{_suffix(cutoff)}"), agg, F.lit(0.0),
+            RunStat("prec_sum", judged=self.judged_only, level=level, cutoff=cutoff),
+        )
 
     def rel_positions(self, *, level: int) -> Column:
         """Array of the positions of the query's relevant retrieved documents (any order)."""
-        name = self._name(f"_rel_pos_l{_level(level)}")
-        agg = F.collect_list(F.when(is_relevant(level), self._position().cast("long")))
-        spec = RunStat("rel_pos", judged=self.judged_only, level=level)
-        return self._run_stat(name, agg, F.array().cast("array<long>"), spec)
+        return self._run_stat(
+            self._name(f"_rel_pos_l{_level(level)}"),
+            lambda: F.collect_list(F.when(is_relevant(level), self._position().cast("long"))),
+            F.array().cast("array<long>"),
+            RunStat("rel_pos", judged=self.judged_only, level=level),
+        )
 
     def nonrel_above_relevant(self, *, level: int) -> Column:
         """Array with, for each relevant retrieved document, the judged non-relevant
@@ -285,38 +315,48 @@ class Stats:
         "judged"``.
         """
         running = f"_cum_nonrel_l{_level(level)}"
-        self.row.setdefault(
-            running, F.sum(is_judged_nonrelevant(level).cast("long")).over(self._window())
-        )
-        name = f"_nonrel_above_l{_level(level)}"
-        agg = F.collect_list(F.when(is_relevant(level), F.col(running)))
-        spec = RunStat("nonrel_above", level=level)
-        return self._run_stat(name, agg, F.array().cast("array<long>"), spec)
 
-    def _qrels_stat(self, name: str, agg: Column, spec: QrelsStat) -> Column:
+        def agg() -> Column:
+            self.row.setdefault(
+                running,
+                lambda: F.sum(is_judged_nonrelevant(level).cast("long")).over(self._window()),
+            )
+            return F.collect_list(F.when(is_relevant(level), F.col(running)))
+
+        return self._run_stat(
+            f"_nonrel_above_l{_level(level)}", agg, F.array().cast("array<long>"),
+            RunStat("nonrel_above", level=level),
+        )
+
+    def _qrels_stat(self, name: str, agg: Callable[[], Column], spec: QrelsStat) -> Column:
         self.qrels.setdefault(name, agg)
         self.qrels_spec.setdefault(name, spec)
         return F.col(name)
 
     def num_rel(self, *, level: int) -> Column:
         """Documents of the query with label >= level in the qrels."""
-        return self._qrels_stat(f"_num_rel_l{_level(level)}", F.sum(is_relevant(level).cast("long")),
+        return self._qrels_stat(f"_num_rel_l{_level(level)}",
+                                lambda: F.sum(is_relevant(level).cast("long")),
                                 QrelsStat("num_rel", level=level))
 
     def num_nonrel(self, *, level: int) -> Column:
         """Judged non-relevant documents of the query: label < level (bpref's N)."""
         return self._qrels_stat(
-            f"_num_nonrel_l{_level(level)}", F.sum(is_judged_nonrelevant(level).cast("long")),
+            f"_num_nonrel_l{_level(level)}", lambda: F.sum(is_judged_nonrelevant(level).cast("long")),
             QrelsStat("num_nonrel", level=level),
         )
 
     def ideal_dcg(self, *, cutoff: int | None, gain: str = "linear") -> Column:
         """DCG of the ideal ranking: all positive labels of the query, best first, cut at k."""
-        name = f"_idcg{'' if gain == 'linear' else '_' + gain}_k{_suffix(cutoff)}"
-        g = GAINS[gain](F.col(S.RELEVANCE))
-        within = F.lit(True) if cutoff is None else F.col(IDEAL_POSITION) <= cutoff
-        agg = F.sum(F.when(within, g * discount(F.col(IDEAL_POSITION))).otherwise(0.0))
-        return self._qrels_stat(name, agg, QrelsStat("idcg", cutoff=cutoff, gain=gain))
+        def agg() -> Column:
+            g = GAINS[gain](F.col(S.RELEVANCE))
+            within = F.lit(True) if cutoff is None else F.col(IDEAL_POSITION) <= cutoff
+            return F.sum(F.when(within, g * discount(F.col(IDEAL_POSITION))).otherwise(0.0))
+
+        return self._qrels_stat(
+            f"_idcg{'' if gain == 'linear' else '_' + gain}_k{_suffix(cutoff)}", agg,
+            QrelsStat("idcg", cutoff=cutoff, gain=gain),
+        )
 
 
 def safe_divide(numerator: Column, denominator: Column) -> Column:
