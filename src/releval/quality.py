@@ -66,6 +66,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -726,8 +727,6 @@ class JobInputs:
     """The lazy plans of a job's inputs (see :func:`job_inputs`).
 
     Attributes:
-        labelled_run, labelled_qrels: every input row with its ``_reason`` (null = clean),
-            laid out by query id: what the quarantine keeps.
         run: what the evaluation reads: every run row, with the row rules' ``_reason``
             (the engine ranks the clean ones and counts all of them).
         qrels: what the evaluation reads: every qrels row, with the row rules' ``_reason``
@@ -735,15 +734,33 @@ class JobInputs:
         laid_out_by_query: ``run`` and ``qrels`` are partitioned by query id.
         raw_run, raw_qrels: the raw reads, to name a malformed TREC line and to number
             the quarantined rows' lines.
+        rank_by, partition_columns: the run's ranking rule and partition columns.
     """
 
-    labelled_run: DataFrame
-    labelled_qrels: DataFrame
     run: DataFrame
     qrels: DataFrame
     laid_out_by_query: bool
     raw_run: RawInput
     raw_qrels: RawInput
+    rank_by: str
+    partition_columns: tuple[str, ...]
+
+    @cached_property
+    def labelled_run(self) -> DataFrame:
+        """Every run row with its ``_reason`` by all rules, laid out by query id: what the
+        quarantine keeps. Planned when first asked for (only when a row was rejected: its
+        windows cost a second of driver time to build)."""
+        if self.laid_out_by_query:  # rank_by = "rank": the evaluation reads it too
+            return self.run
+        # the quarantine's shuffle (releval.layout): duplicate rules are per query
+        return label_run(by_query(self.raw_run.rows), rank_by=self.rank_by,
+                         partition_columns=list(self.partition_columns))
+
+    @cached_property
+    def labelled_qrels(self) -> DataFrame:
+        """Every qrels row with its ``_reason`` by all rules, laid out by query id (planned
+        when first asked for, like :attr:`labelled_run`)."""
+        return label_qrels(by_query(self.raw_qrels.rows))
 
 
 def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
@@ -765,24 +782,19 @@ def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
     parts = list(config.run.partition_columns)
     raw_run = read_run_raw(spark, config.run)
     raw_qrels = read_qrels_raw(spark, config.qrels)
-    # the quarantine's shuffle (releval.layout): duplicate rules are per query
-    labelled_run = label_run(
-        by_query(raw_run.rows), rank_by=config.run.rank_by, partition_columns=parts
-    )
-    labelled_qrels = label_qrels(by_query(raw_qrels.rows))
-    if config.run.rank_by == "score":
+    rank_by = config.run.rank_by
+    if rank_by == "score":
         return JobInputs(
-            labelled_run, labelled_qrels,
             run=row_labelled_run(raw_run.rows, partition_columns=parts),
             qrels=row_labelled_qrels(raw_qrels.rows),
-            laid_out_by_query=False,
-            raw_run=raw_run,
-            raw_qrels=raw_qrels,
+            laid_out_by_query=False, raw_run=raw_run, raw_qrels=raw_qrels,
+            rank_by=rank_by, partition_columns=tuple(parts),
         )
     return JobInputs(
-        labelled_run, labelled_qrels, run=labelled_run,
+        run=label_run(by_query(raw_run.rows), rank_by=rank_by, partition_columns=parts),
         qrels=row_labelled_qrels(by_query(raw_qrels.rows)),
         laid_out_by_query=True, raw_run=raw_run, raw_qrels=raw_qrels,
+        rank_by=rank_by, partition_columns=tuple(parts),
     )
 
 
