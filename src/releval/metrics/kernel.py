@@ -1,21 +1,23 @@
-"""The Arrow engine: every run statistic of a query computed by NumPy, a partition at a time.
+"""The Arrow engine: every statistic of a query computed by NumPy, a partition at a time.
 
-The SQL engine (:func:`releval.metrics.compute.sql_run_stats`) ranks with a window
-(a sort inside each shuffle partition), joins the labels and aggregates with
-``groupBy``. This engine sends the run rows and the qrels rows of a shuffle
-partition together (one ``union``, partitioned by query id: each query's rows and
-judgments are in the same partition) through ``mapInArrow`` to a vectorized
-NumPy function that deduplicates, ranks (the rule of :mod:`releval.ranking`),
-attaches labels and computes every :class:`~releval.metrics.stats.RunStat` the
-measures asked for, returning one row per (run partition, query). No Python code
+The tests' SQL oracle (``tests/sql_oracle.py``) ranks with a window (a sort inside each
+shuffle partition), joins the labels and aggregates with ``groupBy``. This engine sends
+the run rows and the qrels rows of a shuffle partition together (one ``union``,
+partitioned by query id: each query's rows and judgments are in the same partition)
+through ``mapInArrow`` to a vectorized NumPy function that deduplicates, ranks (the rule
+of :mod:`releval.ranking`), attaches labels and computes every
+:class:`~releval.metrics.stats.RunStat` and :class:`~releval.metrics.stats.QrelsStat`
+the measures asked for, returning one row per (run partition, query), and one row per
+query of the qrels with its qrels statistics (for the queries a run missed). No Python code
 runs per row or per query: each step is one NumPy operation over the partition.
 
 A partition is held in the Python worker's memory while it is computed, so the
 shuffle partition count must keep partitions small (``releval.layout``).
 
-Every qrels row the function receives is a judgment, whatever its label: the
+Every qrels row the function receives with a label is a judgment, whatever the label; a
+null label is not a judgment, but puts its query among the qrels' queries. The
 negative-label rule is applied before, where both engines read their labels
-(:func:`releval.metrics.compute.judgment`).
+(:func:`releval.metrics.compute.judgment`: by default a negative label arrives as null).
 
 **The ledger** (``ledger=True``, what the batch job uses): the run rows arrive with the
 row rules' ``_reason`` (``releval.quality``; null = clean) and nothing is filtered out
@@ -309,19 +311,23 @@ def partition_stats(
     table: pa.Table, *, specs: dict[str, RunStat], partition_columns: Sequence[str], rank_by: str,
     qrels_specs: dict[str, QrelsStat] | None = None,
 ) -> pa.Table:
-    """The run statistics of every (run partition, query) in one shuffle partition.
+    """The statistics of every (run partition, query) in one shuffle partition.
 
     Args:
         table: run rows (``_is_run`` true: partition columns, query_id, doc_id, ``_order``
             = score or rank) and qrels rows (``_is_run`` false: query_id, doc_id, relevance)
             of the same queries.
-        specs: statistic name -> what to compute.
+        specs: run statistic name -> what to compute.
         partition_columns: the run's partition columns.
         rank_by: "score" or "rank" (:mod:`releval.ranking`).
+        qrels_specs: qrels statistic name -> what to compute (from the query's judgments).
 
     Returns:
-        Partition columns, query_id, ``_in_run``, ``_repeated`` (run rows dropped as a
-        repeated document) and one column per statistic; with a ``_reason`` column in
+        Partition columns, query_id, ``_in_run``, ``_in_qrels`` (the query has a clean
+        qrels row), ``_repeated`` (run rows dropped as a repeated document) and one column
+        per statistic (the qrels statistics null when the query has no qrels): a row per
+        (run partition, query) of the run, then a row per query of the qrels (``_in_run``
+        false, null partition columns and run statistics); with a ``_reason`` column in
         ``table`` (the ledger: see the module docstring) also ``_ledger`` and ``_rows``,
         and the ledger rows of the partition after the queries' rows.
     """
