@@ -34,15 +34,24 @@ SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
 WORKER_MEMORY = "1g"
 
 
-def _own_group_dies_with_us() -> None:
-    """In the child before exec: its own process group (so that one signal ends it and its
-    children), and SIGTERM when the test process dies, even by SIGKILL, so that a killed test
-    run leaves no daemon behind on a shared machine (Linux ``PR_SET_PDEATHSIG``)."""
-    os.setsid()
+def _resolve_prctl() -> Any:
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass  # not Linux: the fixtures' finally blocks still stop everything
+        return None  # not Linux: the fixtures' finally blocks still stop everything
+
+
+#: libc's ``prctl``, resolved here in the parent: the child between fork and exec only calls it
+#: (resolving a symbol there could wait on a loader lock another thread held at the fork).
+_PRCTL = _resolve_prctl()
+
+
+def _dies_with_us() -> None:
+    """In the child before exec: SIGTERM when the test process dies, even by SIGKILL, so that
+    a killed test run leaves no daemon behind on a shared machine (Linux
+    ``PR_SET_PDEATHSIG``). Its own process group comes from ``start_new_session``."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
 
 
 def free_port() -> int:
@@ -96,7 +105,7 @@ class Standalone:
         log = open(self.root / "logs" / f"{name}.out", "wb")  # noqa: SIM115 - the child keeps it
         self.processes[name] = subprocess.Popen(
             [str(SPARK_CLASS), *args], env=daemon_env(self.root), stdout=log,
-            stderr=subprocess.STDOUT, preexec_fn=_own_group_dies_with_us,
+            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_dies_with_us,
         )
         log.close()
 
@@ -230,7 +239,7 @@ def submit(
     env.update(SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1")
     out = open(log, "wb")  # noqa: SIM115 - the child keeps it
     proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
-                            cwd=config.parent, preexec_fn=_own_group_dies_with_us)
+                            cwd=config.parent, start_new_session=True, preexec_fn=_dies_with_us)
     out.close()
     return proc
 
