@@ -100,8 +100,8 @@ def evaluate(
         ledger: ``run`` holds every run row with the row rules' ``_reason``; the engine
             ranks the clean ones and counts all of them in the same pass (the job's input
             accounting; :func:`releval.metrics.compute.query_measures`).
-        keep: applied to the run statistics before they are read twice (the job persists
-            them).
+        keep: applied to the engine's result before it is read more than once (the job
+            persists it).
     """
     parts = list(partition_columns)
     queries = query_measures(
@@ -392,7 +392,8 @@ def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> 
     both labelled by the row rules, counted by the engine's ledger in the same pass) and the
     engine's computation of the per-query table. The quarantine (written from a pass of its
     own only when a row was rejected) is not shown; the job persists the engine's result,
-    which this plan reads twice (the run partitions for the missing queries, and the join).
+    which this plan reads more than once (the queries' rows, and for the missing queries the
+    run partitions, the qrels' query rows and the retrieved queries).
 
     Args:
         spark: the session.

@@ -165,9 +165,10 @@ def query_measures(
         ledger: ``run`` is every run row and ``qrels`` every qrels row, each with the row
             rules' ``_reason``: the engine counts them and the rejected rows in its own
             pass (the ledger rows of :mod:`releval.metrics.kernel`) and uses the clean rows.
-        keep: applied to the run statistics before they are read twice (the run
-            partitions for ``missing_queries = "zero"``, then the join): the job persists
-            them so that the engine runs once.
+        keep: applied to the engine's result before it is read more than once (the
+            queries' rows, and for ``missing_queries = "zero"`` the run partitions, the
+            qrels' query rows and the retrieved queries): the job persists it so that the
+            engine runs once.
 
     Returns:
         Partition columns, query_id, the ``_in_run`` / ``_in_qrels`` flags, ``_repeated``
