@@ -68,11 +68,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from releval import schemas as S
+from releval.arrays import codes, group_ids, sort_rank, to_numpy
 from releval.config import Config
 from releval.errors import AccountingError, InputError, QualityError
 from releval.io.atomic import check_schema_version, read_table, replace_partitions
@@ -91,7 +95,8 @@ from releval.io.writers import with_comments
 from releval.layout import by_query
 from releval.lineage import source_label
 from releval.partitions import quote_literal
-from releval.ranking import ranking_order
+from releval.ranking import best_first
+from releval.repeats import highest_labels, repeated_documents, shared_ranks
 
 #: The pseudo-reason of a ``_malformed`` row: counted, never quarantined (the job fails).
 MALFORMED = "malformed_line"
@@ -172,12 +177,6 @@ def _malformed_rule(df: DataFrame) -> list[tuple[Column, str]]:
     return [(F.col(RAW_MALFORMED), MALFORMED)] if RAW_MALFORMED in df.columns else []
 
 
-def _file_order(df: DataFrame) -> list[Column]:
-    """Where a row came from, as a sort order: file, then line or position in the file."""
-    return [F.col(c).asc_nulls_last() for c in (RAW_SOURCE, RAW_LINE, RAW_BLOCK, RAW_ROW)
-            if c in df.columns]
-
-
 #: Prefix of the original columns a labelled frame keeps for the quarantine's ``raw`` map.
 _RAW_PREFIX = "_raw_"
 RUN_RAW_COLUMNS = (S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK)
@@ -253,9 +252,73 @@ def row_labelled_run(run: DataFrame, *, partition_columns: Sequence[str]) -> Dat
     return _typed_run(run, rank_by="score", partition_columns=partition_columns)
 
 
+def _whole_partitions(df: DataFrame, label: Callable[[pa.Table], pa.Table]) -> DataFrame:
+    """``label`` applied to each Spark partition of ``df`` as one Arrow table (same schema)."""
+
+    def apply(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
+        collected = [b for b in batches if b.num_rows]
+        if collected:
+            yield from label(pa.Table.from_batches(collected)).to_batches()
+
+    return df.mapInArrow(apply, df.schema)
+
+
+def _with_reasons(table: pa.Table, reasons: np.ndarray) -> pa.Table:
+    return table.set_column(
+        table.schema.get_field_index(REASON), REASON, pa.array(reasons, pa.string())
+    )
+
+
+def _clean_rows(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """The ``_reason`` column (an object array) and the positions of the clean rows."""
+    reasons = to_numpy(table.column(REASON)).astype(object)
+    return reasons, np.flatnonzero(to_numpy(pc.is_null(table.column(REASON))).astype(bool))
+
+
+def _label_repeated_run_rows(
+    table: pa.Table, *, rank_by: str, partition_columns: Sequence[str]
+) -> pa.Table:
+    """A partition's run rows (laid out by query) with ``duplicate_doc`` and, ranking by
+    rank, ``duplicate_rank`` on the clean rows the rules of ``releval.repeats`` set aside.
+
+    Among occurrences that tie in ranking order, the better by the other ordering column
+    (ranking by score: the lower rank; by rank: the higher score), then the earlier in the
+    file, is kept.
+    """
+    reasons, rows = _clean_rows(table)
+    if not len(rows):
+        return table
+    clean = table.take(pa.array(rows))
+    # the tie-break after the ranking order: best_first's sort is stable
+    ties = [sort_rank(clean.column(c)) for c in (RAW_ROW, RAW_BLOCK, RAW_LINE, RAW_SOURCE)
+            if c in clean.column_names]
+    ties.append(sort_rank(clean.column(S.RANK)) if rank_by == "score"
+                else sort_rank(clean.column(S.SCORE), descending=True))
+    before = np.lexsort(ties)
+    clean, rows = clean.take(pa.array(before)), rows[before]
+    query, queries = codes(clean.column(S.QUERY_ID))
+    doc, docs = codes(clean.column(S.DOC_ID))
+    group = group_ids(clean, [*partition_columns, S.QUERY_ID], query, len(queries))
+    if rank_by == "score":
+        primary = -to_numpy(clean.column(S.SCORE)).astype(np.float64)
+    else:
+        primary = to_numpy(clean.column(S.RANK)).astype(np.float64)
+    order = best_first(group, primary, doc, docs)
+    repeated = repeated_documents(group[order], doc[order], len(docs))
+    reasons[rows[order[repeated]]] = "duplicate_doc"
+    if rank_by == "rank":
+        kept = order[~repeated]
+        reasons[rows[kept[shared_ranks(group[kept], primary[kept])]]] = "duplicate_rank"
+    return _with_reasons(table, reasons)
+
+
 def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
     """Run rows with typed canonical columns, ``_reason`` (null = clean) and the original
-    columns the typed ones cannot give back (``_raw_score``, ``_raw_rank``; see :func:`_kept_raw`).
+    columns the typed ones cannot give back (``_raw_score``, ``_raw_rank``; see :func:`_kept_raw`),
+    laid out by query id (``releval.layout``).
+
+    The repeated rows' reasons (``duplicate_doc``, ``duplicate_rank``) come from the rules
+    of ``releval.repeats``, the engine's own, applied to each partition with NumPy.
 
     Args:
         run: partition columns, query_id, doc_id, score, rank (any atomic types, e.g. the
@@ -264,25 +327,11 @@ def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
         partition_columns: the columns that identify one run.
     """
     parts = list(partition_columns)
-    typed = _typed_run(run, rank_by=rank_by, partition_columns=parts)
-    valid = F.col(REASON).isNull()
-    query = [*parts, S.QUERY_ID]
-    order = [*ranking_order(rank_by), F.col(S.SCORE).desc_nulls_last(), F.col(S.RANK).asc_nulls_last(),
-             *_file_order(typed)]
-    occurrence = F.row_number().over(Window.partitionBy(*query, S.DOC_ID, valid).orderBy(*order))
-    labelled = typed.withColumn(
-        REASON, F.when(valid & (occurrence > 1), F.lit("duplicate_doc")).otherwise(F.col(REASON))
+    typed = by_query(_typed_run(run, rank_by=rank_by, partition_columns=parts))
+    return _whole_partitions(
+        typed,
+        lambda t: _label_repeated_run_rows(t, rank_by=rank_by, partition_columns=parts),
     )
-    if rank_by == "rank":
-        valid = F.col(REASON).isNull()
-        same_rank = Window.partitionBy(*query, S.RANK, valid).orderBy(*order)
-        labelled = labelled.withColumn(
-            REASON,
-            F.when(valid & (F.row_number().over(same_rank) > 1), F.lit("duplicate_rank")).otherwise(
-                F.col(REASON)
-            ),
-        )
-    return labelled
 
 
 def _typed_qrels(qrels: DataFrame) -> DataFrame:
@@ -315,23 +364,30 @@ def row_labelled_qrels(qrels: DataFrame) -> DataFrame:
     return _typed_qrels(qrels)
 
 
+def _label_conflicting_qrels_rows(table: pa.Table) -> pa.Table:
+    """A partition's qrels rows (laid out by query) with ``conflicting_label`` on the clean
+    rows :func:`releval.repeats.highest_labels` sets aside."""
+    reasons, rows = _clean_rows(table)
+    if not len(rows):
+        return table
+    clean = table.take(pa.array(rows))
+    query, _ = codes(clean.column(S.QUERY_ID))
+    doc, docs = codes(clean.column(S.DOC_ID))
+    label = to_numpy(clean.column(S.RELEVANCE)).astype(np.int64)
+    order, _, best = highest_labels(query * max(len(docs), 1) + doc, label)
+    reasons[rows[order[label[order] < best]]] = "conflicting_label"
+    return _with_reasons(table, reasons)
+
+
 def label_qrels(qrels: DataFrame) -> DataFrame:
     """Qrels rows with typed canonical columns, ``_reason`` (null = clean) and
-    ``_raw_relevance`` (the original label): what the quarantine reads.
+    ``_raw_relevance`` (the original label), laid out by query id: what the quarantine reads.
 
     ``conflicting_label``: a clean row with a lower label than another clean row of its
-    (query, doc). The job's evaluation counts the same rule in its own pass (the engine's
-    qrels ledger, ``releval.metrics.kernel``); this labelling gives the quarantine its rows.
+    (query, doc), by the rule of ``releval.repeats`` (the engine's own, which counts the
+    same rows in the evaluation's pass).
     """
-    typed = _typed_qrels(qrels)
-    valid = F.col(REASON).isNull()
-    judgments = Window.partitionBy(S.QUERY_ID, S.DOC_ID, valid)
-    best = F.max(S.RELEVANCE).over(judgments)
-    return typed.select(
-        *[c for c in typed.columns if c != REASON],
-        F.when(valid & (F.col(S.RELEVANCE) < best), F.lit("conflicting_label"))
-        .otherwise(F.col(REASON)).alias(REASON),
-    )
+    return _whole_partitions(by_query(_typed_qrels(qrels)), _label_conflicting_qrels_rows)
 
 
 def _quarantine(
@@ -753,14 +809,14 @@ class JobInputs:
         if self.laid_out_by_query:  # rank_by = "rank": the evaluation reads it too
             return self.run
         # the quarantine's shuffle (releval.layout): duplicate rules are per query
-        return label_run(by_query(self.raw_run.rows), rank_by=self.rank_by,
+        return label_run(self.raw_run.rows, rank_by=self.rank_by,
                          partition_columns=list(self.partition_columns))
 
     @cached_property
     def labelled_qrels(self) -> DataFrame:
         """Every qrels row with its ``_reason`` by all rules, laid out by query id (planned
         when first asked for, like :attr:`labelled_run`)."""
-        return label_qrels(by_query(self.raw_qrels.rows))
+        return label_qrels(self.raw_qrels.rows)
 
 
 def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
@@ -791,7 +847,7 @@ def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
             rank_by=rank_by, partition_columns=tuple(parts),
         )
     return JobInputs(
-        run=label_run(by_query(raw_run.rows), rank_by=rank_by, partition_columns=parts),
+        run=label_run(raw_run.rows, rank_by=rank_by, partition_columns=parts),
         qrels=row_labelled_qrels(by_query(raw_qrels.rows)),
         laid_out_by_query=True, raw_run=raw_run, raw_qrels=raw_qrels,
         rank_by=rank_by, partition_columns=tuple(parts),

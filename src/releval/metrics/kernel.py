@@ -49,13 +49,15 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from releval import schemas as S
+from releval.arrays import codes as _codes
+from releval.arrays import group_ids as _group_ids
+from releval.arrays import to_numpy as _numpy
 from releval.layout import by_query
 from releval.metrics.stats import QrelsStat, RunStat, Stats
 from releval.partitions import quote_identifier
@@ -68,6 +70,8 @@ from releval.quality import (
     RECEIVED,
     USED,
 )
+from releval.ranking import best_first
+from releval.repeats import highest_labels, repeated_documents
 
 _IS_RUN = "_is_run"
 _ORDER = "_order"
@@ -102,53 +106,6 @@ def _ddl(spec: RunStat) -> str:
     if spec.kind in _LIST_KINDS:
         return "array<bigint>"
     return "bigint" if spec.kind in _COUNT_KINDS or spec.kind == "first_rel" else "double"
-
-
-def _numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    return column.to_numpy(zero_copy_only=False)
-
-
-def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """Dense int64 codes of a column's values (nulls get a code too), and the dictionary."""
-    encoded = pc.dictionary_encode(column, null_encoding="encode").combine_chunks()
-    return _numpy(encoded.indices).astype(np.int64), encoded.dictionary
-
-
-def _dense(codes: np.ndarray, size: int) -> np.ndarray:
-    """Codes in 0..size-1 renumbered to 0..distinct-1, keeping their order."""
-    present = np.zeros(size, dtype=bool)
-    present[codes] = True
-    return (np.cumsum(present) - 1)[codes]
-
-
-def _group_ids(table: pa.Table, columns: Sequence[str], query: np.ndarray, queries: int) -> np.ndarray:
-    """Group id (0..groups-1) of each row by ``columns``; ``query`` holds the query codes."""
-    if len(columns) == 1:  # the query id alone: its codes, made dense
-        return _dense(query, queries)
-    code = np.zeros(table.num_rows, dtype=np.int64)
-    for name in columns:
-        values, dictionary = _codes(table.column(name))
-        width = max(len(dictionary), 1)
-        if int(code.max(initial=0)) >= (1 << 62) // width:  # re-densify before it could overflow
-            code = np.unique(code, return_inverse=True)[1].astype(np.int64)
-        code = code * width + values
-    return np.unique(code, return_inverse=True)[1].astype(np.int64)
-
-
-def _ranking_order(group: np.ndarray, primary: np.ndarray, doc: np.ndarray, docs: pa.Array) -> np.ndarray:
-    """Row order by group, then ``primary`` ascending, then doc id descending (byte order).
-
-    The doc ids are sorted only when two documents of a group tie on ``primary``.
-    """
-    order = np.lexsort((primary, group))
-    g, p = group[order], primary[order]
-    if not np.any((g[1:] == g[:-1]) & (p[1:] == p[:-1])):
-        return order
-    doc_rank = np.empty(len(docs), dtype=np.int64)
-    doc_rank[_numpy(pc.sort_indices(docs))] = np.arange(len(docs))
-    return np.lexsort((-doc_rank[doc], primary, group))
 
 
 class _Ranked:
@@ -300,11 +257,8 @@ def _labels(qrels: pa.Table, query: np.ndarray, doc: np.ndarray, docs: int) -> t
         judged = _numpy(pc.is_valid(labels)).astype(bool)
         query, doc, labels = query[judged], doc[judged], labels.filter(pa.array(judged))
     key = query * docs + doc
-    label = _numpy(labels).astype(np.int64)
-    order = np.lexsort((label, key))
-    key, label = key[order], label[order]
-    last = np.concatenate((key[1:] != key[:-1], [True])) if len(key) else np.zeros(0, dtype=bool)
-    return key[last], label[last]
+    order, first, best = highest_labels(key, _numpy(labels).astype(np.int64))
+    return key[order][first], best[first]
 
 
 def partition_stats(
@@ -424,10 +378,8 @@ def _qrels_kept(qrels: pa.Table) -> pa.Table:
     doc, dictionary = _codes(qrels.column(S.DOC_ID))
     key = query * max(len(dictionary), 1) + doc
     label = _numpy(qrels.column(QRELS_LABEL)).astype(np.int64)
-    order = np.lexsort((-label, key))  # by (query, doc), its highest label first
-    key, label = key[order], label[order]
-    first = np.concatenate(([True], key[1:] != key[:-1]))
-    best = label[first][np.cumsum(first) - 1]
+    order, first, best = highest_labels(key, label)
+    label = label[order]
     conflicting = int(np.count_nonzero(label < best))
     return _qrels_ledger({
         USED: len(label) - conflicting,
@@ -456,10 +408,10 @@ def _query_stats(
     group = _group_ids(run, keys, run_query, len(query_dictionary))
     order_value = _numpy(run.column(_ORDER)).astype(np.float64)
     primary = -order_value if rank_by == "score" else order_value
-    order = _ranking_order(group, primary, run_doc, doc_dictionary)
+    order = best_first(group, primary, run_doc, doc_dictionary)
     groups = int(group.max()) + 1 if len(group) else 0  # each group keeps at least one row
     # one row per (group, doc): its first occurrence in ranking order is the best one
-    repeated = pd.Series(group[order] * docs + run_doc[order]).duplicated().to_numpy()
+    repeated = repeated_documents(group[order], run_doc[order], docs)
     dropped = np.bincount(group[order][repeated], minlength=groups).astype(np.int64)
     if repeated.any():
         order = order[~repeated]

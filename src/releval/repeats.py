@@ -1,0 +1,69 @@
+"""Repeated rows, decided once: which occurrence counts and which are set aside.
+
+* **A document repeated in a query of a run** (``duplicate_doc``): its best-ranked
+  occurrence is kept (the ranking order of :mod:`releval.ranking`), the others are not
+  ranked.
+* **Two documents at one logged rank** (``rank_by = "rank"``, ``duplicate_rank``): the
+  first in tie order (doc id descending) is kept, the others are not ranked.
+* **A document judged more than once** (``conflicting_label``): its highest label is the
+  judgment; the rows with a lower label are set aside, and the other rows with the highest
+  label are exact duplicates (one judgment, counted once).
+
+These are NumPy functions over a partition's rows, grouped by query (``releval.layout``):
+the engine (``releval.metrics.kernel``) applies them to drop and count the rows, and the
+checks' labelling (``releval.quality.label_run``, ``label_qrels``) applies the same
+functions to name the rows the quarantine keeps. Neither has a rule of its own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def repeated_documents(group: np.ndarray, doc: np.ndarray, docs: int) -> np.ndarray:
+    """For rows in ranking order (best first within each group, ``releval.ranking.best_first``):
+    True at every occurrence of a (group, doc) after its first.
+
+    Args:
+        group: the rows' group (run partition and query) ids.
+        doc: the rows' doc id codes, all below ``docs``.
+        docs: how many doc id codes there are.
+    """
+    if not len(group):
+        return np.zeros(0, dtype=bool)
+    return pd.Series(group * max(docs, 1) + doc).duplicated().to_numpy()
+
+
+def shared_ranks(group: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """For rows in ranking order with no repeated document (``rank_by = "rank"``): True at a
+    row whose logged rank equals the row's before it in its group (the first in tie order,
+    doc id descending, keeps the rank)."""
+    same = np.zeros(len(group), dtype=bool)
+    same[1:] = (group[1:] == group[:-1]) & (rank[1:] == rank[:-1])
+    return same
+
+
+def highest_labels(key: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The judgments of a partition's (query, doc) keys: each key's highest label.
+
+    Args:
+        key: the rows' (query, doc) key codes.
+        label: the rows' labels.
+
+    Returns:
+        ``order``: the rows by key, highest label first; ``first``: in that order, the
+        key's first row (the one that stands for its judgment); ``best``: in that order,
+        the highest label of the row's key. So ``label[order] < best`` are the rows set
+        aside as ``conflicting_label`` and ``(label[order] == best) & ~first`` the exact
+        duplicates.
+    """
+    order = np.lexsort((-label, key))
+    sorted_key = key[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = sorted_key[1:] != sorted_key[:-1]
+    best = label[order][first][np.cumsum(first) - 1] if len(order) else label[order]
+    return order, first, best
+
+
+__all__ = ["highest_labels", "repeated_documents", "shared_ranks"]
