@@ -804,8 +804,7 @@ class JobInputs:
     @cached_property
     def labelled_run(self) -> DataFrame:
         """Every run row with its ``_reason`` by all rules, laid out by query id: what the
-        quarantine keeps. Planned when first asked for (only when a row was rejected: its
-        windows cost a second of driver time to build)."""
+        quarantine keeps. Planned when first asked for: only when a row was rejected."""
         if self.laid_out_by_query:  # rank_by = "rank": the evaluation reads it too
             return self.run
         # the quarantine's shuffle (releval.layout): duplicate rules are per query

@@ -4,8 +4,8 @@ The tests' SQL oracle (``tests/sql_oracle.py``) ranks with a window (a sort insi
 shuffle partition), joins the labels and aggregates with ``groupBy``. This engine sends
 the run rows and the qrels rows of a shuffle partition together (one ``union``,
 partitioned by query id: each query's rows and judgments are in the same partition)
-through ``mapInArrow`` to a vectorized NumPy function that deduplicates, ranks (the rule
-of :mod:`releval.ranking`), attaches labels and computes every
+through ``mapInArrow`` to a vectorized NumPy function that deduplicates (the rules of
+:mod:`releval.repeats`), ranks (the rule of :mod:`releval.ranking`), attaches labels and computes every
 :class:`~releval.metrics.stats.RunStat` and :class:`~releval.metrics.stats.QrelsStat`
 the measures asked for, returning one row per (run partition, query), and one row per
 query of the qrels with its qrels statistics (for the queries a run missed). No Python code
@@ -237,6 +237,12 @@ def _idcg(j: _Judgments, spec: QrelsStat) -> np.ndarray:
     within = np.ones(len(j.label), dtype=bool) if spec.cutoff is None else j.position <= spec.cutoff
     term = _gain(j.label, spec.gain) / np.log2(j.position.astype(np.float64) + 1.0)
     return j.per_query(np.where(within, term, 0.0))
+
+
+def _qrels_ddl(spec: QrelsStat) -> str:
+    """The Spark type of a qrels statistic: the ideal DCG is a double, the counts bigints
+    (what :data:`QRELS_KINDS` return: float64 and int64 arrays)."""
+    return "double" if spec.kind == "idcg" else "bigint"
 
 
 #: How the kernel computes each kind of :class:`QrelsStat` (one entry per kind).
@@ -517,7 +523,7 @@ def arrow_run_stats(
         *part_ddl, f"`{S.QUERY_ID}` string", f"`{_IN_RUN}` boolean", f"`{_IN_QRELS}` boolean",
         f"`{_REPEATED}` bigint",
         *[f"`{n}` {_ddl(s)}" for n, s in specs.items()],
-        *[f"`{n}` {'double' if s.kind == 'idcg' else 'bigint'}" for n, s in qrels_specs.items()],
+        *[f"`{n}` {_qrels_ddl(s)}" for n, s in qrels_specs.items()],
         *([f"`{LEDGER}` string", f"`{LEDGER_ROWS}` bigint"] if ledger else []),
     ])
 
