@@ -2,10 +2,12 @@
 
 Production computes the run and the qrels statistics with one engine, the Arrow kernel
 (:func:`releval.metrics.kernel.arrow_run_stats`: NumPy over whole shuffle partitions).
-This module computes the same statistics with Spark SQL alone: deduplication by
-``groupBy``, a shuffled hash join for the labels, the ranking window with running sums
-(the SQL expressions of :class:`releval.metrics.stats.Stats`), and a ``groupBy``; the
-qrels statistics by the ideal ranking's window and a ``groupBy`` over the qrels. The
+This module computes the same statistics with Spark SQL alone, from their descriptions
+(:class:`releval.metrics.stats.RunStat`, :class:`~releval.metrics.stats.QrelsStat`) and
+its own writing of the ranking rule (a window order): deduplication by ``groupBy``, a
+shuffled hash join for the labels, the ranking window with running sums, and a
+``groupBy``; the qrels statistics by the ideal ranking's window and a ``groupBy`` over
+the qrels. The
 tests run every measure case, the trec_eval conformance and the judged-only oracle
 through both (``query_measures(..., run_stats=sql_run_stats)``), so a bug in either shows
 up as a disagreement. It was the ``sql`` value of the removed ``evaluation.engine``
@@ -14,19 +16,162 @@ option.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from releval import schemas as S
 from releval.layout import by_query
 from releval.metrics.compute import IN_QRELS, IN_RUN, REPEATED
 from releval.metrics.kernel import arrow_run_stats
-from releval.metrics.stats import IDEAL_POSITION, Stats
-from releval.ranking import position
+from releval.metrics.stats import QrelsStat, RunStat, Stats
 
 _OCCURRENCES = "_occurrences"
+IDEAL_POSITION = "_ideal_position"
+#: Rank among the query's judged documents (null for unjudged rows); a row column.
+JUDGED_POSITION = "_judged_position"
+
+
+# --- the ranking rule, as a window order ---------------------------------------------------
+
+
+def ranking_order(rank_by: str) -> list[Column]:
+    """The sort order of a query's documents, best first (``releval.ranking``'s rule)."""
+    if rank_by == "score":
+        return [F.col(S.SCORE).desc(), F.col(S.DOC_ID).desc()]
+    return [F.col(S.RANK).asc(), F.col(S.DOC_ID).desc()]
+
+
+def query_window(*, rank_by: str, partition_columns: Sequence[str]) -> WindowSpec:
+    """One query of one run, best document first."""
+    return Window.partitionBy(*partition_columns, S.QUERY_ID).orderBy(*ranking_order(rank_by))
+
+
+def position(*, rank_by: str, partition_columns: Sequence[str]) -> Column:
+    """The 1-based rank of a document within its query."""
+    if rank_by == "score":
+        window = query_window(rank_by=rank_by, partition_columns=partition_columns)
+        return F.row_number().over(window).cast("int")
+    return F.col(S.RANK).cast("int")
+
+
+# --- the statistics, as SQL over the ranked, judged rows -------------------------------------
+
+
+def is_relevant(level: int) -> Column:
+    """True when the row's label is >= level; unjudged rows (null label) are not relevant."""
+    return F.coalesce(F.col(S.RELEVANCE) >= level, F.lit(False))
+
+
+def is_judged() -> Column:
+    """True when the row's document has a label (the qrels rows that are judgments)."""
+    return F.col(S.RELEVANCE).isNotNull()
+
+
+def is_judged_nonrelevant(level: int) -> Column:
+    """True when the row's document is judged and its label is < level (bpref's non-relevant)."""
+    return F.coalesce(is_judged() & (F.col(S.RELEVANCE) < level), F.lit(False))
+
+
+#: Gain functions of DCG by name; both DCG and the ideal DCG use the same one.
+GAINS: dict[str, Callable[[Column], Column]] = {
+    "linear": lambda label: F.when(label > 0, label.cast("double")).otherwise(F.lit(0.0)),
+    "exponential": lambda label: F.when(
+        label > 0, F.pow(F.lit(2.0), label.cast("double")) - 1.0
+    ).otherwise(F.lit(0.0)),
+}
+
+
+def discount(rank: Column) -> Column:
+    """1 / log2(rank + 1)."""
+    return F.lit(1.0) / F.log2(rank.cast("double") + 1.0)
+
+
+class _RunSql:
+    """The SQL of the run statistics: row columns (window functions over a query's ranked
+    rows) and, from them, one aggregate per statistic."""
+
+    def __init__(self, *, rank_by: str, partition_columns: Sequence[str]) -> None:
+        self.window = query_window(rank_by=rank_by, partition_columns=partition_columns).rowsBetween(
+            Window.unboundedPreceding, Window.currentRow
+        )
+        self.rows: dict[str, Column] = {}  # the row columns the aggregates read
+
+    def _row(self, name: str, column: Callable[[], Column]) -> Column:
+        if name not in self.rows:
+            self.rows[name] = column()
+        return F.col(name)
+
+    def position(self, judged: bool) -> Column:
+        """The rank the statistic uses: the position, or the condensed (judged-only) one."""
+        if not judged:
+            return F.col(S.POSITION)
+        return self._row(
+            JUDGED_POSITION,
+            lambda: F.when(is_judged(), F.sum(is_judged().cast("int")).over(self.window)),
+        )
+
+    def within(self, judged: bool, cutoff: int | None) -> Column:
+        """Rows the view counts at ranks 1..cutoff (the judged view: judged rows only)."""
+        if cutoff is None and not judged:
+            return F.lit(True)
+        rank = self.position(judged)
+        return rank.isNotNull() if cutoff is None else F.coalesce(rank <= cutoff, F.lit(False))
+
+    def aggregate(self, spec: RunStat) -> Column:
+        judged, level, cutoff = spec.judged, spec.level or 0, spec.cutoff
+
+        def count(rows: Column) -> Column:
+            return F.sum(F.when(rows, 1).otherwise(0)).cast("long")
+
+        if spec.kind == "num_ret":
+            return count(self.within(judged, None)) if judged else F.count(F.lit(1))
+        if spec.kind == "ret":
+            return count(self.within(judged, cutoff))
+        if spec.kind == "judged_ret":
+            return count(is_judged() & self.within(judged, cutoff))
+        if spec.kind == "rel_ret":
+            return count(is_relevant(level) & self.within(judged, cutoff))
+        if spec.kind == "first_rel":
+            return F.min(F.when(is_relevant(level), self.position(judged)))
+        if spec.kind == "dcg":
+            gain = GAINS[spec.gain](F.coalesce(F.col(S.RELEVANCE), F.lit(0)))
+            term = gain * discount(self.position(judged))
+            return F.sum(F.when(self.within(judged, cutoff), term).otherwise(0.0))
+        if spec.kind == "prec_sum":
+            running = self._row(f"_cum_rel_l{level}".replace("-", "m"),
+                                lambda: F.sum(is_relevant(level).cast("int")).over(self.window))
+            term = running.cast("double") / self.position(judged).cast("double")
+            rows = is_relevant(level) & self.within(judged, cutoff)
+            return F.sum(F.when(rows, term).otherwise(0.0))
+        if spec.kind == "rel_pos":
+            return F.collect_list(F.when(is_relevant(level), self.position(judged).cast("long")))
+        if spec.kind == "nonrel_above":
+            running = self._row(
+                f"_cum_nonrel_l{level}".replace("-", "m"),
+                lambda: F.sum(is_judged_nonrelevant(level).cast("long")).over(self.window),
+            )
+            return F.collect_list(F.when(is_relevant(level), running))
+        raise ValueError(f"the oracle has no SQL for {spec}")
+
+
+def qrels_aggregate(spec: QrelsStat) -> Column:
+    """The SQL of a qrels statistic over the judgments with their ``IDEAL_POSITION``."""
+    level = spec.level or 0
+    if spec.kind == "num_rel":
+        return F.sum(is_relevant(level).cast("long"))
+    if spec.kind == "num_nonrel":
+        return F.sum(is_judged_nonrelevant(level).cast("long"))
+    if spec.kind == "idcg":
+        ideal = F.col(IDEAL_POSITION)
+        within = F.lit(True) if spec.cutoff is None else ideal <= spec.cutoff
+        term = GAINS[spec.gain](F.col(S.RELEVANCE)) * discount(ideal)
+        return F.sum(F.when(within, term).otherwise(0.0))
+    raise ValueError(f"the oracle has no SQL for {spec}")
+
+
+# --- the oracle -----------------------------------------------------------------------------
 
 
 def deduplicate(
@@ -55,7 +200,8 @@ def qrels_stats(judgments: DataFrame, stats: Stats) -> DataFrame:
     return (
         judgments.withColumn(IDEAL_POSITION, F.row_number().over(ideal))
         .groupBy(S.QUERY_ID)
-        .agg(F.first(F.lit(True)).alias(IN_QRELS), *[c().alias(n) for n, c in stats.qrels.items()])
+        .agg(F.first(F.lit(True)).alias(IN_QRELS),
+             *[qrels_aggregate(spec).alias(n) for n, spec in stats.qrels_spec.items()])
     )
 
 
@@ -81,8 +227,9 @@ def sql_run_stats(
     judged = judge(unique, judgments)
     rank = position(rank_by=stats.rank_by, partition_columns=parts).alias(S.POSITION)
     # the aggregates first: building them registers the row columns they read
-    aggregates = [c().alias(n) for n, c in stats.run.items()]
-    rows = judged.select("*", rank, *[c().alias(n) for n, c in stats.row.items()])
+    sql = _RunSql(rank_by=stats.rank_by, partition_columns=parts)
+    aggregates = [sql.aggregate(spec).alias(n) for n, spec in stats.run_spec.items()]
+    rows = judged.select("*", rank, *[c.alias(n) for n, c in sql.rows.items()])
     run_q = rows.groupBy(*parts, S.QUERY_ID).agg(
         F.first(F.lit(True)).alias(IN_RUN),
         F.sum(F.col(_OCCURRENCES) - 1).alias(REPEATED),
@@ -95,7 +242,7 @@ def sql_run_stats(
     queries = per_query.select(
         *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
         S.QUERY_ID, F.lit(False).alias(IN_RUN), IN_QRELS, F.lit(0).cast("long").alias(REPEATED),
-        *stats.qrels.keys(),
+        *stats.qrels_spec.keys(),
     )
     return retrieved.unionByName(queries, allowMissingColumns=True)
 

@@ -9,42 +9,28 @@ position, as logged (gaps are kept: a document logged at position 5 counts at
 rank 5 even if positions 3 and 4 are absent). Ties are ordered by doc id
 descending so the order is deterministic.
 
-The order is written twice, in the two languages that sort: as Spark columns
-(:func:`ranking_order`, for windows) and as a NumPy sort of a partition's rows
-(:func:`best_first`, what the engine and the checks' labelling use).
+:func:`best_first` sorts a partition's rows in that order with NumPy: the engine
+(``releval.metrics.kernel``) ranks with it, and the checks' labelling (``releval.quality``)
+finds a repeated document's best occurrence with it. The tests' SQL oracle
+(``tests/sql_oracle.py``) writes the same rule as a Spark window order, independently.
 
 A document that appears more than once in one query of one run keeps its
 best-ranked occurrence only (trec_eval rejects such runs): ``releval.repeats`` decides
-which rows that drops, for the engine (``releval.metrics.kernel``, which counts them) and
-for the quarantine, which names them ``duplicate_doc`` (``releval.quality``).
+which rows that drops, for the engine (which counts them) and for the quarantine, which
+names them ``duplicate_doc``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, Window, WindowSpec
-from pyspark.sql import functions as F
-
-from releval import schemas as S
-
-
-def ranking_order(rank_by: str) -> list[Column]:
-    """The sort order of a query's documents, best first."""
-    if rank_by == "score":
-        return [F.col(S.SCORE).desc(), F.col(S.DOC_ID).desc()]
-    if rank_by == "rank":
-        return [F.col(S.RANK).asc(), F.col(S.DOC_ID).desc()]
-    raise ValueError(f"rank_by must be 'score' or 'rank', got {rank_by!r}")
 
 
 def best_first(group: np.ndarray, primary: np.ndarray, doc: np.ndarray, docs: pa.Array) -> np.ndarray:
     """The rows' order by group, then ``primary`` ascending, then doc id descending (byte
-    order): :func:`ranking_order` as a NumPy sort (stable: rows that tie on all three keep
-    their order).
+    order): the ranking order of each group (stable: rows that tie on all three keep their
+    order).
 
     Args:
         group: each row's group (run partition and query) id.
@@ -61,14 +47,4 @@ def best_first(group: np.ndarray, primary: np.ndarray, doc: np.ndarray, docs: pa
     return np.lexsort((-doc_rank[doc], primary, group))
 
 
-def query_window(*, rank_by: str, partition_columns: Sequence[str]) -> WindowSpec:
-    """One query of one run, best document first."""
-    return Window.partitionBy(*partition_columns, S.QUERY_ID).orderBy(*ranking_order(rank_by))
-
-
-def position(*, rank_by: str, partition_columns: Sequence[str]) -> Column:
-    """The 1-based rank of a document within its query (see the module docstring)."""
-    if rank_by == "score":
-        window = query_window(rank_by=rank_by, partition_columns=partition_columns)
-        return F.row_number().over(window).cast("int")
-    return F.col(S.RANK).cast("int")
+__all__ = ["best_first"]
