@@ -185,6 +185,28 @@ def test_a_skewed_query_with_100k_judged_documents():
     assert (got["small"]["num_ret"], got["small"]["first_rel_l1"]) == (1, 1)
 
 
+def test_ranking_by_rank_the_ledger_sets_aside_a_shared_rank():
+    # logged ranks of r/q1: A 1, C 1, B 2, A 4 (a repeat, worse), and D 3 rejected by a row
+    # rule. The repeated-document rule comes first: A's best occurrence is at 1, the one
+    # at 4 is duplicate_doc. Then A and C share rank 1: C comes first in tie order (doc id
+    # descending), so A loses it (duplicate_rank) and is not ranked at all (not at 4).
+    run = [("r", "q1", "A", 1), ("r", "q1", "C", 1), ("r", "q1", "B", 2), ("r", "q1", "A", 4),
+           ("r", "q1", "D", 3)]
+    table = partition(run, [("q1", "A", 1)])
+    table = table.append_column(
+        "_reason", pa.array([None, None, None, None, "invalid_rank", None], pa.string())
+    ).append_column("_qrels_label", pa.array([None] * 5 + [1], pa.int32()))
+    out = partition_stats(table, specs=SPECS, partition_columns=["run_id"], rank_by="rank").to_pylist()
+    (query,) = [r for r in out if r["_in_run"]]
+    # ranked: C 1, B 2; A (the only relevant document) is not: no relevant rank
+    assert (query["num_ret"], query["_repeated"], query["first_rel_l1"]) == (2, 0, None)
+    ledger = sorted((r["_ledger"], r["_rows"]) for r in out if r["_ledger"] and r["run_id"])
+    # 5 received = 2 ranked + 1 duplicate_doc + 1 duplicate_rank + 1 invalid_rank (by
+    # rank, the repeats come as ledger rows, like the row rules' reasons)
+    assert ledger == [("duplicate_doc", 1), ("duplicate_rank", 1), ("invalid_rank", 1),
+                      ("received", 5)]
+
+
 def test_the_ledger_counts_every_row_received_and_uses_only_the_clean_ones():
     # the RUN rows plus two rejected ones (the reasons come from the row rules, before
     # the engine): a run "r" row with an invalid score and a run "t" row without a query id;

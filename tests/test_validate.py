@@ -207,7 +207,8 @@ def test_the_engines_ledger_counts_what_the_split_quarantines(spark):
     raw_qrels = spark.createDataFrame(DIRTY_QRELS, RAW_QRELS)
     measures = parse_measures(["P@2"])
     table = query_measures(
-        row_labelled_run(raw_run, partition_columns=["run_id"]), row_labelled_qrels(raw_qrels),
+        row_labelled_run(raw_run, rank_by="score", partition_columns=["run_id"]),
+        row_labelled_qrels(raw_qrels),
         measures=measures, partition_columns=["run_id"], ledger=True,
     )
     # the job's one aggregation over the result: both ledgers
@@ -236,6 +237,42 @@ def test_the_engines_ledger_counts_what_the_split_quarantines(spark):
     with pytest.raises(AccountingError, match=r"qrels sample: input rows 6 \(received by the "
                        r"evaluation\) != used 3 \+ quarantined 2"):
         account_qrels_ledger("qrels", "sample", [*found.qrels_ledger, ("used", -1)])
+
+
+def test_ranking_by_rank_the_engine_sets_aside_the_rows_the_split_quarantines(spark):
+    # by rank, the job's evaluation reads the run with the row rules' reasons only and the
+    # engine applies the repeated-row rules itself: run r, query q1 logs A 1, C 1, B 2, A 4
+    # and D at rank "x". A's occurrence at 4 repeats it (duplicate_doc); A and C share rank
+    # 1 and C comes first in tie order (duplicate_rank for A); D is invalid_rank. Ranked:
+    # C 1, B 2.
+    from releval.metrics import parse_measures
+    from releval.metrics.compute import query_measures
+    from releval.pipeline import _query_counts
+    from releval.quality import account_ledger, row_labelled_qrels, row_labelled_run
+
+    raw_run = spark.createDataFrame(
+        [("r", "q1", "A", "0.5", "1"), ("r", "q1", "C", "0.4", "1"), ("r", "q1", "B", "0.3", "2"),
+         ("r", "q1", "A", "0.2", "4"), ("r", "q1", "D", "0.1", "x")], RAW_RUN,
+    )
+    raw_qrels = spark.createDataFrame([("q1", "A", "1"), ("q1", "B", "1")], RAW_QRELS)
+    measures = parse_measures(["P@2"])
+    table = query_measures(
+        row_labelled_run(raw_run, rank_by="rank", partition_columns=["run_id"]),
+        row_labelled_qrels(raw_qrels), measures=measures, rank_by="rank",
+        partition_columns=["run_id"], ledger=True,
+    )
+    found = _query_counts(table, ["run_id"], missing_queries="zero", measures=measures)
+    run = account_ledger("run", "sample", found.run_ledger, partition_columns=["run_id"])
+    assert [(p.input, p.used, p.quarantined) for p in run.partitions] == [
+        (5, 2, {"duplicate_doc": 1, "duplicate_rank": 1, "invalid_rank": 1})
+    ]
+    # P@2 = 1/2: B (relevant) at 2; A, relevant too, is not ranked
+    (row,) = table.where(F.col(S.QUERY_ID) == "q1").select("_measures").collect()
+    assert [m[S.VALUE] for m in row[0]] == [0.5]
+    # the quarantine's split names the same rows
+    clean, quarantined = split_run(raw_run, rank_by="rank", partition_columns=["run_id"])
+    check(spark, clean, quarantined, [("q1", "C"), ("q1", "B")],
+          [("duplicate_rank", "q1", "A"), ("duplicate_doc", "q1", "A"), ("invalid_rank", "q1", "D")])
 
 
 @pytest.mark.parametrize("score_type", ["float", "double"])

@@ -35,7 +35,14 @@ from releval.metrics.compute import (
 )
 from releval.metrics.kernel import LEDGER, LEDGER_ROWS, arrow_run_stats
 from releval.profile import Phases
-from releval.quality import QRELS_LEDGER, USED, QualityReport, finish_checks, job_inputs
+from releval.quality import (
+    DUPLICATE_DOC,
+    QRELS_LEDGER,
+    USED,
+    QualityReport,
+    finish_checks,
+    job_inputs,
+)
 from releval.testhooks import pause
 
 
@@ -340,7 +347,7 @@ def _query_counts(
             continue
         if r["repeated"]:
             entry = by_partition.setdefault(key, {})
-            entry["duplicate_doc"] = entry.get("duplicate_doc", 0) + int(r["repeated"])
+            entry[DUPLICATE_DOC] = entry.get(DUPLICATE_DOC, 0) + int(r["repeated"])
         if r["evaluated"]:
             by_partition.setdefault(key, {})[USED] = int(r["evaluated"])
     rates = tuple(
@@ -365,7 +372,6 @@ def _evaluate_job(
     config: Config,
     run: DataFrame,
     qrels: DataFrame,
-    laid_out_by_query: bool,
     keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> Evaluation:
     """:func:`evaluate` with the job's settings: what :func:`run` executes, :func:`explain`
@@ -377,7 +383,6 @@ def _evaluate_job(
         rank_by=config.run.rank_by,
         partition_columns=list(config.run.partition_columns),
         missing_queries=config.evaluation.missing_queries,
-        laid_out_by_query=laid_out_by_query,
         negative_labels=config.evaluation.negative_labels,
         intervals=config.intervals,
         ledger=True,
@@ -401,7 +406,7 @@ def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> 
         mode: ``simple``, ``extended``, ``codegen``, ``cost`` or ``formatted``.
     """
     inputs = job_inputs(spark, config)
-    result = _evaluate_job(config, inputs.run, inputs.qrels, inputs.laid_out_by_query)
+    result = _evaluate_job(config, inputs.run, inputs.qrels)
     plan = result.queries._sc._jvm.PythonSQLUtils.explainString(
         result.queries._jdf.queryExecution(), mode
     )
@@ -450,7 +455,7 @@ def run(
             # optimizer and the inputs' file listing run on the driver, seconds for a
             # small run), which is the evaluation's time as much as its Spark jobs are
             result = _evaluate_job(
-                config, inputs.run, inputs.qrels, inputs.laid_out_by_query, keep=keep
+                config, inputs.run, inputs.qrels, keep=keep
             )
             queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
             kept.append(queries)

@@ -95,8 +95,7 @@ from releval.io.writers import with_comments
 from releval.layout import by_query
 from releval.lineage import source_label
 from releval.partitions import quote_literal
-from releval.ranking import best_first
-from releval.repeats import highest_labels, repeated_documents, shared_ranks
+from releval.repeats import highest_labels, set_aside
 
 #: The pseudo-reason of a ``_malformed`` row: counted, never quarantined (the job fails).
 MALFORMED = "malformed_line"
@@ -105,6 +104,10 @@ REASON = "_reason"
 
 RUN = "run"
 QRELS = "qrels"
+#: The reasons of the repeated-row rules (``releval.repeats``), which the engine applies
+#: too.
+DUPLICATE_DOC = "duplicate_doc"
+DUPLICATE_RANK = "duplicate_rank"
 
 
 @dataclass(frozen=True)
@@ -124,11 +127,11 @@ REASONS: dict[str, Reason] = {
         Reason("invalid_score", RUN, "ranking by score: the score is null, non-numeric, NaN or infinite"),
         Reason("invalid_rank", RUN, "ranking by rank: the rank is null, not an integer, zero or negative"),
         Reason(
-            "duplicate_doc", RUN,
+            DUPLICATE_DOC, RUN,
             "the doc id appears again in this query of this run; its best-ranked occurrence is kept",
         ),
         Reason(
-            "duplicate_rank", RUN,
+            DUPLICATE_RANK, RUN,
             "ranking by rank: another document of this query has the same rank and comes first "
             "in the tie order (doc id descending)",
         ),
@@ -241,15 +244,16 @@ def _typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]
     )
 
 
-def row_labelled_run(run: DataFrame, *, partition_columns: Sequence[str]) -> DataFrame:
-    """Run rows with the row rules' ``_reason`` only (``rank_by = "score"``): a projection.
+def row_labelled_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
+    """Run rows with the row rules' ``_reason`` only: a projection.
 
-    What the job's evaluation reads: the engine ranks the clean rows, drops a repeated
-    document's other occurrences (``duplicate_doc``: its best-scored occurrence is kept,
-    the very row :func:`label_run` keeps) and counts the rest in the same pass
-    (:func:`account_ledger`).
+    What the job's evaluation reads: the engine applies the repeated-row rules of
+    ``releval.repeats`` itself (the same functions :func:`label_run` applies, so it sets
+    aside the very rows the quarantine names: a repeated document's other occurrences and,
+    ranking by rank, the documents that share a rank), ranks the clean rows and counts all
+    of them in the same pass (:func:`account_ledger`).
     """
-    return _typed_run(run, rank_by="score", partition_columns=partition_columns)
+    return _typed_run(run, rank_by=rank_by, partition_columns=partition_columns)
 
 
 def _whole_partitions(df: DataFrame, label: Callable[[pa.Table], pa.Table]) -> DataFrame:
@@ -303,12 +307,9 @@ def _label_repeated_run_rows(
         primary = -to_numpy(clean.column(S.SCORE)).astype(np.float64)
     else:
         primary = to_numpy(clean.column(S.RANK)).astype(np.float64)
-    order = best_first(group, primary, doc, docs)
-    repeated = repeated_documents(group[order], doc[order], len(docs))
-    reasons[rows[order[repeated]]] = "duplicate_doc"
-    if rank_by == "rank":
-        kept = order[~repeated]
-        reasons[rows[kept[shared_ranks(group[kept], primary[kept])]]] = "duplicate_rank"
+    repeated, shared = set_aside(group, primary, doc, docs, rank_by=rank_by)
+    reasons[rows[repeated]] = DUPLICATE_DOC
+    reasons[rows[shared]] = DUPLICATE_RANK
     return _with_reasons(table, reasons)
 
 
@@ -787,7 +788,6 @@ class JobInputs:
             (the engine ranks the clean ones and counts all of them).
         qrels: what the evaluation reads: every qrels row, with the row rules' ``_reason``
             (the engine reads the clean ones and counts all of them).
-        laid_out_by_query: ``run`` and ``qrels`` are partitioned by query id.
         raw_run, raw_qrels: the raw reads, to name a malformed TREC line and to number
             the quarantined rows' lines.
         rank_by, partition_columns: the run's ranking rule and partition columns.
@@ -795,7 +795,6 @@ class JobInputs:
 
     run: DataFrame
     qrels: DataFrame
-    laid_out_by_query: bool
     raw_run: RawInput
     raw_qrels: RawInput
     rank_by: str
@@ -805,9 +804,7 @@ class JobInputs:
     def labelled_run(self) -> DataFrame:
         """Every run row with its ``_reason`` by all rules, laid out by query id: what the
         quarantine keeps. Planned when first asked for: only when a row was rejected."""
-        if self.laid_out_by_query:  # rank_by = "rank": the evaluation reads it too
-            return self.run
-        # the quarantine's shuffle (releval.layout): duplicate rules are per query
+        # the quarantine's shuffle (releval.layout): the repeated-row rules are per query
         return label_run(self.raw_run.rows, rank_by=self.rank_by,
                          partition_columns=list(self.partition_columns))
 
@@ -824,32 +821,21 @@ def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
     Lazy: no action runs and nothing is persisted (reading still checks the paths, tables,
     columns and filter; TREC text's malformed lines are counted by the evaluation's
     ledger). The evaluation reads every row of both inputs labelled by the row rules only
-    (a projection) and counts them in its own pass (the engine's ledger). With ``rank_by =
-    "score"`` it reads them straight from the source (no shuffle, no sort): the engine
-    drops a repeated document's other occurrences itself, keeping the very row the
-    ``duplicate_doc`` rule keeps (its best-scored occurrence; see
-    :func:`row_labelled_run`), so the engine's shuffle is the run's only
-    one; the measures read a document's highest label, the one ``conflicting_label``
-    keeps, and the engine counts the conflicting rows. With ``rank_by = "rank"`` the
-    evaluation reads the run labelled by all rules (``duplicate_rank`` changes the
-    ranking), laid out by query id, and the qrels in the same layout.
+    (a projection: no shuffle, no sort) straight from the source and counts them in its
+    own pass (the engine's ledger). The engine applies the repeated-row rules itself
+    (``releval.repeats``: a repeated document keeps its best-ranked occurrence; ranking by
+    rank, a shared rank goes to the first in tie order; see :func:`row_labelled_run`), so
+    its shuffle is each input's only one; the measures read a document's highest label,
+    the one ``conflicting_label`` keeps, and the engine counts the conflicting rows.
     """
     parts = list(config.run.partition_columns)
     raw_run = read_run_raw(spark, config.run)
     raw_qrels = read_qrels_raw(spark, config.qrels)
     rank_by = config.run.rank_by
-    if rank_by == "score":
-        return JobInputs(
-            run=row_labelled_run(raw_run.rows, partition_columns=parts),
-            qrels=row_labelled_qrels(raw_qrels.rows),
-            laid_out_by_query=False, raw_run=raw_run, raw_qrels=raw_qrels,
-            rank_by=rank_by, partition_columns=tuple(parts),
-        )
     return JobInputs(
-        run=label_run(raw_run.rows, rank_by=rank_by, partition_columns=parts),
-        qrels=row_labelled_qrels(by_query(raw_qrels.rows)),
-        laid_out_by_query=True, raw_run=raw_run, raw_qrels=raw_qrels,
-        rank_by=rank_by, partition_columns=tuple(parts),
+        run=row_labelled_run(raw_run.rows, rank_by=rank_by, partition_columns=parts),
+        qrels=row_labelled_qrels(raw_qrels.rows),
+        raw_run=raw_run, raw_qrels=raw_qrels, rank_by=rank_by, partition_columns=tuple(parts),
     )
 
 

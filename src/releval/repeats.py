@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+
+from releval.ranking import best_first
 
 
 def repeated_documents(group: np.ndarray, doc: np.ndarray, docs: int) -> np.ndarray:
@@ -44,6 +47,30 @@ def shared_ranks(group: np.ndarray, rank: np.ndarray) -> np.ndarray:
     return same
 
 
+def set_aside(
+    group: np.ndarray, primary: np.ndarray, doc: np.ndarray, docs: pa.Array, *, rank_by: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The clean run rows of a partition that the repeated-row rules set aside.
+
+    Args:
+        group: each row's group (run partition and query) id.
+        primary: ``-score`` (``rank_by = "score"``) or the logged rank.
+        doc: each row's code in ``docs``; docs: the doc ids.
+        rank_by: "score" or "rank" (a shared rank is a rule of ``rank`` only).
+
+    Returns:
+        The positions of the rows that repeat a document (``duplicate_doc``) and, ranking
+        by rank, of those that share a rank (``duplicate_rank``; empty by score). Rows that
+        tie on all of the ranking order keep their given order.
+    """
+    order = best_first(group, primary, doc, docs)
+    repeated = repeated_documents(group[order], doc[order], len(docs))
+    if rank_by != "rank":
+        return order[repeated], np.zeros(0, dtype=np.int64)
+    kept = order[~repeated]
+    return order[repeated], kept[shared_ranks(group[kept], primary[kept])]
+
+
 def highest_labels(key: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The judgments of a partition's (query, doc) keys: each key's highest label.
 
@@ -66,4 +93,4 @@ def highest_labels(key: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.n
     return order, first, best
 
 
-__all__ = ["highest_labels", "repeated_documents", "shared_ranks"]
+__all__ = ["highest_labels", "repeated_documents", "set_aside", "shared_ranks"]

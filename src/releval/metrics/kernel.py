@@ -23,8 +23,10 @@ negative-label rule is applied before, where both engines read their labels
 row rules' ``_reason`` (``releval.quality``; null = clean) and nothing is filtered out
 between the scan and the engine (a projection, the union and the one shuffle). The engine
 first counts every run row it received per run partition, before anything else touches
-them; then it counts the rows with a reason per reason (they are not ranked), drops and
-counts the repeated documents (``_repeated``) and ranks the rest (``num_ret``). The
+them; ranking by rank, it gives the clean rows the repeated-row rules set aside their
+reason (``duplicate_doc``, ``duplicate_rank``: :mod:`releval.repeats`); then it counts the
+rows with a reason per reason (they are not ranked), drops and counts the repeated
+documents (``_repeated``: ranking by score) and ranks the rest (``num_ret``). The
 counts come back as *ledger rows* of the result (query id null, ``_ledger`` =
 :data:`releval.quality.RECEIVED` or the reason, ``_rows`` = the count), next to the
 queries' rows: the input accounting comes out of the evaluation's own pass, and a row the
@@ -63,6 +65,8 @@ from releval.metrics.stats import QrelsStat, RunStat, Stats
 from releval.partitions import quote_identifier
 from releval.quality import (
     CONFLICTING,
+    DUPLICATE_DOC,
+    DUPLICATE_RANK,
     EXACT_DUPLICATE,
     MAX_LABEL,
     QRELS_LEDGER,
@@ -71,7 +75,7 @@ from releval.quality import (
     USED,
 )
 from releval.ranking import best_first
-from releval.repeats import highest_labels, repeated_documents
+from releval.repeats import highest_labels, repeated_documents, set_aside
 
 _IS_RUN = "_is_run"
 _ORDER = "_order"
@@ -293,6 +297,8 @@ def partition_stats(
     """
     ledger = None
     if REASON in table.column_names:
+        if rank_by == "rank":  # repeats are set aside like rejected rows (see the function)
+            table = _set_aside_repeats_by_rank(table, partition_columns)
         # counted first, from every row received: nothing is dropped before this
         is_run = pc.equal(table.column(_IS_RUN), True)
         rejected = pc.is_valid(table.column(REASON))
@@ -329,6 +335,33 @@ def partition_stats(
         for f in stats.schema
     ]
     return pa.concat_tables([stats, pa.Table.from_arrays(filled, schema=stats.schema)])
+
+
+def _set_aside_repeats_by_rank(table: pa.Table, partition_columns: Sequence[str]) -> pa.Table:
+    """``rank_by = "rank"``: the clean run rows the repeated-row rules of ``releval.repeats``
+    set aside get their reason, as the quarantine's labelling gives it: a repeated
+    document's other occurrences ``duplicate_doc``, then the rows that share a logged rank
+    with a document before them in tie order ``duplicate_rank``.
+
+    Both at once, before anything is counted: a document whose best occurrence loses its
+    rank is not ranked at a worse occurrence instead."""
+    clean_run = pc.and_(pc.equal(table.column(_IS_RUN), True), pc.is_null(table.column(REASON)))
+    rows = np.flatnonzero(_numpy(clean_run).astype(bool))
+    if not len(rows):
+        return table
+    run = table.take(pa.array(rows))
+    query, queries = _codes(run.column(S.QUERY_ID))
+    doc, docs = _codes(run.column(S.DOC_ID))
+    group = _group_ids(run, [*partition_columns, S.QUERY_ID], query, len(queries))
+    rank = _numpy(run.column(_ORDER)).astype(np.float64)
+    repeated, shared = set_aside(group, rank, doc, docs, rank_by="rank")
+    if not len(repeated) and not len(shared):
+        return table
+    reasons = _numpy(table.column(REASON)).astype(object)
+    reasons[rows[repeated]] = DUPLICATE_DOC
+    reasons[rows[shared]] = DUPLICATE_RANK
+    return table.set_column(table.schema.get_field_index(REASON), REASON,
+                            pa.array(reasons, pa.string()))
 
 
 def _ledger_rows(
