@@ -32,7 +32,9 @@ from releval.quality import REASON
 IN_RUN = "_in_run"
 IN_QRELS = "_in_qrels"
 #: Per (run partition, query): the run rows the engine dropped as a repeated document, its
-#: best occurrence kept (what the input checks count as ``duplicate_doc``).
+#: best occurrence kept (what the input checks count as ``duplicate_doc``). With the
+#: ledger and ``rank_by = "rank"`` the engine counts them in ledger rows instead, with the
+#: shared ranks (``releval.metrics.kernel``), and this is 0.
 REPEATED = "_repeated"
 
 
