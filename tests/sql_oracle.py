@@ -119,56 +119,69 @@ class _RunSql:
         rank = self.position(judged)
         return rank.isNotNull() if cutoff is None else F.coalesce(rank <= cutoff, F.lit(False))
 
+    def count(self, rows: Column) -> Column:
+        return F.sum(F.when(rows, 1).otherwise(0)).cast("long")
+
+    def running(self, name: str, rows: Callable[[], Column]) -> Column:
+        """A row column: the running count of ``rows`` down the query's ranking."""
+        return self._row(name, lambda: F.sum(rows().cast("long")).over(self.window))
+
     def aggregate(self, spec: RunStat) -> Column:
-        judged, level, cutoff = spec.judged, spec.level or 0, spec.cutoff
-
-        def count(rows: Column) -> Column:
-            return F.sum(F.when(rows, 1).otherwise(0)).cast("long")
-
-        if spec.kind == "num_ret":
-            return count(self.within(judged, None)) if judged else F.count(F.lit(1))
-        if spec.kind == "ret":
-            return count(self.within(judged, cutoff))
-        if spec.kind == "judged_ret":
-            return count(is_judged() & self.within(judged, cutoff))
-        if spec.kind == "rel_ret":
-            return count(is_relevant(level) & self.within(judged, cutoff))
-        if spec.kind == "first_rel":
-            return F.min(F.when(is_relevant(level), self.position(judged)))
-        if spec.kind == "dcg":
-            gain = GAINS[spec.gain](F.coalesce(F.col(S.RELEVANCE), F.lit(0)))
-            term = gain * discount(self.position(judged))
-            return F.sum(F.when(self.within(judged, cutoff), term).otherwise(0.0))
-        if spec.kind == "prec_sum":
-            running = self._row(f"_cum_rel_l{level}".replace("-", "m"),
-                                lambda: F.sum(is_relevant(level).cast("int")).over(self.window))
-            term = running.cast("double") / self.position(judged).cast("double")
-            rows = is_relevant(level) & self.within(judged, cutoff)
-            return F.sum(F.when(rows, term).otherwise(0.0))
-        if spec.kind == "rel_pos":
-            return F.collect_list(F.when(is_relevant(level), self.position(judged).cast("long")))
-        if spec.kind == "nonrel_above":
-            running = self._row(
-                f"_cum_nonrel_l{level}".replace("-", "m"),
-                lambda: F.sum(is_judged_nonrelevant(level).cast("long")).over(self.window),
-            )
-            return F.collect_list(F.when(is_relevant(level), running))
-        raise ValueError(f"the oracle has no SQL for {spec}")
+        return _RUN_SQL[spec.kind](self, spec, spec.level or 0)
 
 
-def qrels_aggregate(spec: QrelsStat) -> Column:
-    """The SQL of a qrels statistic over the judgments with their ``IDEAL_POSITION``."""
-    level = spec.level or 0
-    if spec.kind == "num_rel":
-        return F.sum(is_relevant(level).cast("long"))
-    if spec.kind == "num_nonrel":
-        return F.sum(is_judged_nonrelevant(level).cast("long"))
-    if spec.kind == "idcg":
-        ideal = F.col(IDEAL_POSITION)
-        within = F.lit(True) if spec.cutoff is None else ideal <= spec.cutoff
-        term = GAINS[spec.gain](F.col(S.RELEVANCE)) * discount(ideal)
-        return F.sum(F.when(within, term).otherwise(0.0))
-    raise ValueError(f"the oracle has no SQL for {spec}")
+def _num_ret(q: _RunSql, s: RunStat, level: int) -> Column:
+    return q.count(q.within(s.judged, None)) if s.judged else F.count(F.lit(1))
+
+
+def _dcg(q: _RunSql, s: RunStat, level: int) -> Column:
+    term = GAINS[s.gain](F.coalesce(F.col(S.RELEVANCE), F.lit(0))) * discount(q.position(s.judged))
+    return F.sum(F.when(q.within(s.judged, s.cutoff), term).otherwise(0.0))
+
+
+def _prec_sum(q: _RunSql, s: RunStat, level: int) -> Column:
+    running = q.running(f"_cum_rel_l{level}".replace("-", "m"), lambda: is_relevant(level))
+    term = running.cast("double") / q.position(s.judged).cast("double")
+    return F.sum(F.when(is_relevant(level) & q.within(s.judged, s.cutoff), term).otherwise(0.0))
+
+
+def _nonrel_above(q: _RunSql, s: RunStat, level: int) -> Column:
+    running = q.running(f"_cum_nonrel_l{level}".replace("-", "m"),
+                        lambda: is_judged_nonrelevant(level))
+    return F.collect_list(F.when(is_relevant(level), running))
+
+
+#: The oracle's SQL for each kind of :class:`RunStat` (one entry per kind, like the
+#: engine's ``releval.metrics.kernel.KINDS``).
+_RUN_SQL: dict[str, Callable[[_RunSql, RunStat, int], Column]] = {
+    "num_ret": _num_ret,
+    "ret": lambda q, s, level: q.count(q.within(s.judged, s.cutoff)),
+    "judged_ret": lambda q, s, level: q.count(is_judged() & q.within(s.judged, s.cutoff)),
+    "rel_ret": lambda q, s, level: q.count(is_relevant(level) & q.within(s.judged, s.cutoff)),
+    "first_rel": lambda q, s, level: F.min(F.when(is_relevant(level), q.position(s.judged))),
+    "dcg": _dcg,
+    "prec_sum": _prec_sum,
+    "rel_pos": lambda q, s, level: F.collect_list(
+        F.when(is_relevant(level), q.position(s.judged).cast("long"))
+    ),
+    "nonrel_above": _nonrel_above,
+}
+
+
+def _idcg(spec: QrelsStat) -> Column:
+    ideal = F.col(IDEAL_POSITION)
+    within = F.lit(True) if spec.cutoff is None else ideal <= spec.cutoff
+    term = GAINS[spec.gain](F.col(S.RELEVANCE)) * discount(ideal)
+    return F.sum(F.when(within, term).otherwise(0.0))
+
+
+#: The oracle's SQL for each kind of :class:`QrelsStat`, over the judgments with their
+#: ``IDEAL_POSITION``.
+_QRELS_SQL: dict[str, Callable[[QrelsStat], Column]] = {
+    "num_rel": lambda spec: F.sum(is_relevant(spec.level or 0).cast("long")),
+    "num_nonrel": lambda spec: F.sum(is_judged_nonrelevant(spec.level or 0).cast("long")),
+    "idcg": _idcg,
+}
 
 
 # --- the oracle -----------------------------------------------------------------------------
@@ -201,7 +214,7 @@ def qrels_stats(judgments: DataFrame, stats: Stats) -> DataFrame:
         judgments.withColumn(IDEAL_POSITION, F.row_number().over(ideal))
         .groupBy(S.QUERY_ID)
         .agg(F.first(F.lit(True)).alias(IN_QRELS),
-             *[qrels_aggregate(spec).alias(n) for n, spec in stats.qrels_spec.items()])
+             *[_QRELS_SQL[spec.kind](spec).alias(n) for n, spec in stats.qrels_spec.items()])
     )
 
 
