@@ -36,13 +36,13 @@ from releval.metrics.compute import (
 from releval.metrics.kernel import LEDGER, LEDGER_ROWS, arrow_run_stats
 from releval.profile import Phases
 from releval.quality import (
-    DUPLICATE_DOC,
     QRELS_LEDGER,
     USED,
     QualityReport,
     finish_checks,
     job_inputs,
 )
+from releval.repeats import DUPLICATE_DOC
 from releval.testhooks import pause
 
 

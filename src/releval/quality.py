@@ -76,7 +76,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from releval import schemas as S
-from releval.arrays import codes, group_ids, sort_rank, to_numpy
+from releval.arrays import codes, sort_rank, to_numpy
 from releval.config import Config
 from releval.errors import AccountingError, InputError, QualityError
 from releval.io.atomic import check_schema_version, read_table, replace_partitions
@@ -95,7 +95,7 @@ from releval.io.writers import with_comments
 from releval.layout import by_query
 from releval.lineage import source_label
 from releval.partitions import quote_literal
-from releval.repeats import highest_labels, set_aside
+from releval.repeats import DUPLICATE_DOC, DUPLICATE_RANK, highest_labels, mark_repeats
 
 #: The pseudo-reason of a ``_malformed`` row: counted, never quarantined (the job fails).
 MALFORMED = "malformed_line"
@@ -104,10 +104,6 @@ REASON = "_reason"
 
 RUN = "run"
 QRELS = "qrels"
-#: The reasons of the repeated-row rules (``releval.repeats``), which the engine applies
-#: too.
-DUPLICATE_DOC = "duplicate_doc"
-DUPLICATE_RANK = "duplicate_rank"
 
 
 @dataclass(frozen=True)
@@ -300,16 +296,11 @@ def _label_repeated_run_rows(
                 else sort_rank(clean.column(S.SCORE), descending=True))
     before = np.lexsort(ties)
     clean, rows = clean.take(pa.array(before)), rows[before]
-    query, queries = codes(clean.column(S.QUERY_ID))
-    doc, docs = codes(clean.column(S.DOC_ID))
-    group = group_ids(clean, [*partition_columns, S.QUERY_ID], query, len(queries))
     if rank_by == "score":
         primary = -to_numpy(clean.column(S.SCORE)).astype(np.float64)
     else:
         primary = to_numpy(clean.column(S.RANK)).astype(np.float64)
-    repeated, shared = set_aside(group, primary, doc, docs, rank_by=rank_by)
-    reasons[rows[repeated]] = DUPLICATE_DOC
-    reasons[rows[shared]] = DUPLICATE_RANK
+    mark_repeats(reasons, rows, clean, primary, rank_by=rank_by, partition_columns=partition_columns)
     return _with_reasons(table, reasons)
 
 

@@ -17,11 +17,19 @@ functions to name the rows the quarantine keeps. Neither has a rule of its own.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from releval import schemas as S
+from releval.arrays import codes, group_ids
 from releval.ranking import best_first
+
+#: The reasons of the run's repeated-row rules (``releval.quality.REASONS`` declares them).
+DUPLICATE_DOC = "duplicate_doc"
+DUPLICATE_RANK = "duplicate_rank"
 
 
 def repeated_documents(group: np.ndarray, doc: np.ndarray, docs: int) -> np.ndarray:
@@ -71,6 +79,32 @@ def set_aside(
     return order[repeated], kept[shared_ranks(group[kept], primary[kept])]
 
 
+def mark_repeats(
+    reasons: np.ndarray, rows: np.ndarray, clean: pa.Table, primary: np.ndarray, *,
+    rank_by: str, partition_columns: Sequence[str],
+) -> int:
+    """Give the clean run rows :func:`set_aside` sets aside their reason, in place.
+
+    Args:
+        reasons: the partition's reasons (an object array over all its rows).
+        rows: the positions in ``reasons`` of the clean run rows.
+        clean: those rows (partition columns, query_id, doc_id), in that order.
+        primary: their ``-score`` or logged rank (see :func:`set_aside`).
+        rank_by: "score" or "rank".
+        partition_columns: the run's partition columns.
+
+    Returns:
+        How many rows got a reason.
+    """
+    query, queries = codes(clean.column(S.QUERY_ID))
+    doc, docs = codes(clean.column(S.DOC_ID))
+    group = group_ids(clean, [*partition_columns, S.QUERY_ID], query, len(queries))
+    repeated, shared = set_aside(group, primary, doc, docs, rank_by=rank_by)
+    reasons[rows[repeated]] = DUPLICATE_DOC
+    reasons[rows[shared]] = DUPLICATE_RANK
+    return len(repeated) + len(shared)
+
+
 def highest_labels(key: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The judgments of a partition's (query, doc) keys: each key's highest label.
 
@@ -93,4 +127,7 @@ def highest_labels(key: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.n
     return order, first, best
 
 
-__all__ = ["highest_labels", "repeated_documents", "set_aside", "shared_ranks"]
+__all__ = [
+    "DUPLICATE_DOC", "DUPLICATE_RANK", "highest_labels", "mark_repeats", "repeated_documents",
+    "set_aside", "shared_ranks",
+]

@@ -65,8 +65,6 @@ from releval.metrics.stats import QrelsStat, RunStat, Stats
 from releval.partitions import quote_identifier
 from releval.quality import (
     CONFLICTING,
-    DUPLICATE_DOC,
-    DUPLICATE_RANK,
     EXACT_DUPLICATE,
     MAX_LABEL,
     QRELS_LEDGER,
@@ -75,7 +73,7 @@ from releval.quality import (
     USED,
 )
 from releval.ranking import best_first
-from releval.repeats import highest_labels, repeated_documents, set_aside
+from releval.repeats import highest_labels, mark_repeats, repeated_documents
 
 _IS_RUN = "_is_run"
 _ORDER = "_order"
@@ -350,16 +348,10 @@ def _set_aside_repeats_by_rank(table: pa.Table, partition_columns: Sequence[str]
     if not len(rows):
         return table
     run = table.take(pa.array(rows))
-    query, queries = _codes(run.column(S.QUERY_ID))
-    doc, docs = _codes(run.column(S.DOC_ID))
-    group = _group_ids(run, [*partition_columns, S.QUERY_ID], query, len(queries))
-    rank = _numpy(run.column(_ORDER)).astype(np.float64)
-    repeated, shared = set_aside(group, rank, doc, docs, rank_by="rank")
-    if not len(repeated) and not len(shared):
-        return table
     reasons = _numpy(table.column(REASON)).astype(object)
-    reasons[rows[repeated]] = DUPLICATE_DOC
-    reasons[rows[shared]] = DUPLICATE_RANK
+    rank = _numpy(run.column(_ORDER)).astype(np.float64)
+    if not mark_repeats(reasons, rows, run, rank, rank_by="rank", partition_columns=partition_columns):
+        return table
     return table.set_column(table.schema.get_field_index(REASON), REASON,
                             pa.array(reasons, pa.string()))
 
