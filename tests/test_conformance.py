@@ -9,6 +9,7 @@ under a trec_eval name is compared; the measures releval does not implement
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from releval.errors import MeasureError
 from releval.io.readers import read_qrels, read_run
 from releval.io.trec_eval_format import trec_eval_lines
 from releval.metrics import parse_measure
+from releval.metrics.compute import long_format
 from releval.pipeline import evaluate
 
 CASES = {
@@ -73,9 +75,14 @@ def case(request, spark, conformance_dir):
         missing_queries=missing,
         run_stats=ENGINES[engine],
     )
+    # computed once for the module's tests: the tables and the text output all read the
+    # persisted wide table (without it each of them ran the whole evaluation again)
+    queries = ev.queries.persist()
+    ev = replace(ev, queries=queries, per_query=long_format(queries, partition_columns=[]))
     per_query = ev.per_query.toPandas()
     aggregate = ev.aggregate.toPandas()
-    return expected_file, expected, mapping, per_query, aggregate, ev
+    yield expected_file, expected, mapping, per_query, aggregate, ev
+    queries.unpersist()
 
 
 def test_measures_cover_the_trec_eval_families(case):
