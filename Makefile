@@ -12,18 +12,22 @@ empty :=
 space := $(empty) $(empty)
 CONFIG ?= conf/local.toml
 BENCH_SIZE ?= quick
-SPARK_SUBMIT := PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) \
+# the driver JVM's class-data-sharing archive (releval.session.CLASS_ARCHIVE): written once
+# by `make install`, mapped by every local driver JVM (a small job starts faster)
+CLASS_ARCHIVE := $(JARS_DIR)/releval-classes.jsa
+CDS_OPTIONS = $(if $(wildcard $(CLASS_ARCHIVE)),-XX:SharedArchiveFile=$(abspath $(CLASS_ARCHIVE)) -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off)
+SPARK_SUBMIT = PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) \
 	$(VENV)/bin/spark-submit --jars $(subst $(space),$(comma),$(abspath $(JARS))) \
-	--driver-java-options -Dlog4j2.configurationFile=$(abspath conf/log4j2.properties)
+	--driver-java-options "-Dlog4j2.configurationFile=$(abspath conf/log4j2.properties) $(CDS_OPTIONS)"
 
 DIST_DIR := dist
 
-.PHONY: help install jars browser run sample compare report test test-fast cluster-test dist bench clean
+.PHONY: help install jars classes browser run sample compare report test test-fast cluster-test dist bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
 
-install: $(VENV)/.installed jars ## virtualenv with releval and its test tools; Delta's jars
+install: $(VENV)/.installed jars classes ## virtualenv with releval and its test tools; Delta's jars; the JVM's class archive
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +44,11 @@ $(JARS_DIR)/%-$(DELTA_VERSION).jar: | $(VENV)/.installed
 	else \
 	  $(PY) -m releval.session --fetch-jars $(JARS_DIR); \
 	fi
+
+classes: $(CLASS_ARCHIVE) ## the driver JVM's class archive (a small evaluation, once: about a minute)
+
+$(CLASS_ARCHIVE): $(JARS) $(VENV)/.installed
+	$(PY) -m releval.session --archive-classes $(JARS_DIR)
 
 SAMPLE_STAMP := warehouse/sample/.generated
 

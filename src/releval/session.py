@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from releval.config import SparkSettings
+
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 DELTA_VERSION = "4.0.1"
 SCALA_VERSION = "2.13"
@@ -32,6 +36,42 @@ def delta_jars(jars_dir: str | Path | None = None) -> list[Path]:
     folder = Path(jars_dir or os.environ.get("RELEVAL_JARS") or _PROJECT_ROOT / ".jars")
     jars = [folder / f"{coord.split(':')[1]}-{DELTA_VERSION}.jar" for coord in DELTA_PACKAGES]
     return jars if all(j.is_file() for j in jars) else []
+
+
+#: The driver JVM's class-data-sharing archive, next to Delta's jars: the classes a small
+#: job loads (Spark's, Delta's, Parquet's, Arrow's), written once at install time
+#: (``make install``: ``python -m releval.session --archive-classes``). A JVM that maps it
+#: loads them from the archive instead of the jars: a small job starts and runs faster
+#: (docs/performance.md). It is only an accelerator: a missing or stale archive (another
+#: JDK, another Spark) leaves the JVM as it was.
+CLASS_ARCHIVE = "releval-classes.jsa"
+
+
+def class_archive(jars_dir: str | Path | None = None) -> Path | None:
+    """The class archive in the jars folder (``RELEVAL_JARS`` or ``.jars/``), or None."""
+    folder = Path(jars_dir or os.environ.get("RELEVAL_JARS") or _PROJECT_ROOT / ".jars")
+    path = folder / CLASS_ARCHIVE
+    return path if path.is_file() else None
+
+
+def archive_options(archive: Path) -> str:
+    """The driver JVM options that map ``archive``; the JVM checks it and, if it cannot
+    use it (made by another JDK or for another class path), runs without it, its one-line
+    warning silenced."""
+    return f'"-XX:SharedArchiveFile={archive}" -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off'
+
+
+def with_class_archive(conf: Mapping[str, str], archive: Path | None) -> dict[str, str]:
+    """``conf`` with the driver JVM options that map ``archive`` (None: ``conf`` as is).
+
+    Only for a session whose driver JVM this process starts. The user's own
+    ``spark.driver.extraJavaOptions`` come after the archive's, and win where they differ.
+    """
+    out = dict(conf)
+    if archive is not None:
+        user = out.get(DRIVER_JAVA_OPTIONS, "")
+        out[DRIVER_JAVA_OPTIONS] = f"{archive_options(archive)} {user}".strip()
+    return out
 
 
 def local_cores(master: str | None) -> int | None:
@@ -52,7 +92,7 @@ def submitted_delta() -> bool:
     """
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         return False
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkConf
 
     SparkContext._ensure_initialized()  # connects to spark-submit's JVM (starts nothing)
     conf = SparkConf()  # loads the JVM's spark.* properties: what spark-submit was given
@@ -104,7 +144,9 @@ def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
         # most of a small job's Delta bookkeeping (issue 11: 11 s -> 1.2 s of a 400-query
         # run at 2). A cluster keeps Delta's default unless [spark.conf] sets it.
         builder = builder.config("spark.databricks.delta.snapshotPartitions", str(2 * cores))
-    for key, value in settings.conf.items():
+    starts_jvm = "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None
+    conf = with_class_archive(settings.conf, class_archive() if starts_jvm else None)
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
@@ -138,12 +180,73 @@ def fetch_jars(jars_dir: str | Path) -> list[Path]:
     return copied
 
 
+def archive_classes(jars_dir: str | Path) -> Path:
+    """Write the class archive (:data:`CLASS_ARCHIVE`) into ``jars_dir``, next to Delta's jars.
+
+    A small evaluation (TREC files in, Delta tables out, a few hundred rows) runs in a
+    driver JVM of its own that dumps the classes it loaded when it exits (JDK's dynamic
+    class-data-sharing archive); this process waits for that JVM to exit, then moves the
+    finished archive into place (a partial one is never used). Any archive already there
+    is removed first: the JVM that writes one must not map one. About a minute, once.
+    """
+    import shutil
+    import tempfile
+
+    folder = Path(jars_dir)
+    target = folder / CLASS_ARCHIVE
+    partial = folder / f"{CLASS_ARCHIVE}.partial"
+    target.unlink(missing_ok=True)
+    partial.unlink(missing_ok=True)
+    os.environ["RELEVAL_JARS"] = str(folder)
+    from releval import pipeline
+    from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
+
+    work = Path(tempfile.mkdtemp(prefix="releval-classes-"))
+    try:
+        run, qrels = work / "run.trec", work / "qrels.trec"
+        run.write_text("".join(f"q{q} Q0 d{d} {d + 1} {10 - d} archive\n"
+                               for q in range(20) for d in range(10)))
+        qrels.write_text("".join(f"q{q} 0 d{d} {d % 3}\n" for q in range(20) for d in range(0, 10, 2)))
+        config = Config(
+            run=RunSource(path=str(run), format="trec", partition_columns=("run_id",)),
+            qrels=QrelsSource(path=str(qrels), format="trec"),
+            evaluation=EvaluationSettings(measures=("P@5", "nDCG@10", "AP", "RR")),
+            output=OutputSettings(per_query_path=str(work / "per_query"),
+                                  aggregate_path=str(work / "aggregate"),
+                                  quarantine_path=str(work / "quarantine")),
+        )
+        spark = build_session(SparkSettings(
+            master="local[2]", app_name="releval-class-archive", shuffle_partitions=2,
+            conf={DRIVER_JAVA_OPTIONS: f'"-XX:ArchiveClassesAtExit={partial}" -Xlog:cds=off'},
+        ))
+        gateway = SparkContext._gateway
+        pipeline.run(spark, config)
+        pipeline.read_per_query(spark, config).count()
+        spark.stop()
+        # the JVM writes the archive as it exits: end it (it exits when its stdin closes)
+        # and wait for it
+        assert gateway is not None
+        gateway.shutdown()
+        proc = gateway.proc
+        proc.stdin.close()
+        proc.wait(timeout=600)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if not partial.is_file():
+        raise RuntimeError(f"the JVM wrote no class archive at {partial}")
+    partial.replace(target)
+    return target
+
+
 if __name__ == "__main__":
     import sys
 
     if len(sys.argv) == 3 and sys.argv[1] == "--fetch-jars":
         for jar in fetch_jars(sys.argv[2]):
             print(f"fetched {jar}")
+    elif len(sys.argv) == 3 and sys.argv[1] == "--archive-classes":
+        print(f"wrote {archive_classes(sys.argv[2])}")
     else:
-        print("usage: python -m releval.session --fetch-jars DIR", file=sys.stderr)
+        print("usage: python -m releval.session --fetch-jars DIR | --archive-classes DIR",
+              file=sys.stderr)
         sys.exit(2)

@@ -1,0 +1,70 @@
+"""The session's driver JVM: the class archive ``make install`` writes, and its options."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from releval.session import DRIVER_JAVA_OPTIONS, class_archive, with_class_archive
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_archive_options_come_first_and_the_users_own_win():
+    archive = Path("/opt/my jars/releval-classes.jsa")  # a space: the path is quoted
+    conf = with_class_archive({DRIVER_JAVA_OPTIONS: "-Xlog:cds=info -Dx=1", "a": "b"}, archive)
+    assert conf == {
+        "a": "b",
+        DRIVER_JAVA_OPTIONS: '"-XX:SharedArchiveFile=/opt/my jars/releval-classes.jsa" '
+        "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off -Xlog:cds=info -Dx=1",
+    }
+    assert with_class_archive({}, archive)[DRIVER_JAVA_OPTIONS].endswith("-Xlog:cds+dynamic=off")
+    # no archive (none written, or a JVM already running): the conf as it was
+    assert with_class_archive({"a": "b"}, None) == {"a": "b"}
+
+
+def test_class_archive_is_looked_up_next_to_the_jars(tmp_path, monkeypatch):
+    monkeypatch.setenv("RELEVAL_JARS", str(tmp_path))
+    assert class_archive() is None
+    (tmp_path / "releval-classes.jsa").write_bytes(b"")
+    assert class_archive() == tmp_path / "releval-classes.jsa"
+
+
+@pytest.mark.slow  # a subprocess with its own JVM
+def test_a_driver_jvm_started_by_build_session_loads_spark_from_the_archive(tmp_path):
+    # make install writes the archive (make test installs first); the JVM logs where each
+    # class came from: the archive's classes say "shared objects file (top)"
+    assert class_archive() is not None, "no class archive: run `make install` (make classes)"
+    log = tmp_path / "classes.log"
+    script = textwrap.dedent(f"""
+        from pyspark import SparkContext
+        from releval.config import SparkSettings
+        from releval.session import build_session
+        spark = build_session(SparkSettings(master="local[1]", app_name="archive-test", conf={{
+            "spark.driver.extraJavaOptions": "-Xlog:class+load=info:file={log}"}}))
+        assert spark.range(100).selectExpr("sum(id)").first()[0] == 4950
+        gateway = SparkContext._gateway
+        spark.stop()
+        gateway.shutdown()
+        gateway.proc.stdin.close()  # the JVM exits; its log is complete
+        gateway.proc.wait(timeout=120)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = log.read_text().splitlines()
+    from_archive = [line for line in lines if line.endswith("source: shared objects file (top)")]
+    from_jars = [line for line in lines if "/pyspark/jars/" in line]  # read from Spark's jars
+    # the session's own classes come from the archive, not from the jars (without the
+    # archive, all of the 10,000 and more would come from the jars); a few hundred (signed
+    # jars, and classes the archive's run did not load) still come from the jars
+    assert any(" org.apache.spark.SparkContext " in line for line in from_archive)
+    assert any(" org.apache.spark.sql.classic.SparkSession " in line for line in from_archive)
+    assert len(from_archive) > 5000
+    assert len(from_archive) > 9 * len(from_jars), (len(from_archive), len(from_jars))
+    # and nothing about the archive reached the user's terminal
+    assert "cds" not in done.stderr.lower() and "shared archive" not in done.stderr.lower()
