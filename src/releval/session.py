@@ -225,7 +225,8 @@ def archive_classes(jars_dir: str | Path) -> Path:
         spark.stop()
         # the JVM writes the archive as it exits: end it (it exits when its stdin closes)
         # and wait for it
-        assert gateway is not None
+        if gateway is None or getattr(gateway, "proc", None) is None:
+            raise RuntimeError("the class archive needs a driver JVM that this process started")
         gateway.shutdown()
         proc = gateway.proc
         proc.stdin.close()
