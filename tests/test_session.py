@@ -41,17 +41,12 @@ def test_a_driver_jvm_started_by_build_session_loads_spark_from_the_archive(tmp_
     assert class_archive() is not None, "no class archive: run `make install` (make classes)"
     log = tmp_path / "classes.log"
     script = textwrap.dedent(f"""
-        from pyspark import SparkContext
         from releval.config import SparkSettings
-        from releval.session import build_session
+        from releval.session import build_session, stop_jvm
         spark = build_session(SparkSettings(master="local[1]", app_name="archive-test", conf={{
             "spark.driver.extraJavaOptions": "-Xlog:class+load=info:file={log}"}}))
         assert spark.range(100).selectExpr("sum(id)").first()[0] == 4950
-        gateway = SparkContext._gateway
-        spark.stop()
-        gateway.shutdown()
-        gateway.proc.stdin.close()  # the JVM exits; its log is complete
-        gateway.proc.wait(timeout=120)
+        stop_jvm(spark, timeout=120)  # the JVM has exited: its log is complete
     """)
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)

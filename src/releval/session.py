@@ -31,9 +31,15 @@ DELTA_PACKAGES = (
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
+def _jars_folder(jars_dir: str | Path | None) -> Path:
+    """The folder of Delta's jars and the class archive: ``jars_dir``, ``RELEVAL_JARS`` or
+    the project's ``.jars/``."""
+    return Path(jars_dir or os.environ.get("RELEVAL_JARS") or _PROJECT_ROOT / ".jars")
+
+
 def delta_jars(jars_dir: str | Path | None = None) -> list[Path]:
     """The locally cached Delta jars, or [] when they are not all there."""
-    folder = Path(jars_dir or os.environ.get("RELEVAL_JARS") or _PROJECT_ROOT / ".jars")
+    folder = _jars_folder(jars_dir)
     jars = [folder / f"{coord.split(':')[1]}-{DELTA_VERSION}.jar" for coord in DELTA_PACKAGES]
     return jars if all(j.is_file() for j in jars) else []
 
@@ -49,8 +55,7 @@ CLASS_ARCHIVE = "releval-classes.jsa"
 
 def class_archive(jars_dir: str | Path | None = None) -> Path | None:
     """The class archive in the jars folder (``RELEVAL_JARS`` or ``.jars/``), or None."""
-    folder = Path(jars_dir or os.environ.get("RELEVAL_JARS") or _PROJECT_ROOT / ".jars")
-    path = folder / CLASS_ARCHIVE
+    path = _jars_folder(jars_dir) / CLASS_ARCHIVE
     return path if path.is_file() else None
 
 
@@ -72,6 +77,19 @@ def with_class_archive(conf: Mapping[str, str], archive: Path | None) -> dict[st
         user = out.get(DRIVER_JAVA_OPTIONS, "")
         out[DRIVER_JAVA_OPTIONS] = f"{archive_options(archive)} {user}".strip()
     return out
+
+
+def stop_jvm(spark: SparkSession, *, timeout: float = 600) -> None:
+    """Stop ``spark`` and the driver JVM this process started, and wait until it has exited
+    (the JVM exits when its stdin closes; an exiting JVM writes its class archive and
+    finishes its logs)."""
+    gateway = SparkContext._gateway
+    if gateway is None or getattr(gateway, "proc", None) is None:
+        raise RuntimeError("no driver JVM that this process started")
+    spark.stop()
+    gateway.shutdown()
+    gateway.proc.stdin.close()
+    gateway.proc.wait(timeout=timeout)
 
 
 def local_cores(master: str | None) -> int | None:
@@ -219,18 +237,9 @@ def archive_classes(jars_dir: str | Path) -> Path:
             master="local[2]", app_name="releval-class-archive", shuffle_partitions=2,
             conf={DRIVER_JAVA_OPTIONS: f'"-XX:ArchiveClassesAtExit={partial}" -Xlog:cds=off'},
         ))
-        gateway = SparkContext._gateway
         pipeline.run(spark, config)
-        pipeline.read_per_query(spark, config).count()
-        spark.stop()
-        # the JVM writes the archive as it exits: end it (it exits when its stdin closes)
-        # and wait for it
-        if gateway is None or getattr(gateway, "proc", None) is None:
-            raise RuntimeError("the class archive needs a driver JVM that this process started")
-        gateway.shutdown()
-        proc = gateway.proc
-        proc.stdin.close()
-        proc.wait(timeout=600)
+        pipeline.read_per_query(spark, config).count()  # and the classes that read a table
+        stop_jvm(spark)  # the JVM writes the archive as it exits
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if not partial.is_file():
