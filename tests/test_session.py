@@ -1,15 +1,25 @@
-"""The session's driver JVM: the class archive ``make install`` writes, and its options."""
+"""The session's driver JVM (the class archive ``make install`` writes, and its options) and
+its local Python workers' daemon (``releval.daemon``)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
+import zipfile
+import zipimport
 from pathlib import Path
 
 import pytest
 
-from releval.session import DRIVER_JAVA_OPTIONS, class_archive, with_class_archive
+from releval import daemon
+from releval.session import (
+    DAEMON_MODULE,
+    DRIVER_JAVA_OPTIONS,
+    class_archive,
+    with_class_archive,
+    worker_daemon,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,3 +73,55 @@ def test_a_driver_jvm_started_by_build_session_loads_spark_from_the_archive(tmp_
     assert len(from_archive) > 9 * len(from_jars), (len(from_archive), len(from_jars))
     # and nothing about the archive reached the user's terminal
     assert "cds" not in done.stderr.lower() and "shared archive" not in done.stderr.lower()
+
+
+def test_the_workers_daemon_is_releval_s_only_for_this_interpreter(monkeypatch):
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    assert worker_daemon({"a": "b"}) == {DAEMON_MODULE: "releval.daemon"}
+    # the user's own daemon or Python wins; another interpreter may not have releval
+    assert worker_daemon({DAEMON_MODULE: "my.daemon"}) == {}
+    assert worker_daemon({"spark.pyspark.python": "/opt/py/bin/python3"}) == {}
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/py/bin/python3")
+    assert worker_daemon({}) == {}
+    monkeypatch.delenv("PYSPARK_PYTHON")
+    assert worker_daemon({}) == {}
+
+
+def _archive(path: Path, source: str) -> None:
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("mod.py", source)
+
+
+def test_a_zip_importer_rereads_its_archive_only_when_the_file_changed(tmp_path, monkeypatch):
+    archive = tmp_path / "lib.zip"
+    _archive(archive, "X = 1\n")
+    reads: list[str] = []
+    reread = daemon._reread
+    monkeypatch.setattr(daemon, "_reread", lambda self: (reads.append(self.archive), reread(self)))
+    # on this process only, undone after the test (the daemon installs it in its own)
+    monkeypatch.setattr(zipimport.zipimporter, "invalidate_caches", daemon._invalidate_if_changed)
+    importer = zipimport.zipimporter(str(archive))
+    importer.invalidate_caches()  # first call: the file's stamp is not known yet
+    importer.invalidate_caches()  # unchanged: nothing read
+    importer.invalidate_caches()
+    assert reads == [str(archive)]
+    _archive(archive, "X = 2  # a longer file\n")  # changed: read again, the new file seen
+    importer.invalidate_caches()
+    assert reads == [str(archive)] * 2
+    assert b"X = 2" in importer.get_data(str(archive / "mod.py"))
+    archive.unlink()  # gone: read again (the standard method empties the importer)
+    importer.invalidate_caches()
+    assert len(reads) == 3
+    assert importer.find_spec("mod") is None
+
+
+def test_the_test_session_s_workers_run_from_releval_s_daemon(spark):
+    def where(_rows):
+        import sys
+        import zipimport
+
+        main = sys.modules["__main__"]
+        yield (main.__spec__.name, zipimport.zipimporter.invalidate_caches.__name__)
+
+    got = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
+    assert got == [("releval.daemon", "_invalidate_if_changed")]

@@ -100,6 +100,35 @@ def local_cores(master: str | None) -> int | None:
     return os.cpu_count() or 1 if inside == "*" else int(inside)
 
 
+#: Spark's key for the Python module that starts the Python workers' daemon.
+DAEMON_MODULE = "spark.python.daemon.module"
+
+
+def worker_daemon(conf: Mapping[str, str]) -> dict[str, str]:
+    """The Spark conf that starts the local Python workers from :mod:`releval.daemon`.
+
+    PySpark's worker re-reads three zip archives at every task (260 ms of each Python
+    task on a 2-core machine; see :mod:`releval.daemon`). Its daemon is replaced only
+    where it is safe: the workers run this very interpreter (``PYSPARK_PYTHON`` is
+    ``sys.executable``, as :func:`build_session` sets it on a local master), releval is
+    installed as files (not shipped in a zip, which a worker would only see after the
+    daemon started), and ``conf`` names neither another Python nor another daemon.
+    Otherwise (a cluster, another interpreter) this returns {} and PySpark's daemon runs.
+    """
+    import releval
+
+    same_python = os.path.abspath(os.environ.get("PYSPARK_PYTHON", "")) == os.path.abspath(
+        sys.executable
+    )
+    if (
+        same_python
+        and Path(releval.__file__).is_file()
+        and not {"spark.pyspark.python", DAEMON_MODULE} & set(conf)
+    ):
+        return {DAEMON_MODULE: "releval.daemon"}
+    return {}
+
+
 def submitted_delta() -> bool:
     """Whether ``spark-submit`` already gave Delta's jars (``--jars`` or ``--packages``).
 
@@ -164,6 +193,8 @@ def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
         builder = builder.config("spark.databricks.delta.snapshotPartitions", str(2 * cores))
     starts_jvm = "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None
     conf = with_class_archive(settings.conf, class_archive() if starts_jvm else None)
+    if cores:
+        conf = {**worker_daemon(conf), **conf}
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

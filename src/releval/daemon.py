@@ -1,0 +1,55 @@
+"""PySpark's Python worker daemon, without re-reading zip archives at every task.
+
+PySpark 4.0's worker calls :func:`importlib.invalidate_caches` at the start of every task
+(``pyspark.worker_util.setup_spark_files``), so that files added to the session since
+the last task can be imported. On Python 3.11 that makes every cached
+:class:`zipimport.zipimporter` read its archive's whole directory again, and a worker's
+``sys.path`` holds three archives that never change during a session: ``pyspark.zip``,
+Py4J's zip and the ``spark-core`` jar (Spark's ``PythonUtils.sparkPythonPath``), each
+cached once per package directory imported from it. Measured on a 2-core machine: 260 ms
+of every Python task, whatever its rows (issue 11: most of a small job's Python tasks).
+
+Run as ``python -m releval.daemon pyspark.worker`` (Spark's command for the daemon module
+``spark.python.daemon.module``), this makes a zip importer re-read its archive only when
+the archive file changed (its size or modification time), which is all that re-reading
+can find, then runs PySpark's daemon, which forks PySpark's workers from this process.
+Everything else is PySpark's daemon and worker unchanged. ``releval.session.
+build_session`` names this module for a local master whose workers run this interpreter
+(where releval is importable when the daemon starts); a cluster's executors keep
+PySpark's daemon.
+"""
+
+from __future__ import annotations
+
+import os
+import zipimport
+
+_reread = zipimport.zipimporter.invalidate_caches
+
+
+def _stamp(archive: str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(archive)
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _invalidate_if_changed(self: zipimport.zipimporter) -> None:
+    """Re-read the archive's directory (the standard method) only if the file changed."""
+    stamp = _stamp(self.archive)
+    if stamp is None or getattr(self, "_releval_stamp", None) != stamp:
+        _reread(self)
+        self._releval_stamp = stamp  # type: ignore[attr-defined]
+
+
+def install() -> None:
+    """Make zip importers re-read their archive only when it changed (this process)."""
+    zipimport.zipimporter.invalidate_caches = _invalidate_if_changed  # type: ignore[method-assign]
+
+
+if __name__ == "__main__":
+    import runpy
+
+    install()
+    runpy.run_module("pyspark.daemon", run_name="__main__")  # argv[1]: the worker module
