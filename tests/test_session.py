@@ -15,6 +15,7 @@ import pytest
 from releval import daemon
 from releval.session import (
     DAEMON_MODULE,
+    DATAFRAME_DEBUGGING,
     DRIVER_JAVA_OPTIONS,
     class_archive,
     with_class_archive,
@@ -125,3 +126,8 @@ def test_the_test_session_s_workers_run_from_releval_s_daemon(spark):
 
     got = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
     assert got == [("releval.daemon", "_invalidate_if_changed")]
+
+
+def test_the_session_does_not_record_python_call_sites(spark):
+    # releval's session default (build_session); a job's [spark.conf] may set it back on
+    assert spark.conf.get(DATAFRAME_DEBUGGING) == "false"
