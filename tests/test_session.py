@@ -128,6 +128,43 @@ def test_the_test_session_s_workers_run_from_releval_s_daemon(spark):
     assert got == [("releval.daemon", "_invalidate_if_changed")]
 
 
+def test_the_workers_have_the_engine_s_modules_and_pyspark_from_its_folder(spark):
+    def what(_rows):
+        import sys
+
+        import pyspark
+
+        yield (pyspark.__file__, "releval.metrics.kernel" in sys.modules)
+
+    (pyspark_file, preloaded), = spark.sparkContext.parallelize([0], 1).mapPartitions(
+        what).collect()
+    # the installed package (pip's bytecode), not .../pyspark/python/lib/pyspark.zip
+    assert ".zip" not in pyspark_file and pyspark_file.endswith("pyspark/__init__.py")
+    assert preloaded  # imported by the daemon before it forked the worker
+
+
+def _pyspark_install(root: Path, *, installed: str, zipped: str) -> Path:
+    """``root/pyspark`` with a version.py, and its python/lib/pyspark.zip with another."""
+    (root / "pyspark" / "python" / "lib").mkdir(parents=True)
+    (root / "pyspark" / "version.py").write_text(f'__version__: str = "{installed}"\n')
+    archive = root / "pyspark" / "python" / "lib" / "pyspark.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("pyspark/version.py", f"__version__: str = '{zipped}'\n")
+    return archive
+
+
+def test_pyspark_zip_gives_way_to_the_installed_package_of_the_same_version(tmp_path):
+    same = _pyspark_install(tmp_path / "a", installed="4.0.1", zipped="4.0.1")
+    other = _pyspark_install(tmp_path / "b", installed="4.0.1", zipped="3.5.0")
+    path = [str(same), "/x/py4j-0.10.9.9-src.zip", "/y/site"]
+    # the zip's entry becomes the folder holding the package, in the same place
+    assert daemon.installed_pyspark(path) == [str(tmp_path / "a"), *path[1:]]
+    # another version inside the zip, or no package beside it: the path is left alone
+    assert daemon.installed_pyspark([str(other)]) == [str(other)]
+    (tmp_path / "a" / "pyspark" / "version.py").unlink()
+    assert daemon.installed_pyspark([str(same)]) == [str(same)]
+
+
 def test_the_session_does_not_record_python_call_sites(spark):
     # releval's session default (build_session); a job's [spark.conf] may set it back on
     assert spark.conf.get(DATAFRAME_DEBUGGING) == "false"

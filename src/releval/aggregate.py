@@ -40,6 +40,7 @@ from releval import schemas as S
 from releval.config import IntervalSettings
 from releval.inference import intervals as ci
 from releval.inference import kernel as ci_kernel
+from releval.io.writers import local_frame
 from releval.metrics.compute import IN_QRELS, MEASURES, long_format
 from releval.metrics.registry import Measure
 
@@ -238,8 +239,8 @@ def aggregate(
     )
     found = rows(summed, measures=measures, partition_columns=parts, intervals=intervals,
                  bootstrap=boot)
-    return queries.sparkSession.createDataFrame(
-        [tuple(r[f.name] for f in schema.fields) for r in found], schema
+    return local_frame(
+        queries.sparkSession, [tuple(r[f.name] for f in schema.fields) for r in found], schema
     )
 
 

@@ -29,6 +29,7 @@ from pyspark.sql import types as T
 
 from releval import schemas as S
 from releval.config import Config, QrelsSource, RunSource
+from releval.io.writers import local_frame
 
 #: run-log statuses
 SUCCEEDED = "succeeded"
@@ -170,5 +171,5 @@ class RunRecord:
         """A one-row DataFrame of :data:`RUN_LOG_SCHEMA`."""
         values = dataclasses.asdict(self)
         values["partitions"] = [dict(p) for p in self.partitions]
-        return spark.createDataFrame([tuple(values[f.name] for f in RUN_LOG_SCHEMA.fields)],
-                                     RUN_LOG_SCHEMA)
+        return local_frame(spark, [tuple(values[f.name] for f in RUN_LOG_SCHEMA.fields)],
+                           RUN_LOG_SCHEMA)

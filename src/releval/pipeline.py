@@ -22,7 +22,7 @@ from releval.aggregate import rows as aggregate_rows_of
 from releval.config import Config, IntervalSettings
 from releval.coverage import JUDGED, UnjudgedRate, render_lines, with_judged_measures
 from releval.io.atomic import read_table, replace_partitions
-from releval.io.writers import with_comments
+from releval.io.writers import local_frame, with_comments
 from releval.metrics import Measure, parse_measures
 from releval.metrics.compute import (
     IN_QRELS,
@@ -512,7 +512,7 @@ def run(
                 for r in made
             )
             aggregate_written = replace_partitions(
-                spark.createDataFrame([tuple(r) for r in aggregate_rows], aggregate_schema),
+                local_frame(spark, [tuple(r) for r in aggregate_rows], aggregate_schema),
                 path=config.output.aggregate_path,
                 table=config.output.aggregate_table,
                 schema=aggregate_schema,
