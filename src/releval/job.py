@@ -23,7 +23,7 @@ from releval.config import Config, RunSource
 from releval.errors import ConfigError
 from releval.io.atomic import append_row, read_table, table_exists
 from releval.io.readers import read_run, run_partition_fields
-from releval.io.writers import with_comments
+from releval.io.writers import local_frame, with_comments
 from releval.partitions import (
     NULL_VALUE,
     PartitionSelection,
@@ -91,7 +91,7 @@ def check_partition_filter(spark: SparkSession, config: Config) -> None:
     if not config.run.filter:
         return
     parts = list(config.run.partition_columns)
-    probe = spark.createDataFrame([], T.StructType(run_partition_fields(spark, config.run)))
+    probe = local_frame(spark, [], T.StructType(run_partition_fields(spark, config.run)))
     try:
         probe.where(config.run.filter)
     except Exception as exc:  # noqa: BLE001 - AnalysisException / ParseException: a user error

@@ -91,7 +91,7 @@ from releval.io.readers import (
     read_run_raw,
     source_name,
 )
-from releval.io.writers import with_comments
+from releval.io.writers import local_frame, with_comments
 from releval.layout import by_query
 from releval.lineage import source_label
 from releval.partitions import quote_literal
@@ -746,7 +746,7 @@ def write_quarantine(
         existing = read_table(spark, path=path, table=table)
         if not existing.where(predicate).inputFiles():
             return
-        rejected = spark.createDataFrame([], S.QUARANTINE_SCHEMA)
+        rejected = local_frame(spark, [], S.QUARANTINE_SCHEMA)
     rows = rejected.select(
         *[F.col(S.PARTITION)[f.name].cast(f.dataType).alias(f.name) for f in fields],
         *S.QUARANTINE_SCHEMA.names,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 #: system name -> noise of its scores (smaller is better)
@@ -83,8 +84,9 @@ def write_sample(spark: SparkSession, *, run_path: str, qrels_path: str,
         (run rows, qrels rows) written.
     """
     run, qrels = generate(shape)
-    run_df: DataFrame = spark.createDataFrame(run)
-    qrels_df: DataFrame = spark.createDataFrame(qrels)
+    # through Arrow: the rows go to the JVM as they are, with no Python task
+    run_df: DataFrame = spark.createDataFrame(pa.Table.from_pandas(run, preserve_index=False))
+    qrels_df: DataFrame = spark.createDataFrame(pa.Table.from_pandas(qrels, preserve_index=False))
     (run_df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
      .partitionBy("system", "date").save(run_path))
     (qrels_df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")

@@ -40,7 +40,7 @@ from releval.errors import ComparisonError
 from releval.inference import kernel
 from releval.inference.intervals import query_key
 from releval.io.atomic import read_table, replace_partitions, table_exists
-from releval.io.writers import with_comments
+from releval.io.writers import local_frame, with_comments
 from releval.metrics.registry import REGISTRY
 from releval.partitions import KeyFilter, partition_label, quote_literal
 
@@ -99,7 +99,8 @@ def pairs(
             F.col(S.VALUE).alias(_C))
         for label, values in candidates.items()
     ])
-    labels = rows.sparkSession.createDataFrame([(k,) for k in candidates], f"{S.CANDIDATE} string")
+    labels = local_frame(rows.sparkSession, [(k,) for k in candidates],
+                         T.StructType([T.StructField(S.CANDIDATE, T.StringType())]))
     # (candidate, measure) both sides have: measures are never paired with missing zeros
     common = cand.select(S.CANDIDATE, S.MEASURE_KEY).distinct().join(
         base.select(S.MEASURE_KEY).distinct(), S.MEASURE_KEY)
