@@ -156,13 +156,36 @@ def _pyspark_install(root: Path, *, installed: str, zipped: str) -> Path:
 def test_pyspark_zip_gives_way_to_the_installed_package_of_the_same_version(tmp_path):
     same = _pyspark_install(tmp_path / "a", installed="4.0.1", zipped="4.0.1")
     other = _pyspark_install(tmp_path / "b", installed="4.0.1", zipped="3.5.0")
-    path = [str(same), "/x/py4j-0.10.9.9-src.zip", "/y/site"]
-    # the zip's entry becomes the folder holding the package, in the same place
-    assert daemon.installed_pyspark(path) == [str(tmp_path / "a"), *path[1:]]
-    # another version inside the zip, or no package beside it: the path is left alone
-    assert daemon.installed_pyspark([str(other)]) == [str(other)]
+    # the folder holding the package beside its own zip
+    assert daemon.installed_pyspark(["/y/site", str(same), "/x/py4j-0.10.9.9-src.zip"]) == str(
+        tmp_path / "a")
+    # another version inside the zip, no zip, or no package beside it: none
+    assert daemon.installed_pyspark([str(other)]) is None
+    assert daemon.installed_pyspark(["/y/site"]) is None
     (tmp_path / "a" / "pyspark" / "version.py").unlink()
-    assert daemon.installed_pyspark([str(same)]) == [str(same)]
+    assert daemon.installed_pyspark([str(same)]) is None
+
+
+def test_pyspark_is_imported_from_the_folder_and_the_path_is_left_alone(tmp_path):
+    # in a fresh interpreter, as the daemon does: a zip first on the path, then the folder
+    archive = _pyspark_install(tmp_path, installed="4.0.1", zipped="4.0.1")
+    (tmp_path / "pyspark" / "__init__.py").write_text("from pyspark import version\n")
+    with zipfile.ZipFile(archive, "a") as zf:
+        zf.writestr("pyspark/__init__.py", "")
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(archive)!r})
+        before = list(sys.path)
+        from releval import daemon
+        daemon.import_pyspark_from(daemon.installed_pyspark(sys.path))
+        import pyspark.version
+        assert sys.path == before, sys.path
+        print(pyspark.__file__, pyspark.version.__file__)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    init, version = out.stdout.split()
+    assert init == str(tmp_path / "pyspark" / "__init__.py")
+    assert version == str(tmp_path / "pyspark" / "version.py")
 
 
 def test_the_session_does_not_record_python_call_sites(spark):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, date, datetime
 
+import pytest
 from pyspark.sql import types as T
 
 from releval.io.writers import local_frame
@@ -44,3 +45,9 @@ def test_driver_rows_come_back_as_written_with_no_python_task(spark):
 def test_no_rows_is_an_empty_frame_of_the_schema(spark):
     df = local_frame(spark, [], SCHEMA)
     assert df.schema == SCHEMA and df.count() == 0
+
+
+def test_a_null_in_a_non_nullable_column_names_the_column_and_the_row(spark):
+    with pytest.raises(ValueError, match=r"column 'name' cannot be null; row \(None, 1\.0,"):
+        local_frame(spark, [("AP", 0.5, 1, None, None, None), (None, 1.0, 2, None, None, None)],
+                    SCHEMA)

@@ -23,7 +23,8 @@ Two more things make a new worker cheap, both measured on a 2-core machine:
 - PySpark's own package is imported from the installed directory, whose bytecode pip
   compiled, instead of ``pyspark.zip``, from which every module is compiled from source
   (importing ``pyspark.worker``: 1.4 s from the zip, 0.4 s from the directory). Only when
-  the zip is the one inside that same installed package, of the same version.
+  the zip is the one inside that same installed package, of the same version, and only
+  that package: ``sys.path`` is not changed, so no other module resolves differently.
 - The engine's modules (``releval.metrics.kernel``: NumPy, PyArrow, pandas and releval's
   own) are imported once in the daemon, so each worker forked from it has them (about
   0.65 s per worker otherwise).
@@ -31,10 +32,14 @@ Two more things make a new worker cheap, both measured on a 2-core machine:
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
+import importlib.util
 import os
 import sys
 import zipfile
 import zipimport
+from collections.abc import Sequence
 from pathlib import Path
 
 #: imported by the daemon before it forks workers: what the engine's tasks import
@@ -71,11 +76,10 @@ def _version(text: str) -> str | None:
     return None
 
 
-def installed_pyspark(path: list[str]) -> list[str]:
-    """``path`` with ``pyspark.zip`` replaced by the installed package's folder, when the zip
-    is ``<folder>/pyspark/python/lib/pyspark.zip`` and both say the same version."""
-    out = list(path)
-    for i, entry in enumerate(path):
+def installed_pyspark(path: Sequence[str]) -> str | None:
+    """The folder that holds the installed ``pyspark`` package, when ``path`` has that
+    package's own ``pyspark/python/lib/pyspark.zip`` and both say the same version."""
+    for entry in path:
         zipped = Path(entry)
         if zipped.name != "pyspark.zip":
             continue
@@ -88,16 +92,32 @@ def installed_pyspark(path: list[str]) -> list[str]:
             continue
         if (package.name == "pyspark" and zipped_version is not None
                 and zipped_version == installed_version):
-            out[i] = str(package.parent)
-    return out
+            return str(package.parent)
+    return None
+
+
+def import_pyspark_from(folder: str) -> None:
+    """Import the ``pyspark`` package from ``folder``, leaving ``sys.path`` as it is: its
+    modules then load from that folder (the package's ``__path__``), nothing else moves."""
+    spec = importlib.machinery.PathFinder.find_spec("pyspark", [folder])
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["pyspark"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules["pyspark"]
+        raise
 
 
 if __name__ == "__main__":
-    import importlib
     import runpy
 
     install()
-    sys.path[:] = installed_pyspark(sys.path)
+    folder = installed_pyspark(sys.path)
+    if folder is not None:
+        import_pyspark_from(folder)
     for module in PRELOAD:
         importlib.import_module(module)
     runpy.run_module("pyspark.daemon", run_name="__main__")  # argv[1]: the worker module

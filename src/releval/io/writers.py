@@ -38,7 +38,8 @@ def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: T.St
     and that worker is not one of the engine's (a second daemon for the session, about 2 s
     before the first row on a 2-core machine). Built through Arrow, the rows become a
     ``LocalRelation`` in the JVM. Values as ``createDataFrame`` reads them: a naive
-    ``datetime`` for a timestamp column is local time.
+    ``datetime`` for a timestamp column is local time; a null in a non-nullable column is
+    a ``ValueError`` naming the column and the row.
     """
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -53,6 +54,10 @@ def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: T.St
         [aware(r[i]) for r in rows] if i in stamps else [r[i] for r in rows]
         for i in range(len(schema.fields))
     ]
+    for field, values in zip(schema.fields, columns, strict=True):
+        if not field.nullable and None in values:
+            row = rows[values.index(None)]
+            raise ValueError(f"column {field.name!r} cannot be null; row {tuple(row)!r}")
     arrow_schema = to_arrow_schema(schema)
     table = pa.Table.from_arrays(
         [pa.array(c, type=f.type) for c, f in zip(columns, arrow_schema, strict=True)],
