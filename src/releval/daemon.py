@@ -43,7 +43,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 #: imported by the daemon before it forks workers: what the engine's tasks import
-PRELOAD = ("pyspark.worker", "releval.metrics.kernel")
+#: (``pyspark.worker`` is imported by PySpark's daemon itself)
+PRELOAD = ("releval.metrics.kernel",)
 
 _reread = zipimport.zipimporter.invalidate_caches
 
