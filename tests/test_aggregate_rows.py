@@ -8,10 +8,16 @@ import pytest
 from pyspark.sql import Row
 
 from releval import schemas as S
-from releval.aggregate import N, rows
+from releval.aggregate import INDEX, N, rows
 from releval.aggregate import sum_column as c
 from releval.config import IntervalSettings
 from releval.metrics import parse_measures
+
+
+def summed(partition: dict, n: int, *measures: dict) -> list[Row]:
+    """The collected sums of one run partition: a row per measure position."""
+    return [Row(**partition, **{INDEX: i, N: n}, **{c(k): v for k, v in sums.items()})
+            for i, sums in enumerate(measures)]
 
 
 def test_rows_from_the_sums_by_hand():
@@ -22,18 +28,23 @@ def test_rows_from_the_sums_by_hand():
     #   1 + 2 + 2 + 3 = 8; R@10: mean 0.5, relevant retrieved in the top 10: 9 of 20 judged
     #   relevant; num_rel: 5 + 5 + 5 + 5 = 20
     sd = math.sqrt(0.08 / 3)
-    a = Row(**{  # the collected sums of one run partition
-        "system": "a", S.NEGATIVE_LABELS: "unjudged", N: 4,
-        c("mean", 0): 0.4, c("sd", 0): sd, c("rel_ret", 0): 8,
-        c("mean", 1): 0.5, c("sd", 1): 0.0, c("rel_ret", 1): 9, c("rel", 1): 20,
-        c("sum", 2): 20.0,
-    })
+    per_measure = (
+        {"mean": 0.4, "sd": sd, "rel_ret": 8},  # P@5
+        {"mean": 0.5, "sd": 0.0, "rel_ret": 9, "rel": 20},  # R@10
+        {"sum": 20.0},  # num_rel
+    )
+    a = summed({"system": "a", S.NEGATIVE_LABELS: "unjudged"}, 4, *per_measure)
     # system b: no scored query (every query without qrels): no rows
-    b = Row(**{**a.asDict(), "system": "b", N: 0})
-    got = {
-        (r[S.MEASURE_KEY], r[S.AVERAGING]): r
-        for r in rows([a, b], measures=measures, partition_columns=["system"])
-    }
+    b = summed({"system": "b", S.NEGATIVE_LABELS: "unjudged"}, 0, *per_measure)
+    # a ledger row (no measure position) is not a measure's sums
+    ledger = Row(**{"system": "a", S.NEGATIVE_LABELS: "unjudged", INDEX: None, N: 0})
+    made = rows([*b, ledger, *a], measures=measures, partition_columns=["system"])
+    got = {(r[S.MEASURE_KEY], r[S.AVERAGING]): r for r in made}
+    # the partitions in the order the sums come, then the measures in their order
+    assert [(r[S.MEASURE_KEY], r[S.AVERAGING]) for r in made] == [
+        ("P@5", "macro"), ("P@5", "micro"), ("R@10", "macro"), ("R@10", "micro"),
+        ("num_rel", "sum"),
+    ]
     assert sorted(got) == [
         ("P@5", "macro"), ("P@5", "micro"), ("R@10", "macro"), ("R@10", "micro"),
         ("num_rel", "sum"),
@@ -60,13 +71,11 @@ def test_rows_from_the_sums_by_hand():
 
 def test_one_query_has_no_interval_and_a_zero_denominator_gives_zero():
     measures = parse_measures(["P@5", "R@10"])
-    one = Row(**{
-        "date": None, S.NEGATIVE_LABELS: "judged", N: 1,
-        c("mean", 0): 0.2, c("sd", 0): 0.0, c("rel_ret", 0): 1,
-        c("mean", 1): 0.0, c("sd", 1): 0.0, c("rel_ret", 1): 0, c("rel", 1): 0,
-    })
+    one = summed({"date": None, S.NEGATIVE_LABELS: "judged"}, 1,
+                 {"mean": 0.2, "sd": 0.0, "rel_ret": 1},
+                 {"mean": 0.0, "sd": 0.0, "rel_ret": 0, "rel": 0})
     got = {(r[S.MEASURE_KEY], r[S.AVERAGING]): r
-           for r in rows([one], measures=measures, partition_columns=["date"],
+           for r in rows(one, measures=measures, partition_columns=["date"],
                          intervals=IntervalSettings(level=0.9))}
     assert (got["P@5", "macro"][S.CI_LOW], got["P@5", "macro"][S.CI_HIGH]) == (None, None)
     assert got["P@5", "macro"][S.CI_LEVEL] == 0.9

@@ -16,8 +16,17 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from releval import schemas as S
+from releval.aggregate import ENTRY as AGGREGATE_ENTRY
+from releval.aggregate import INDEX as AGGREGATE_INDEX
 from releval.aggregate import N as AGGREGATE_N
-from releval.aggregate import aggregate, bootstrap, group_columns, render_overview, sums
+from releval.aggregate import (
+    aggregate,
+    bootstrap,
+    by_measure,
+    group_columns,
+    render_overview,
+    sums,
+)
 from releval.aggregate import rows as aggregate_rows_of
 from releval.config import Config, IntervalSettings
 from releval.coverage import JUDGED, UnjudgedRate, render_lines, with_judged_measures
@@ -27,7 +36,6 @@ from releval.metrics import Measure, parse_measures
 from releval.metrics.compute import (
     IN_QRELS,
     IN_RUN,
-    MEASURES,
     REPEATED,
     RunStatsEngine,
     long_format,
@@ -263,7 +271,8 @@ class _Counts:
     #: the qrels' ledger rows as (tag without ``qrels:``, count), one per engine partition
     qrels_ledger: tuple[tuple[str, int], ...]
     unjudged: tuple[UnjudgedRate, ...]
-    #: the aggregate's sums, one row per run partition (:func:`releval.aggregate.rows`)
+    #: the aggregate's sums, one row per run partition and measure
+    #: (:func:`releval.aggregate.rows`)
     sums: tuple[Row, ...] = ()
 
 
@@ -296,26 +305,32 @@ def _query_counts(
     as_string = [F.col(c).cast("string").alias(_as_string(c)) for c in parts]
     judged = _judged_cutoffs(measures)
     with_results = F.col(IN_QRELS) & (F.col(S.NUM_RET) > 0)
+    # one row per (query row, measure) (releval.aggregate.by_measure): the aggregate's sums
+    # are then the same few columns for every measure, so Spark compiles the aggregation
+    # (one set of columns per measure was more than it compiles; issue 11); the counts
+    # take each wide row once (its first measure, or its only row when it has none)
+    once = F.col(AGGREGATE_INDEX).isNull() | (F.col(AGGREGATE_INDEX) == 0)
     # grouped by the ledger columns too (null on the queries' rows): each distinct ledger
     # row comes back with its multiplicity, and every aggregate stays declarative (a
     # collect_list of the ledger rows made Spark run the whole aggregation interpreted,
     # 3x slower with the aggregate's sums)
-    found = queries.groupBy(*group_columns(parts), *as_string, LEDGER, LEDGER_ROWS).agg(
-        F.count(F.lit(1)).alias("items"),
-        F.count_if(F.col(IN_RUN)).alias("run_queries"),
-        F.count_if(F.col(IN_RUN) & F.col(IN_QRELS)).alias("scored"),
-        F.count_if(F.col(IN_RUN) & ~F.col(IN_QRELS)).alias("without_qrels"),
-        F.count_if(~F.col(IN_RUN) & F.col(IN_QRELS)).alias("missing"),
-        F.sum(REPEATED).alias("repeated"),
-        F.sum(F.when(F.col(IN_RUN), F.col(S.NUM_RET))).alias("evaluated"),
+    found = by_measure(queries).groupBy(
+        *group_columns(parts), *as_string, LEDGER, LEDGER_ROWS
+    ).agg(
+        F.count_if(once).alias("items"),
+        F.count_if(once & F.col(IN_RUN)).alias("run_queries"),
+        F.count_if(once & F.col(IN_RUN) & F.col(IN_QRELS)).alias("scored"),
+        F.count_if(once & F.col(IN_RUN) & ~F.col(IN_QRELS)).alias("without_qrels"),
+        F.count_if(once & ~F.col(IN_RUN) & F.col(IN_QRELS)).alias("missing"),
+        F.sum(F.when(once, F.col(REPEATED))).alias("repeated"),
+        F.sum(F.when(once & F.col(IN_RUN), F.col(S.NUM_RET))).alias("evaluated"),
+        # per measure: the same for each; Judged@k's mean is the judged share of the top k
         F.count_if(with_results).alias("with_results"),
-        *[
-            F.avg(F.when(with_results, F.col(MEASURES)[i][S.VALUE])).alias(f"judged_{k}")
-            for k, i in judged.items()
-        ],
-        *sums(measures, intervals=intervals),
+        F.avg(F.when(with_results, F.col(AGGREGATE_ENTRY)[S.VALUE])).alias("judged"),
+        *sums(intervals=intervals),
     ).collect()
-    rows = [r for r in found if r[LEDGER] is None]
+    by_index = [r for r in found if r[LEDGER] is None]  # a row per (partition, measure)
+    rows = [r for r in by_index if r[AGGREGATE_INDEX] in (None, 0)]  # a row per partition
     counts = {k: sum(int(r[k]) for r in rows) for k in ("scored", "without_qrels", "missing")}
     # the queries each partition's means rest on: scored ones, plus the missing ones when
     # they are scored 0 (partitions with no qrels query at all have no means)
@@ -350,18 +365,22 @@ def _query_counts(
             entry[DUPLICATE_DOC] = entry.get(DUPLICATE_DOC, 0) + int(r["repeated"])
         if r["evaluated"]:
             by_partition.setdefault(key, {})[USED] = int(r["evaluated"])
+    judged_of = {
+        (tuple(r[c] for c in parts), r[AGGREGATE_INDEX]): r for r in by_index
+    }
     rates = tuple(
         UnjudgedRate(
             partition=tuple((c, str(r[_as_string(c)])) for c in parts),
             cutoff=k,
-            share=1.0 - float(r[f"judged_{k}"]),
-            queries=int(r["with_results"]),
+            share=1.0 - float(j["judged"]),
+            queries=int(j["with_results"]),
         )
         for r in rows
-        for k in judged
-        if r[f"judged_{k}"] is not None
+        for k, i in judged.items()
+        if (j := judged_of.get((tuple(r[c] for c in parts), i))) is not None
+        and j["judged"] is not None
     )
-    return _Counts(counts, by_partition, tuple(qrels), rates, tuple(rows))
+    return _Counts(counts, by_partition, tuple(qrels), rates, tuple(by_index))
 
 
 def _as_string(column: str) -> str:
@@ -473,7 +492,9 @@ def run(
         # files of about ROWS_PER_FILE rows: the persisted table keeps the evaluation's
         # shuffle partitions (hundreds at scale), and a file per partition made the write
         # spend its time on small files and their Delta statistics
-        per_query_rows = sum(int(r[AGGREGATE_N] or 0) for r in found.sums) * len(measures)
+        per_query_rows = sum(
+            int(r[AGGREGATE_N] or 0) for r in found.sums if r[AGGREGATE_INDEX] == 0
+        ) * len(measures)
         per_query = long_format(queries, partition_columns=parts).coalesce(
             max(1, -(-per_query_rows // ROWS_PER_FILE))
         )
