@@ -59,8 +59,7 @@ def as_queries(
     aggregate` reads: one row per (partition, query), scored, the measures in an array in
     the order of ``measures`` (null where a query has no row of that measure)."""
     parts = list(partition_columns)
-    entry = F.struct(S.MEASURE, S.CUTOFF, S.REL_LEVEL, S.JUDGED_ONLY, S.MEASURE_KEY,
-                     S.VALUE, S.NUM_REL, S.NUM_REL_RET)
+    entry = F.struct(S.VALUE, S.NUM_REL, S.NUM_REL_RET)
     return per_query.groupBy(*parts, S.QUERY_ID).agg(
         F.lit(True).alias(IN_QRELS),
         F.first(S.NUM_RET).alias(S.NUM_RET),

@@ -213,7 +213,9 @@ def bootstrap(
     parts = list(partition_columns)
     keys = [*parts, S.MEASURE, S.CUTOFF, S.REL_LEVEL, S.JUDGED_ONLY, S.MEASURE_KEY]
     macro = [m.key for m in measures if "macro" in m.spec.averaging]
-    per_query = long_format(queries, partition_columns=parts).where(F.col(S.MEASURE_KEY).isin(macro))
+    per_query = long_format(queries, partition_columns=parts, measures=measures).where(
+        F.col(S.MEASURE_KEY).isin(macro)
+    )
     found = ci.bootstrap_intervals(
         per_query, keys=keys, resamples=intervals.resamples, level=intervals.level,
         seed=intervals.seed,

@@ -134,7 +134,7 @@ def evaluate(
     )
     return Evaluation(
         queries=queries,
-        per_query=long_format(queries, partition_columns=parts),
+        per_query=long_format(queries, partition_columns=parts, measures=measures),
         measures=tuple(measures),
         partition_columns=tuple(parts),
         intervals=intervals,
@@ -495,7 +495,7 @@ def run(
         per_query_rows = sum(
             int(r[AGGREGATE_N] or 0) for r in found.sums if r[AGGREGATE_INDEX] == 0
         ) * len(measures)
-        per_query = long_format(queries, partition_columns=parts).coalesce(
+        per_query = long_format(queries, partition_columns=parts, measures=measures).coalesce(
             max(1, -(-per_query_rows // ROWS_PER_FILE))
         )
         lineage = F.lit(write.job_run_id).cast("string").alias(S.JOB_RUN_ID)

@@ -175,9 +175,8 @@ def query_measures(
     Returns:
         Partition columns, query_id, the ``_in_run`` / ``_in_qrels`` flags, ``_repeated``
         (:data:`REPEATED`), ``num_ret``, ``negative_labels`` (the rule, the same on every
-        row) and ``_measures``: an array with one struct per measure (measure, cutoff,
-        rel_level, judged_only, measure_key, value, num_rel, num_rel_ret). See
-        :func:`long_format`. With ``ledger`` also ``_ledger`` and ``_rows``, and the ledger
+        row) and ``_measures``: an array with one struct per measure, in the order of
+        ``measures`` (value, num_rel, num_rel_ret). See :func:`long_format`. With ``ledger`` also ``_ledger`` and ``_rows``, and the ledger
         rows (query id null, both flags false).
     """
     stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by)
@@ -186,13 +185,11 @@ def query_measures(
     for m in measures:
         spec = m.spec
         view = stats.judged() if m.judged_only else stats
+        # the measure's names are not stored here: they are the same in every row (the
+        # persisted wide table was 2 KB a row with them, 100k rows at 10M run rows);
+        # long_format adds them from the measures' order
         entries.append(
             F.struct(
-                F.lit(m.name).alias(S.MEASURE),
-                F.lit(m.cutoff).cast("int").alias(S.CUTOFF),
-                F.lit(m.rel_level).cast("int").alias(S.REL_LEVEL),
-                F.lit(m.judged_only).alias(S.JUDGED_ONLY),
-                F.lit(m.key).alias(S.MEASURE_KEY),
                 spec.value(m, view).cast("double").alias(S.VALUE),
                 stats.num_rel(level=m.rel_level).cast("long").alias(S.NUM_REL),
                 spec.num_rel_ret(m, view).cast("long").alias(S.NUM_REL_RET),
@@ -235,26 +232,45 @@ def query_measures(
     )
 
 
-def long_format(wide: DataFrame, *, partition_columns: Sequence[str]) -> DataFrame:
+def long_format(
+    wide: DataFrame, *, partition_columns: Sequence[str], measures: Sequence[Measure]
+) -> DataFrame:
     """Scored queries only (those in the qrels), one row per measure.
+
+    Args:
+        wide: the wide table (:func:`query_measures`).
+        partition_columns: the run's partition columns.
+        measures: the measures of ``wide``'s array, in its order: their names, cutoffs,
+            levels and keys (the array holds only the values and counts).
 
     Returns:
         The columns of :func:`releval.schemas.per_query_schema`, in order, except
         ``job_run_id`` (the batch job adds it).
     """
     parts = list(partition_columns)
-    m = F.explode(F.col(MEASURES)).alias("_m")
+    names = F.array(*[
+        F.struct(
+            F.lit(m.name).alias(S.MEASURE),
+            F.lit(m.cutoff).cast("int").alias(S.CUTOFF),
+            F.lit(m.rel_level).cast("int").alias(S.REL_LEVEL),
+            F.lit(m.judged_only).alias(S.JUDGED_ONLY),
+            F.lit(m.key).alias(S.MEASURE_KEY),
+        )
+        for m in measures
+    ])
+    m = F.posexplode(F.col(MEASURES)).alias("_i", "_m")
     return (
         wide.where(F.col(IN_QRELS))
         .select(*parts, S.QUERY_ID, S.NUM_RET, S.NEGATIVE_LABELS, m)
+        .select("*", names[F.col("_i")].alias("_name"))
         .select(
             *parts,
             S.QUERY_ID,
-            f"_m.{S.MEASURE}",
-            f"_m.{S.CUTOFF}",
-            f"_m.{S.REL_LEVEL}",
-            f"_m.{S.JUDGED_ONLY}",
-            f"_m.{S.MEASURE_KEY}",
+            f"_name.{S.MEASURE}",
+            f"_name.{S.CUTOFF}",
+            f"_name.{S.REL_LEVEL}",
+            f"_name.{S.JUDGED_ONLY}",
+            f"_name.{S.MEASURE_KEY}",
             f"_m.{S.VALUE}",
             S.NUM_RET,
             f"_m.{S.NUM_REL}",
