@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 from chispa import assert_df_equality
@@ -93,6 +95,15 @@ def test_tables_have_the_documented_schema_and_partitioning(spark, config):
     per_query = DeltaTable.forPath(spark, config.output.per_query_path)
     detail = per_query.detail().first()
     assert detail["partitionColumns"] == ["date"]
+    # Delta's file statistics only where they can skip a file: the run partition column
+    # that does not partition the table ("system"), and job_run_id (null here: no batch job)
+    assert detail["properties"][S.STATS_COLUMNS_PROPERTY] == "`system`,`job_run_id`"
+    log = Path(config.output.per_query_path) / "_delta_log" / f"{0:020d}.json"
+    adds = [json.loads(line)["add"] for line in log.read_text().splitlines() if '"add"' in line]
+    stats = [json.loads(add["stats"]) for add in adds]
+    assert stats and all(st["numRecords"] > 0 for st in stats)
+    assert all(set(st["minValues"]) == {"system"} for st in stats)
+    assert all(set(st["nullCount"]) == {"system", S.JOB_RUN_ID} for st in stats)
     schema = per_query.toDF().schema
     expected_names = ["system", "date", S.QUERY_ID, S.MEASURE, S.CUTOFF, S.REL_LEVEL,
                       S.JUDGED_ONLY, S.MEASURE_KEY, S.VALUE, S.NUM_RET, S.NUM_REL, S.NUM_REL_RET, S.JOB_RUN_ID,

@@ -511,6 +511,7 @@ def run(
                 description="releval per-query measures: one row per run partition, query, measure.",
                 predicate=write.predicate,
                 user_metadata=metadata,
+                properties=S.per_query_properties(parts, out_parts),
             )
         pause("between_tables")
         with phases.phase("write aggregate"):

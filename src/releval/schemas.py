@@ -6,6 +6,8 @@ read (see ``releval.io.readers``); everything downstream uses only these names.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import types as T
 
 # --- canonical input columns -------------------------------------------------
@@ -148,6 +150,28 @@ def per_query_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(NEGATIVE_LABELS, T.StringType(), True),
         ]
     )
+
+
+#: Delta's table property naming the columns whose file statistics it collects
+STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
+
+
+def per_query_properties(
+    run_partition_columns: Sequence[str], output_partition_columns: Sequence[str]
+) -> dict[str, str]:
+    """Table properties a new per-query table is created with.
+
+    Delta's file statistics (min, max, null count) only for the run partition columns that
+    do not partition the table, and ``job_run_id``: a file of the per-query table holds
+    many queries and every measure (the rows are laid out by query), so the minimum and
+    maximum of ``query_id``, ``measure_key`` or ``value`` let no query skip a file, and
+    collecting them for every row was about a third of the write (10M run rows, 2M
+    per-query rows: 5.3-6.2 s against 4.1-4.4 s warm, 13 s against 5 s on a new JVM).
+    Each file's row count is recorded whatever this says.
+    """
+    columns = [c for c in run_partition_columns if c not in output_partition_columns]
+    quoted = ["`" + c.replace("`", "``") + "`" for c in [*columns, JOB_RUN_ID]]
+    return {STATS_COLUMNS_PROPERTY: ",".join(quoted)}
 
 
 def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:

@@ -20,7 +20,7 @@ import json
 import random
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from delta.exceptions import base as delta_exceptions
@@ -212,6 +212,7 @@ def _create(
     partition_columns: Sequence[str],
     description: str,
     user_metadata: str,
+    properties: Mapping[str, str] | None = None,
 ) -> bool:
     """Create the table with ``data`` in one commit; False when the location is taken.
 
@@ -224,7 +225,7 @@ def _create(
     try:
         create_table_as(
             data, path=path, table=table, schema=schema, partition_columns=partition_columns,
-            description=description, user_metadata=user_metadata,
+            description=description, user_metadata=user_metadata, properties=properties,
         )
         return True
     except Exception as exc:  # noqa: BLE001 - conflicts and races are the caller's to retry
@@ -233,7 +234,8 @@ def _create(
         ):
             raise
     ensure_table(spark, path=path, table=table, schema=schema,
-                 partition_columns=partition_columns, description=description)
+                 partition_columns=partition_columns, description=description,
+                 properties=properties)
     return False
 
 
@@ -247,6 +249,7 @@ def replace_partitions(
     description: str,
     predicate: str | None,
     user_metadata: str,
+    properties: Mapping[str, str] | None = None,
     max_attempts: int = 5,
     backoff_seconds: float = 1.0,
 ) -> WriteResult:
@@ -262,6 +265,7 @@ def replace_partitions(
         predicate: the ``replaceWhere`` SQL predicate; None replaces the whole table.
         user_metadata: stored in the commit (Delta history's ``userMetadata``), e.g. the
             job run id, so a run finds its own commit among concurrent ones.
+        properties: more table properties (when created).
         max_attempts: attempts when a concurrent transaction conflicts.
         backoff_seconds: first back-off; doubled each attempt, with jitter.
 
@@ -280,7 +284,7 @@ def replace_partitions(
                 # a new table: created and written by one commit
                 if _create(data, path=path, table=table, schema=schema,
                            partition_columns=partition_columns, description=description,
-                           user_metadata=user_metadata):
+                           user_metadata=user_metadata, properties=properties):
                     break
             writer = data.write.format("delta").mode("overwrite").option("userMetadata", user_metadata)
             if predicate is not None:

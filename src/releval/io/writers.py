@@ -95,6 +95,7 @@ def create_table_as(
     partition_columns: Sequence[str],
     description: str,
     user_metadata: str,
+    properties: Mapping[str, str] | None = None,
 ) -> None:
     """Create the Delta table and write ``data`` into it in one commit (version 0).
 
@@ -102,6 +103,7 @@ def create_table_as(
     the partitioning, the description and the schema-version property are set by the
     same commit, so a new table costs one commit and no separate creation (what
     :func:`ensure_table` and a write took: two commits and the snapshots between them).
+    ``properties``: more table properties, set by the same commit.
 
     Raises:
         Spark's or Delta's error when the table exists meanwhile (the caller retries
@@ -119,6 +121,8 @@ def create_table_as(
         .tableProperty(S.SCHEMA_VERSION_PROPERTY, S.SCHEMA_VERSION)
         .tableProperty("delta.appendOnly", "false")
     )
+    for key, value in (properties or {}).items():
+        writer = writer.tableProperty(key, value)
     if partition_columns:
         writer = writer.partitionedBy(*[F.col(c) for c in partition_columns])
     # a CTAS takes no userMetadata option: Delta reads it from the session for this commit
@@ -142,12 +146,16 @@ def ensure_table(
     schema: T.StructType,
     partition_columns: Sequence[str],
     description: str,
+    properties: Mapping[str, str] | None = None,
 ) -> None:
-    """Create the Delta table with its schema, comments and partitioning if it does not exist."""
+    """Create the Delta table with its schema, comments, partitioning and ``properties`` if
+    it does not exist."""
     builder = DeltaTable.createIfNotExists(spark)
     builder = builder.tableName(table) if table else builder.location(absolute(path or ""))
     builder = builder.addColumns(schema).comment(description)
     if partition_columns:
         builder = builder.partitionedBy(*partition_columns)
     builder = builder.property(S.SCHEMA_VERSION_PROPERTY, S.SCHEMA_VERSION)
+    for key, value in (properties or {}).items():
+        builder = builder.property(key, value)
     builder.property("delta.appendOnly", "false").execute()
