@@ -287,8 +287,8 @@ def _query_counts(
     """The summary's query counts, both inputs' ledgers, the unjudged shares and the
     aggregate's sums.
 
-    One aggregation over the persisted per-query table by run partition (a few rows
-    come back): the scored / without-qrels / missing query counts, the number of run
+    One aggregation over the persisted per-query table by run partition and measure
+    (:func:`releval.aggregate.by_measure`; a few rows per run partition come back): the scored / without-qrels / missing query counts, the number of run
     partitions and the fewest / most queries a partition's means rest on for the summary;
     the run's ledger, keyed by the partition values as strings
     (:func:`releval.quality.account_ledger`): the rows the engine received and the rows the row

@@ -176,8 +176,9 @@ def query_measures(
         Partition columns, query_id, the ``_in_run`` / ``_in_qrels`` flags, ``_repeated``
         (:data:`REPEATED`), ``num_ret``, ``negative_labels`` (the rule, the same on every
         row) and ``_measures``: an array with one struct per measure, in the order of
-        ``measures`` (value, num_rel, num_rel_ret). See :func:`long_format`. With ``ledger`` also ``_ledger`` and ``_rows``, and the ledger
-        rows (query id null, both flags false).
+        ``measures`` (value, num_rel, num_rel_ret). See :func:`long_format`. With
+        ``ledger`` also ``_ledger`` and ``_rows``, and the ledger rows (query id null,
+        both flags false).
     """
     stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by)
     num_ret = stats.num_ret()
