@@ -36,7 +36,8 @@ def test_rows_from_the_sums_by_hand():
     a = summed({"system": "a", S.NEGATIVE_LABELS: "unjudged"}, 4, *per_measure)
     # system b: no scored query (every query without qrels): no rows
     b = summed({"system": "b", S.NEGATIVE_LABELS: "unjudged"}, 0, *per_measure)
-    # a ledger row (no measure position) is not a measure's sums
+    # a row with no measure position (by_measure's row for a wide row without measures)
+    # is not a measure's sums
     ledger = Row(**{"system": "a", S.NEGATIVE_LABELS: "unjudged", INDEX: None, N: 0})
     made = rows([*b, ledger, *a], measures=measures, partition_columns=["system"])
     got = {(r[S.MEASURE_KEY], r[S.AVERAGING]): r for r in made}

@@ -78,7 +78,8 @@ def case(request, spark, conformance_dir):
     # computed once for the module's tests: the tables and the text output all read the
     # persisted wide table (without it each of them ran the whole evaluation again)
     queries = ev.queries.persist()
-    ev = replace(ev, queries=queries, per_query=long_format(queries, partition_columns=[], measures=ev.measures))
+    long_rows = long_format(queries, partition_columns=[], measures=ev.measures)
+    ev = replace(ev, queries=queries, per_query=long_rows)
     per_query = ev.per_query.toPandas()
     aggregate = ev.aggregate.toPandas()
     yield expected_file, expected, mapping, per_query, aggregate, ev

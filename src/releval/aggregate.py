@@ -68,8 +68,10 @@ def sum_column(kind: str) -> str:
 
 def by_measure(queries: DataFrame) -> DataFrame:
     """The wide table with one row per (row, measure): every column but the measure array,
-    the measure's position :data:`INDEX` and its entry :data:`ENTRY`. A row without
-    measures (a ledger row) stays one row, with a null :data:`INDEX`."""
+    the measure's position :data:`INDEX` and its entry :data:`ENTRY`. Every wide row has
+    the array (the engine's ledger rows too, with their flags false); one whose array were
+    null or empty would still give one row, with a null :data:`INDEX`, so no row is lost
+    from the counts taken over these rows."""
     return queries.select(
         *[c for c in queries.columns if c != MEASURES],
         F.posexplode_outer(MEASURES).alias(INDEX, ENTRY),

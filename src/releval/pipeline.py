@@ -288,7 +288,8 @@ def _query_counts(
     aggregate's sums.
 
     One aggregation over the persisted per-query table by run partition and measure
-    (:func:`releval.aggregate.by_measure`; a few rows per run partition come back): the scored / without-qrels / missing query counts, the number of run
+    (:func:`releval.aggregate.by_measure`; a few rows per run partition come back): the
+    scored / without-qrels / missing query counts, the number of run
     partitions and the fewest / most queries a partition's means rest on for the summary;
     the run's ledger, keyed by the partition values as strings
     (:func:`releval.quality.account_ledger`): the rows the engine received and the rows the row
@@ -308,7 +309,8 @@ def _query_counts(
     # one row per (query row, measure) (releval.aggregate.by_measure): the aggregate's sums
     # are then the same few columns for every measure, so Spark compiles the aggregation
     # (one set of columns per measure was more than it compiles; issue 11); the counts
-    # take each wide row once (its first measure, or its only row when it has none)
+    # take each wide row once, at its first measure (a null index: an array that were
+    # null or empty, by_measure's one row for it)
     once = F.col(AGGREGATE_INDEX).isNull() | (F.col(AGGREGATE_INDEX) == 0)
     # grouped by the ledger columns too (null on the queries' rows): each distinct ledger
     # row comes back with its multiplicity, and every aggregate stays declarative (a
