@@ -1,8 +1,9 @@
 """The batch job as real processes: SIGKILL mid-run, exactly-once re-runs, concurrent jobs.
 
 Each job is ``python jobs/evaluate.py`` in its own process group with its own JVM
-(~15-60 s each on a 2-core machine), so there are few of them: 4 in the crash test, 1 in
-the kill-during-write test, 2 (at once) in the concurrency test.
+(~15-60 s each on a 2-core machine), so there are few of them: 2 in the crash test (the
+killed job and the re-run after it; the seed and the second re-run run in this process), 1
+in the kill-during-write test, 2 (at once) in the concurrency test.
 """
 
 from __future__ import annotations
@@ -116,8 +117,10 @@ def test_killed_job_leaves_committed_versions_and_reruns_are_exactly_once_and_id
     pq_rows, agg_rows = sorted_rows(read(spark, pq)), sorted_rows(read(spark, agg))
     pq_history, agg_history = history(spark, pq), history(spark, agg)
 
-    # 3. the same job again: identical tables row by row (but for job_run_id), one commit each
-    finish(start_job(config_path, "--partition", f"date={D28}", "--job-run-id", "rerun-2"))
+    # 3. the same job again: identical tables row by row (but for job_run_id), one commit
+    # each (in this process: the re-run in a new process after the kill is step 2's)
+    run_job(spark, config, parse_selection([f"date={D28}"], run_partition_columns=["system", "date"]),
+            job_run_id="rerun-2")
     assert sorted_rows(read(spark, pq)) == pq_rows
     assert sorted_rows(read(spark, agg)) == agg_rows
     assert history(spark, pq) == [*pq_history, (pq_history[-1][0] + 1, "WRITE", "releval job_run_id=rerun-2")]

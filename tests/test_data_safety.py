@@ -64,11 +64,12 @@ def rows_by_partition(spark: SparkSession, path: str, *, drop: tuple[str, ...] =
 def test_nightly_config_filter_replaces_only_that_night(
     spark: SparkSession, inputs: tuple[str, str], tmp_path: Path
 ) -> None:
-    # the reported data loss: every date evaluated, then the nightly job with
-    # run.filter = "date = '2026-11-29'" and no --partition, run as a scheduler runs it
+    # the reported data loss: every date evaluated (here, in this process), then the
+    # nightly job with run.filter = "date = '2026-11-29'" and no --partition, run as a
+    # scheduler runs it (its own process)
     full = write_config(tmp_path, *inputs)
-    finish(start_job(full, "--job-run-id", "full"))
     config = config_at(full)
+    run_job(spark, config, job_run_id="full")
     pq, agg = config.output.per_query_path or "", config.output.aggregate_path or ""
     before = {p: rows_by_partition(spark, p) for p in (pq, agg)}
     assert {d for _, d in before[pq]} == set(DATES)
