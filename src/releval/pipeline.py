@@ -18,7 +18,6 @@ from pyspark.sql import types as T
 from releval import schemas as S
 from releval.aggregate import ENTRY as AGGREGATE_ENTRY
 from releval.aggregate import INDEX as AGGREGATE_INDEX
-from releval.aggregate import N as AGGREGATE_N
 from releval.aggregate import (
     aggregate,
     bootstrap,
@@ -494,9 +493,8 @@ def run(
         # files of about ROWS_PER_FILE rows: the persisted table keeps the evaluation's
         # shuffle partitions (hundreds at scale), and a file per partition made the write
         # spend its time on small files and their Delta statistics
-        per_query_rows = sum(
-            int(r[AGGREGATE_N] or 0) for r in found.sums if r[AGGREGATE_INDEX] == 0
-        ) * len(measures)
+        # (the table's rows: its queries in the qrels, scored or missing, times the measures)
+        per_query_rows = (found.queries["scored"] + found.queries["missing"]) * len(measures)
         per_query = long_format(queries, partition_columns=parts, measures=measures).coalesce(
             max(1, -(-per_query_rows // ROWS_PER_FILE))
         )

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 from pyspark.sql import types as T
 
+from releval.partitions import quote_identifier
+
 # --- canonical input columns -------------------------------------------------
 QUERY_ID = "query_id"
 DOC_ID = "doc_id"
@@ -170,7 +172,7 @@ def per_query_properties(
     Each file's row count is recorded whatever this says.
     """
     columns = [c for c in run_partition_columns if c not in output_partition_columns]
-    quoted = ["`" + c.replace("`", "``") + "`" for c in [*columns, JOB_RUN_ID]]
+    quoted = [quote_identifier(c) for c in [*columns, JOB_RUN_ID]]
     return {STATS_COLUMNS_PROPERTY: ",".join(quoted)}
 
 
