@@ -21,7 +21,7 @@ from releval.executors import check_executors
 from releval.job import run_job
 from releval.partitions import DEFAULT_DATE_COLUMN, parse_selection
 from releval.profile import Phases
-from releval.session import build_session
+from releval.session import build_session, short_job
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pending=args.pending,
             run_partition_columns=config.run.partition_columns,
         )
-        spark = build_session(config.spark)
+        spark = build_session(config.spark, short=short_job(config))
         phases = Phases(spark)
         try:
             check_executors(spark, config)  # a cluster's executors: their Python and paths

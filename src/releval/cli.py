@@ -153,7 +153,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from releval.io.trec_eval_format import write_trec_eval_file
     from releval.metrics import parse_measures
     from releval.profile import Phases
-    from releval.session import build_session
+    from releval.session import build_session, short_job
 
     parse_measures([args.measures], relevance_level=args.relevance_level)  # fail fast
     for name in (args.run, args.qrels):
@@ -161,7 +161,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             raise RelevalError(f"input not found: {name}")
     with tempfile.TemporaryDirectory(prefix="releval-") as tmp:
         config = config_from_args(args, args.output or tmp)
-        spark = build_session(config.spark)
+        spark = build_session(config.spark, short=short_job(config))
         if args.explain:
             try:
                 print(pipeline.explain(spark, config))

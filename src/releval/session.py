@@ -10,6 +10,7 @@ cluster's jars folder or Maven) keeps those.
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from pathlib import Path
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from releval.config import SparkSettings
+from releval.config import Config, SparkSettings
 
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
@@ -66,16 +67,68 @@ def archive_options(archive: Path) -> str:
     return f'"-XX:SharedArchiveFile={archive}" -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off'
 
 
-def with_class_archive(conf: Mapping[str, str], archive: Path | None) -> dict[str, str]:
-    """``conf`` with the driver JVM options that map ``archive`` (None: ``conf`` as is).
+#: The driver JVM's just-in-time compilation for a short local job: the quick compiler
+#: (C1) only. The optimizing compiler (C2) spends a whole core for most of a short job
+#: compiling Spark's and Delta's code, which on a small machine is the core the job needs:
+#: C1 only took `make run` on the sample from 25.5-27.0 s to 19.1-20.0 s, and `releval
+#: evaluate` on 100k TREC lines from 20-24 s to 14-18 s (docs/performance.md). A long job
+#: gains from C2's faster code (the test session's JVM, which runs for minutes, took 25%
+#: longer on C1 only), so it is used only when the inputs are small (:func:`short_job`).
+SHORT_JOB_JIT = "-XX:TieredStopAtLevel=1"
+
+#: Local inputs of at most this many bytes (run and qrels together) make a short job: at
+#: 1M TREC lines (38 MB) C1 only was still 4-5 s faster; at 10M rows (112 MB of Parquet)
+#: it gained nothing and lost up to 8%.
+SHORT_JOB_BYTES = 64 * 2**20
+
+
+def local_bytes(path: str) -> int | None:
+    """The size of the files at a local path (a file, or a folder's files at any depth;
+    glob patterns are expanded); 0 for a local path that does not exist, None for a URI
+    (``scheme://``: its size is not known without a file system client)."""
+    if "://" in path:
+        return None
+    total = 0
+    for match in glob.glob(path) or [path]:
+        top = Path(match)
+        if top.is_file():
+            total += top.stat().st_size
+        for folder, _dirs, files in os.walk(top):
+            total += sum(Path(folder, name).stat().st_size for name in files)
+    return total
+
+
+def short_job(config: Config) -> bool:
+    """Whether a job over ``config``'s inputs is short: a local master, and the run and
+    qrels are local paths of at most :data:`SHORT_JOB_BYTES` together (a catalog table or
+    a URI is of unknown size: not short)."""
+    if not local_cores(config.spark.master):
+        return False
+    sizes = [None if source.path is None else local_bytes(source.path)
+             for source in (config.run, config.qrels)]
+    return all(size is not None for size in sizes) and sum(sizes) <= SHORT_JOB_BYTES
+
+
+def driver_options(*, archive: Path | None, short: bool) -> str:
+    """The driver JVM options releval adds: the class archive's (None: none), and C1 only
+    for a short job (:data:`SHORT_JOB_JIT`)."""
+    return " ".join(
+        [*([archive_options(archive)] if archive is not None else []),
+         *([SHORT_JOB_JIT] if short else [])]
+    )
+
+
+def with_driver_options(conf: Mapping[str, str], options: str) -> dict[str, str]:
+    """``conf`` with ``options`` (:func:`driver_options`; "": ``conf`` as is) in the driver
+    JVM's options.
 
     Only for a session whose driver JVM this process starts. The user's own
-    ``spark.driver.extraJavaOptions`` come after the archive's, and win where they differ.
+    ``spark.driver.extraJavaOptions`` come after releval's, and win where they differ.
     """
     out = dict(conf)
-    if archive is not None:
+    if options:
         user = out.get(DRIVER_JAVA_OPTIONS, "")
-        out[DRIVER_JAVA_OPTIONS] = f"{archive_options(archive)} {user}".strip()
+        out[DRIVER_JAVA_OPTIONS] = f"{options} {user}".strip()
     return out
 
 
@@ -149,12 +202,16 @@ def submitted_delta() -> bool:
     return "delta-spark" in f"{conf.get('spark.jars', '')},{conf.get('spark.jars.packages', '')}"
 
 
-def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
+def build_session(settings: SparkSettings = SparkSettings(), *, short: bool = False) -> SparkSession:
     """Build (or get) the SparkSession with Delta Lake's extension and catalog.
 
     Args:
         settings: master, application name, the cluster keys (shuffle partitions, executor
             memory and cores, adaptive execution, warehouse) and extra Spark conf.
+        short: a short job (:func:`short_job`): a driver JVM this process starts on a
+            local master compiles with C1 only (:data:`SHORT_JOB_JIT`). A JVM that
+            ``spark-submit`` started keeps its options (the Makefile asks
+            ``python -m releval.session --jit-options CONFIG`` for them).
 
     Returns:
         The active SparkSession.
@@ -200,7 +257,10 @@ def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
         # run at 2). A cluster keeps Delta's default unless [spark.conf] sets it.
         builder = builder.config("spark.databricks.delta.snapshotPartitions", str(2 * cores))
     starts_jvm = "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None
-    conf = with_class_archive(settings.conf, class_archive() if starts_jvm else None)
+    conf = with_driver_options(settings.conf, driver_options(
+        archive=class_archive() if starts_jvm else None,
+        short=starts_jvm and short and cores is not None,
+    ))
     if cores:
         conf = {**worker_daemon(conf), **conf}
     for key, value in conf.items():
@@ -295,7 +355,12 @@ if __name__ == "__main__":
             print(f"fetched {jar}")
     elif len(sys.argv) == 3 and sys.argv[1] == "--archive-classes":
         print(f"wrote {archive_classes(sys.argv[2])}")
+    elif len(sys.argv) == 3 and sys.argv[1] == "--jit-options":
+        # for the Makefile's spark-submit, whose driver JVM starts before the job's Python
+        from releval.config import load_config
+
+        print(SHORT_JOB_JIT if short_job(load_config(sys.argv[2])) else "")
     else:
-        print("usage: python -m releval.session --fetch-jars DIR | --archive-classes DIR",
-              file=sys.stderr)
+        print("usage: python -m releval.session --fetch-jars DIR | --archive-classes DIR"
+              " | --jit-options CONFIG", file=sys.stderr)
         sys.exit(2)
