@@ -72,7 +72,9 @@ def test_a_job_is_short_when_its_local_inputs_are_small(tmp_path):
     assert local_bytes(str(qrels)) == 20
     assert local_bytes(str(tmp_path / "*.trec")) == 20  # a glob: its matches
     assert local_bytes(str(tmp_path / "none")) == 0  # the job itself says it is missing
+    assert local_bytes(f"file://{run}") == local_bytes(f"file:{run}") == 20
     assert local_bytes("s3a://bucket/run") is None  # a URI's size is not known
+    assert local_bytes("hdfs:/data/run") is None
     assert short_job(_config(str(run), str(qrels)))
     # run and qrels together above the limit (a sparse file: no disk used)
     big = tmp_path / "big.trec"

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlparse
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -83,18 +85,25 @@ SHORT_JOB_BYTES = 64 * 2**20
 
 
 def local_bytes(path: str) -> int | None:
-    """The size of the files at a local path (a file, or a folder's files at any depth;
-    glob patterns are expanded); 0 for a local path that does not exist, None for a URI
-    (``scheme://``: its size is not known without a file system client)."""
-    if "://" in path:
-        return None
+    """The size of the files at a local path or ``file:`` URI (a file, or a folder's files
+    at any depth; glob patterns are expanded); 0 for a local path that does not exist (the
+    job itself says so). None where the size is not known: another URI scheme (``s3a:``,
+    ``hdfs:``: it would take a file system client) or a file that cannot be read."""
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", path):
+        parsed = urlparse(path)
+        if parsed.scheme != "file":
+            return None
+        path = parsed.path
     total = 0
-    for match in glob.glob(path) or [path]:
-        top = Path(match)
-        if top.is_file():
-            total += top.stat().st_size
-        for folder, _dirs, files in os.walk(top):
-            total += sum(Path(folder, name).stat().st_size for name in files)
+    try:
+        for match in glob.glob(path) or [path]:
+            top = Path(match)
+            if top.is_file():
+                total += top.stat().st_size
+            for folder, _dirs, files in os.walk(top):
+                total += sum(Path(folder, name).stat().st_size for name in files)
+    except OSError:
+        return None
     return total
 
 
