@@ -20,7 +20,7 @@ RUN_TXT = "q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.5 r\n"
 @pytest.fixture
 def shared_session(spark, monkeypatch):
     """Make the CLI and the job use the test session, and not stop it."""
-    monkeypatch.setattr("releval.session.build_session", lambda settings: spark)
+    monkeypatch.setattr("releval.session.build_session", lambda settings, *, short=False: spark)
     monkeypatch.setattr(spark, "stop", lambda: None)
     return spark
 
@@ -190,7 +190,7 @@ def test_config_strict_must_be_a_boolean(tmp_path):
 
 def test_filter_that_does_not_match_the_partition_columns(shared_session, tmp_path, capsys, monkeypatch):
     job = load_job()
-    monkeypatch.setattr(job, "build_session", lambda settings: shared_session)
+    monkeypatch.setattr(job, "build_session", lambda settings, *, short=False: shared_session)
     path = job_config(shared_session, tmp_path, "day = '2024-05-01'")
     code = job.main(["--config", path])
     err = [line for line in capsys.readouterr().err.splitlines() if line]
@@ -205,7 +205,7 @@ def test_batch_filter_on_a_non_partition_column_is_refused_before_anything_is_wr
 ):
     # a row filter would make the job replace whole partitions with part of their rows
     job = load_job()
-    monkeypatch.setattr(job, "build_session", lambda settings: shared_session)
+    monkeypatch.setattr(job, "build_session", lambda settings, *, short=False: shared_session)
     path = job_config(shared_session, tmp_path, filter_)
     code = job.main(["--config", path])
     err = [line for line in capsys.readouterr().err.splitlines() if line]
@@ -215,7 +215,7 @@ def test_batch_filter_on_a_non_partition_column_is_refused_before_anything_is_wr
 
 def test_empty_partition_for_the_requested_date(shared_session, tmp_path, capsys, monkeypatch):
     job = load_job()
-    monkeypatch.setattr(job, "build_session", lambda settings: shared_session)
+    monkeypatch.setattr(job, "build_session", lambda settings, *, short=False: shared_session)
     path = job_config(shared_session, tmp_path, "date = '2024-05-02'")
     code = job.main(["--config", path])
     err = [line for line in capsys.readouterr().err.splitlines() if line]

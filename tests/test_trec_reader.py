@@ -68,7 +68,7 @@ def small_splits(spark, monkeypatch):
     saved = {key: spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
         spark.conf.set(key, value)
-    monkeypatch.setattr("releval.session.build_session", lambda _: spark)
+    monkeypatch.setattr("releval.session.build_session", lambda _, *, short=False: spark)
     monkeypatch.setattr(spark, "stop", lambda: None)
     yield spark
     for key, value in saved.items():
