@@ -224,3 +224,36 @@ def test_empty_partition_for_the_requested_date(shared_session, tmp_path, capsys
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["run_log"]
     log = shared_session.read.format("delta").load(str(tmp_path / "o" / "run_log")).collect()
     assert [(r["status"], r["error"].startswith("run parquet")) for r in log] == [("failed", True)]
+
+
+def test_the_command_and_the_job_ask_for_a_short_jobs_jvm_on_small_local_inputs(
+    tmp_path, capsys, monkeypatch
+):
+    # what each entry point asks build_session for, stopped right there (no Spark at all):
+    # the RelevalError it raises ends the command and the job with their one-line error
+    from releval.errors import RelevalError
+
+    asked: list[bool] = []
+
+    def build_session(settings, *, short=False):
+        asked.append(short)
+        raise RelevalError("stopped at build_session")
+
+    monkeypatch.setattr("releval.session.build_session", build_session)
+    run, qrels = write(tmp_path / "r.txt", RUN_TXT), write(tmp_path / "q.txt", QRELS_TXT)
+    assert main(["evaluate", "--run", run, "--qrels", qrels]) == 2  # local[*], 54 bytes: short
+    big = tmp_path / "big.txt"
+    with big.open("wb") as out:
+        out.truncate(64 * 2**20)  # a sparse file: with the qrels, above the limit
+    assert main(["evaluate", "--run", str(big), "--qrels", qrels]) == 2
+    job = load_job()
+    monkeypatch.setattr(job, "build_session", build_session)
+    # the job's config (its inputs are only measured here, never read)
+    config = write(tmp_path / "job.toml", CONFIG.format(
+        run=run, qrels=qrels, out=tmp_path / "o", filter="true") + '\n[spark]\nmaster = "local[2]"\n')
+    assert job.main(["--config", config]) == 2
+    no_master = write(tmp_path / "cluster.toml", CONFIG.format(
+        run=run, qrels=qrels, out=tmp_path / "o", filter="true"))
+    assert job.main(["--config", no_master]) == 2  # spark-submit's master: not short
+    assert asked == [True, False, True, False]
+    assert capsys.readouterr().err.count("releval: error: stopped at build_session") == 4
