@@ -559,13 +559,32 @@ def test_worker_killed_mid_evaluation_the_job_completes_with_the_same_tables(
     def part(e: dict[str, Any]) -> tuple[int, int]:
         return e["Stage ID"], e["Task Info"].get("Partition ID", e["Task Info"]["Index"])
 
-    failed = [e for e in ends if e["Task End Reason"]["Reason"] in ("ExecutorLostFailure", "FetchFailed")]
-    assert failed, "no task of the evaluation phase failed with the lost executor"
+    failed = [e for e in ends if e["Task End Reason"]["Reason"] in (
+        "ExecutorLostFailure", "FetchFailed", "Resubmitted")]
     for e in failed:
         assert any(part(o) == part(e) and o["Task End Reason"]["Reason"] == "Success"
                    and o["Task Info"]["Executor ID"] != lost
                    and o["Task Info"]["Finish Time"] >= e["Task Info"]["Finish Time"] for o in ends), (
             f"stage {part(e)} failed ({e['Task End Reason']['Reason']}) and was not run again")
+    if not failed:
+        # the task seen running finished a moment before its worker died (its stage then
+        # completed, and no task failed): the shuffle output it left on the lost executor is
+        # computed again, by a later stage of the phase over the same RDDs on the executor left
+        removed_at = next(e["Timestamp"] for e in evs if e["Event"] == "SparkListenerExecutorRemoved"
+                          and e["Executor ID"] == lost)
+        rdds = {e["Stage Info"]["Stage ID"]: {r["RDD ID"] for r in e["Stage Info"]["RDD Info"]}
+                for e in evs if e["Event"] == "SparkListenerStageSubmitted"}
+        done_there = {part(e)[1] for e in ends if e["Stage ID"] == stage["stageId"]
+                      and e["Task Info"]["Executor ID"] == lost
+                      and e["Task End Reason"]["Reason"] == "Success"}
+        again = {part(e)[1] for e in ends if e["Stage ID"] != stage["stageId"]
+                 and rdds[e["Stage ID"]] == rdds[stage["stageId"]]
+                 and e["Task Info"]["Executor ID"] != lost and e["Task Info"]["Launch Time"] >= removed_at
+                 and e["Task End Reason"]["Reason"] == "Success"}
+        assert done_there and done_there <= again, (
+            "no task of the evaluation phase failed with the lost executor, and the output it "
+            f"computed there (partitions {done_there} of stage {stage['stageId']}) was not "
+            f"computed again (partitions {again})")
     print(f"tasks of the evaluation phase lost with executor {lost} and run again: "
           f"{sorted({(part(e), e['Task End Reason']['Reason']) for e in failed})}")
 
