@@ -465,8 +465,13 @@ def run(
     kept: list[DataFrame] = []
 
     def keep(df: DataFrame) -> DataFrame:
+        # the engine's result is persisted as its stage made it, one partition per shuffle
+        # partition (adaptive execution materializes the cache in a job of its own, with
+        # as many tasks); what reads it after (a row or two per query) reads it as one
+        # partition per core: at 10M run rows each of those stages took 1.4-3.2 s for
+        # 100k rows in 40-80 tasks, the tasks' fixed cost (docs/performance.md)
         kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
-        return kept[-1]
+        return kept[-1].coalesce(spark.sparkContext.defaultParallelism)
 
     out_parts = config.output_partition_columns
     try:
