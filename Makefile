@@ -15,13 +15,13 @@ BENCH_SIZE ?= quick
 # the driver JVM's class-data-sharing archive (releval.session.CLASS_ARCHIVE): written once
 # by `make install`, mapped by every local driver JVM (a small job starts faster)
 CLASS_ARCHIVE := $(JARS_DIR)/releval-classes.jsa
-CDS_OPTIONS = $(if $(wildcard $(CLASS_ARCHIVE)),-XX:SharedArchiveFile=$(abspath $(CLASS_ARCHIVE)) -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off)
-# the driver JVM's compilers for a short job (small local inputs: C1 only; releval.session
-# decides from CONFIG's inputs, as for a JVM that releval starts itself)
-JIT_OPTIONS = $(shell $(PY) -m releval.session --jit-options $(CONFIG) 2>/dev/null)
+# the options releval gives a driver JVM it starts itself, for CONFIG: the class archive's
+# (when written) and, for a short job (small local inputs), C1 only; spark-submit starts
+# the JVM before any releval code runs, so releval.session prints them here
+DRIVER_OPTIONS = $(shell $(PY) -m releval.session --driver-options $(CONFIG) 2>/dev/null)
 SPARK_SUBMIT = PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) \
 	$(VENV)/bin/spark-submit --jars $(subst $(space),$(comma),$(abspath $(JARS))) \
-	--driver-java-options "-Dlog4j2.configurationFile=$(abspath conf/log4j2.properties) $(CDS_OPTIONS) $(JIT_OPTIONS)"
+	--driver-java-options '-Dlog4j2.configurationFile=$(abspath conf/log4j2.properties) $(DRIVER_OPTIONS)'
 
 DIST_DIR := dist
 

@@ -3,6 +3,7 @@ its local Python workers' daemon (``releval.daemon``)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -96,6 +97,42 @@ def test_class_archive_is_looked_up_next_to_the_jars(tmp_path, monkeypatch):
     assert class_archive() is None
     (tmp_path / "releval-classes.jsa").write_bytes(b"")
     assert class_archive() == tmp_path / "releval-classes.jsa"
+
+
+def test_spark_submit_gets_the_options_build_session_would_give(tmp_path):
+    # the Makefile's spark-submit targets ask `python -m releval.session --driver-options
+    # CONFIG` (a Python process, no JVM): the archive's options when it is written, then
+    # C1 only for a short job
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    run = tmp_path / "run.trec"
+    run.write_bytes(b"q1 Q0 d1 1 2.0 bm25\n")
+    (tmp_path / "qrels.trec").write_bytes(b"q1 0 d1 1\n")
+
+    def printed(master: str) -> str:
+        config = tmp_path / f"{master.replace('/', '_')}.toml"
+        config.write_text(
+            f'[spark]\nmaster = "{master}"\n'
+            f'[run]\nformat = "trec"\npath = "{run}"\n'
+            f'[qrels]\nformat = "trec"\npath = "{tmp_path / "qrels.trec"}"\n'
+            f'[output]\nper_query_path = "{tmp_path / "pq"}"\n'
+            f'aggregate_path = "{tmp_path / "agg"}"\n',
+            encoding="utf-8",
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "releval.session", "--driver-options", str(config)],
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
+            env={**os.environ, "RELEVAL_JARS": str(jars)},
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert printed("local[2]") == SHORT_JOB_JIT  # no archive yet; 30 bytes of local input
+    assert printed("spark://host:7077") == ""  # not a local master: not short
+    (jars / "releval-classes.jsa").write_bytes(b"")
+    archive = f'"-XX:SharedArchiveFile={jars / "releval-classes.jsa"}" -Xshare:auto'
+    assert printed("local[2]") == f"{archive} -Xlog:cds=off -Xlog:cds+dynamic=off {SHORT_JOB_JIT}"
+    assert printed("spark://host:7077").startswith(archive)
 
 
 @pytest.mark.slow  # a subprocess with its own JVM

@@ -220,7 +220,7 @@ def build_session(settings: SparkSettings = SparkSettings(), *, short: bool = Fa
         short: a short job (:func:`short_job`): a driver JVM this process starts on a
             local master compiles with C1 only (:data:`SHORT_JOB_JIT`). A JVM that
             ``spark-submit`` started keeps its options (the Makefile asks
-            ``python -m releval.session --jit-options CONFIG`` for them).
+            ``python -m releval.session --driver-options CONFIG`` for them).
 
     Returns:
         The active SparkSession.
@@ -364,12 +364,14 @@ if __name__ == "__main__":
             print(f"fetched {jar}")
     elif len(sys.argv) == 3 and sys.argv[1] == "--archive-classes":
         print(f"wrote {archive_classes(sys.argv[2])}")
-    elif len(sys.argv) == 3 and sys.argv[1] == "--jit-options":
-        # for the Makefile's spark-submit, whose driver JVM starts before the job's Python
+    elif len(sys.argv) == 3 and sys.argv[1] == "--driver-options":
+        # for the Makefile's spark-submit, whose driver JVM starts before the job's Python:
+        # the options build_session gives a JVM it starts for the same config
         from releval.config import load_config
 
-        print(SHORT_JOB_JIT if short_job(load_config(sys.argv[2])) else "")
+        print(driver_options(archive=class_archive(),
+                             short=short_job(load_config(sys.argv[2]))))
     else:
         print("usage: python -m releval.session --fetch-jars DIR | --archive-classes DIR"
-              " | --jit-options CONFIG", file=sys.stderr)
+              " | --driver-options CONFIG", file=sys.stderr)
         sys.exit(2)
