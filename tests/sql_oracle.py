@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from releval import schemas as S
 from releval.layout import by_query
-from releval.metrics.compute import IN_QRELS, IN_RUN, REPEATED
+from releval.metrics.compute import IN_QRELS, IN_RUN, REPEATED, RETRIEVED_BY
 from releval.metrics.kernel import arrow_run_stats
 from releval.metrics.stats import QrelsStat, RunStat, Stats
 
@@ -249,12 +249,17 @@ def sql_run_stats(
         *aggregates,
     )
     per_query = qrels_stats(judgments, stats)
-    retrieved = run_q.join(per_query, on=S.QUERY_ID, how="left").withColumn(
-        IN_QRELS, F.coalesce(F.col(IN_QRELS), F.lit(False))
+    # the run partitions that retrieved each query: its rows of run_q
+    retrieved_by = run_q.groupBy(S.QUERY_ID).agg(F.count(F.lit(1)).alias(RETRIEVED_BY))
+    retrieved = (
+        run_q.join(per_query, on=S.QUERY_ID, how="left")
+        .join(retrieved_by, on=S.QUERY_ID, how="left")
+        .withColumn(IN_QRELS, F.coalesce(F.col(IN_QRELS), F.lit(False)))
     )
-    queries = per_query.select(
+    queries = per_query.join(retrieved_by, on=S.QUERY_ID, how="left").select(
         *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
         S.QUERY_ID, F.lit(False).alias(IN_RUN), IN_QRELS, F.lit(0).cast("long").alias(REPEATED),
+        F.coalesce(F.col(RETRIEVED_BY), F.lit(0)).alias(RETRIEVED_BY),
         *stats.qrels_spec.keys(),
     )
     return retrieved.unionByName(queries, allowMissingColumns=True)

@@ -244,3 +244,25 @@ def test_the_ledger_counts_every_row_received_and_uses_only_the_clean_ones():
     for row in compared:
         assert {k: row[k] for k in SPECS} == {k: plain[row["run_id"]][k] for k in SPECS}
     assert all(r["query_id"] is None and r["_in_run"] is False for r in out if r["_ledger"])
+
+
+def test_each_query_s_rows_say_how_many_run_partitions_retrieved_it():
+    # q1 is retrieved by runs r and s (RUN), q2 by r only, q3 by none: it is only judged;
+    # run t's one row for q3 was rejected by a row rule, so t did not retrieve it
+    run = [*RUN, ("r", "q2", "A", 1.0), ("t", "q3", "A", 1.0)]
+    qrels = [*QRELS, ("q2", "A", 1), ("q3", "A", 1)]
+    table = partition(run, qrels)
+    reasons = [None] * (len(run) - 1) + ["invalid_score"] + [None] * len(qrels)
+    table = table.append_column("_reason", pa.array(reasons, pa.string())).append_column(
+        "_qrels_label", pa.array([None] * len(run) + [q[2] for q in qrels], pa.int32())
+    )
+    out = partition_stats(table, specs=SPECS, partition_columns=["run_id"],
+                          rank_by="score").to_pylist()
+    runs = {(r["run_id"], r["query_id"]): r["_retrieved_by"] for r in out if r["_in_run"]}
+    judged = {r["query_id"]: r["_retrieved_by"] for r in out
+              if not r["_in_run"] and r["_in_qrels"]}
+    assert runs == {("r", "q1"): 2, ("s", "q1"): 2, ("r", "q2"): 1}
+    # the qrels' row of each query: 0 for q3, which a one-run job then scores as missing
+    assert judged == {"q1": 2, "q2": 1, "q3": 0}
+    # the ledger rows belong to no query
+    assert {r["_retrieved_by"] for r in out if r["_ledger"]} == {None}

@@ -24,7 +24,13 @@ from pyspark.sql import functions as F
 
 from releval import schemas as S
 from releval.config import NEGATIVE_LABELS
-from releval.metrics.kernel import LEDGER, LEDGER_ROWS, QRELS_LABEL, arrow_run_stats
+from releval.metrics.kernel import (
+    LEDGER,
+    LEDGER_ROWS,
+    QRELS_LABEL,
+    RETRIEVED_BY,
+    arrow_run_stats,
+)
 from releval.metrics.registry import Measure
 from releval.metrics.stats import Stats
 from releval.quality import REASON
@@ -65,10 +71,10 @@ def judgment(negative_labels: str) -> Column:
 
 #: How the statistics are computed: (run, qrels, stats=, partition_columns=,
 #: laid_out_by_query=) -> one row per (run partition, query) with ``_in_run``,
-#: ``_in_qrels``, ``_repeated``, every statistic of ``stats.run_spec`` and of
-#: ``stats.qrels_spec`` (null when the query has no qrels), and one row per query of the
-#: qrels (``_in_run`` false, ``_in_qrels`` true, null partition columns and run
-#: statistics) with its qrels statistics. Production has one:
+#: ``_in_qrels``, ``_repeated``, ``_retrieved_by`` (:data:`RETRIEVED_BY`), every statistic
+#: of ``stats.run_spec`` and of ``stats.qrels_spec`` (null when the query has no qrels),
+#: and one row per query of the qrels (``_in_run`` false, ``_in_qrels`` true, null
+#: partition columns and run statistics) with its qrels statistics. Production has one:
 #: :func:`releval.metrics.kernel.arrow_run_stats`; the tests pass a second, independent one
 #: (``tests/sql_oracle.py``, Spark window functions) to check it.
 RunStatsEngine = Callable[..., DataFrame]
@@ -89,7 +95,8 @@ def query_table(
 
     Rows are flagged ``_in_run`` / ``_in_qrels``: a query of the qrels that a run
     partition did not retrieve is present with ``_in_run`` false when
-    ``missing_queries == "zero"`` (trec_eval ``-c``); a run query without qrels
+    ``missing_queries == "zero"`` (trec_eval ``-c``; without partition columns, the
+    queries whose engine row says no run row retrieved them); a run query without qrels
     is present with ``_in_qrels`` false, so it can be counted, then dropped.
     The run partitions are those of ``run_q``'s query rows. The engine's ledger rows
     (``ledger``), if any, pass through with both flags false.
@@ -97,15 +104,22 @@ def query_table(
     parts = list(partition_columns)
     qrels_only = ~F.col(IN_RUN) & F.col(IN_QRELS)
     table = run_q.where(~qrels_only)
-    if missing_queries == "zero":
+    if missing_queries == "zero" and not parts:
+        # one run: a query of the qrels is missing when no run row retrieved it, which the
+        # engine's row for it says (no join: the anti join below took two stages and a
+        # broadcast of every retrieved query, 3 s at 10M run rows)
+        missing = run_q.where(qrels_only & (F.col(RETRIEVED_BY) == 0)).select(
+            S.QUERY_ID, IN_QRELS, *stats.qrels_spec.keys()
+        )
+        table = table.unionByName(missing, allowMissingColumns=True)
+    elif missing_queries == "zero":
+        # run partitions: each query of the qrels in each run partition, less the
+        # (partition, query) pairs retrieved
         queries = run_q.where(qrels_only).select(S.QUERY_ID, IN_QRELS, *stats.qrels_spec.keys())
-        if parts:
-            # one task reads the few query rows' partition values: a distinct without a
-            # shuffle (a single partition satisfies the aggregation's distribution)
-            runs = run_q.where(F.col(IN_RUN)).select(*parts).coalesce(1).distinct()
-            expected = F.broadcast(runs).crossJoin(queries)
-        else:
-            expected = queries
+        # one task reads the few query rows' partition values: a distinct without a
+        # shuffle (a single partition satisfies the aggregation's distribution)
+        runs = run_q.where(F.col(IN_RUN)).select(*parts).coalesce(1).distinct()
+        expected = F.broadcast(runs).crossJoin(queries)
         retrieved = run_q.where(F.col(IN_RUN)).select(
             *[F.col(c).alias(f"_right_{i}") for i, c in enumerate([*parts, S.QUERY_ID])]
         )

@@ -82,6 +82,10 @@ _IN_RUN = "_in_run"
 _IN_QRELS = "_in_qrels"
 #: Run rows of the query dropped as a repeated document (``releval.metrics.compute.REPEATED``).
 _REPEATED = "_repeated"
+#: Per query, on an engine's rows for it: how many run partitions retrieved it (with a
+#: clean run row); 0 on the qrels' row of a query no run row retrieved
+#: (``releval.metrics.compute.query_table`` finds a one-run job's missing queries by it).
+RETRIEVED_BY = "_retrieved_by"
 
 #: On a ledger row: :data:`releval.quality.RECEIVED` (the run rows the engine received)
 #: or the reason code of the rows the row rules rejected; null on a query's row.
@@ -286,7 +290,8 @@ def partition_stats(
 
     Returns:
         Partition columns, query_id, ``_in_run``, ``_in_qrels`` (the query has a clean
-        qrels row), ``_repeated`` (run rows dropped as a repeated document) and one column
+        qrels row), ``_repeated`` (run rows dropped as a repeated document),
+        ``_retrieved_by`` (the run partitions that retrieved the query) and one column
         per statistic (the qrels statistics null when the query has no qrels): a row per
         (run partition, query) of the run, then a row per query of the qrels (``_in_run``
         false, null partition columns and run statistics); with a ``_reason`` column in
@@ -469,10 +474,13 @@ def _query_stats(
 
     group_query = run_query[starts] if groups else np.zeros(0, dtype=np.int64)
     scored = in_qrels[group_query]
+    # a group is a (run partition, query): the run partitions that retrieved each query
+    retrieved_by = np.bincount(group_query, minlength=queries).astype(np.int64)
     columns: dict[str, Any] = {k: run.column(k).take(pa.array(first_row)) for k in keys}
     columns[_IN_RUN] = pa.array(np.ones(groups, dtype=bool))
     columns[_IN_QRELS] = pa.array(scored)
     columns[_REPEATED] = pa.array(dropped)
+    columns[RETRIEVED_BY] = pa.array(retrieved_by[group_query])
     for name, spec in specs.items():
         columns[name] = KINDS[spec.kind](ranked, spec)
     for name, values in per_query.items():
@@ -487,6 +495,7 @@ def _query_stats(
         _IN_RUN: pa.array(np.zeros(n, dtype=bool)),
         _IN_QRELS: pa.array(np.ones(n, dtype=bool)),
         _REPEATED: pa.array(np.zeros(n, dtype=np.int64)),
+        RETRIEVED_BY: pa.array(retrieved_by[judged_queries]),
         **{name: pa.nulls(n, _arrow_type(spec)) for name, spec in specs.items()},
         **{name: pa.array(values[judged_queries]) for name, values in per_query.items()},
     }
@@ -520,8 +529,8 @@ def arrow_run_stats(
             ledger rows of both (see the module docstring).
 
     Returns:
-        Partition columns, query_id, ``_in_run``, ``_repeated`` and the statistics, like
-        the SQL oracle; with ``ledger`` also ``_ledger`` and ``_rows``.
+        Partition columns, query_id, ``_in_run``, ``_repeated``, ``_retrieved_by`` and the
+        statistics, like the SQL oracle; with ``ledger`` also ``_ledger`` and ``_rows``.
     """
     parts = list(partition_columns)
     order_column = S.SCORE if stats.rank_by == "score" else S.RANK
@@ -546,7 +555,7 @@ def arrow_run_stats(
     part_ddl = [f"{quote_identifier(c)} {run.schema[c].dataType.simpleString()}" for c in parts]
     schema = ", ".join([
         *part_ddl, f"`{S.QUERY_ID}` string", f"`{_IN_RUN}` boolean", f"`{_IN_QRELS}` boolean",
-        f"`{_REPEATED}` bigint",
+        f"`{_REPEATED}` bigint", f"`{RETRIEVED_BY}` bigint",
         *[f"`{n}` {_ddl(s)}" for n, s in specs.items()],
         *[f"`{n}` {_qrels_ddl(s)}" for n, s in qrels_specs.items()],
         *([f"`{LEDGER}` string", f"`{LEDGER_ROWS}` bigint"] if ledger else []),
@@ -565,4 +574,5 @@ def arrow_run_stats(
     return by_query(rows.unionByName(judgments)).mapInArrow(compute, schema)
 
 
-__all__ = ["KINDS", "LEDGER", "LEDGER_ROWS", "QRELS_LABEL", "arrow_run_stats", "partition_stats"]
+__all__ = ["KINDS", "LEDGER", "LEDGER_ROWS", "QRELS_LABEL", "RETRIEVED_BY", "arrow_run_stats",
+           "partition_stats"]
