@@ -10,6 +10,7 @@ import pytest
 from releval import schemas as S
 from releval.cli import main
 from releval.config import ConfigError, load_config
+from releval.session import SHORT_JOB_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -244,7 +245,7 @@ def test_the_command_and_the_job_ask_for_a_short_jobs_jvm_on_small_local_inputs(
     assert main(["evaluate", "--run", run, "--qrels", qrels]) == 2  # local[*], 54 bytes: short
     big = tmp_path / "big.txt"
     with big.open("wb") as out:
-        out.truncate(64 * 2**20)  # a sparse file: with the qrels, above the limit
+        out.truncate(SHORT_JOB_BYTES)  # a sparse file: with the qrels, above the limit
     assert main(["evaluate", "--run", str(big), "--qrels", qrels]) == 2
     job = load_job()
     monkeypatch.setattr(job, "build_session", build_session)
