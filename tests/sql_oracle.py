@@ -249,13 +249,11 @@ def sql_run_stats(
         *aggregates,
     )
     per_query = qrels_stats(judgments, stats)
-    # the run partitions that retrieved each query: its rows of run_q
-    retrieved_by = run_q.groupBy(S.QUERY_ID).agg(F.count(F.lit(1)).alias(RETRIEVED_BY))
-    retrieved = (
-        run_q.join(per_query, on=S.QUERY_ID, how="left")
-        .join(retrieved_by, on=S.QUERY_ID, how="left")
-        .withColumn(IN_QRELS, F.coalesce(F.col(IN_QRELS), F.lit(False)))
+    retrieved = run_q.join(per_query, on=S.QUERY_ID, how="left").withColumn(
+        IN_QRELS, F.coalesce(F.col(IN_QRELS), F.lit(False))
     )
+    # on each query's qrels row: the run partitions that retrieved it (its rows of run_q)
+    retrieved_by = run_q.groupBy(S.QUERY_ID).agg(F.count(F.lit(1)).alias(RETRIEVED_BY))
     queries = per_query.join(retrieved_by, on=S.QUERY_ID, how="left").select(
         *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
         S.QUERY_ID, F.lit(False).alias(IN_RUN), IN_QRELS, F.lit(0).cast("long").alias(REPEATED),

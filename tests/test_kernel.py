@@ -246,7 +246,7 @@ def test_the_ledger_counts_every_row_received_and_uses_only_the_clean_ones():
     assert all(r["query_id"] is None and r["_in_run"] is False for r in out if r["_ledger"])
 
 
-def test_each_query_s_rows_say_how_many_run_partitions_retrieved_it():
+def test_each_query_s_qrels_row_says_how_many_run_partitions_retrieved_it():
     # q1 is retrieved by runs r and s (RUN), q2 by r only, q3 by none: it is only judged;
     # run t's one row for q3 was rejected by a row rule, so t did not retrieve it
     run = [*RUN, ("r", "q2", "A", 1.0), ("t", "q3", "A", 1.0)]
@@ -261,8 +261,9 @@ def test_each_query_s_rows_say_how_many_run_partitions_retrieved_it():
     runs = {(r["run_id"], r["query_id"]): r["_retrieved_by"] for r in out if r["_in_run"]}
     judged = {r["query_id"]: r["_retrieved_by"] for r in out
               if not r["_in_run"] and r["_in_qrels"]}
-    assert runs == {("r", "q1"): 2, ("s", "q1"): 2, ("r", "q2"): 1}
     # the qrels' row of each query: 0 for q3, which a one-run job then scores as missing
     assert judged == {"q1": 2, "q2": 1, "q3": 0}
+    # said there only: the run partitions' rows leave it null
+    assert runs == {("r", "q1"): None, ("s", "q1"): None, ("r", "q2"): None}
     # the ledger rows belong to no query
     assert {r["_retrieved_by"] for r in out if r["_ledger"]} == {None}

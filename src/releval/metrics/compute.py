@@ -71,10 +71,10 @@ def judgment(negative_labels: str) -> Column:
 
 #: How the statistics are computed: (run, qrels, stats=, partition_columns=,
 #: laid_out_by_query=) -> one row per (run partition, query) with ``_in_run``,
-#: ``_in_qrels``, ``_repeated``, ``_retrieved_by`` (:data:`RETRIEVED_BY`), every statistic
-#: of ``stats.run_spec`` and of ``stats.qrels_spec`` (null when the query has no qrels),
-#: and one row per query of the qrels (``_in_run`` false, ``_in_qrels`` true, null
-#: partition columns and run statistics) with its qrels statistics. Production has one:
+#: ``_in_qrels``, ``_repeated``, every statistic of ``stats.run_spec`` and of
+#: ``stats.qrels_spec`` (null when the query has no qrels), and one row per query of the
+#: qrels (``_in_run`` false, ``_in_qrels`` true, null partition columns and run
+#: statistics) with its qrels statistics and ``_retrieved_by`` (:data:`RETRIEVED_BY`). Production has one:
 #: :func:`releval.metrics.kernel.arrow_run_stats`; the tests pass a second, independent one
 #: (``tests/sql_oracle.py``, Spark window functions) to check it.
 RunStatsEngine = Callable[..., DataFrame]

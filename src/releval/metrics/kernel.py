@@ -82,9 +82,9 @@ _IN_RUN = "_in_run"
 _IN_QRELS = "_in_qrels"
 #: Run rows of the query dropped as a repeated document (``releval.metrics.compute.REPEATED``).
 _REPEATED = "_repeated"
-#: Per query, on an engine's rows for it: how many run partitions retrieved it (with a
-#: clean run row); 0 on the qrels' row of a query no run row retrieved
-#: (``releval.metrics.compute.query_table`` finds a one-run job's missing queries by it).
+#: On the qrels' row of each query: how many run partitions retrieved it (with a clean
+#: run row), 0 when none did (``releval.metrics.compute.query_table`` finds a one-run
+#: job's missing queries by it); null on the other rows.
 RETRIEVED_BY = "_retrieved_by"
 
 #: On a ledger row: :data:`releval.quality.RECEIVED` (the run rows the engine received)
@@ -291,7 +291,8 @@ def partition_stats(
     Returns:
         Partition columns, query_id, ``_in_run``, ``_in_qrels`` (the query has a clean
         qrels row), ``_repeated`` (run rows dropped as a repeated document),
-        ``_retrieved_by`` (the run partitions that retrieved the query) and one column
+        ``_retrieved_by`` (on the qrels' rows: the run partitions that retrieved the
+        query) and one column
         per statistic (the qrels statistics null when the query has no qrels): a row per
         (run partition, query) of the run, then a row per query of the qrels (``_in_run``
         false, null partition columns and run statistics); with a ``_reason`` column in
@@ -474,13 +475,11 @@ def _query_stats(
 
     group_query = run_query[starts] if groups else np.zeros(0, dtype=np.int64)
     scored = in_qrels[group_query]
-    # a group is a (run partition, query): the run partitions that retrieved each query
-    retrieved_by = np.bincount(group_query, minlength=queries).astype(np.int64)
     columns: dict[str, Any] = {k: run.column(k).take(pa.array(first_row)) for k in keys}
     columns[_IN_RUN] = pa.array(np.ones(groups, dtype=bool))
     columns[_IN_QRELS] = pa.array(scored)
     columns[_REPEATED] = pa.array(dropped)
-    columns[RETRIEVED_BY] = pa.array(retrieved_by[group_query])
+    columns[RETRIEVED_BY] = pa.nulls(groups, pa.int64())  # said on the qrels' rows only
     for name, spec in specs.items():
         columns[name] = KINDS[spec.kind](ranked, spec)
     for name, values in per_query.items():
@@ -489,6 +488,8 @@ def _query_stats(
     # and one row per query of the qrels, for the queries a run partition did not retrieve
     judged_queries = np.flatnonzero(in_qrels)
     n = len(judged_queries)
+    # a group is a (run partition, query): the run partitions that retrieved each query
+    retrieved_by = np.bincount(group_query, minlength=queries).astype(np.int64)
     qrels_rows = {
         **{c: pa.nulls(n, run.schema.field(c).type) for c in partition_columns},
         S.QUERY_ID: query_dictionary.take(pa.array(judged_queries)).cast(pa.string()),
