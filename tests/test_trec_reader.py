@@ -14,7 +14,15 @@ from pyspark.sql import functions as F
 from releval import schemas as S
 from releval.cli import main
 from releval.config import QrelsSource, RunSource
-from releval.io.readers import RAW_BLOCK, RAW_LINE, RAW_SOURCE, read_qrels_raw, read_run_raw
+from releval.io.readers import (
+    RAW_BLOCK,
+    RAW_LINE,
+    RAW_MALFORMED,
+    RAW_SOURCE,
+    read_qrels_raw,
+    read_run,
+    read_run_raw,
+)
 
 # a.txt: LF line ends, with a trailing newline
 RUN_A = [
@@ -161,3 +169,41 @@ def test_malformed_qrels_line_in_a_later_block(small_splits, tmp_path, capsys):
     code, err = evaluate(run, qrels, tmp_path / "o", capsys)
     assert code == 2 and len(err) == 1, err
     assert "q.txt:12: malformed TREC line 'q3 0 d4'" in err[0] and "4 fields" in err[0], err
+
+
+def test_fields_are_split_on_any_white_space_as_trec_eval_reads_them(small_splits, tmp_path):
+    # trec_eval skips white space (C's isspace) before, between and after the fields; a
+    # line of white space only is blank, and a '#' after white space starts a comment
+    run_lines = [
+        "q1\tQ0\td1\t1\t0.9\tr",  # 1  tabs between the fields
+        "  q1  Q0 d2   2 0.8 r  ",  # 2  spaces before, between (several) and after
+        "\tq1 Q0 d3 3 0.7 r\t",  # 3  a tab before and after: no empty first or last field
+        "q1 Q0 d4 4 0.6 r\x0b\x0c",  # 4  a vertical tab and a form feed after
+        "\t \t",  # 5  white space only: blank
+        "\t# a comment after a tab",  # 6
+        "q1 Q0 d5 5 0.5 r more",  # 7  fields after the tag are ignored, as in trec_eval
+    ]
+    qrels_lines = ["q1\t0\td1\t1", " q1 0  d2 2 ", "q1 0 d3 0\t"]  # 3: 4 fields, then a tab
+    run, qrels = write_inputs(tmp_path, run_a=run_lines, run_b=["q9 Q0 d1 1 1 r"], qrels=qrels_lines)
+    src = RunSource(path=run, format="trec", partition_columns=("run_id",))
+    raw = read_run_raw(small_splits, src)
+    got = raw.number_lines(raw.rows).where(F.col(RAW_SOURCE).endswith("a.txt")).collect()
+    assert sorted(
+        (r[RAW_LINE], r["run_id"], r[S.QUERY_ID], r[S.DOC_ID], r[S.RANK], r[S.SCORE], r[RAW_MALFORMED])
+        for r in got
+    ) == [
+        (1, "r", "q1", "d1", "1", "0.9", False),
+        (2, "r", "q1", "d2", "2", "0.8", False),
+        (3, "r", "q1", "d3", "3", "0.7", False),
+        (4, "r", "q1", "d4", "4", "0.6", False),
+        (7, "r", "q1", "d5", "5", "0.5", False),
+    ]
+    typed = read_run(small_splits, src)
+    assert sorted(tuple(r) for r in typed.where(F.col(S.QUERY_ID) == "q1").collect()) == [
+        ("r", "q1", f"d{n}", score, n) for n, score in [(1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6), (5, 0.5)]
+    ]
+    raw_qrels = read_qrels_raw(small_splits, QrelsSource(path=qrels, format="trec"))
+    assert sorted(
+        (r[RAW_LINE], r[S.QUERY_ID], r[S.DOC_ID], r[S.RELEVANCE], r[RAW_MALFORMED])
+        for r in raw_qrels.number_lines(raw_qrels.rows).collect()
+    ) == [(1, "q1", "d1", "1", False), (2, "q1", "d2", "2", False), (3, "q1", "d3", "0", False)]
