@@ -161,6 +161,40 @@ def test_missing_and_unjudged_queries(spark):
     assert set(skip) == {("q1", "P@5")}
 
 
+def test_each_run_partition_scores_the_queries_it_missed(spark, engine):
+    from helpers import qrels_df, run_df
+    from pyspark.sql import functions as F
+
+    from releval.metrics import parse_measures
+    from releval.pipeline import evaluate
+
+    # three run partitions of (system, date), one with a null date and one that differs
+    # from it only in the date (a null is a value here); q1..q3 are judged
+    def part(system, date, rows):
+        return run_df(spark, rows).select(
+            F.lit(system).alias("system"), F.lit(date).cast("string").alias("date"), "*"
+        )
+
+    run = part("one", "d1", [("q1", "A", 2.0), ("q2", "B", 1.0)]).unionByName(
+        part("two", None, [("q1", "X", 1.0)])  # X unjudged: RR 0, but q1 was retrieved
+    ).unionByName(part("two", "d1", [("q2", "B", 1.0)]))
+    qrels = qrels_df(spark, [("q1", "A", 1), ("q2", "B", 1), ("q3", "C", 1)])
+    ev = evaluate(run, qrels, measures=parse_measures(["RR"]), partition_columns=["system", "date"],
+                  run_stats=ENGINES[engine])
+    got = {(r["system"], r["date"], r[S.QUERY_ID]): r[S.VALUE] for r in ev.per_query.collect()}
+    # every judged query in every partition; the ones a partition missed score 0
+    assert got == {
+        ("one", "d1", "q1"): 1.0, ("one", "d1", "q2"): 1.0, ("one", "d1", "q3"): 0.0,
+        ("two", None, "q1"): 0.0, ("two", None, "q2"): 0.0, ("two", None, "q3"): 0.0,
+        ("two", "d1", "q1"): 0.0, ("two", "d1", "q2"): 1.0, ("two", "d1", "q3"): 0.0,
+    }
+    macro = {(r["system"], r["date"]): (r[S.VALUE], r[S.NUM_QUERIES])
+             for r in ev.aggregate.where(f"{S.AVERAGING} = 'macro'").collect()}
+    # MRR over the 3 judged queries: one (1 + 1 + 0) / 3, two/null 0 / 3, two/d1 (0 + 1 + 0) / 3
+    assert macro == {("one", "d1"): (pytest.approx(2 / 3), 3), ("two", None): (0.0, 3),
+                     ("two", "d1"): (pytest.approx(1 / 3), 3)}
+
+
 def test_micro_and_macro_averages(spark):
     # qa: 2 relevant in top 2 of 4 judged-relevant; qb: 0 of 1 in the top 2
     run = [("qa", "A", 2.0), ("qa", "B", 1.0), ("qb", "X", 2.0), ("qb", "Y", 1.0)]
