@@ -297,7 +297,8 @@ def partition_stats(
         Partition columns, query_id, ``_in_run``, ``_in_qrels`` (the query has a clean
         qrels row), ``_repeated`` (run rows dropped as a repeated document),
         ``_retrieved_by`` (on the qrels' rows: the run partitions that retrieved the
-        query) and one column
+        query), with partition columns ``_retrieved_in`` (on the qrels' rows: which)
+        and one column
         per statistic (the qrels statistics null when the query has no qrels): a row per
         (run partition, query) of the run, then a row per query of the qrels (``_in_run``
         false, null partition columns and run statistics); with a ``_reason`` column in
@@ -548,7 +549,8 @@ def arrow_run_stats(
             ledger rows of both (see the module docstring).
 
     Returns:
-        Partition columns, query_id, ``_in_run``, ``_repeated``, ``_retrieved_by`` and the
+        Partition columns, query_id, ``_in_run``, ``_repeated``, ``_retrieved_by``
+        (with partition columns also ``_retrieved_in``) and the
         statistics, like the SQL oracle; with ``ledger`` also ``_ledger`` and ``_rows``.
     """
     parts = list(partition_columns)
