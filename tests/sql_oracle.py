@@ -20,11 +20,10 @@ from collections.abc import Callable, Sequence
 
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from releval import schemas as S
 from releval.layout import by_query
-from releval.metrics.compute import IN_QRELS, IN_RUN, REPEATED, RETRIEVED_BY, RETRIEVED_IN
+from releval.metrics.compute import IN_QRELS, IN_RUN, REPEATED, RETRIEVED_BY
 from releval.metrics.kernel import arrow_run_stats
 from releval.metrics.stats import QrelsStat, RunStat, Stats
 
@@ -253,19 +252,12 @@ def sql_run_stats(
     retrieved = run_q.join(per_query, on=S.QUERY_ID, how="left").withColumn(
         IN_QRELS, F.coalesce(F.col(IN_QRELS), F.lit(False))
     )
-    # on each query's qrels row: the run partitions that retrieved it (its rows of run_q),
-    # how many and, with partition columns, which
-    partitions = T.ArrayType(T.StructType([run.schema[c] for c in parts]))
-    retrieved_by = run_q.groupBy(S.QUERY_ID).agg(
-        F.count(F.lit(1)).alias(RETRIEVED_BY),
-        *([F.collect_list(F.struct(*parts)).alias(RETRIEVED_IN)] if parts else []),
-    )
+    # on each query's qrels row: the run partitions that retrieved it (its rows of run_q)
+    retrieved_by = run_q.groupBy(S.QUERY_ID).agg(F.count(F.lit(1)).alias(RETRIEVED_BY))
     queries = per_query.join(retrieved_by, on=S.QUERY_ID, how="left").select(
         *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
         S.QUERY_ID, F.lit(False).alias(IN_RUN), IN_QRELS, F.lit(0).cast("long").alias(REPEATED),
         F.coalesce(F.col(RETRIEVED_BY), F.lit(0)).alias(RETRIEVED_BY),
-        *([F.coalesce(F.col(RETRIEVED_IN), F.array().cast(partitions)).alias(RETRIEVED_IN)]
-          if parts else []),
         *stats.qrels_spec.keys(),
     )
     return retrieved.unionByName(queries, allowMissingColumns=True)

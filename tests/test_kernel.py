@@ -246,7 +246,7 @@ def test_the_ledger_counts_every_row_received_and_uses_only_the_clean_ones():
     assert all(r["query_id"] is None and r["_in_run"] is False for r in out if r["_ledger"])
 
 
-def test_each_query_s_qrels_row_says_which_run_partitions_retrieved_it():
+def test_each_query_s_qrels_row_says_how_many_run_partitions_retrieved_it():
     # q1 is retrieved by runs r and s (RUN), q2 by r only, q3 by none: it is only judged;
     # run t's one row for q3 was rejected by a row rule, so t did not retrieve it
     run = [*RUN, ("r", "q2", "A", 1.0), ("t", "q3", "A", 1.0)]
@@ -258,20 +258,15 @@ def test_each_query_s_qrels_row_says_which_run_partitions_retrieved_it():
     )
     out = partition_stats(table, specs=SPECS, partition_columns=["run_id"],
                           rank_by="score").to_pylist()
-    runs = {(r["run_id"], r["query_id"]): (r["_retrieved_by"], r["_retrieved_in"])
-            for r in out if r["_in_run"]}
+    runs = {(r["run_id"], r["query_id"]): r["_retrieved_by"] for r in out if r["_in_run"]}
     judged = {r["query_id"]: r["_retrieved_by"] for r in out
               if not r["_in_run"] and r["_in_qrels"]}
-    which = {r["query_id"]: sorted(p["run_id"] for p in r["_retrieved_in"]) for r in out
-             if not r["_in_run"] and r["_in_qrels"]}
     # the qrels' row of each query: 0 for q3, which a one-run job then scores as missing
     assert judged == {"q1": 2, "q2": 1, "q3": 0}
-    # and which: a partitioned job scores q2 as missing in s and t, q1 in t, q3 in all three
-    assert which == {"q1": ["r", "s"], "q2": ["r"], "q3": []}
-    # said there only: the run partitions' rows leave both null
-    assert runs == {("r", "q1"): (None, None), ("s", "q1"): (None, None), ("r", "q2"): (None, None)}
+    # said there only: the run partitions' rows leave it null
+    assert runs == {("r", "q1"): None, ("s", "q1"): None, ("r", "q2"): None}
     # the ledger rows belong to no query
-    assert {(r["_retrieved_by"], r["_retrieved_in"]) for r in out if r["_ledger"]} == {(None, None)}
+    assert {r["_retrieved_by"] for r in out if r["_ledger"]} == {None}
 
 
 def test_a_partition_whose_rows_were_all_rejected_gives_its_ledger_only():
@@ -281,7 +276,6 @@ def test_a_partition_whose_rows_were_all_rejected_gives_its_ledger_only():
         "_reason", pa.array(["invalid_score", "missing_query_id"], pa.string())
     ).append_column("_qrels_label", pa.array([None, 1], pa.int32()))
     out = partition_stats(table, specs=SPECS, partition_columns=["run_id"], rank_by="score")
-    assert "_retrieved_in" in out.column_names
     # only ledger rows: the run's received row and its reason, the qrels' the same
     assert [(r["run_id"], r["_ledger"], r["_rows"], r["query_id"]) for r in out.to_pylist()] == [
         ("r", "received", 1, None), ("r", "invalid_score", 1, None),

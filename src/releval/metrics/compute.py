@@ -18,8 +18,6 @@ The engine reads the labels through :func:`judgment`, where the negative-label r
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import reduce
-from operator import and_
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -31,7 +29,6 @@ from releval.metrics.kernel import (
     LEDGER_ROWS,
     QRELS_LABEL,
     RETRIEVED_BY,
-    RETRIEVED_IN,
     arrow_run_stats,
 )
 from releval.metrics.registry import Measure
@@ -77,8 +74,7 @@ def judgment(negative_labels: str) -> Column:
 #: ``_in_qrels``, ``_repeated``, every statistic of ``stats.run_spec`` and of
 #: ``stats.qrels_spec`` (null when the query has no qrels), and one row per query of the
 #: qrels (``_in_run`` false, ``_in_qrels`` true, null partition columns and run
-#: statistics) with its qrels statistics, ``_retrieved_by`` (:data:`RETRIEVED_BY`) and, with
-#: partition columns, ``_retrieved_in`` (:data:`RETRIEVED_IN`). Production has one:
+#: statistics) with its qrels statistics and ``_retrieved_by`` (:data:`RETRIEVED_BY`). Production has one:
 #: :func:`releval.metrics.kernel.arrow_run_stats`; the tests pass a second, independent one
 #: (``tests/sql_oracle.py``, Spark window functions) to check it.
 RunStatsEngine = Callable[..., DataFrame]
@@ -100,9 +96,7 @@ def query_table(
     Rows are flagged ``_in_run`` / ``_in_qrels``: a query of the qrels that a run
     partition did not retrieve is present with ``_in_run`` false when
     ``missing_queries == "zero"`` (trec_eval ``-c``; without partition columns, the
-    queries whose engine row says no run row retrieved them; with partition columns, each
-    run partition crossed with the queries whose engine row does not list it among those
-    that retrieved them); a run query without qrels
+    queries whose engine row says no run row retrieved them); a run query without qrels
     is present with ``_in_qrels`` false, so it can be counted, then dropped.
     The run partitions are those of ``run_q``'s query rows. The engine's ledger rows
     (``ledger``), if any, pass through with both flags false.
@@ -112,30 +106,26 @@ def query_table(
     table = run_q.where(~qrels_only)
     if missing_queries == "zero" and not parts:
         # one run: a query of the qrels is missing when no run row retrieved it, which the
-        # engine's row for it says (a filter: no cross join with the run partitions)
+        # engine's row for it says (no join: the anti join below took two stages and a
+        # broadcast of every retrieved query, 3 s at 10M run rows)
         missing = run_q.where(qrels_only & (F.col(RETRIEVED_BY) == 0)).select(
             S.QUERY_ID, IN_QRELS, *stats.qrels_spec.keys()
         )
         table = table.unionByName(missing, allowMissingColumns=True)
     elif missing_queries == "zero":
-        # run partitions: each query of the qrels in each run partition that is not among
-        # those the engine's row for the query says retrieved it (no join on the retrieved
-        # pairs: an anti join took two shuffles and their jobs)
-        queries = run_q.where(qrels_only).select(
-            S.QUERY_ID, IN_QRELS, RETRIEVED_IN, *stats.qrels_spec.keys()
-        )
+        # run partitions: each query of the qrels in each run partition, less the
+        # (partition, query) pairs retrieved
+        queries = run_q.where(qrels_only).select(S.QUERY_ID, IN_QRELS, *stats.qrels_spec.keys())
         # one task reads the few query rows' partition values: a distinct without a
         # shuffle (a single partition satisfies the aggregation's distribution)
         runs = run_q.where(F.col(IN_RUN)).select(*parts).coalesce(1).distinct()
-
-        def this_partition(retrieved: Column) -> Column:  # null-safe: a null partition value
-            return reduce(and_, [retrieved[c].eqNullSafe(F.col(c)) for c in parts])
-
-        missing = (
-            F.broadcast(runs).crossJoin(queries)
-            .where(~F.exists(RETRIEVED_IN, this_partition))
-            .drop(RETRIEVED_IN)
+        expected = F.broadcast(runs).crossJoin(queries)
+        retrieved = run_q.where(F.col(IN_RUN)).select(
+            *[F.col(c).alias(f"_right_{i}") for i, c in enumerate([*parts, S.QUERY_ID])]
         )
+        condition = [F.col(c).eqNullSafe(F.col(f"_right_{i}"))
+                     for i, c in enumerate([*parts, S.QUERY_ID])]
+        missing = expected.join(retrieved, on=condition, how="left_anti")
         table = table.unionByName(missing, allowMissingColumns=True)
     filled = [
         (F.coalesce(F.col(n), d) if d is not None else F.col(n)).alias(n)

@@ -86,11 +86,6 @@ _REPEATED = "_repeated"
 #: run row), 0 when none did (``releval.metrics.compute.query_table`` finds a one-run
 #: job's missing queries by it); null on the other rows.
 RETRIEVED_BY = "_retrieved_by"
-#: With partition columns, on the qrels' row of each query: the run partitions that
-#: retrieved it (with a clean run row), a list of structs of the partition columns
-#: (``query_table`` finds a partitioned run's missing (partition, query) pairs by it,
-#: without a join); null on the other rows, absent without partition columns.
-RETRIEVED_IN = "_retrieved_in"
 
 #: On a ledger row: :data:`releval.quality.RECEIVED` (the run rows the engine received)
 #: or the reason code of the rows the row rules rejected; null on a query's row.
@@ -297,8 +292,7 @@ def partition_stats(
         Partition columns, query_id, ``_in_run``, ``_in_qrels`` (the query has a clean
         qrels row), ``_repeated`` (run rows dropped as a repeated document),
         ``_retrieved_by`` (on the qrels' rows: the run partitions that retrieved the
-        query), with partition columns ``_retrieved_in`` (on the qrels' rows: which)
-        and one column
+        query) and one column
         per statistic (the qrels statistics null when the query has no qrels): a row per
         (run partition, query) of the run, then a row per query of the qrels (``_in_run``
         false, null partition columns and run statistics); with a ``_reason`` column in
@@ -486,19 +480,6 @@ def _query_stats(
     columns[_IN_QRELS] = pa.array(scored)
     columns[_REPEATED] = pa.array(dropped)
     columns[RETRIEVED_BY] = pa.nulls(groups, pa.int64())  # said on the qrels' rows only
-    # a group is a (run partition, query): the run partitions that retrieved each query
-    retrieved_by = np.bincount(group_query, minlength=queries).astype(np.int64)
-    retrieved_in = None
-    if partition_columns:
-        # each query's groups together: a list per query of its groups' partition values
-        by_query = pa.array(np.argsort(group_query, kind="stable"))
-        offsets = np.concatenate([[0], np.cumsum(retrieved_by)]).astype(np.int32)
-        values = pa.StructArray.from_arrays(
-            [columns[c].take(by_query).combine_chunks() for c in partition_columns],
-            names=list(partition_columns),
-        )
-        retrieved_in = pa.ListArray.from_arrays(pa.array(offsets), values)
-        columns[RETRIEVED_IN] = pa.nulls(groups, retrieved_in.type)
     for name, spec in specs.items():
         columns[name] = KINDS[spec.kind](ranked, spec)
     for name, values in per_query.items():
@@ -507,6 +488,8 @@ def _query_stats(
     # and one row per query of the qrels, for the queries a run partition did not retrieve
     judged_queries = np.flatnonzero(in_qrels)
     n = len(judged_queries)
+    # a group is a (run partition, query): the run partitions that retrieved each query
+    retrieved_by = np.bincount(group_query, minlength=queries).astype(np.int64)
     qrels_rows = {
         **{c: pa.nulls(n, run.schema.field(c).type) for c in partition_columns},
         S.QUERY_ID: query_dictionary.take(pa.array(judged_queries)).cast(pa.string()),
@@ -514,8 +497,6 @@ def _query_stats(
         _IN_QRELS: pa.array(np.ones(n, dtype=bool)),
         _REPEATED: pa.array(np.zeros(n, dtype=np.int64)),
         RETRIEVED_BY: pa.array(retrieved_by[judged_queries]),
-        **({RETRIEVED_IN: retrieved_in.take(pa.array(judged_queries))}
-           if retrieved_in is not None else {}),
         **{name: pa.nulls(n, _arrow_type(spec)) for name, spec in specs.items()},
         **{name: pa.array(values[judged_queries]) for name, values in per_query.items()},
     }
@@ -549,8 +530,7 @@ def arrow_run_stats(
             ledger rows of both (see the module docstring).
 
     Returns:
-        Partition columns, query_id, ``_in_run``, ``_repeated``, ``_retrieved_by``
-        (with partition columns also ``_retrieved_in``) and the
+        Partition columns, query_id, ``_in_run``, ``_repeated``, ``_retrieved_by`` and the
         statistics, like the SQL oracle; with ``ledger`` also ``_ledger`` and ``_rows``.
     """
     parts = list(partition_columns)
@@ -577,7 +557,6 @@ def arrow_run_stats(
     schema = ", ".join([
         *part_ddl, f"`{S.QUERY_ID}` string", f"`{_IN_RUN}` boolean", f"`{_IN_QRELS}` boolean",
         f"`{_REPEATED}` bigint", f"`{RETRIEVED_BY}` bigint",
-        *([f"`{RETRIEVED_IN}` array<struct<{', '.join(part_ddl)}>>"] if parts else []),
         *[f"`{n}` {_ddl(s)}" for n, s in specs.items()],
         *[f"`{n}` {_qrels_ddl(s)}" for n, s in qrels_specs.items()],
         *([f"`{LEDGER}` string", f"`{LEDGER_ROWS}` bigint"] if ledger else []),
@@ -596,5 +575,5 @@ def arrow_run_stats(
     return by_query(rows.unionByName(judgments)).mapInArrow(compute, schema)
 
 
-__all__ = ["KINDS", "LEDGER", "LEDGER_ROWS", "QRELS_LABEL", "RETRIEVED_BY", "RETRIEVED_IN",
-           "arrow_run_stats", "partition_stats"]
+__all__ = ["KINDS", "LEDGER", "LEDGER_ROWS", "QRELS_LABEL", "RETRIEVED_BY", "arrow_run_stats",
+           "partition_stats"]
