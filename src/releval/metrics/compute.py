@@ -104,28 +104,27 @@ def query_table(
     parts = list(partition_columns)
     qrels_only = ~F.col(IN_RUN) & F.col(IN_QRELS)
     table = run_q.where(~qrels_only)
-    if missing_queries == "zero" and not parts:
-        # one run: a query of the qrels is missing when no run row retrieved it, which the
-        # engine's row for it says (no join: the anti join below took two stages and a
-        # broadcast of every retrieved query, 3 s at 10M run rows)
-        missing = run_q.where(qrels_only & (F.col(RETRIEVED_BY) == 0)).select(
-            S.QUERY_ID, IN_QRELS, *stats.qrels_spec.keys()
-        )
-        table = table.unionByName(missing, allowMissingColumns=True)
-    elif missing_queries == "zero":
-        # run partitions: each query of the qrels in each run partition, less the
-        # (partition, query) pairs retrieved
-        queries = run_q.where(qrels_only).select(S.QUERY_ID, IN_QRELS, *stats.qrels_spec.keys())
-        # one task reads the few query rows' partition values: a distinct without a
-        # shuffle (a single partition satisfies the aggregation's distribution)
-        runs = run_q.where(F.col(IN_RUN)).select(*parts).coalesce(1).distinct()
-        expected = F.broadcast(runs).crossJoin(queries)
-        retrieved = run_q.where(F.col(IN_RUN)).select(
-            *[F.col(c).alias(f"_right_{i}") for i, c in enumerate([*parts, S.QUERY_ID])]
-        )
-        condition = [F.col(c).eqNullSafe(F.col(f"_right_{i}"))
-                     for i, c in enumerate([*parts, S.QUERY_ID])]
-        missing = expected.join(retrieved, on=condition, how="left_anti")
+    if missing_queries == "zero":
+        query_rows = run_q.where(qrels_only)
+        kept = [S.QUERY_ID, IN_QRELS, *stats.qrels_spec.keys()]
+        if not parts:
+            # one run: a query of the qrels is missing when no run row retrieved it, which
+            # the engine's row for it says (no join: the anti join below took two stages
+            # and a broadcast of every retrieved query, 3 s at 10M run rows)
+            missing = query_rows.where(F.col(RETRIEVED_BY) == 0).select(*kept)
+        else:
+            # run partitions: each query of the qrels in each run partition, less the
+            # (partition, query) pairs retrieved. One task reads the few query rows'
+            # partition values: a distinct without a shuffle (a single partition satisfies
+            # the aggregation's distribution)
+            runs = run_q.where(F.col(IN_RUN)).select(*parts).coalesce(1).distinct()
+            expected = F.broadcast(runs).crossJoin(query_rows.select(*kept))
+            retrieved = run_q.where(F.col(IN_RUN)).select(
+                *[F.col(c).alias(f"_right_{i}") for i, c in enumerate([*parts, S.QUERY_ID])]
+            )
+            condition = [F.col(c).eqNullSafe(F.col(f"_right_{i}"))
+                         for i, c in enumerate([*parts, S.QUERY_ID])]
+            missing = expected.join(retrieved, on=condition, how="left_anti")
         table = table.unionByName(missing, allowMissingColumns=True)
     filled = [
         (F.coalesce(F.col(n), d) if d is not None else F.col(n)).alias(n)
