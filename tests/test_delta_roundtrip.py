@@ -29,9 +29,9 @@ QRELS = [("q1", "A", 2, "v1"), ("q1", "B", 0, "v1"), ("q1", "C", 1, "v1"), ("q2"
          ("q1", "A", 0, "v0")]  # the v0 judgment is filtered out by the config
 
 
-@pytest.fixture()
-def config(spark, tmp_path) -> Config:
-    run_path, qrels_path = str(tmp_path / "log"), str(tmp_path / "qrels")
+def make_config(spark, folder: Path) -> Config:
+    """The two input tables written under ``folder``, and a job config over them."""
+    run_path, qrels_path = str(folder / "log"), str(folder / "qrels")
     spark.createDataFrame(
         LOG, "query_id string, item_id string, score double, position int, system string, date string"
     ).write.format("delta").partitionBy("system", "date").save(run_path)
@@ -44,15 +44,27 @@ def config(spark, tmp_path) -> Config:
         qrels=QrelsSource(path=qrels_path, filter="qrels_version = 'v1'"),
         evaluation=EvaluationSettings(measures=("P@2", "RR", "nDCG@3", "num_ret")),
         output=OutputSettings(
-            per_query_path=str(tmp_path / "out" / "per_query"),
-            aggregate_path=str(tmp_path / "out" / "aggregate"),
+            per_query_path=str(folder / "out" / "per_query"),
+            aggregate_path=str(folder / "out" / "aggregate"),
             partition_columns=("date",),
         ),
     )
 
 
-def test_job_writes_both_tables(spark, config):
-    summary = pipeline.run(spark, config)
+@pytest.fixture()
+def config(spark, tmp_path) -> Config:
+    return make_config(spark, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def written(spark, tmp_path_factory) -> tuple[Config, pipeline.Summary]:
+    """One job over a fresh config, shared by the tests that only read what it wrote."""
+    config = make_config(spark, tmp_path_factory.mktemp("roundtrip"))
+    return config, pipeline.run(spark, config)
+
+
+def test_job_writes_both_tables(spark, written):
+    config, summary = written
     per_query = pipeline.read_per_query(spark, config)
     got = {(r["system"], r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE] for r in per_query.collect()}
     # new: A(2) B(0) C(1): P@2 = 1/2, RR = 1, DCG@3 = 2/1 + 0 + 1/log2(4); IDCG@3 = 2 + 1/log2(3)
@@ -90,8 +102,8 @@ def test_job_writes_both_tables(spark, config):
     assert "WARNING: 2 run partition(s) rest on fewer than 50 queries" in text
 
 
-def test_tables_have_the_documented_schema_and_partitioning(spark, config):
-    pipeline.run(spark, config)
+def test_tables_have_the_documented_schema_and_partitioning(spark, written):
+    config, _ = written
     per_query = DeltaTable.forPath(spark, config.output.per_query_path)
     detail = per_query.detail().first()
     assert detail["partitionColumns"] == ["date"]
