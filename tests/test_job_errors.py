@@ -256,5 +256,10 @@ def test_the_command_and_the_job_ask_for_a_short_jobs_jvm_on_small_local_inputs(
     no_master = write(tmp_path / "cluster.toml", CONFIG.format(
         run=run, qrels=qrels, out=tmp_path / "o", filter="true"))
     assert job.main(["--config", no_master]) == 2  # spark-submit's master: not short
-    assert asked == [True, False, True, False]
-    assert capsys.readouterr().err.count("releval: error: stopped at build_session") == 4
+    # the commands over the config's output tables take the same rule
+    sides = ["--baseline", "date=2024-05-01", "--candidate", "date=2024-05-02"]
+    assert main(["compare", "--config", config, *sides]) == 2
+    assert main(["compare", "--config", no_master, *sides]) == 2
+    assert main(["views", "--config", config]) == 2
+    assert asked == [True, False, True, False, True, False, True]
+    assert capsys.readouterr().err.count("releval: error: stopped at build_session") == 7

@@ -192,7 +192,7 @@ def _compare(args: argparse.Namespace) -> int:
     from releval.config import load_config
     from releval.errors import ComparisonError
     from releval.inference import comparison
-    from releval.session import build_session
+    from releval.session import build_session, short_job
 
     config = load_config(args.config)
     columns = config.run.partition_columns
@@ -204,7 +204,7 @@ def _compare(args: argparse.Namespace) -> int:
         shared[key.strip()] = value.strip()
     baseline = comparison.parse_side(args.baseline, shared=shared, columns=columns)
     candidates = [comparison.parse_side(c, shared=shared, columns=columns) for c in args.candidate]
-    spark = build_session(config.spark)
+    spark = build_session(config.spark, short=short_job(config))
     try:
         report = comparison.run(spark, config, baseline=baseline, candidates=candidates,
                                 comparison_id=args.comparison_id)
@@ -221,9 +221,9 @@ def _report(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     if needs_spark(config):  # catalog tables: only Spark knows the metastore
-        from releval.session import build_session
+        from releval.session import build_session, short_job
 
-        spark = build_session(config.spark)
+        spark = build_session(config.spark, short=short_job(config))
         try:
             path = report.write(config, args.output, date=args.date, config_name=args.config,
                                 spark=spark)
@@ -245,11 +245,11 @@ def _sql(args: argparse.Namespace) -> int:
 
 def _views(args: argparse.Namespace) -> int:
     from releval.config import load_config
-    from releval.session import build_session
+    from releval.session import build_session, short_job
     from releval.warehouse import views_command
 
     config = load_config(args.config)
-    spark = build_session(config.spark)
+    spark = build_session(config.spark, short=short_job(config))
     try:
         print(views_command(spark, config, dialect=args.dialect))
     finally:

@@ -110,7 +110,11 @@ def local_bytes(path: str) -> int | None:
 def short_job(config: Config) -> bool:
     """Whether a job over ``config``'s inputs is short: a local master, and the run and
     qrels are local paths of at most :data:`SHORT_JOB_BYTES` together (a catalog table or
-    a URI is of unknown size: not short)."""
+    a URI is of unknown size: not short).
+
+    The commands over a config's output tables (``releval compare``, ``views``, ``report``
+    on catalog tables) take the same rule: the tables evaluated from small inputs are small.
+    """
     if not local_cores(config.spark.master):
         return False
     sizes = [None if source.path is None else local_bytes(source.path)
