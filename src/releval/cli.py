@@ -23,6 +23,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from releval.config import (
     NEGATIVE_LABELS,
@@ -35,6 +36,9 @@ from releval.config import (
     validate,
 )
 from releval.errors import RelevalError
+
+if TYPE_CHECKING:  # pyspark is imported only by the commands that start Spark
+    from pyspark.sql import SparkSession
 
 DEFAULT_MEASURES = "P@5,P@10,R@100,Hit@10,RR,nDCG@10,AP,AP@100"
 #: trec_eval -q always prints these counts; --trec-eval-output adds them to the measures.
@@ -148,12 +152,20 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
     return validate(config, source="command line")
 
 
+def _session(config: Config) -> SparkSession:
+    """A command's SparkSession: a short job's JVM (C1 only) when the config's inputs are
+    small local files (:func:`releval.session.short_job`; the tables evaluated from small
+    inputs are small, so the commands over them take the same rule)."""
+    from releval.session import build_session, short_job
+
+    return build_session(config.spark, short=short_job(config))
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from releval import pipeline
     from releval.io.trec_eval_format import write_trec_eval_file
     from releval.metrics import parse_measures
     from releval.profile import Phases
-    from releval.session import build_session, short_job
 
     parse_measures([args.measures], relevance_level=args.relevance_level)  # fail fast
     for name in (args.run, args.qrels):
@@ -161,7 +173,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             raise RelevalError(f"input not found: {name}")
     with tempfile.TemporaryDirectory(prefix="releval-") as tmp:
         config = config_from_args(args, args.output or tmp)
-        spark = build_session(config.spark, short=short_job(config))
+        spark = _session(config)
         if args.explain:
             try:
                 print(pipeline.explain(spark, config))
@@ -192,7 +204,6 @@ def _compare(args: argparse.Namespace) -> int:
     from releval.config import load_config
     from releval.errors import ComparisonError
     from releval.inference import comparison
-    from releval.session import build_session, short_job
 
     config = load_config(args.config)
     columns = config.run.partition_columns
@@ -204,7 +215,7 @@ def _compare(args: argparse.Namespace) -> int:
         shared[key.strip()] = value.strip()
     baseline = comparison.parse_side(args.baseline, shared=shared, columns=columns)
     candidates = [comparison.parse_side(c, shared=shared, columns=columns) for c in args.candidate]
-    spark = build_session(config.spark, short=short_job(config))
+    spark = _session(config)
     try:
         report = comparison.run(spark, config, baseline=baseline, candidates=candidates,
                                 comparison_id=args.comparison_id)
@@ -221,9 +232,7 @@ def _report(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     if needs_spark(config):  # catalog tables: only Spark knows the metastore
-        from releval.session import build_session, short_job
-
-        spark = build_session(config.spark, short=short_job(config))
+        spark = _session(config)
         try:
             path = report.write(config, args.output, date=args.date, config_name=args.config,
                                 spark=spark)
@@ -245,11 +254,10 @@ def _sql(args: argparse.Namespace) -> int:
 
 def _views(args: argparse.Namespace) -> int:
     from releval.config import load_config
-    from releval.session import build_session, short_job
     from releval.warehouse import views_command
 
     config = load_config(args.config)
-    spark = build_session(config.spark, short=short_job(config))
+    spark = _session(config)
     try:
         print(views_command(spark, config, dialect=args.dialect))
     finally:
