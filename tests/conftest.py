@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,24 @@ CONFORMANCE = Path(
 )
 
 
+#: Spark compiles Java code (Janino) for each new plan's expressions and stages. A
+#: production job compiles once and runs on millions of rows; the tests run hundreds of
+#: small plans, and compiling them was most of the fast layer's time: with Spark's
+#: interpreted evaluation the four heaviest test files took 132-136 s against 170-192 s
+#: (docs/performance.md). The tests run interpreted (``factoryMode`` is Spark's own
+#: internal switch for its tests); the trec_eval conformance of the production engine
+#: switches production's code generation back on (:func:`production_codegen`), and the slow tests' jobs run
+#: their own production sessions.
+TEST_CODEGEN = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+PRODUCTION_CODEGEN = {
+    "spark.sql.codegen.wholeStage": "true",
+    "spark.sql.codegen.factoryMode": "FALLBACK",
+}
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     session = build_session(
@@ -32,11 +51,29 @@ def spark() -> Iterator[SparkSession]:
                 "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
                 "spark.default.parallelism": "2",
                 "spark.databricks.delta.snapshotPartitions": "2",
+                **TEST_CODEGEN,
             },
         )
     )
     yield session
     session.stop()
+
+
+@contextmanager
+def _production_codegen(spark: SparkSession) -> Iterator[None]:
+    for key, value in PRODUCTION_CODEGEN.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in TEST_CODEGEN.items():
+            spark.conf.set(key, value)
+
+
+@pytest.fixture(scope="session")
+def production_codegen(spark: SparkSession) -> Callable[[], AbstractContextManager[None]]:
+    """``with production_codegen():`` runs its block with production's code generation."""
+    return lambda: _production_codegen(spark)
 
 
 @pytest.fixture(scope="session")

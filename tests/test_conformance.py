@@ -9,6 +9,7 @@ under a trec_eval name is compared; the measures releval does not implement
 from __future__ import annotations
 
 import re
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -60,7 +61,9 @@ def supported(names: set[str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module", params=[(c, e) for c in sorted(CASES) for e in sorted(ENGINES)],
                 ids=lambda p: f"{p[0]}-{p[1]}")
-def case(request, spark, conformance_dir):
+def case(request, spark, conformance_dir, production_codegen):
+    # the production engine is checked with production's code generation; the SQL oracle
+    # runs as the rest of the tests do (interpreted)
     expected_file, engine = request.param
     qrels_file, run_file, level, missing = CASES[expected_file]
     expected = read_expected(conformance_dir / expected_file)
@@ -69,19 +72,20 @@ def case(request, spark, conformance_dir):
     qrels = read_qrels(spark, QrelsSource(path=str(conformance_dir / qrels_file), format="trec"))
     from releval.metrics import parse_measures
 
-    ev = evaluate(
-        run.drop("run_id"), qrels,
-        measures=parse_measures(sorted(set(mapping.values())), relevance_level=level),
-        missing_queries=missing,
-        run_stats=ENGINES[engine],
-    )
-    # computed once for the module's tests: the tables and the text output all read the
-    # persisted wide table (without it each of them ran the whole evaluation again)
-    queries = ev.queries.persist()
-    long_rows = long_format(queries, partition_columns=[], measures=ev.measures)
-    ev = replace(ev, queries=queries, per_query=long_rows)
-    per_query = ev.per_query.toPandas()
-    aggregate = ev.aggregate.toPandas()
+    with production_codegen() if engine == "arrow" else nullcontext():
+        ev = evaluate(
+            run.drop("run_id"), qrels,
+            measures=parse_measures(sorted(set(mapping.values())), relevance_level=level),
+            missing_queries=missing,
+            run_stats=ENGINES[engine],
+        )
+        # computed once for the module's tests: the tables and the text output all read the
+        # persisted wide table (without it each of them ran the whole evaluation again)
+        queries = ev.queries.persist()
+        long_rows = long_format(queries, partition_columns=[], measures=ev.measures)
+        ev = replace(ev, queries=queries, per_query=long_rows)
+        per_query = ev.per_query.toPandas()
+        aggregate = ev.aggregate.toPandas()
     yield expected_file, expected, mapping, per_query, aggregate, ev
     queries.unpersist()
 
