@@ -53,7 +53,7 @@ BENCH_PACKAGES = ("psutil", "pytrec_eval", "pytrec_eval-terrier", "ir_measures",
 #: The order runners are run and reported in.
 ORDER = (
     "pyarrow-read", "numpy", "pytrec_eval", "ir_measures", "ranx",
-    "spark-RankingEvaluator", "spark-sql", "releval", "releval-5",
+    "spark-RankingEvaluator", "spark-sql", "spark-sql-tables", "releval", "releval-5",
     "releval-cli-trec", "releval-cli-parquet",
 )
 #: Module each optional runner needs.
@@ -246,7 +246,9 @@ def agreement(rows: dict[str, dict[str, Any]], tolerance: float) -> dict[str, An
         if name == "releval" or not row.get("means"):
             continue
         checks = {}
-        for m in MEASURES:
+        # the five every peer computes, then any other measure both computed
+        extra = sorted((set(row["means"]) & set(ref)) - set(MEASURES))
+        for m in [*MEASURES, *extra]:
             if m not in row["means"] or m not in ref:
                 checks[m] = {"status": "n/a"}
                 continue
@@ -283,6 +285,8 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float | None]:
             get("releval", "work_s"), get("releval-5", "work_s")),
         "releval after start-up / Spark SQL after start-up (issue 11: <= 1.0)": _ratio(
             get("releval", "work_s"), get("spark-sql", "work_s")),
+        "releval after start-up / the same work in Spark SQL (16 measures, both tables) after start-up": _ratio(
+            get("releval", "work_s"), get("spark-sql-tables", "work_s")),
         "releval evaluate: TREC text / Parquet, wall (issue 11: <= 1.3)": _ratio(
             get("releval-cli-trec", "wall_s"), get("releval-cli-parquet", "wall_s")),
     }
@@ -404,6 +408,16 @@ def render(report: dict[str, Any]) -> str:
             c = checks[m]
             cells.append("n/a" if c["status"] == "n/a" else f"{c['status']} ({c['diff']:+.1e})")
         lines.append(f"| {peer} | " + " | ".join(cells) + " |")
+    for peer, checks in agree.get("peers", {}).items():
+        extra = {m: c for m, c in checks.items() if m not in MEASURES}
+        if extra:
+            bad = sorted(m for m, c in extra.items() if c["status"] != "ok")
+            worst = max(abs(c["diff"]) for c in extra.values())
+            lines.append(
+                f"\n{peer}, its other {len(extra)} measures ({', '.join(extra)}): "
+                + (f"**{', '.join(bad)} differ**" if bad else "all ok")
+                + f", largest |diff| {worst:.1e}."
+            )
     notes = [f"- {peer}/{m}: {c['why']}" for peer, checks in agree.get("peers", {}).items()
              for m, c in checks.items() if c.get("why")]
     notes += [f"- {row['runner']}: {n}" for row in rows.values() for n in row.get("notes", [])]
@@ -478,6 +492,7 @@ DESCRIPTIONS = {
     "ranx": "pandas from Parquet, 5 measures",
     "spark-RankingEvaluator": "Spark ML, 4 aggregate metrics",
     "spark-sql": "Spark SQL join/row_number/groupBy, 5 means",
+    "spark-sql-tables": "the same SQL for releval's 16 measures, both tables to Delta, no checks",
     "releval": "pipeline.run, 16 measures, 2 Delta tables (Arrow engine)",
     "releval-5": "pipeline.run, the 5 measures only (Arrow engine)",
     "releval-cli-trec": "`releval evaluate` on the TREC files, defaults, JVM start included",

@@ -37,7 +37,7 @@ from bench.generate import (  # noqa: E402
     generate_arrays,
 )
 from bench.harness import SIZE_SETTINGS, across_sizes, measure, shuffle_partitions, status  # noqa: E402
-from bench.runners import numpy_measures  # noqa: E402
+from bench.runners import RELEVAL_MEASURES, TABLES_SQL, numpy_measures  # noqa: E402
 
 
 def reference(run: dict[str, list[tuple[float, str]]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
@@ -89,6 +89,43 @@ def test_numpy_floor_matches_plain_python() -> None:
     expected = reference(run_d, qrels_d)
     for name, values in per_query.items():
         assert values.mean() == pytest.approx(expected[name], abs=1e-12), name
+
+
+def test_the_hand_written_floor_computes_releval_numbers(spark) -> None:
+    """The ``spark-sql-tables`` runner is the floor of releval's work only if it does the
+    same work: its SQL gives releval's 16 values on every query with a relevant document
+    (and scores exactly those). Odd queries keep only their top 30: P@100 still divides by
+    100, and some relevant documents are never retrieved."""
+    import helpers
+    import pyarrow.compute as pc
+
+    from releval import schemas as S
+    from releval.metrics import parse_measures
+    from releval.pipeline import evaluate
+
+    run, qrels = generate_arrays(40, seed=11)
+    number = pc.cast(pc.utf8_slice_codeunits(run["query_id"], 1), pa.int64())
+    run = run.filter(pc.or_(pc.equal(pc.bit_wise_and(number, 1), 0), pc.less_equal(run["rank"], 30)))
+    run_df = helpers.run_df(spark, list(zip(*(run[c].to_pylist() for c in ("query_id", "doc_id", "score")), strict=True)))
+    qrels_df = helpers.qrels_df(spark, list(zip(*(qrels[c].to_pylist() for c in ("query_id", "doc_id", "relevance")), strict=True)))
+    run_df.createOrReplaceTempView("run")
+    qrels_df.createOrReplaceTempView("qrels")
+    try:
+        wide = spark.sql(TABLES_SQL).toPandas().set_index("query_id")
+    finally:
+        spark.catalog.dropTempView("run")
+        spark.catalog.dropTempView("qrels")
+    ev = evaluate(run_df, qrels_df, measures=parse_measures(list(RELEVAL_MEASURES)))
+    rows = ev.per_query.select(S.QUERY_ID, S.MEASURE_KEY, S.VALUE, S.NUM_REL).collect()
+    releval = {(r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE] for r in rows}
+    assert set(wide.index) == {r[S.QUERY_ID] for r in rows if r[S.NUM_REL] > 0}
+    assert len(wide) > 30 and (wide["P@100"] < wide["P@20"]).any()  # the cut runs are there
+    mismatches = [
+        (q, m, wide.at[q, m], releval[(q, m)])
+        for q in wide.index for m in RELEVAL_MEASURES
+        if abs(wide.at[q, m] - releval[(q, m)]) > 1e-12
+    ]
+    assert not mismatches, mismatches[:5]
 
 
 # --- bench.generate: chunked writing ----------------------------------------------------
