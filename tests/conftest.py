@@ -27,12 +27,13 @@ CONFORMANCE = Path(
 #: interpreted evaluation the four heaviest test files took 132-136 s against 170-192 s
 #: (docs/performance.md). The tests run interpreted (``factoryMode`` is Spark's own
 #: internal switch for its tests); the trec_eval conformance of the production engine
-#: switches production's code generation back on (:func:`production_codegen`), and the slow tests' jobs run
-#: their own production sessions.
+#: switches production's code generation back on (:func:`production_codegen`), and the
+#: jobs that slow tests start in their own JVM run as production does.
 TEST_CODEGEN = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
+#: Spark's defaults, production's values.
 PRODUCTION_CODEGEN = {
     "spark.sql.codegen.wholeStage": "true",
     "spark.sql.codegen.factoryMode": "FALLBACK",

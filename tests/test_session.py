@@ -289,3 +289,21 @@ def test_pyspark_is_imported_from_the_folder_and_the_path_is_left_alone(tmp_path
 def test_the_session_does_not_record_python_call_sites(spark):
     # releval's session default (build_session); a job's [spark.conf] may set it back on
     assert spark.conf.get(DATAFRAME_DEBUGGING) == "false"
+
+
+def test_the_tests_run_interpreted_and_the_conformance_switches_code_generation_on(
+    spark, production_codegen
+):
+    # the same query, planned three times: interpreted (the test session), inside
+    # production_codegen (whole-stage code generation: the plan's "*(n)" stages), after it
+    def plan() -> str:
+        df = spark.range(10).selectExpr("id * 2 AS x").groupBy().sum("x")
+        assert df.collect()[0][0] == 90  # 2 * (0 + 1 + ... + 9)
+        return df._jdf.queryExecution().executedPlan().toString()
+
+    assert "*(" not in plan()
+    with production_codegen():
+        assert "*(1) HashAggregate" in plan()
+        assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+    assert "*(" not in plan()
+    assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
