@@ -421,28 +421,15 @@ def _tables_sql() -> str:
            "  COALESCE(1D / first_rel, 0D) AS RR",
            "  CASE WHEN first_rel <= 10 THEN 1D ELSE 0D END AS `Hit@10`"]
     )
-    return f"""
-WITH ranked AS (
-  SELECT r.query_id, COALESCE(q.relevance, 0) AS rel,
-         ROW_NUMBER() OVER (PARTITION BY r.query_id ORDER BY r.score DESC, r.doc_id DESC) AS pos
-  FROM run r LEFT JOIN qrels q ON r.query_id = q.query_id AND r.doc_id = q.doc_id
-),
-marked AS (
-  SELECT *, SUM(CASE WHEN rel >= 1 THEN 1 ELSE 0 END)
-              OVER (PARTITION BY query_id ORDER BY pos ROWS UNBOUNDED PRECEDING) AS rel_so_far
-  FROM ranked
-),
-per_run AS (
+    # SQL_JOB's own ranking, running sum and ideal ranking, word for word
+    ranked_and_marked = SQL_JOB[: SQL_JOB.index("per_run AS (")]
+    ideal = SQL_JOB[SQL_JOB.index("ideal AS ("): SQL_JOB.index("per_qrels AS (")]
+    return f"""{ranked_and_marked}per_run AS (
   SELECT query_id,
 {per_run}
   FROM marked GROUP BY query_id
 ),
-ideal AS (
-  SELECT query_id, relevance,
-         ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY relevance DESC) AS ipos
-  FROM qrels
-),
-per_qrels AS (
+{ideal}per_qrels AS (
   SELECT query_id,
 {per_qrels}
   FROM ideal GROUP BY query_id
