@@ -33,11 +33,6 @@ TEST_CODEGEN = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
-#: Spark's defaults, production's values.
-PRODUCTION_CODEGEN = {
-    "spark.sql.codegen.wholeStage": "true",
-    "spark.sql.codegen.factoryMode": "FALLBACK",
-}
 
 
 @pytest.fixture(scope="session")
@@ -62,8 +57,9 @@ def spark() -> Iterator[SparkSession]:
 
 @contextmanager
 def _production_codegen(spark: SparkSession) -> Iterator[None]:
-    for key, value in PRODUCTION_CODEGEN.items():
-        spark.conf.set(key, value)
+    # production's values are Spark's defaults (build_session sets neither key): unset
+    for key in TEST_CODEGEN:
+        spark.conf.unset(key)
     try:
         yield
     finally:
