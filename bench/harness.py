@@ -33,9 +33,8 @@ TOLERANCE = 1e-6
 RUNNER_TIMEOUT_S = 3600
 #: Default memory cap of one runner's process tree (GiB); above it the tree is killed.
 MEMORY_CAP_GIB = 20.0
-#: Per size: runner timeout (s) and the Spark driver heap. Issue 6: releval runs the
-#: 30m and 100m sizes with a 4 GB driver heap; the smaller sizes keep the 8g their
-#: published results were measured with.
+#: Per size: runner timeout (s) and the Spark driver heap: 4 GB at 30m and 100m (the
+#: heap releval must finish them in), 8 GB for the smaller sizes.
 SIZE_SETTINGS: dict[str, dict[str, Any]] = {
     "tiny": {"timeout_s": 600, "driver_memory": "8g"},
     "quick": {"timeout_s": 1800, "driver_memory": "8g"},
@@ -67,7 +66,7 @@ DIFFERENT_DEFINITION = {
 def shuffle_partitions(run_rows: int) -> int:
     """About 250k run rows per shuffle partition, between 4 and 400.
 
-    quick 4, full 40 (as before), 30m 120, 100m 400: a partition of a shuffle of
+    quick 4, full 40, 30m 120, 100m 400: a partition of a shuffle of
     the run stays around 250k rows whatever the size, so it fits a 4 GB heap.
     """
     return max(4, min(400, run_rows // 250_000))
@@ -283,11 +282,11 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float | None]:
             get("spark-sql", "work_s"), get("releval-5", "work_s")),
         "releval (16 measures) / releval (5 measures), after start-up": _ratio(
             get("releval", "work_s"), get("releval-5", "work_s")),
-        "releval after start-up / Spark SQL after start-up (issue 11: <= 1.0)": _ratio(
+        "releval after start-up / Spark SQL after start-up (target: <= 1.0)": _ratio(
             get("releval", "work_s"), get("spark-sql", "work_s")),
         "releval after start-up / the same work in Spark SQL (16 measures, both tables) after start-up": _ratio(
             get("releval", "work_s"), get("spark-sql-tables", "work_s")),
-        "releval evaluate: TREC text / Parquet, wall (issue 11: <= 1.3)": _ratio(
+        "releval evaluate: TREC text / Parquet, wall (target: <= 1.3)": _ratio(
             get("releval-cli-trec", "wall_s"), get("releval-cli-parquet", "wall_s")),
     }
 
@@ -381,7 +380,7 @@ def render(report: dict[str, Any]) -> str:
     lines += ["", "## Ratios", "", "| ratio | value |", "|---|--:|"]
     lines += [f"| {k} | {_fmt(v)} |" for k, v in report["ratios"].items()]
     lines += [
-        f"| Spark jobs of `{name}` (its --profile; issue 11: <= 15 at tiny) | {row['spark_jobs']} |"
+        f"| Spark jobs of `{name}` (its --profile; target at tiny: <= 15) | {row['spark_jobs']} |"
         for name, row in rows.items()
         if row.get("spark_jobs") is not None
     ]
@@ -440,7 +439,7 @@ def render(report: dict[str, Any]) -> str:
 
 
 def _limits(limits: dict[str, Any] | None) -> str:
-    """The memory cap and timeout sentence of the header (reports before them: none)."""
+    """The memory cap and timeout sentence of the header (empty for a report without limits)."""
     if not limits:
         return ""
     cap = limits.get("memory_cap_gib")
