@@ -12,13 +12,13 @@ empty :=
 space := $(empty) $(empty)
 CONFIG ?= conf/local.toml
 BENCH_SIZE ?= quick
-# the driver JVM's class-data-sharing archive (releval.session.CLASS_ARCHIVE): written once
+# the driver JVM's class-data-sharing archive (releval.runtime.session.CLASS_ARCHIVE): written once
 # by `make install`, mapped by every local driver JVM (a small job starts faster)
 CLASS_ARCHIVE := $(JARS_DIR)/releval-classes.jsa
 # the options releval gives a driver JVM it starts itself, for CONFIG: the class archive's
 # (when written) and, for a short job (small local inputs), C1 only; spark-submit starts
-# the JVM before any releval code runs, so releval.session prints them here
-DRIVER_OPTIONS = $(shell $(PY) -m releval.session --driver-options $(CONFIG) 2>/dev/null)
+# the JVM before any releval code runs, so releval.runtime.session prints them here
+DRIVER_OPTIONS = $(shell $(PY) -m releval.runtime.session --driver-options $(CONFIG) 2>/dev/null)
 SPARK_SUBMIT = PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) \
 	$(VENV)/bin/spark-submit --jars $(subst $(space),$(comma),$(abspath $(JARS))) \
 	--driver-java-options '-Dlog4j2.configurationFile=$(abspath conf/log4j2.properties) $(DRIVER_OPTIONS)'
@@ -45,7 +45,7 @@ $(JARS_DIR)/%-$(DELTA_VERSION).jar: | $(VENV)/.installed
 	@if command -v mvn >/dev/null 2>&1; then \
 	  mvn -q -B dependency:copy -Dartifact=io.delta:$*:$(DELTA_VERSION) -DoutputDirectory=$(JARS_DIR); \
 	else \
-	  $(PY) -m releval.session --fetch-jars $(JARS_DIR); \
+	  $(PY) -m releval.runtime.session --fetch-jars $(JARS_DIR); \
 	fi
 
 classes: $(CLASS_ARCHIVE) ## the driver JVM's class archive (a small evaluation, once: about a minute)
@@ -53,7 +53,7 @@ classes: $(CLASS_ARCHIVE) ## the driver JVM's class archive (a small evaluation,
 # an accelerator only: a JVM that cannot write the archive leaves the install as it was
 # (tests/test_session.py, which `make test` runs, says when it is missing)
 $(CLASS_ARCHIVE): $(JARS) $(VENV)/.installed
-	$(PY) -m releval.session --archive-classes $(JARS_DIR) \
+	$(PY) -m releval.runtime.session --archive-classes $(JARS_DIR) \
 	  || echo "classes: no class archive written; jobs run without it (a slower start)"
 
 SAMPLE_STAMP := warehouse/sample/.generated

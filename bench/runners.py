@@ -280,7 +280,7 @@ def _spark(res: Result, shuffle_partitions: int) -> Any:
     The driver heap is ``res.driver_memory`` (``--driver-memory``).
     """
     from releval.config import SparkSettings
-    from releval.session import build_session
+    from releval.runtime.session import build_session
 
     with res.phase("startup"):
         spark = build_session(
@@ -486,7 +486,6 @@ def run_releval(
     """releval end to end: ``pipeline.run`` on the Parquet inputs, both Delta tables written."""
     from pyspark.sql import functions as F
 
-    from releval import pipeline
     from releval.config import (
         Config,
         EvaluationSettings,
@@ -495,6 +494,7 @@ def run_releval(
         RunSource,
         SparkSettings,
     )
+    from releval.job import pipeline
 
     spark = _spark(res, partitions)
     out = work / "releval-out"

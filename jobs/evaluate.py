@@ -14,14 +14,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from releval import pipeline
 from releval.config import load_config
 from releval.errors import RelevalError
-from releval.executors import check_executors
-from releval.job import run_job
-from releval.partitions import DEFAULT_DATE_COLUMN, parse_selection
-from releval.profile import Phases
-from releval.session import build_session, short_job
+from releval.job import pipeline
+from releval.job.batch import run_job
+from releval.job.partitions import DEFAULT_DATE_COLUMN, parse_selection
+from releval.runtime.executors import check_executors
+from releval.runtime.profile import Phases
+from releval.runtime.session import build_session, short_job
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Sequence
 
 from releval.config import load_config
-from releval.sample import write_sample
-from releval.session import build_session
+from releval.job.sample import write_sample
+from releval.runtime.session import build_session
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 from releval.config import load_config
 from releval.errors import RelevalError
-from releval.inference.comparison import comparison_location
-from releval.lineage import run_log_location
-from releval.migrations import migrate_table
-from releval.quality import quarantine_target
-from releval.session import build_session
+from releval.job.compare import comparison_location
+from releval.job.inputs import quarantine_target
+from releval.job.lineage import run_log_location
+from releval.job.migrations import migrate_table
+from releval.runtime.session import build_session
 
 
 def main(argv: Sequence[str] | None = None) -> int:

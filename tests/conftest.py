@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from releval.config import SparkSettings
-from releval.session import build_session
+from releval.runtime.session import build_session
 
 CONFORMANCE = Path(
     os.environ.get(

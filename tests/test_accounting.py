@@ -18,10 +18,10 @@ import pytest
 from pyspark import cloudpickle
 from pyspark.sql import SparkSession
 
-from releval import pipeline
 from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
+from releval.core import kernel
 from releval.errors import AccountingError
-from releval.metrics import kernel
+from releval.job import pipeline
 
 # two runs (partitions by tag): r1 has 4 rows, one of them a repeated document; r2 has 2
 RUN = """\
@@ -101,12 +101,12 @@ def test_rows_lost_inside_the_engine_fail_the_job_and_nothing_is_written(
 def test_qrels_rows_lost_inside_the_engine_fail_the_job_and_nothing_is_written(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    keep = kernel._qrels_kept
+    keep = kernel.qrels_kept
 
     def lossy(qrels: pa.Table) -> pa.Table:
         # the fault: the engine loses the judgment (q2, c) after receiving it
         return keep(qrels.filter(pc.invert(pc.equal(qrels.column("doc_id"), "c"))))
 
-    message = _fails_with_nothing_written(spark, tmp_path, monkeypatch, "_qrels_kept", lossy)
+    message = _fails_with_nothing_written(spark, tmp_path, monkeypatch, "qrels_kept", lossy)
     # 2 qrels rows received, 1 used, none rejected
     assert "qrels.txt: input rows 2 (received by the evaluation) != used 1 + quarantined 0" in message

@@ -1,4 +1,4 @@
-"""releval.aggregate.rows: the aggregate table's rows from the collected sums (no Spark)."""
+"""releval.stats.aggregate.rows: the aggregate table's rows from the collected sums (no Spark)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import math
 import pytest
 from pyspark.sql import Row
 
-from releval import schemas as S
-from releval.aggregate import INDEX, N, rows
-from releval.aggregate import sum_column as c
 from releval.config import IntervalSettings
-from releval.metrics import parse_measures
+from releval.core import columns as S
+from releval.core.measures import parse_measures
+from releval.stats.aggregate import INDEX, N, rows
+from releval.stats.aggregate import sum_column as c
 
 
 def summed(partition: dict, n: int, *measures: dict) -> list[Row]:

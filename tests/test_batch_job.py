@@ -9,7 +9,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from batch_support import (
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from support.batch_support import (
     AGGREGATE_ROWS_PER_DATE,
     D27,
     D28,
@@ -23,23 +27,20 @@ from batch_support import (
     write_config,
     write_inputs,
 )
-from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
-from releval import lineage
-from releval import schemas as S
-from releval.coverage import with_judged_measures
+from releval.core import columns as S
+from releval.core.measures import parse_measures
+from releval.core.measures.judged import with_judged_measures
 from releval.errors import SchemaVersionError, WriteConflictError
+from releval.io import tables
 from releval.io.atomic import replace_partitions
 from releval.io.readers import read_qrels, read_run
 from releval.io.writers import with_comments
-from releval.job import run_job
-from releval.metrics import parse_measures
-from releval.migrations import migrate_table
-from releval.partitions import parse_selection
-from releval.pipeline import evaluate
+from releval.job import lineage
+from releval.job.batch import run_job
+from releval.job.migrations import migrate_table
+from releval.job.partitions import parse_selection
+from releval.job.pipeline import evaluate
 
 PARTS = ("system", "date")
 
@@ -156,7 +157,7 @@ def test_an_old_schema_version_is_refused_until_migrated(
     config = config_at(write_config(tmp_path, *inputs))
     pq = config.output.per_query_path or ""
     # a per-query table as the release before job_run_id wrote it: no column, no property
-    old_fields = [f for f in S.per_query_schema([]).fields
+    old_fields = [f for f in tables.per_query_schema([]).fields
                   if f.name not in (S.JOB_RUN_ID, S.NEGATIVE_LABELS)]
     (DeltaTable.create(spark).location(pq)
      .addColumn("system", "STRING").addColumn("date", "STRING").addColumns(old_fields)
@@ -186,7 +187,7 @@ def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     path = str(tmp_path / "table")
-    schema = with_comments(S.aggregate_schema([]), S.AGGREGATE_COMMENTS)
+    schema = with_comments(tables.aggregate_schema([]), tables.AGGREGATE_COMMENTS)
     schema = T.StructType([T.StructField("date", T.StringType(), True), *schema.fields])
 
     def rows(job: str):  # noqa: ANN202
@@ -229,7 +230,7 @@ def test_a_folder_that_is_not_a_delta_table_fails_with_deltas_error(
     # retried as if another job were creating the table, not a WriteConflictError
     (tmp_path / "table").mkdir()
     (tmp_path / "table" / "part-0.parquet").write_bytes(b"not delta")
-    schema = with_comments(S.aggregate_schema([]), S.AGGREGATE_COMMENTS)
+    schema = with_comments(tables.aggregate_schema([]), tables.AGGREGATE_COMMENTS)
     rows = spark.createDataFrame(
         [("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j", "unjudged", None, None, None, None)], schema
     )

@@ -14,7 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from batch_support import (
+from delta.tables import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from support.batch_support import (
     AGGREGATE_ROWS_PER_DATE,
     D27,
     D28,
@@ -30,15 +33,13 @@ from batch_support import (
     write_config,
     write_inputs,
 )
-from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
-from releval import lineage
-from releval import schemas as S
+from releval.core import columns as S
+from releval.io import tables
 from releval.io.writers import ensure_table, with_comments
-from releval.job import run_job
-from releval.partitions import parse_selection
+from releval.job import lineage
+from releval.job.batch import run_job
+from releval.job.partitions import parse_selection
 
 pytestmark = pytest.mark.slow  # each job is a subprocess with its own JVM
 
@@ -164,8 +165,8 @@ def test_two_jobs_on_disjoint_dates_run_at_once_and_both_commit(
     pq, agg = config.output.per_query_path or "", config.output.aggregate_path or ""
     # the nightly case: the tables exist (created here empty, as a first run would)
     parts = [S.T.StructField("system", S.T.StringType()), S.T.StructField("date", S.T.StringType())]
-    for path, schema, comments in ((pq, S.per_query_schema(parts), S.PER_QUERY_COMMENTS),
-                                   (agg, S.aggregate_schema(parts), S.AGGREGATE_COMMENTS)):
+    for path, schema, comments in ((pq, tables.per_query_schema(parts), tables.PER_QUERY_COMMENTS),
+                                   (agg, tables.aggregate_schema(parts), tables.AGGREGATE_COMMENTS)):
         ensure_table(spark, path=path, table=None, schema=with_comments(schema, comments),
                      partition_columns=["date"], description="test")
 

@@ -96,12 +96,12 @@ def test_the_hand_written_floor_computes_releval_numbers(spark) -> None:
     same work: its SQL gives releval's 16 values on every query with a relevant document
     (and scores exactly those). Odd queries keep only their top 30: P@100 still divides by
     100, and some relevant documents are never retrieved."""
-    import helpers
     import pyarrow.compute as pc
+    from support import helpers
 
-    from releval import schemas as S
-    from releval.metrics import parse_measures
-    from releval.pipeline import evaluate
+    from releval.core import columns as S
+    from releval.core.measures import parse_measures
+    from releval.job.pipeline import evaluate
 
     run, qrels = generate_arrays(40, seed=11)
     number = pc.cast(pc.utf8_slice_codeunits(run["query_id"], 1), pa.int64())

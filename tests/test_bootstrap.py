@@ -6,19 +6,20 @@ import math
 
 import numpy as np
 import pytest
-from helpers import as_queries
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from scipy import stats
+from support.helpers import as_queries
 
-from releval import schemas as S
-from releval.aggregate import aggregate
 from releval.config import IntervalSettings
-from releval.inference import kernel
-from releval.inference.intervals import query_key
-from releval.metrics import parse_measures
+from releval.core import columns as S
+from releval.core.measures import parse_measures
+from releval.io import tables
+from releval.stats import kernel
+from releval.stats.aggregate import aggregate
+from releval.stats.intervals import query_key
 
-PER_QUERY = S.per_query_schema([T.StructField("system", T.StringType(), True)])
+PER_QUERY = tables.per_query_schema([T.StructField("system", T.StringType(), True)])
 
 
 def keys_for(n: int, seed: int = 3) -> np.ndarray:

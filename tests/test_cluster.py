@@ -1,10 +1,10 @@
 """releval on a real cluster: the packaged job submitted to a Spark standalone master.
 
-Fast tests: the ``[spark]`` cluster keys, the executors' check (``releval.executors``)
+Fast tests: the ``[spark]`` cluster keys, the executors' check (``releval.runtime.executors``)
 without Spark, paths on other file systems.
 
 Slow tests (``make cluster-test``; part of ``make test``): a master and two 1-core workers on
-loopback (``tests/cluster_support.py``), the job packaged by ``make dist`` (``--py-files
+loopback (``tests/support/cluster_support.py``), the job packaged by ``make dist`` (``--py-files
 dist/releval.zip``, ``dist/evaluate.py``, Delta from ``dist/jars``) submitted with
 ``spark-submit --master spark://127.0.0.1:<port>``:
 
@@ -34,17 +34,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_support import Standalone, events, free_port, get_json, submit
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
+from support.cluster_support import Standalone, events, free_port, get_json, submit
 
 from bench.generate import generate
-from releval import lineage
-from releval import schemas as S
 from releval.config import SparkSettings, load_config
+from releval.core import columns as S
 from releval.errors import ConfigError
-from releval.executors import (
+from releval.job import lineage
+from releval.job.batch import run_job
+from releval.runtime.executors import (
     EXECUTOR_MODULES,
     ExecutorReport,
     _cause,
@@ -53,7 +54,6 @@ from releval.executors import (
     probe_task,
     shared_paths,
 )
-from releval.job import run_job
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = Path(os.environ.get("RELEVAL_DIST", ROOT / "dist"))

@@ -10,15 +10,16 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from releval import schemas as S
 from releval.config import ComparisonSettings, Config, OutputSettings, QrelsSource, RunSource
+from releval.core import columns as S
+from releval.core.measures import parse_measures
 from releval.errors import ComparisonError
-from releval.inference import comparison, kernel
-from releval.lineage import RunRecord
-from releval.metrics import parse_measures
+from releval.io import tables
+from releval.job.lineage import RunRecord
+from releval.stats import comparison, kernel
 
 PARTS = [T.StructField("system", T.StringType(), True), T.StructField("date", T.StringType(), True)]
-SCHEMA = S.per_query_schema(PARTS)
+SCHEMA = tables.per_query_schema(PARTS)
 DATE = "2026-11-28"
 
 

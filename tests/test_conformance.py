@@ -1,6 +1,6 @@
 """Agreement with trec_eval 10.0 on its own test data, to 1e-9, per query and for 'all'.
 
-Both engines are checked: production's Arrow engine and the SQL oracle (``tests/sql_oracle.py``). The expected values are trec_eval's output at full double precision
+Both engines are checked: production's Arrow engine and the SQL oracle (``tests/support/sql_oracle.py``). The expected values are trec_eval's output at full double precision
 (``../shared/conformance/trec_eval/full.*``). Every measure releval implements
 under a trec_eval name is compared; the measures releval does not implement
 (iprec_at_recall, gm_map...) are simply not compared.
@@ -14,16 +14,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from sql_oracle import ENGINES
+from support.sql_oracle import ENGINES
 
-from releval import schemas as S
 from releval.config import QrelsSource, RunSource
+from releval.core import columns as S
+from releval.core.engine import long_format
+from releval.core.measures import parse_measure
 from releval.errors import MeasureError
 from releval.io.readers import read_qrels, read_run
 from releval.io.trec_eval_format import trec_eval_lines
-from releval.metrics import parse_measure
-from releval.metrics.compute import long_format
-from releval.pipeline import evaluate
+from releval.job.pipeline import evaluate
 
 CASES = {
     # expected file: (qrels, run, relevance level, missing queries)
@@ -70,7 +70,7 @@ def case(request, spark, conformance_dir, production_codegen):
     mapping = supported({name for name, _ in expected})
     run = read_run(spark, RunSource(path=str(conformance_dir / run_file), format="trec"))
     qrels = read_qrels(spark, QrelsSource(path=str(conformance_dir / qrels_file), format="trec"))
-    from releval.metrics import parse_measures
+    from releval.core.measures import parse_measures
 
     with production_codegen() if engine == "arrow" else nullcontext():
         ev = evaluate(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from releval import pipeline
-from releval import schemas as S
 from releval.config import config_from_dict
-from releval.coverage import UnjudgedRate, render_lines, with_judged_measures
+from releval.core import columns as S
+from releval.core.measures import parse_measures
+from releval.core.measures.judged import with_judged_measures
 from releval.errors import ConfigError
-from releval.metrics import parse_measures
+from releval.job import pipeline
+from releval.job.summary import UnjudgedRate, render_lines
 
 
 def test_judged_measures_are_added_for_every_cutoff():

@@ -12,7 +12,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from batch_support import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from support.batch_support import (
     D27,
     D28,
     D29,
@@ -23,17 +27,14 @@ from batch_support import (
     write_config,
     write_inputs,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
-from releval import lineage
-from releval import schemas as S
 from releval.config import config_from_dict
+from releval.core import columns as S
 from releval.errors import ConfigError, InputError
-from releval.job import run_job
-from releval.partitions import NULL_VALUE, parse_selection
+from releval.io import tables
+from releval.job import lineage
+from releval.job.batch import run_job
+from releval.job.partitions import NULL_VALUE, parse_selection
 
 PARTS = ["system", "date"]
 SYSTEMS = ("bm25", "dense", "hybrid")
@@ -323,7 +324,7 @@ def test_identifiers_with_quotes_are_refused_with_the_key(run, output, message) 
 
 def test_catalog_names_are_quoted_in_sql_text() -> None:
     from releval.io.atomic import sql_name
-    from releval.partitions import KeyFilter
+    from releval.job.partitions import KeyFilter
 
     assert sql_name(None, "db.per_query") == "`db`.`per_query`"
     assert sql_name("/tmp/a`b", None) == "delta.`/tmp/a``b`"
@@ -340,8 +341,8 @@ def test_version_1_tables_are_migrated_and_written_again(
     from pyspark.sql import types as T
 
     from releval.io.atomic import table_schema_version
-    from releval.migrations import migrate_table
-    from releval.quality import qrels_key
+    from releval.job.inputs import qrels_key
+    from releval.job.migrations import migrate_table
 
     config = config_at(write_config(tmp_path, *inputs))
     quarantine, log = str(tmp_path / "out" / "quarantine"), str(tmp_path / "out" / "run_log")
@@ -354,21 +355,21 @@ def test_version_1_tables_are_migrated_and_written_again(
         T.StructField("message", text, False), T.StructField("job_partition", text, False),
     ])
     (DeltaTable.create(spark).location(quarantine).addColumns(old).partitionedBy("job_partition")
-     .property(S.SCHEMA_VERSION_PROPERTY, "1").execute())
+     .property(tables.SCHEMA_VERSION_PROPERTY, "1").execute())
     spark.createDataFrame([
         ("run", "s", None, {"system": "bm25", "date": D27}, {"doc_id": "d1"}, "invalid_score", "m",
          f"date={D27}"),
         ("qrels", "s", None, {}, {"doc_id": "d2"}, "invalid_relevance", "m", f"date={D27}"),
     ], old).write.format("delta").mode("append").save(quarantine)
     (DeltaTable.create(spark).location(log).addColumns(lineage.RUN_LOG_SCHEMA)
-     .property(S.SCHEMA_VERSION_PROPERTY, "1").execute())
+     .property(tables.SCHEMA_VERSION_PROPERTY, "1").execute())
     # the aggregate table as version 1 wrote it: no negative_labels, no interval columns
     agg = config.output.aggregate_path or ""
     v2_only = (S.NEGATIVE_LABELS, S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL)
     parts = [T.StructField("system", text), T.StructField("date", text)]
-    v1_fields = [f for f in S.aggregate_schema(parts).fields if f.name not in v2_only]
+    v1_fields = [f for f in tables.aggregate_schema(parts).fields if f.name not in v2_only]
     (DeltaTable.create(spark).location(agg).addColumns(v1_fields).partitionedBy("date")
-     .property(S.SCHEMA_VERSION_PROPERTY, "1").execute())
+     .property(tables.SCHEMA_VERSION_PROPERTY, "1").execute())
     spark.createDataFrame([("bm25", D29, "AP", None, 1, False, "AP", "macro", 0.3, 20, "old")],
                           T.StructType(v1_fields)).write.format("delta").mode("append").save(agg)
 
@@ -376,7 +377,7 @@ def test_version_1_tables_are_migrated_and_written_again(
     assert migrate_table(spark, kind="run_log", path=log, table=None, config=config) == ["1", "2"]
     assert migrate_table(spark, kind="quarantine", path=quarantine, table=None, config=config) == ["2"]
     table = read(spark, quarantine)
-    assert table.columns == [*PARTS, *S.QUARANTINE_SCHEMA.names, S.QRELS_KEY, S.JOB_RUN_ID]
+    assert table.columns == [*PARTS, *tables.QUARANTINE_SCHEMA.names, S.QRELS_KEY, S.JOB_RUN_ID]
     rows = sorted(((r["system"], r["date"], r[S.INPUT], r[S.QRELS_KEY]) for r in table.collect()),
                   key=str)
     assert rows == sorted([("bm25", D27, "run", None), (None, None, "qrels", qrels_key(config))],

@@ -11,9 +11,10 @@ from chispa import assert_df_equality
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
-from releval import pipeline
-from releval import schemas as S
 from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
+from releval.core import columns as S
+from releval.io import tables
+from releval.job import pipeline
 
 # Two systems on one date, in a log whose columns are named like production logs.
 LOG = [
@@ -109,7 +110,7 @@ def test_tables_have_the_documented_schema_and_partitioning(spark, written):
     assert detail["partitionColumns"] == ["date"]
     # Delta's file statistics only where they can skip a file: the run partition column
     # that does not partition the table ("system"), and job_run_id (null here: no batch job)
-    assert detail["properties"][S.STATS_COLUMNS_PROPERTY] == "`system`,`job_run_id`"
+    assert detail["properties"][tables.STATS_COLUMNS_PROPERTY] == "`system`,`job_run_id`"
     log = Path(config.output.per_query_path) / "_delta_log" / f"{0:020d}.json"
     adds = [json.loads(line)["add"] for line in log.read_text().splitlines() if '"add"' in line]
     stats = [json.loads(add["stats"]) for add in adds]
@@ -121,7 +122,7 @@ def test_tables_have_the_documented_schema_and_partitioning(spark, written):
                       S.JUDGED_ONLY, S.MEASURE_KEY, S.VALUE, S.NUM_RET, S.NUM_REL, S.NUM_REL_RET, S.JOB_RUN_ID,
                       S.NEGATIVE_LABELS]
     assert schema.fieldNames() == expected_names
-    assert schema[S.VALUE].metadata["comment"] == S.PER_QUERY_COMMENTS[S.VALUE]
+    assert schema[S.VALUE].metadata["comment"] == tables.PER_QUERY_COMMENTS[S.VALUE]
     aggregate = DeltaTable.forPath(spark, config.output.aggregate_path).toDF()
     assert aggregate.schema[S.AVERAGING].metadata["comment"].startswith("macro:")
     # negative_labels then the interval columns come last, after job_run_id
@@ -130,7 +131,7 @@ def test_tables_have_the_documented_schema_and_partitioning(spark, written):
     assert aggregate.schema.fieldNames()[-6:] == [
         S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL]
     assert all(aggregate.schema[c].nullable for c in (S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL))
-    assert aggregate.schema[S.CI_LOW].metadata["comment"] == S.AGGREGATE_COMMENTS[S.CI_LOW]
+    assert aggregate.schema[S.CI_LOW].metadata["comment"] == tables.AGGREGATE_COMMENTS[S.CI_LOW]
     for table in (schema, aggregate.schema):
         assert table[S.NEGATIVE_LABELS].metadata["comment"].startswith("What a negative")
 

@@ -6,20 +6,21 @@ import math
 
 import numpy as np
 import pytest
-from helpers import as_queries
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from scipy import stats
+from support.helpers import as_queries
 
-from releval import schemas as S
-from releval.aggregate import aggregate
 from releval.config import IntervalSettings
-from releval.inference import kernel
-from releval.metrics import parse_measures
-from releval.pipeline import evaluate
-from releval.sample import SampleShape, generate
+from releval.core import columns as S
+from releval.core.measures import parse_measures
+from releval.io import tables
+from releval.job.pipeline import evaluate
+from releval.job.sample import SampleShape, generate
+from releval.stats import kernel
+from releval.stats.aggregate import aggregate
 
-PER_QUERY = S.per_query_schema([T.StructField("system", T.StringType(), True)])
+PER_QUERY = tables.per_query_schema([T.StructField("system", T.StringType(), True)])
 
 
 def per_query_rows(spark, values_by_system, measure="P@5"):

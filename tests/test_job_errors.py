@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from releval import schemas as S
 from releval.cli import main
 from releval.config import ConfigError, load_config
-from releval.session import SHORT_JOB_BYTES
+from releval.core import columns as S
+from releval.runtime.session import SHORT_JOB_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,7 +21,7 @@ RUN_TXT = "q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.5 r\n"
 @pytest.fixture
 def shared_session(spark, monkeypatch):
     """Make the CLI and the job use the test session, and not stop it."""
-    monkeypatch.setattr("releval.session.build_session", lambda settings, *, short=False: spark)
+    monkeypatch.setattr("releval.runtime.session.build_session", lambda settings, *, short=False: spark)
     monkeypatch.setattr(spark, "stop", lambda: None)
     return spark
 
@@ -240,7 +240,7 @@ def test_the_command_and_the_job_ask_for_a_short_jobs_jvm_on_small_local_inputs(
         asked.append(short)
         raise RelevalError("stopped at build_session")
 
-    monkeypatch.setattr("releval.session.build_session", build_session)
+    monkeypatch.setattr("releval.runtime.session.build_session", build_session)
     run, qrels = write(tmp_path / "r.txt", RUN_TXT), write(tmp_path / "q.txt", QRELS_TXT)
     assert main(["evaluate", "--run", run, "--qrels", qrels]) == 2  # local[*], 54 bytes: short
     big = tmp_path / "big.txt"

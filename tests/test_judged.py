@@ -7,13 +7,13 @@ import math
 
 import pytest
 from chispa import assert_approx_df_equality
-from helpers import evaluate_rows, values
 from pyspark.sql import types as T
-from sql_oracle import ENGINES
+from support.helpers import evaluate_rows, values
+from support.sql_oracle import ENGINES
 
-from releval import schemas as S
+from releval.core import columns as S
+from releval.core.measures import parse_measure, parse_measures
 from releval.errors import MeasureError
-from releval.metrics import parse_measure, parse_measures
 
 # Ranking A X B Y C (scores 5..1); X and Y are unjudged. Labels A=1, B=0, C=2, D=1 (D not
 # retrieved). Full positions: A1 X2 B3 Y4 C5. Condensed (judged only): A1 B2 C3.

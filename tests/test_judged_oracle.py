@@ -11,12 +11,12 @@ from __future__ import annotations
 import random
 
 import pytest
-from helpers import qrels_df, run_df
-from sql_oracle import ENGINES
+from support.helpers import qrels_df, run_df
+from support.sql_oracle import ENGINES
 
-from releval import schemas as S
-from releval.metrics import parse_measures
-from releval.pipeline import evaluate
+from releval.core import columns as S
+from releval.core.measures import parse_measures
+from releval.job.pipeline import evaluate
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

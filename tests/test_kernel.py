@@ -7,7 +7,7 @@ Ranking: D(1) A(2) E(3) B(4): the repeated A is dropped; E and B tie on 3 and E 
 
 Run "s", query q1: X 1.0, C 0.5 -> X(1) C(2); X's label is -1. The function reads every
 qrels row it receives as a judgment: X is judged and non-relevant (bpref too). Under the
-default negative-label rule X's row never reaches it (``releval.metrics.compute.judgment``
+default negative-label rule X's row never reaches it (``releval.core.engine.judgment``
 removes it before both engines; tests/test_judged.py checks both rules end to end).
 """
 
@@ -18,8 +18,8 @@ import math
 import pyarrow as pa
 import pytest
 
-from releval.metrics.kernel import partition_stats
-from releval.metrics.stats import QrelsStat, RunStat
+from releval.core.kernel import partition_stats
+from releval.core.measures.stats import QrelsStat, RunStat
 
 RUN = [("r", "q1", "D", 5.0), ("r", "q1", "A", 4.0), ("r", "q1", "E", 3.0), ("r", "q1", "B", 3.0),
        ("r", "q1", "A", 1.0), ("s", "q1", "X", 1.0), ("s", "q1", "C", 0.5)]

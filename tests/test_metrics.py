@@ -1,20 +1,20 @@
 """Hand-worked cases: each expected value is derived in the comment beside it.
 
-Every case runs on both engines (``releval.metrics.compute.ENGINES``).
+Every case runs on both engines (``releval.core.engine.ENGINES``).
 """
 
 from __future__ import annotations
 
 import math
 
-import helpers
 import pytest
 from chispa import assert_approx_df_equality
-from helpers import evaluate_rows, values
 from pyspark.sql import types as T
-from sql_oracle import ENGINES
+from support import helpers
+from support.helpers import evaluate_rows, values
+from support.sql_oracle import ENGINES
 
-from releval import schemas as S
+from releval.core import columns as S
 
 
 @pytest.fixture(autouse=True, params=sorted(ENGINES))
@@ -162,11 +162,11 @@ def test_missing_and_unjudged_queries(spark):
 
 
 def test_each_run_partition_scores_the_queries_it_missed(spark, engine):
-    from helpers import qrels_df, run_df
     from pyspark.sql import functions as F
+    from support.helpers import qrels_df, run_df
 
-    from releval.metrics import parse_measures
-    from releval.pipeline import evaluate
+    from releval.core.measures import parse_measures
+    from releval.job.pipeline import evaluate
 
     # three run partitions of (system, date), one with a null date and one that differs
     # from it only in the date (a null is a value here); q1..q3 are judged
@@ -213,11 +213,11 @@ def test_micro_and_macro_averages(spark):
 
 
 def test_partitions_are_evaluated_separately(spark, engine):
-    from helpers import qrels_df, run_df
     from pyspark.sql import functions as F
+    from support.helpers import qrels_df, run_df
 
-    from releval.metrics import parse_measures
-    from releval.pipeline import evaluate
+    from releval.core.measures import parse_measures
+    from releval.job.pipeline import evaluate
 
     one = run_df(spark, WORKED_RUN).withColumn("system", F.lit("one"))
     # system two puts A first: RR = 1

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from releval.inference import kernel
+from releval.stats import kernel
 
 
 def keys_for(n: int, seed: int = 1) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from releval.errors import ConfigError
-from releval.partitions import (
+from releval.job.partitions import (
     KeyFilter,
     PartitionSelection,
     parse_partition_arg,
@@ -81,7 +81,7 @@ def test_pending_is_available_minus_done() -> None:
 
 
 def test_partitions_of_files_come_from_their_hive_folders():
-    from releval.job import partitions_of_files
+    from releval.job.batch import partitions_of_files
 
     root = "file:/data/date=2020-01-01/run_log"  # a folder named like a partition above the table
     files = [

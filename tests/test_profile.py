@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from releval import pipeline
 from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
-from releval.profile import Phases
+from releval.job import pipeline
+from releval.runtime.profile import Phases
 
 RUN = """\
 q1 Q0 a 1 3.0 r

@@ -1,6 +1,6 @@
 """Property tests: random dirty runs and qrels.
 
-A plain-Python model of the rules (``releval.quality``'s docstring) cleans the same rows;
+A plain-Python model of the rules (``releval.checks.rules``'s docstring) cleans the same rows;
 the job must either stop with a clear error or give the metrics of the model's clean rows,
 and every input row must be used or quarantined.
 """
@@ -17,14 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from releval import pipeline
-from releval import schemas as S
+from releval.checks.rules import split_qrels, split_run
 from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
-from releval.coverage import with_judged_measures
+from releval.core import columns as S
+from releval.core.measures import parse_measures
+from releval.core.measures.judged import with_judged_measures
 from releval.errors import InputError
-from releval.metrics import parse_measures
-from releval.pipeline import evaluate
-from releval.quality import split_qrels, split_run
+from releval.io import tables
+from releval.job import pipeline
+from releval.job.pipeline import evaluate
 
 RAW_RUN = "run_id string, query_id string, doc_id string, score string, rank string"
 RAW_QRELS = "query_id string, doc_id string, relevance string"
@@ -167,7 +168,7 @@ def test_job_metrics_equal_the_metrics_of_the_model_clean_rows(spark, rows, qrel
         [(r, q, d, float(s), None) for r, q, d, s, _ in model_run(rows, "score")],
         "run_id string, query_id string, doc_id string, score double, rank int",
     )
-    typed_qrels = spark.createDataFrame(model_qrels(qrels), S.QRELS_SCHEMA)
+    typed_qrels = spark.createDataFrame(model_qrels(qrels), tables.QRELS_SCHEMA)
     measures = with_judged_measures(parse_measures([MEASURES]), relevance_level=1)  # as the job
     expected = evaluate(typed_run, typed_qrels, measures=measures, partition_columns=["run_id"])
     want = per_query(expected.per_query.collect())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from releval.core.measures import REGISTRY, parse_measure, parse_measures
 from releval.errors import MeasureError
-from releval.metrics import REGISTRY, parse_measure, parse_measures
 
 
 @pytest.mark.parametrize(

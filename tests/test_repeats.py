@@ -1,4 +1,4 @@
-"""The repeated-row rules (``releval.repeats``, ``releval.ranking.best_first``) on
+"""The repeated-row rules (``releval.core.repeats``, ``releval.core.ranking.best_first``) on
 hand-made arrays, and the quarantine's labelling that applies them to a partition's rows
 (no Spark needed). The engine applies the same functions: tests/test_kernel.py."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from releval import schemas as S
-from releval.quality import REASON, _label_conflicting_qrels_rows, _label_repeated_run_rows
-from releval.ranking import best_first
-from releval.repeats import highest_labels, repeated_documents, shared_ranks
+from releval.checks.rules import REASON, _label_conflicting_qrels_rows, _label_repeated_run_rows
+from releval.core import columns as S
+from releval.core.ranking import best_first
+from releval.core.repeats import highest_labels, repeated_documents, shared_ranks
 
 
 def test_best_first_orders_by_group_then_primary_then_doc_id_descending():

@@ -15,18 +15,18 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 from pyspark.sql import functions as F
+from support.batch_support import D27, D28, D29, read, write_inputs
 
 from releval import report
-from releval import schemas as S
 from releval.cli import main as releval_main
 from releval.config import load_config
+from releval.core import columns as S
 from releval.errors import InputError
-from releval.inference import comparison
-from releval.job import run_job
-from releval.pipeline import job_measures
+from releval.job.batch import run_job
+from releval.job.pipeline import job_measures
 from releval.report import figures
 from releval.report.data import read_report_data
-from tests.batch_support import D27, D28, D29, read, write_inputs
+from releval.stats import comparison
 
 JOB = "report-job-1"
 #: the README's "Which metric when" queries name these measures (and Judged@k)

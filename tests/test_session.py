@@ -1,5 +1,5 @@
 """The session's driver JVM (the class archive ``make install`` writes, and its options) and
-its local Python workers' daemon (``releval.daemon``)."""
+its local Python workers' daemon (``releval.runtime.daemon``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from releval import daemon
-from releval.session import (
+from releval.runtime import daemon
+from releval.runtime.session import (
     DAEMON_MODULE,
     DATAFRAME_DEBUGGING,
     DRIVER_JAVA_OPTIONS,
@@ -100,7 +100,7 @@ def test_class_archive_is_looked_up_next_to_the_jars(tmp_path, monkeypatch):
 
 
 def test_spark_submit_gets_the_options_build_session_would_give(tmp_path):
-    # the Makefile's spark-submit targets ask `python -m releval.session --driver-options
+    # the Makefile's spark-submit targets ask `python -m releval.runtime.session --driver-options
     # CONFIG` (a Python process, no JVM): the archive's options when it is written, then
     # C1 only for a short job
     jars = tmp_path / "jars"
@@ -120,7 +120,7 @@ def test_spark_submit_gets_the_options_build_session_would_give(tmp_path):
             encoding="utf-8",
         )
         done = subprocess.run(
-            [sys.executable, "-m", "releval.session", "--driver-options", str(config)],
+            [sys.executable, "-m", "releval.runtime.session", "--driver-options", str(config)],
             cwd=ROOT, capture_output=True, text=True, timeout=60,
             env={**os.environ, "RELEVAL_JARS": str(jars)},
         )
@@ -143,7 +143,7 @@ def test_a_driver_jvm_started_by_build_session_loads_spark_from_the_archive(tmp_
     log = tmp_path / "classes.log"
     script = textwrap.dedent(f"""
         from releval.config import SparkSettings
-        from releval.session import build_session, stop_jvm
+        from releval.runtime.session import build_session, stop_jvm
         spark = build_session(SparkSettings(master="local[1]", app_name="archive-test", conf={{
             "spark.driver.extraJavaOptions": "-Xlog:class+load=info:file={log}"}}), short=True)
         assert spark.range(100).selectExpr("sum(id)").first()[0] == 4950
@@ -176,7 +176,7 @@ def test_a_driver_jvm_started_by_build_session_loads_spark_from_the_archive(tmp_
 
 def test_the_workers_daemon_is_releval_s_only_for_this_interpreter(monkeypatch):
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
-    assert worker_daemon({"a": "b"}) == {DAEMON_MODULE: "releval.daemon"}
+    assert worker_daemon({"a": "b"}) == {DAEMON_MODULE: "releval.runtime.daemon"}
     # the user's own daemon or Python wins; another interpreter may not have releval
     assert worker_daemon({DAEMON_MODULE: "my.daemon"}) == {}
     assert worker_daemon({"spark.pyspark.python": "/opt/py/bin/python3"}) == {}
@@ -223,7 +223,7 @@ def test_the_test_session_s_workers_run_from_releval_s_daemon(spark):
         yield (main.__spec__.name, zipimport.zipimporter.invalidate_caches.__name__)
 
     got = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
-    assert got == [("releval.daemon", "_invalidate_if_changed")]
+    assert got == [("releval.runtime.daemon", "_invalidate_if_changed")]
 
 
 def test_the_workers_have_the_engine_s_modules_and_pyspark_from_its_folder(spark):
@@ -232,7 +232,7 @@ def test_the_workers_have_the_engine_s_modules_and_pyspark_from_its_folder(spark
 
         import pyspark
 
-        yield (pyspark.__file__, "releval.metrics.kernel" in sys.modules)
+        yield (pyspark.__file__, "releval.core.kernel" in sys.modules)
 
     (pyspark_file, preloaded), = spark.sparkContext.parallelize([0], 1).mapPartitions(
         what).collect()
@@ -274,7 +274,7 @@ def test_pyspark_is_imported_from_the_folder_and_the_path_is_left_alone(tmp_path
         import sys
         sys.path.insert(0, {str(archive)!r})
         before = list(sys.path)
-        from releval import daemon
+        from releval.runtime import daemon
         daemon.import_pyspark_from(daemon.installed_pyspark(sys.path))
         import pyspark.version
         assert sys.path == before, sys.path

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from releval.job import JobResult
-from releval.lineage import RunRecord
-from releval.quality import InputAccount, PartitionAccount, QualityReport
+from releval.checks.accounts import InputAccount, PartitionAccount, QualityReport
+from releval.job.batch import JobResult
+from releval.job.lineage import RunRecord
 
 DATES = [f"2026-12-{d:02d}" for d in range(1, 9)]
 SYSTEMS = ["bm25", "dense", "hybrid"]

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from releval import schemas as S
 from releval.cli import main
 from releval.config import QrelsSource, RunSource
+from releval.core import columns as S
 from releval.io.readers import (
     RAW_BLOCK,
     RAW_LINE,
@@ -76,7 +76,7 @@ def small_splits(spark, monkeypatch):
     saved = {key: spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
         spark.conf.set(key, value)
-    monkeypatch.setattr("releval.session.build_session", lambda _, *, short=False: spark)
+    monkeypatch.setattr("releval.runtime.session.build_session", lambda _, *, short=False: spark)
     monkeypatch.setattr(spark, "stop", lambda: None)
     yield spark
     for key, value in saved.items():

@@ -7,9 +7,9 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from releval import schemas as S
+from releval.checks.rules import REASONS, split_qrels, split_run
+from releval.core import columns as S
 from releval.errors import AccountingError
-from releval.quality import REASONS, split_qrels, split_run
 
 RAW_RUN = "run_id string, query_id string, doc_id string, score string, rank string"
 RAW_QRELS = "query_id string, doc_id string, relevance string"
@@ -180,7 +180,7 @@ DIRTY_QRELS = [
 
 def test_accounting_fails_when_a_row_disappears():
     # run r: 5 input rows counted, but only 1 used + 3 quarantined: one row is unaccounted for
-    from releval.quality import _input_account
+    from releval.checks.accounts import _input_account
 
     counts = {'{"run_id":"r"}': {"_input": 5, "_used": 1, "duplicate_doc": 1,
                                   "invalid_score": 1, "missing_doc_id": 1}}
@@ -193,26 +193,22 @@ def test_the_engines_ledger_counts_what_the_split_quarantines(spark):
     # the DIRTY sample above through the evaluation with its ledger (the job's path): the
     # accounts built from the engine's counts agree with the rows split_run / split_qrels
     # quarantine, reason by reason
-    from releval.metrics import parse_measures
-    from releval.metrics.compute import query_measures
-    from releval.pipeline import _query_counts
-    from releval.quality import (
-        account_ledger,
-        account_qrels_ledger,
-        row_labelled_qrels,
-        row_labelled_run,
-    )
+    from releval.checks.accounts import account_ledger, account_qrels_ledger
+    from releval.checks.rules import typed_qrels, typed_run
+    from releval.core.engine import query_measures
+    from releval.core.measures import parse_measures
+    from releval.job.counts import query_counts
 
     raw_run = spark.createDataFrame(DIRTY_RUN, RAW_RUN)
     raw_qrels = spark.createDataFrame(DIRTY_QRELS, RAW_QRELS)
     measures = parse_measures(["P@2"])
     table = query_measures(
-        row_labelled_run(raw_run, rank_by="score", partition_columns=["run_id"]),
-        row_labelled_qrels(raw_qrels),
+        typed_run(raw_run, rank_by="score", partition_columns=["run_id"]),
+        typed_qrels(raw_qrels),
         measures=measures, partition_columns=["run_id"], ledger=True,
     )
     # the job's one aggregation over the result: both ledgers
-    found = _query_counts(table, ["run_id"], missing_queries="zero", measures=measures)
+    found = query_counts(table, ["run_id"], missing_queries="zero", measures=measures)
     run = account_ledger("run", "sample", found.run_ledger, partition_columns=["run_id"])
     assert {p.partition: (p.input, p.used, p.quarantined) for p in run.partitions} == {
         "run_id=r": (5, 2, {"duplicate_doc": 1, "invalid_score": 1, "missing_doc_id": 1}),
@@ -245,10 +241,11 @@ def test_ranking_by_rank_the_engine_sets_aside_the_rows_the_split_quarantines(sp
     # and D at rank "x". A's occurrence at 4 repeats it (duplicate_doc); A and C share rank
     # 1 and C comes first in tie order (duplicate_rank for A); D is invalid_rank. Ranked:
     # C 1, B 2.
-    from releval.metrics import parse_measures
-    from releval.metrics.compute import query_measures
-    from releval.pipeline import _query_counts
-    from releval.quality import account_ledger, row_labelled_qrels, row_labelled_run
+    from releval.checks.accounts import account_ledger
+    from releval.checks.rules import typed_qrels, typed_run
+    from releval.core.engine import query_measures
+    from releval.core.measures import parse_measures
+    from releval.job.counts import query_counts
 
     raw_run = spark.createDataFrame(
         [("r", "q1", "A", "0.5", "1"), ("r", "q1", "C", "0.4", "1"), ("r", "q1", "B", "0.3", "2"),
@@ -257,11 +254,11 @@ def test_ranking_by_rank_the_engine_sets_aside_the_rows_the_split_quarantines(sp
     raw_qrels = spark.createDataFrame([("q1", "A", "1"), ("q1", "B", "1")], RAW_QRELS)
     measures = parse_measures(["P@2"])
     table = query_measures(
-        row_labelled_run(raw_run, rank_by="rank", partition_columns=["run_id"]),
-        row_labelled_qrels(raw_qrels), measures=measures, rank_by="rank",
+        typed_run(raw_run, rank_by="rank", partition_columns=["run_id"]),
+        typed_qrels(raw_qrels), measures=measures, rank_by="rank",
         partition_columns=["run_id"], ledger=True,
     )
-    found = _query_counts(table, ["run_id"], missing_queries="zero", measures=measures)
+    found = query_counts(table, ["run_id"], missing_queries="zero", measures=measures)
     run = account_ledger("run", "sample", found.run_ledger, partition_columns=["run_id"])
     assert [(p.input, p.used, p.quarantined) for p in run.partitions] == [
         (5, 2, {"duplicate_doc": 1, "duplicate_rank": 1, "invalid_rank": 1})
@@ -294,7 +291,7 @@ def test_quarantine_raw_of_typed_columns_is_the_original_value(spark, score_type
 
 
 def test_the_run_account_comes_from_the_ledger_and_must_balance():
-    from releval.quality import account_ledger
+    from releval.checks.accounts import account_ledger
 
     # run r: the engine received 5 rows, rejected 1 (invalid_score), dropped 2 as
     # repeated documents and ranked 2 -> 5 = 2 + (1 + 2). run s: 2 = 2 + 0.
@@ -320,7 +317,7 @@ def test_the_run_account_comes_from_the_ledger_and_must_balance():
 
 
 def test_the_qrels_ledger_rows_of_each_engine_partition_are_folded():
-    from releval.quality import account_qrels_ledger
+    from releval.checks.accounts import account_qrels_ledger
 
     # partition 1: 3 rows received, all used, highest label 1; partition 2: 2 received,
     # 1 used + 1 conflicting_label, highest label 3 -> input 5 = used 4 + quarantined 1;

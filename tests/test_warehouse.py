@@ -23,20 +23,20 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-from batch_support import MEASURES, write_config, write_inputs
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
+from support.batch_support import MEASURES, write_config, write_inputs
 
-from releval import schemas as S
-from releval import warehouse as W
 from releval.config import config_from_dict, load_config
+from releval.core import columns as S
+from releval.core.measures import REGISTRY
 from releval.errors import ConfigError, InputError, MeasureError
-from releval.job import run_job
-from releval.metrics import REGISTRY
-from releval.partitions import parse_selection
-from releval.pipeline import job_measures
-from releval.profile import Phases
-from releval.sample import SampleShape, write_sample
+from releval.io import views as W
+from releval.job.batch import run_job
+from releval.job.partitions import parse_selection
+from releval.job.pipeline import job_measures
+from releval.job.sample import SampleShape, write_sample
+from releval.runtime.profile import Phases
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "warehouse.md"

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime
 import pytest
 from pyspark.sql import types as T
 
-from releval.io.writers import local_frame
+from releval.core.frames import local_frame
 
 SCHEMA = T.StructType([
     T.StructField("name", T.StringType(), False),

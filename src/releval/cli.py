@@ -154,18 +154,18 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
 
 def _session(config: Config) -> SparkSession:
     """A command's SparkSession: a short job's JVM (C1 only) when the config's inputs are
-    small local files (:func:`releval.session.short_job`; the tables evaluated from small
+    small local files (:func:`releval.runtime.session.short_job`; the tables evaluated from small
     inputs are small, so the commands over them take the same rule)."""
-    from releval.session import build_session, short_job
+    from releval.runtime.session import build_session, short_job
 
     return build_session(config.spark, short=short_job(config))
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from releval import pipeline
+    from releval.core.measures import parse_measures
     from releval.io.trec_eval_format import write_trec_eval_file
-    from releval.metrics import parse_measures
-    from releval.profile import Phases
+    from releval.job import pipeline
+    from releval.runtime.profile import Phases
 
     parse_measures([args.measures], relevance_level=args.relevance_level)  # fail fast
     for name in (args.run, args.qrels):
@@ -203,7 +203,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from releval.config import load_config
     from releval.errors import ComparisonError
-    from releval.inference import comparison
+    from releval.stats import comparison
 
     config = load_config(args.config)
     columns = config.run.partition_columns
@@ -254,7 +254,7 @@ def _sql(args: argparse.Namespace) -> int:
 
 def _views(args: argparse.Namespace) -> int:
     from releval.config import load_config
-    from releval.warehouse import views_command
+    from releval.io.views import views_command
 
     config = load_config(args.config)
     spark = _session(config)
@@ -266,7 +266,7 @@ def _views(args: argparse.Namespace) -> int:
 
 
 def _list_measures() -> int:
-    from releval.metrics import REGISTRY
+    from releval.core.measures import REGISTRY
 
     for name, spec in sorted(REGISTRY.items()):
         aliases = f" (also {', '.join(spec.aliases)})" if spec.aliases else ""

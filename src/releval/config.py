@@ -140,7 +140,7 @@ class IntervalSettings:
 
     ``method`` "t" is Student's t interval over queries; "bootstrap" the percentile
     interval of ``resamples`` Poisson bootstrap resamples of the queries, reproducible
-    for a ``seed`` (see ``releval.inference.intervals``).
+    for a ``seed`` (see ``releval.stats.intervals``).
     """
 
     method: str = "t"

@@ -28,9 +28,16 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import types as T
 
-from releval import schemas as S
 from releval.errors import SchemaVersionError, WriteConflictError
-from releval.io.writers import absolute, conform, create_table_as, ensure_table
+from releval.io.writers import (
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_PROPERTY,
+    absolute,
+    conform,
+    create_table_as,
+    ensure_table,
+)
+from releval.runtime.jvm import list_names, read_text
 
 #: Delta's exceptions that mean "a concurrent transaction got there first: retry".
 CONFLICTS = (
@@ -112,7 +119,7 @@ def table_schema_version(spark: SparkSession, *, path: str | None, table: str | 
     ``DeltaTable.detail()`` ran a Spark job of its own (3-4 s per table on the sample).
     """
     rows = spark.sql(f"SHOW TBLPROPERTIES {sql_name(path, table)}").collect()
-    return next((r["value"] for r in rows if r["key"] == S.SCHEMA_VERSION_PROPERTY), "0")
+    return next((r["value"] for r in rows if r["key"] == SCHEMA_VERSION_PROPERTY), "0")
 
 
 def check_schema_version(spark: SparkSession, *, path: str | None, table: str | None) -> bool:
@@ -127,10 +134,10 @@ def check_schema_version(spark: SparkSession, *, path: str | None, table: str | 
     if not table_exists(spark, path=path, table=table):
         return False
     found = table_schema_version(spark, path=path, table=table)
-    if found != S.SCHEMA_VERSION:
+    if found != SCHEMA_VERSION:
         raise SchemaVersionError(
-            f"{table_name(path, table)} has {S.SCHEMA_VERSION_PROPERTY} = {found!r}, this releval "
-            f"writes version {S.SCHEMA_VERSION!r}; nothing was written. Migrate it first: "
+            f"{table_name(path, table)} has {SCHEMA_VERSION_PROPERTY} = {found!r}, this releval "
+            f"writes version {SCHEMA_VERSION!r}; nothing was written. Migrate it first: "
             f"python jobs/migrate.py --config <config> (see docs/migrations.md)"
         )
     return True
@@ -167,24 +174,14 @@ def commit_of(
     jobs per write). Our commit is among the newest unless many concurrent jobs committed
     since; every commit file is looked at before giving up. (-1, 0) when none matches.
     """
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    log = jvm.org.apache.hadoop.fs.Path(table_location(spark, path=path, table=table), "_delta_log")
-    fs = log.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    log = f"{table_location(spark, path=path, table=table).rstrip('/')}/_delta_log"
     versions = sorted(
-        (
-            int(m.group(1))
-            for status in fs.listStatus(log)
-            if (m := _COMMIT_FILE.fullmatch(status.getPath().getName()))
-        ),
+        (int(m.group(1)) for name in list_names(spark, log)
+         if (m := _COMMIT_FILE.fullmatch(name))),
         reverse=True,
     )
     for version in versions:
-        stream = fs.open(jvm.org.apache.hadoop.fs.Path(log, f"{version:020d}.json"))
-        try:
-            text = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-        finally:
-            stream.close()
+        text = read_text(spark, log, f"{version:020d}.json")
         for line in text.splitlines():
             if '"commitInfo"' not in line:
                 continue

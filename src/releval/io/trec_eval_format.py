@@ -13,9 +13,10 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from releval import schemas as S
+from releval.core import columns as S
+from releval.core.measures import REGISTRY
 from releval.errors import RelevalError
-from releval.metrics import REGISTRY
+from releval.io import tables
 
 _NAME_WIDTH = 22
 
@@ -34,14 +35,14 @@ def trec_eval_lines(per_query: DataFrame, aggregate: DataFrame) -> list[str]:
     Raises:
         RelevalError: the tables hold more than one run partition.
     """
-    data_columns = {f.name for f in S.per_query_schema([]).fields}
+    data_columns = {f.name for f in tables.per_query_schema([]).fields}
     parts = [c for c in per_query.columns if c not in data_columns]
     if parts and per_query.select(*parts).distinct().limit(2).count() > 1:
         raise RelevalError(
             f"trec_eval output holds one run, but the tables hold several ({parts}); "
             "evaluate one run at a time"
         )
-    from releval.metrics import parse_measure
+    from releval.core.measures import parse_measure
 
     def trec_name(key: str) -> str | None:
         return parse_measure(key).trec_name if "(" not in key else None

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any
 
-import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from releval import schemas as S
+#: Table property holding the version of the output schemas (docs/migrations.md).
+SCHEMA_VERSION_PROPERTY = "releval.schema_version"
+SCHEMA_VERSION = "2"
 
 
 def with_comments(schema: T.StructType, comments: Mapping[str, str]) -> T.StructType:
@@ -29,41 +28,6 @@ def with_comments(schema: T.StructType, comments: Mapping[str, str]) -> T.Struct
             for f in schema.fields
         ]
     )
-
-
-def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: T.StructType) -> DataFrame:
-    """A DataFrame of rows made on the driver (tuples in ``schema``'s order), with no Python task.
-
-    ``spark.createDataFrame`` of a list ships the rows to a Python worker to convert them,
-    and that worker is not one of the engine's (a second daemon for the session, about 2 s
-    before the first row on a 2-core machine). Built through Arrow, the rows become a
-    ``LocalRelation`` in the JVM. Values as ``createDataFrame`` reads them: a naive
-    ``datetime`` for a timestamp column is local time; a null in a non-nullable column is
-    a ``ValueError`` naming the column and the row.
-    """
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    stamps = [i for i, f in enumerate(schema.fields) if isinstance(f.dataType, T.TimestampType)]
-
-    def aware(value: Any) -> Any:
-        if isinstance(value, datetime) and value.tzinfo is None:
-            return value.astimezone(UTC)  # a naive datetime is local time
-        return value
-
-    columns = [
-        [aware(r[i]) for r in rows] if i in stamps else [r[i] for r in rows]
-        for i in range(len(schema.fields))
-    ]
-    for field, values in zip(schema.fields, columns, strict=True):
-        if not field.nullable and None in values:
-            row = rows[values.index(None)]
-            raise ValueError(f"column {field.name!r} cannot be null; row {tuple(row)!r}")
-    arrow_schema = to_arrow_schema(schema)
-    table = pa.Table.from_arrays(
-        [pa.array(c, type=f.type) for c, f in zip(columns, arrow_schema, strict=True)],
-        schema=arrow_schema,
-    )
-    return spark.createDataFrame(table, schema)
 
 
 def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
@@ -118,7 +82,7 @@ def create_table_as(
         commented.writeTo(name)
         .using("delta")
         .tableProperty("comment", description)
-        .tableProperty(S.SCHEMA_VERSION_PROPERTY, S.SCHEMA_VERSION)
+        .tableProperty(SCHEMA_VERSION_PROPERTY, SCHEMA_VERSION)
         .tableProperty("delta.appendOnly", "false")
     )
     for key, value in (properties or {}).items():
@@ -155,7 +119,7 @@ def ensure_table(
     builder = builder.addColumns(schema).comment(description)
     if partition_columns:
         builder = builder.partitionedBy(*partition_columns)
-    builder = builder.property(S.SCHEMA_VERSION_PROPERTY, S.SCHEMA_VERSION)
+    builder = builder.property(SCHEMA_VERSION_PROPERTY, SCHEMA_VERSION)
     for key, value in (properties or {}).items():
         builder = builder.property(key, value)
     builder.property("delta.appendOnly", "false").execute()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from matplotlib.figure import Figure
 
 from releval.config import Config
-from releval.metrics import parse_measures
+from releval.core.measures import parse_measures
 from releval.report import figures
 from releval.report.data import COUNT_MEASURES, JUDGED, ReportData, read_report_data
 from releval.report.html import (

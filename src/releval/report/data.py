@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from releval import schemas as S
 from releval.config import Config
+from releval.core import columns as S
+from releval.core.measures.registry import REGISTRY
 from releval.errors import InputError
-from releval.metrics.registry import REGISTRY
-from releval.partitions import DEFAULT_DATE_COLUMN
+from releval.job.partitions import DEFAULT_DATE_COLUMN
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

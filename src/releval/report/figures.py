@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import PercentFormatter
 
-from releval import schemas as S
+from releval.core import columns as S
 from releval.report.data import COUNT_MEASURES, JUDGED, MACRO, run_label
 
 #: Panel size (inches) of a subplot grid, and the widest grid.

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import pandas as pd
 from matplotlib.figure import Figure
 
-from releval import schemas as S
+from releval.core import columns as S
 from releval.report.data import MACRO, ReportData, TableRead, run_label
 
 STYLE = """

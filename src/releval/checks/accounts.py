@@ -1,0 +1,240 @@
+"""The inputs' accounts: ``input = used + quarantined``, per run partition, from the ledger.
+
+The engine counts every row it receives, rejects and ranks in its own pass
+(:mod:`releval.core.ledger`); :func:`account_ledger` and :func:`account_qrels_ledger` turn
+those counts into :class:`InputAccount` values and check the invariant, the one place it is
+checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from releval.core.columns import EXACT_DUPLICATE, MAX_LABEL, RECEIVED, USED
+from releval.errors import AccountingError
+
+_INPUT_TAG = "_input"
+_USED_TAG = "_used"
+
+
+def render_partition(key: str) -> str:
+    """``{"date":"2024-05-01"}`` -> ``date=2024-05-01``; ``{}`` -> ``all``."""
+    values = json.loads(key) if key else {}
+    return "/".join(f"{k}={v}" for k, v in values.items()) or "all"
+
+
+@dataclass(frozen=True)
+class PartitionAccount:
+    """Row counts of one input partition."""
+
+    partition: str
+    input: int
+    used: int
+    quarantined: dict[str, int] = field(default_factory=dict)
+    #: The partition's column values as strings (the key ``partition`` renders).
+    values: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def quarantined_total(self) -> int:
+        return sum(self.quarantined.values())
+
+    @property
+    def balanced(self) -> bool:
+        return self.input == self.used + self.quarantined_total
+
+
+@dataclass(frozen=True)
+class InputAccount:
+    """Row counts of one input (run or qrels), per partition."""
+
+    name: str
+    source: str
+    partitions: tuple[PartitionAccount, ...]
+    exact_duplicates: int = 0
+    #: The highest label of the used rows (qrels; from the engine's ledger), None for the run.
+    used_max: int | None = None
+
+    @property
+    def input(self) -> int:
+        return sum(p.input for p in self.partitions)
+
+    @property
+    def used(self) -> int:
+        return sum(p.used for p in self.partitions)
+
+    @property
+    def quarantined(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for p in self.partitions:
+            for code, n in p.quarantined.items():
+                out[code] = out.get(code, 0) + n
+        return dict(sorted(out.items()))
+
+    @property
+    def quarantined_total(self) -> int:
+        return sum(self.quarantined.values())
+
+    def render(self) -> list[str]:
+        reasons = ", ".join(f"{c} {n}" for c, n in self.quarantined.items()) or "none"
+        lines = [
+            f"  {self.name} ({self.source}): input {self.input} = used {self.used} "
+            f"+ quarantined {self.quarantined_total} ({reasons})"
+        ]
+        for p in self.partitions:
+            mark = "ok" if p.balanced else "MISMATCH"
+            lines.append(
+                f"    {p.partition}: input {p.input} = used {p.used} + quarantined "
+                f"{p.quarantined_total} [{mark}]"
+            )
+        if self.exact_duplicates:
+            lines.append(f"    exact duplicate judgments (kept, counted once): {self.exact_duplicates}")
+        return lines
+
+
+def account_ledger(
+    name: str,
+    source: str,
+    ledger: Mapping[tuple[str | None, ...], Mapping[str, int]],
+    *,
+    partition_columns: Sequence[str],
+) -> InputAccount:
+    """The run's account from the evaluation's ledger, with the invariant checked.
+
+    The ledger comes out of the evaluation's one pass (``releval.core.kernel``): per
+    run partition, the run rows the engine received (``received``: counted first, before
+    anything drops a row; nothing between the scan and the engine filters), the rows the
+    row rules rejected per reason, the repeated documents the engine dropped
+    (``duplicate_doc``) and the rows it ranked (``used``, the sum of the per-query
+    ``num_ret``). ``input`` is counted apart from the others, so ``input = used +
+    quarantined`` per partition is a real check: a row the engine loses (or adds) between
+    receiving and ranking breaks it.
+
+    Args:
+        name: ``run``.
+        source: the run's source, for messages.
+        ledger: (partition values as strings, in ``partition_columns`` order) -> counts
+            by tag: ``received``, ``used``, ``duplicate_doc`` and the reason codes.
+        partition_columns: the run's partition columns.
+
+    Raises:
+        AccountingError: naming the first partition whose counts disagree.
+    """
+    parts = list(partition_columns)
+    by_key: dict[str, dict[str, int]] = {}
+    for values, counts in ledger.items():
+        key = json.dumps(dict(zip(parts, values, strict=True)), separators=(",", ":"),
+                         ensure_ascii=False)
+        tags = {_INPUT_TAG: int(counts.get(RECEIVED, 0)), _USED_TAG: int(counts.get(USED, 0))}
+        tags.update({c: int(n) for c, n in counts.items() if c not in (RECEIVED, USED) and n})
+        by_key[key] = tags
+    return _input_account(name, source, by_key, used_as=" (ranked)")
+
+
+def account_qrels_ledger(name: str, source: str, ledger: Iterable[tuple[str, int]]) -> InputAccount:
+    """The qrels' account from the evaluation's qrels ledger, with the invariant checked.
+
+    The engine counts every qrels row it received (``received``) and those the row rules
+    rejected per reason; then, over the clean rows it kept, those with a lower label than
+    another row of their (query, doc) (``conflicting_label``), the exact duplicates (kept,
+    counted once), the rows used and the highest used label (``max_label``). ``input`` is
+    counted before anything drops a row and ``used`` after, so ``input = used +
+    quarantined`` is a real check.
+
+    Args:
+        name: ``qrels``.
+        source: the qrels' source, for messages.
+        ledger: the engine's qrels ledger rows as (tag, count), the tag without
+            :data:`releval.core.columns.QRELS_LEDGER` (``received``, ``used``, ``exact_duplicate``,
+            ``max_label`` and the reason codes), one per shuffle partition and tag: the
+            counts are summed over the partitions, ``max_label`` is the highest.
+
+    Raises:
+        AccountingError: input != used + quarantined.
+    """
+    tags: dict[str, int] = {}
+    for tag, n in ledger:
+        n = int(n)
+        tags[tag] = max(tags.get(tag, n), n) if tag == MAX_LABEL else tags.get(tag, 0) + n
+    received, used = tags.pop(RECEIVED, 0), tags.pop(USED, 0)
+    duplicates, top = tags.pop(EXACT_DUPLICATE, 0), tags.pop(MAX_LABEL, None)
+    by_key = {"{}": {_INPUT_TAG: received, _USED_TAG: used, **{c: n for c, n in tags.items() if n}}}
+    account = _input_account(name, source, by_key, duplicates=duplicates)
+    return dataclasses.replace(account, used_max=top)
+
+
+def _input_account(
+    name: str, source: str, by_key: dict[str, dict[str, int]], *, duplicates: int = 0,
+    used_as: str = "",
+) -> InputAccount:
+    """The :class:`InputAccount` of ``{partition key JSON: {tag: count}}`` (``"{}"``: an
+    input without partitions); checks the invariant ``input = used + quarantined`` of each
+    partition, the one place it is checked.
+
+    Args:
+        duplicates: the exact duplicate judgments (kept, counted once; the qrels').
+        used_as: what ``used`` counted, for the message (the run's: `` (ranked)``).
+
+    Raises:
+        AccountingError: naming the first partition whose counts disagree.
+    """
+    partitions = []
+    for k in sorted(by_key):
+        counts = dict(by_key[k])
+        partitions.append(
+            PartitionAccount(
+                partition=render_partition(k),
+                input=counts.pop(_INPUT_TAG, 0),
+                used=counts.pop(_USED_TAG, 0),
+                quarantined=dict(sorted(counts.items())),
+                values=json.loads(k) if k else {},
+            )
+        )
+    result = InputAccount(name, source, tuple(partitions), duplicates)
+    broken = [p for p in partitions if not p.balanced]
+    if broken:
+        p = broken[0]
+        where = f"partition {p.partition}: " if p.values else ""
+        raise AccountingError(
+            f"{name} {source}: {where}input rows {p.input} (received by the evaluation) != "
+            f"used {p.used}{used_as} + quarantined {p.quarantined_total} {p.quarantined}; "
+            "rows were lost or duplicated inside the evaluation; nothing was written"
+        )
+    return result
+
+
+@dataclass(frozen=True)
+class QualityReport:
+    """What the input checks found: row accounting of both inputs and the quarantine."""
+
+    run: InputAccount
+    qrels: InputAccount
+    quarantine: str | None
+    strict: bool
+
+    @property
+    def quarantined(self) -> int:
+        return self.run.quarantined_total + self.qrels.quarantined_total
+
+    def render(self) -> str:
+        """A small table: one line per input, partitions counted (named only when one does
+        not balance); the per-partition counts are in ``InputAccount.render``."""
+        where = f" -> {self.quarantine}" if self.quarantine else ""
+        lines = [f"  row accounting   {'input':>10} {'used':>10} {'quarantined':>11}"]
+        for account in (self.run, self.qrels):
+            reasons = ", ".join(f"{c} {n}" for c, n in account.quarantined.items()) or "none"
+            ok = sum(1 for p in account.partitions if p.balanced)
+            dups = (f"; exact duplicate judgments (kept, counted once): {account.exact_duplicates}"
+                    if account.exact_duplicates else "")
+            lines.append(
+                f"    {account.name:<15}{account.input:>10} {account.used:>10} "
+                f"{account.quarantined_total:>11}  ({reasons}); input = used + quarantined in "
+                f"{ok} of {len(account.partitions)} partition(s){dups}; {account.source}"
+            )
+            lines += [f"      MISMATCH {p.partition}: input {p.input} = used {p.used} + "
+                      f"quarantined {p.quarantined_total}"
+                      for p in account.partitions if not p.balanced]
+        lines.append(f"  quarantined rows: {self.quarantined}{where}")
+        return "\n".join(lines)

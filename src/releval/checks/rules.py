@@ -1,0 +1,360 @@
+"""The row rules: every input row is used or quarantined, with the first reason that applies.
+
+Three steps per input: :func:`typed_run` (typed columns and the per-row reasons, a
+projection: what the engine reads), :func:`label_run` (plus the repeated-row reasons of
+:mod:`releval.core.repeats`, laid out by query) and :func:`split_run` (clean rows and
+quarantine rows); the same for the qrels. The reasons are declared once, in
+:data:`REASONS`; the rules are described in docs/design/checks.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from releval.core import columns as S
+from releval.core.arrays import codes, sort_rank, to_numpy
+from releval.core.columns import (
+    MALFORMED,
+    RAW_BLOCK,
+    RAW_LINE,
+    RAW_MALFORMED,
+    RAW_ROW,
+    RAW_SOURCE,
+    REASON,
+)
+from releval.core.layout import by_query
+from releval.core.repeats import DUPLICATE_DOC, DUPLICATE_RANK, highest_labels, mark_repeats
+
+RUN = "run"
+QRELS = "qrels"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why an input row was rejected."""
+
+    code: str
+    input: str
+    message: str
+
+
+REASONS: dict[str, Reason] = {
+    r.code: r
+    for r in (
+        Reason("missing_query_id", "run, qrels", "the query id is null or empty"),
+        Reason("missing_doc_id", "run, qrels", "the doc id is null or empty"),
+        Reason("invalid_score", RUN, "ranking by score: the score is null, non-numeric, NaN or infinite"),
+        Reason("invalid_rank", RUN, "ranking by rank: the rank is null, not an integer, zero or negative"),
+        Reason(
+            DUPLICATE_DOC, RUN,
+            "the doc id appears again in this query of this run; its best-ranked occurrence is kept",
+        ),
+        Reason(
+            DUPLICATE_RANK, RUN,
+            "ranking by rank: another document of this query has the same rank and comes first "
+            "in the tie order (doc id descending)",
+        ),
+        Reason("invalid_relevance", QRELS, "the relevance label is null, non-numeric or not an integer"),
+        Reason(
+            "conflicting_label", QRELS,
+            "the (query, doc) is judged again with a higher label; the highest label is used",
+        ),
+    )
+}
+
+_INT_MAX = 2**31 - 1
+
+
+def _messages() -> Column:
+    """The reason code -> message map, as one literal map (a lookup, not a CASE chain)."""
+    return F.create_map(*[F.lit(x) for r in REASONS.values() for x in (r.code, r.message)])
+
+
+def partition_map(partition_columns: Sequence[str]) -> Column:
+    """The partition columns as a ``map<string,string>`` (empty map without partitions)."""
+    pairs = [x for c in partition_columns for x in (F.lit(c), F.col(c).cast("string"))]
+    return F.create_map(*pairs).cast("map<string,string>")
+
+
+def _blank(col: Column) -> Column:
+    return col.isNull() | (F.trim(col) == "")
+
+
+def _bad_integer(value: Column, *, minimum: int) -> Column:
+    """True when ``value`` (any type) is not an integer >= minimum that fits an int."""
+    d = value.try_cast("double")
+    return d.isNull() | F.isnan(d) | (d < minimum) | (d > _INT_MAX) | (d != F.floor(d))
+
+
+def _meta(df: DataFrame) -> list[Column]:
+    """``_source``, ``_line`` (null when absent) and the position columns ``df`` has."""
+    source = F.col(RAW_SOURCE) if RAW_SOURCE in df.columns else F.lit(None)
+    line = F.col(RAW_LINE) if RAW_LINE in df.columns else F.lit(None)
+    position = [F.col(c) for c in (RAW_BLOCK, RAW_ROW) if c in df.columns]
+    return [source.cast("string").alias(RAW_SOURCE), line.cast("long").alias(RAW_LINE), *position]
+
+
+def _malformed_rule(df: DataFrame) -> list[tuple[Column, str]]:
+    """The :data:`MALFORMED` rule when a reader flagged malformed lines, else none."""
+    return [(F.col(RAW_MALFORMED), MALFORMED)] if RAW_MALFORMED in df.columns else []
+
+
+#: Prefix of the original columns a labelled frame keeps for the quarantine's ``raw`` map.
+_RAW_PREFIX = "_raw_"
+RUN_RAW_COLUMNS = (S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK)
+QRELS_RAW_COLUMNS = (S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
+
+
+def _kept_raw(df: DataFrame, column: str, *, identity_for: str | None) -> list[Column]:
+    """The original ``column`` as ``_raw_<column>``, unless its typed column renders the same.
+
+    The quarantine's ``raw`` map is built from the few rejected rows only (see
+    :func:`_raw_map`), so a labelled frame keeps an original column only when the typed one
+    cannot give back its string: ``identity_for`` names the source type (``"*"``: any) for
+    which the typed column is the original unchanged; ``None``: always keep it (rank and
+    relevance are nulled when invalid).
+    """
+    dtype = df.schema[column].dataType.simpleString()
+    if identity_for is not None and identity_for in ("*", dtype):
+        return []
+    return [F.col(column).alias(_RAW_PREFIX + column)]
+
+
+def _raw_map(labelled: DataFrame, columns: Sequence[str]) -> Column:
+    """``{column: original value as string}``, from ``_raw_<column>`` or the typed column."""
+    def original(c: str) -> Column:
+        return F.col(_RAW_PREFIX + c) if _RAW_PREFIX + c in labelled.columns else F.col(c)
+
+    pairs = [x for c in columns for x in (F.lit(c), original(c).cast("string"))]
+    return F.create_map(*pairs).cast("map<string,string>")
+
+
+def _first_reason(*rules: tuple[Column, str]) -> Column:
+    """The code of the first rule that holds, else null (a short fixed chain)."""
+    out: Column | None = None
+    for cond, code in rules:
+        out = F.when(cond, F.lit(code)) if out is None else out.when(cond, F.lit(code))
+    assert out is not None
+    return out.otherwise(F.lit(None).cast("string"))
+
+
+def typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
+    """Run rows typed, with the row rules' ``_reason`` (a projection: no shuffle, no sort)."""
+    parts = list(partition_columns)
+    score = F.col(S.SCORE).try_cast("double")
+    bad_rank = _bad_integer(F.col(S.RANK), minimum=1)
+    bad_score = score.isNull() | F.isnan(score) | (F.abs(score) == float("inf"))
+    rules = [
+        *_malformed_rule(run),
+        (_blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
+        (_blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
+    ]
+    rules.append((bad_score, "invalid_score") if rank_by == "score" else (bad_rank, "invalid_rank"))
+    return run.select(
+        *parts,
+        *_meta(run),
+        F.col(S.QUERY_ID).cast("string").alias(S.QUERY_ID),
+        F.col(S.DOC_ID).cast("string").alias(S.DOC_ID),
+        score.alias(S.SCORE),
+        F.when(~bad_rank, F.col(S.RANK).try_cast("double").cast("int")).alias(S.RANK),
+        *_kept_raw(run, S.SCORE, identity_for="double"),
+        *_kept_raw(run, S.RANK, identity_for=None),
+        _first_reason(*rules).alias(REASON),
+    )
+
+
+def _whole_partitions(df: DataFrame, label: Callable[[pa.Table], pa.Table]) -> DataFrame:
+    """``label`` applied to each Spark partition of ``df`` as one Arrow table (same schema)."""
+
+    def apply(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
+        collected = [b for b in batches if b.num_rows]
+        if collected:
+            yield from label(pa.Table.from_batches(collected)).to_batches()
+
+    return df.mapInArrow(apply, df.schema)
+
+
+def _with_reasons(table: pa.Table, reasons: np.ndarray) -> pa.Table:
+    return table.set_column(
+        table.schema.get_field_index(REASON), REASON, pa.array(reasons, pa.string())
+    )
+
+
+def _clean_rows(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """The ``_reason`` column (an object array) and the positions of the clean rows."""
+    reasons = to_numpy(table.column(REASON)).astype(object)
+    return reasons, np.flatnonzero(to_numpy(pc.is_null(table.column(REASON))).astype(bool))
+
+
+def _label_repeated_run_rows(
+    table: pa.Table, *, rank_by: str, partition_columns: Sequence[str]
+) -> pa.Table:
+    """A partition's run rows (laid out by query) with ``duplicate_doc`` and, ranking by
+    rank, ``duplicate_rank`` on the clean rows the rules of ``releval.core.repeats`` set aside.
+
+    Among occurrences that tie in ranking order, the better by the other ordering column
+    (ranking by score: the lower rank; by rank: the higher score), then the earlier in the
+    file, is kept.
+    """
+    reasons, rows = _clean_rows(table)
+    if not len(rows):
+        return table
+    clean = table.take(pa.array(rows))
+    # the tie-break after the ranking order: best_first's sort is stable
+    ties = [sort_rank(clean.column(c)) for c in (RAW_ROW, RAW_BLOCK, RAW_LINE, RAW_SOURCE)
+            if c in clean.column_names]
+    ties.append(sort_rank(clean.column(S.RANK)) if rank_by == "score"
+                else sort_rank(clean.column(S.SCORE), descending=True))
+    before = np.lexsort(ties)
+    clean, rows = clean.take(pa.array(before)), rows[before]
+    if rank_by == "score":
+        primary = -to_numpy(clean.column(S.SCORE)).astype(np.float64)
+    else:
+        primary = to_numpy(clean.column(S.RANK)).astype(np.float64)
+    mark_repeats(reasons, rows, clean, primary, rank_by=rank_by, partition_columns=partition_columns)
+    return _with_reasons(table, reasons)
+
+
+def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
+    """Run rows with typed canonical columns, ``_reason`` (null = clean) and the original
+    columns the typed ones cannot give back (``_raw_score``, ``_raw_rank``; see :func:`_kept_raw`),
+    laid out by query id (``releval.core.layout``).
+
+    The repeated rows' reasons (``duplicate_doc``, ``duplicate_rank``) come from the rules
+    of ``releval.core.repeats``, the engine's own, applied to each partition with NumPy.
+
+    Args:
+        run: partition columns, query_id, doc_id, score, rank (any atomic types, e.g. the
+            raw strings of a TREC file), optionally ``_source`` and ``_line``.
+        rank_by: "score" or "rank": which column must be valid and orders duplicates.
+        partition_columns: the columns that identify one run.
+    """
+    parts = list(partition_columns)
+    typed = by_query(typed_run(run, rank_by=rank_by, partition_columns=parts))
+    return _whole_partitions(
+        typed,
+        lambda t: _label_repeated_run_rows(t, rank_by=rank_by, partition_columns=parts),
+    )
+
+
+def typed_qrels(qrels: DataFrame) -> DataFrame:
+    """Qrels rows typed, with the row rules' ``_reason`` (a projection: no shuffle, no sort)."""
+    relevance = F.col(S.RELEVANCE)
+    bad_label = _bad_integer(relevance, minimum=-_INT_MAX)
+    return qrels.select(
+        *_meta(qrels),
+        F.col(S.QUERY_ID).cast("string").alias(S.QUERY_ID),
+        F.col(S.DOC_ID).cast("string").alias(S.DOC_ID),
+        F.when(~bad_label, relevance.try_cast("double").cast("int")).alias(S.RELEVANCE),
+        *_kept_raw(qrels, S.RELEVANCE, identity_for=None),
+        _first_reason(
+            *_malformed_rule(qrels),
+            (_blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
+            (_blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
+            (bad_label, "invalid_relevance"),
+        ).alias(REASON),
+    )
+
+
+def _label_conflicting_qrels_rows(table: pa.Table) -> pa.Table:
+    """A partition's qrels rows (laid out by query) with ``conflicting_label`` on the clean
+    rows :func:`releval.core.repeats.highest_labels` sets aside."""
+    reasons, rows = _clean_rows(table)
+    if not len(rows):
+        return table
+    clean = table.take(pa.array(rows))
+    query, _ = codes(clean.column(S.QUERY_ID))
+    doc, docs = codes(clean.column(S.DOC_ID))
+    label = to_numpy(clean.column(S.RELEVANCE)).astype(np.int64)
+    order, _, best = highest_labels(query * max(len(docs), 1) + doc, label)
+    reasons[rows[order[label[order] < best]]] = "conflicting_label"
+    return _with_reasons(table, reasons)
+
+
+def label_qrels(qrels: DataFrame) -> DataFrame:
+    """Qrels rows with typed canonical columns, ``_reason`` (null = clean) and
+    ``_raw_relevance`` (the original label), laid out by query id: what the quarantine reads.
+
+    ``conflicting_label``: a clean row with a lower label than another clean row of its
+    (query, doc), by the rule of ``releval.core.repeats`` (the engine's own, which counts the
+    same rows in the evaluation's pass).
+    """
+    return _whole_partitions(by_query(typed_qrels(qrels)), _label_conflicting_qrels_rows)
+
+
+def _quarantine(
+    labelled: DataFrame,
+    *,
+    input_name: str,
+    partition_columns: Sequence[str],
+    raw_columns: Sequence[str],
+    number_lines: Callable[[DataFrame], DataFrame] | None,
+) -> DataFrame:
+    rejected = labelled.where(F.col(REASON).isNotNull())
+    if number_lines is not None:
+        rejected = number_lines(rejected)
+    return rejected.select(
+        F.lit(input_name).alias(S.INPUT),
+        F.col(RAW_SOURCE).alias(S.SOURCE),
+        F.col(RAW_LINE).alias(S.LINE),
+        partition_map(partition_columns).alias(S.PARTITION),
+        _raw_map(labelled, raw_columns).alias(S.RAW),
+        F.col(REASON).alias(S.REASON_CODE),
+        _messages()[F.col(REASON)].alias(S.MESSAGE),
+    )
+
+
+def split_run(
+    run: DataFrame,
+    *,
+    rank_by: str,
+    partition_columns: Sequence[str],
+    number_lines: Callable[[DataFrame], DataFrame] | None = None,
+) -> tuple[DataFrame, DataFrame]:
+    """Split run rows into (clean, quarantined) by every rule.
+
+    Args:
+        run: partition columns, query_id, doc_id, score, rank (any atomic types).
+        rank_by: "score" or "rank": which column must be valid.
+        partition_columns: the columns that identify one run.
+        number_lines: gives the rejected rows their ``_line`` from their position
+            (``releval.io.readers.RawInput.number_lines``), for the quarantined rows only.
+
+    Returns:
+        clean: partition columns, query_id, doc_id, score (double), rank (int).
+        quarantined: input, source, line, partition, raw, reason_code, message.
+    """
+    parts = list(partition_columns)
+    labelled = label_run(run, rank_by=rank_by, partition_columns=parts)
+    clean = labelled.where(F.col(REASON).isNull()).select(
+        *parts, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK
+    )
+    return clean, _quarantine(
+        labelled, input_name=RUN, partition_columns=parts, raw_columns=RUN_RAW_COLUMNS,
+        number_lines=number_lines,
+    )
+
+
+def split_qrels(
+    qrels: DataFrame, *, number_lines: Callable[[DataFrame], DataFrame] | None = None
+) -> tuple[DataFrame, DataFrame]:
+    """Split qrels rows into (clean, quarantined) by every rule (``number_lines``: as for
+    :func:`split_run`).
+
+    Returns:
+        clean: query_id, doc_id, relevance (int); exact duplicate judgments are kept.
+        quarantined: input, source, line, partition, raw, reason_code, message.
+    """
+    labelled = label_qrels(qrels)
+    clean = labelled.where(F.col(REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
+    return clean, _quarantine(
+        labelled, input_name=QRELS, partition_columns=(), raw_columns=QRELS_RAW_COLUMNS,
+        number_lines=number_lines,
+    )

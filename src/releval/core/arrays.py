@@ -1,0 +1,58 @@
+"""Arrow columns as NumPy codes: what the engine (``releval.core.kernel``) and the
+checks' labelling (``releval.checks.rules``) both need to group a partition's rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def to_numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A column's values as one NumPy array (a copy when it must be)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return column.to_numpy(zero_copy_only=False)
+
+
+def codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Dense int64 codes of a column's values (nulls get a code too), and the dictionary."""
+    encoded = pc.dictionary_encode(column, null_encoding="encode")
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    return to_numpy(encoded.indices).astype(np.int64), encoded.dictionary
+
+
+def dense(values: np.ndarray, size: int) -> np.ndarray:
+    """Codes in 0..size-1 renumbered to 0..distinct-1, keeping their order."""
+    present = np.zeros(size, dtype=bool)
+    present[values] = True
+    return (np.cumsum(present) - 1)[values]
+
+
+def group_ids(table: pa.Table, columns: Sequence[str], query: np.ndarray, queries: int) -> np.ndarray:
+    """Group id (0..groups-1) of each row by ``columns``; ``query`` holds the query codes
+    (:func:`codes` of the query id column, ``queries`` of them), the groups ordered by
+    their codes."""
+    if len(columns) == 1:  # the query id alone: its codes, made dense
+        return dense(query, queries)
+    code = np.zeros(table.num_rows, dtype=np.int64)
+    for name in columns:
+        values, dictionary = codes(table.column(name))
+        width = max(len(dictionary), 1)
+        if int(code.max(initial=0)) >= (1 << 62) // width:  # re-densify before it could overflow
+            code = np.unique(code, return_inverse=True)[1].astype(np.int64)
+        code = code * width + values
+    return np.unique(code, return_inverse=True)[1].astype(np.int64)
+
+
+def sort_rank(column: pa.ChunkedArray | pa.Array, *, descending: bool = False) -> np.ndarray:
+    """Each value's dense rank in sort order (nulls last either way): a NumPy sort key."""
+    order = "descending" if descending else "ascending"
+    ranked = pc.rank(column, sort_keys=order, tiebreaker="dense")  # nulls at the end
+    return to_numpy(ranked).astype(np.int64)
+
+
+__all__ = ["codes", "dense", "group_ids", "sort_rank", "to_numpy"]

@@ -1,0 +1,123 @@
+"""Every column name releval reads, writes or carries between steps, defined once."""
+
+from __future__ import annotations
+
+QUERY_ID = "query_id"
+DOC_ID = "doc_id"
+SCORE = "score"
+RANK = "rank"
+RELEVANCE = "relevance"
+#: 1-based position of a document in its query's ranking (after tie-breaking).
+POSITION = "position"
+MEASURE = "measure"
+CUTOFF = "cutoff"
+REL_LEVEL = "rel_level"
+JUDGED_ONLY = "judged_only"
+MEASURE_KEY = "measure_key"
+VALUE = "value"
+NUM_RET = "num_ret"
+NUM_REL = "num_rel"
+NUM_REL_RET = "num_rel_ret"
+AVERAGING = "averaging"
+NUM_QUERIES = "num_queries"
+#: Confidence interval of a macro value (see releval.stats.intervals).
+CI_LOW = "ci_low"
+CI_HIGH = "ci_high"
+CI_METHOD = "ci_method"
+CI_LEVEL = "ci_level"
+#: The batch job run that wrote a row (joins to the run-log table; see releval.job.lineage).
+JOB_RUN_ID = "job_run_id"
+#: What a negative qrels label meant for the row: "unjudged" or "judged" (evaluation.negative_labels).
+NEGATIVE_LABELS = "negative_labels"
+INPUT = "input"
+SOURCE = "source"
+LINE = "line"
+PARTITION = "partition"
+RAW = "raw"
+REASON_CODE = "reason_code"
+MESSAGE = "message"
+QRELS_KEY = "qrels_key"
+COMPARISON_ID = "comparison_id"
+COMPARED_AT = "compared_at"
+BASELINE = "baseline"
+CANDIDATE = "candidate"
+PAIRING = "pairing"
+NUM_PAIRS = "num_pairs"
+BASELINE_MEAN = "baseline_mean"
+CANDIDATE_MEAN = "candidate_mean"
+MEAN_DIFF = "mean_diff"
+DIFF_CI_LOW = "diff_ci_low"
+DIFF_CI_HIGH = "diff_ci_high"
+RELATIVE_CHANGE = "relative_change"
+WINS = "wins"
+TIES = "ties"
+LOSSES = "losses"
+EFFECT_SIZE = "effect_size"
+T_P_VALUE = "t_p_value"
+RANDOMIZATION_P_VALUE = "randomization_p_value"
+T_P_ADJUSTED = "t_p_adjusted"
+RANDOMIZATION_P_ADJUSTED = "randomization_p_adjusted"
+TUKEY_P_VALUE = "tukey_p_value"
+CORRECTION = "correction"
+ALPHA = "alpha"
+TEST = "test"
+SIGNIFICANT = "significant"
+PERMUTATIONS = "permutations"
+SEED = "seed"
+BASELINE_JOB_RUN_ID = "baseline_job_run_id"
+CANDIDATE_JOB_RUN_ID = "candidate_job_run_id"
+#: The measure columns shared by the per-query, aggregate and comparison tables.
+MEASURE_COLUMNS = (MEASURE, CUTOFF, REL_LEVEL, JUDGED_ONLY, MEASURE_KEY)
+
+# Hidden columns: carried between steps, never written to a table.
+#: The row rules' reason of a row (null: clean).
+REASON = "_reason"
+#: The readers' position columns: file, line, block and row within a block of a text input.
+RAW_SOURCE = "_source"
+RAW_LINE = "_line"
+RAW_BLOCK = "_block"
+RAW_ROW = "_row"
+#: A TREC line with the wrong number of fields.
+RAW_MALFORMED = "_malformed"
+#: Per (run partition, query): retrieved by the run, judged in the qrels.
+IN_RUN = "_in_run"
+IN_QRELS = "_in_qrels"
+#: Per (run partition, query): run rows dropped as a repeated document.
+REPEATED = "_repeated"
+#: On a query's qrels row: how many run partitions retrieved it.
+RETRIEVED_BY = "_retrieved_by"
+#: On a ledger row: the tag (what was counted) and the count.
+LEDGER = "_ledger"
+LEDGER_ROWS = "_rows"
+#: On a qrels row sent to the engine: the label as read (the accounts').
+QRELS_LABEL = "_qrels_label"
+#: On a row sent to the engine: a run row (true) or a qrels row (false).
+IS_RUN = "_is_run"
+#: On a run row sent to the engine: the value it is ranked by (score or rank).
+ORDER = "_order"
+#: The wide table's array of measure entries.
+MEASURES = "_measures"
+
+# The ledger's tags.
+RECEIVED = "received"
+USED = "used"
+#: Before the tag of a qrels ledger row.
+QRELS_LEDGER = "qrels:"
+CONFLICTING = "conflicting_label"
+EXACT_DUPLICATE = "exact_duplicate"
+MAX_LABEL = "max_label"
+#: A malformed text line: counted, never quarantined (the job fails on it).
+MALFORMED = "malformed_line"
+
+#: What a negative qrels label means: not judged (trec_eval) or a judgment.
+NEGATIVE_LABEL_RULES = ("unjudged", "judged")
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as a Spark SQL identifier in backquotes."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def quote_literal(value: str) -> str:
+    """``value`` as a Spark SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -1,0 +1,370 @@
+"""The NumPy statistics of one shuffle partition: rank, judge and measure every query.
+
+:func:`partition_stats` receives a partition's run rows and qrels rows together (all of a
+query's rows are in one partition), deduplicates (:mod:`releval.core.repeats`), ranks
+(:mod:`releval.core.ranking`), attaches labels and computes every statistic the measures
+asked for, one NumPy operation over the partition at a time. The design is in
+docs/design/engine.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from releval.core import columns as S
+from releval.core.arrays import codes as _codes
+from releval.core.arrays import group_ids as _group_ids
+from releval.core.arrays import to_numpy as _numpy
+from releval.core.columns import (
+    IN_QRELS,
+    IN_RUN,
+    IS_RUN,
+    LEDGER,
+    LEDGER_ROWS,
+    ORDER,
+    REASON,
+    REPEATED,
+    RETRIEVED_BY,
+)
+from releval.core.ledger import (
+    ledger_rows,
+    qrels_kept,
+    qrels_received,
+    set_aside_repeats_by_rank,
+)
+from releval.core.measures.stats import QrelsStat, RunStat
+from releval.core.ranking import best_first
+from releval.core.repeats import highest_labels, repeated_documents
+
+_COUNT_KINDS = ("num_ret", "ret", "judged_ret", "rel_ret")
+_LIST_KINDS = ("rel_pos", "nonrel_above")
+
+
+def _arrow_type(spec: RunStat) -> pa.DataType:
+    if spec.kind in _COUNT_KINDS or spec.kind == "first_rel":
+        return pa.int64()
+    if spec.kind in _LIST_KINDS:
+        return pa.list_(pa.int64())
+    return pa.float64()
+
+
+def run_ddl(spec: RunStat) -> str:
+    if spec.kind in _LIST_KINDS:
+        return "array<bigint>"
+    return "bigint" if spec.kind in _COUNT_KINDS or spec.kind == "first_rel" else "double"
+
+
+class _Ranked:
+    """One partition's deduplicated run rows in ranking order, with their labels."""
+
+    def __init__(self, group: np.ndarray, position: np.ndarray, label: np.ndarray,
+                 judged: np.ndarray, groups: int) -> None:
+        self.group, self.position, self.label, self.judged = group, position, label, judged
+        self.groups = groups
+        self.starts = np.searchsorted(group, np.arange(groups))
+        self.judged_position = self.running(judged.astype(np.int64))
+
+    def running(self, values: np.ndarray) -> np.ndarray:
+        """Running sum of ``values`` within each group, current row included."""
+        total = np.cumsum(values)
+        before = np.concatenate(([0], total))[self.starts][self.group]
+        return total - before
+
+    def per_group(self, weights: np.ndarray) -> np.ndarray:
+        return np.bincount(self.group, weights=weights, minlength=self.groups)
+
+    def relevant(self, level: int) -> np.ndarray:
+        return self.judged & (self.label >= level)
+
+    def view_position(self, judged: bool) -> np.ndarray:
+        return self.judged_position if judged else self.position
+
+    def within(self, *, judged: bool, cutoff: int | None) -> np.ndarray:
+        """Rows the view counts at ranks 1..cutoff (the judged view: judged rows only)."""
+        rows = self.judged if judged else np.ones(len(self.group), dtype=bool)
+        if cutoff is None:
+            return rows
+        return rows & (self.view_position(judged) <= cutoff)
+
+    def lists(self, selected: np.ndarray, values: np.ndarray) -> pa.Array:
+        """One list per group of ``values`` at the selected rows, in ranking order."""
+        counts = np.bincount(self.group[selected], minlength=self.groups)
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+        return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[selected], pa.int64()))
+
+
+def _gain(label: np.ndarray, gain: str) -> np.ndarray:
+    positive = np.where(label > 0, label, 0).astype(np.float64)
+    return positive if gain == "linear" else np.where(label > 0, np.exp2(positive) - 1.0, 0.0)
+
+
+def _first_rel(r: _Ranked, spec: RunStat) -> pa.Array:
+    selected = r.relevant(spec.level or 0)
+    groups = r.group[selected]
+    first = np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1]))[: len(groups)])
+    out = np.zeros(r.groups, dtype=np.int64)
+    mask = np.ones(r.groups, dtype=bool)
+    out[groups[first]] = r.view_position(spec.judged)[selected][first]
+    mask[groups[first]] = False
+    return pa.array(out, pa.int64(), mask=mask)
+
+
+def _count(r: _Ranked, spec: RunStat) -> np.ndarray:
+    rows = r.within(judged=spec.judged, cutoff=spec.cutoff)
+    if spec.kind == "judged_ret":
+        rows = rows & r.judged
+    elif spec.kind == "rel_ret":
+        rows = rows & r.relevant(spec.level or 0)
+    return r.per_group(rows).astype(np.int64)
+
+
+def _dcg(r: _Ranked, spec: RunStat) -> np.ndarray:
+    rows = r.within(judged=spec.judged, cutoff=spec.cutoff)
+    position = np.maximum(r.view_position(spec.judged), 1).astype(np.float64)
+    term = _gain(np.where(r.judged, r.label, 0), spec.gain) / np.log2(position + 1.0)
+    return r.per_group(np.where(rows, term, 0.0))
+
+
+def _prec_sum(r: _Ranked, spec: RunStat) -> np.ndarray:
+    relevant = r.relevant(spec.level or 0)
+    rows = relevant & r.within(judged=spec.judged, cutoff=spec.cutoff)
+    running = r.running(relevant.astype(np.int64)).astype(np.float64)
+    position = np.maximum(r.view_position(spec.judged), 1).astype(np.float64)
+    return r.per_group(np.where(rows, running / position, 0.0))
+
+
+def _rel_pos(r: _Ranked, spec: RunStat) -> pa.Array:
+    return r.lists(r.relevant(spec.level or 0), r.view_position(spec.judged))
+
+
+def _nonrel_above(r: _Ranked, spec: RunStat) -> pa.Array:
+    level = spec.level or 0
+    nonrel = r.judged & (r.label < level)
+    return r.lists(r.relevant(level), r.running(nonrel.astype(np.int64)))
+
+
+#: How the kernel computes each kind of :class:`RunStat` (one entry per kind).
+KINDS: dict[str, Callable[[_Ranked, RunStat], Any]] = {
+    "num_ret": _count,
+    "ret": _count,
+    "judged_ret": _count,
+    "rel_ret": _count,
+    "first_rel": _first_rel,
+    "dcg": _dcg,
+    "prec_sum": _prec_sum,
+    "rel_pos": _rel_pos,
+    "nonrel_above": _nonrel_above,
+}
+
+
+class _Judgments:
+    """One partition's judgments grouped by query: one label per (query, doc), the highest,
+    each query's labels best first (the ideal ranking)."""
+
+    def __init__(self, query: np.ndarray, label: np.ndarray, queries: int) -> None:
+        order = np.lexsort((-label, query))
+        self.query, self.label, self.queries = query[order], label[order], queries
+        starts = np.searchsorted(self.query, np.arange(queries))
+        self.position = np.arange(len(order), dtype=np.int64) - starts[self.query] + 1
+
+    def per_query(self, weights: np.ndarray) -> np.ndarray:
+        return np.bincount(self.query, weights=weights, minlength=self.queries)
+
+
+def _num_rel(j: _Judgments, spec: QrelsStat) -> np.ndarray:
+    return j.per_query(j.label >= (spec.level or 0)).astype(np.int64)
+
+
+def _num_nonrel(j: _Judgments, spec: QrelsStat) -> np.ndarray:
+    return j.per_query(j.label < (spec.level or 0)).astype(np.int64)
+
+
+def _idcg(j: _Judgments, spec: QrelsStat) -> np.ndarray:
+    within = np.ones(len(j.label), dtype=bool) if spec.cutoff is None else j.position <= spec.cutoff
+    term = _gain(j.label, spec.gain) / np.log2(j.position.astype(np.float64) + 1.0)
+    return j.per_query(np.where(within, term, 0.0))
+
+
+def qrels_ddl(spec: QrelsStat) -> str:
+    """The Spark type of a qrels statistic: the ideal DCG is a double, the counts bigints
+    (what :data:`QRELS_KINDS` return: float64 and int64 arrays)."""
+    return "double" if spec.kind == "idcg" else "bigint"
+
+
+#: How the kernel computes each kind of :class:`QrelsStat` (one entry per kind).
+QRELS_KINDS: dict[str, Callable[[_Judgments, QrelsStat], np.ndarray]] = {
+    "num_rel": _num_rel,
+    "num_nonrel": _num_nonrel,
+    "idcg": _idcg,
+}
+
+
+def _labels(qrels: pa.Table, query: np.ndarray, doc: np.ndarray, docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (query, doc) keys of the qrels' judgments and their label (the highest per key).
+
+    A row with a null label is not a judgment (:func:`releval.core.engine.judgment`).
+    """
+    labels = qrels.column(S.RELEVANCE)
+    if labels.null_count:
+        judged = _numpy(pc.is_valid(labels)).astype(bool)
+        query, doc, labels = query[judged], doc[judged], labels.filter(pa.array(judged))
+    key = query * docs + doc
+    order, first, best = highest_labels(key, _numpy(labels).astype(np.int64))
+    return key[order][first], best[first]
+
+
+def partition_stats(
+    table: pa.Table, *, specs: dict[str, RunStat], partition_columns: Sequence[str], rank_by: str,
+    qrels_specs: dict[str, QrelsStat] | None = None,
+) -> pa.Table:
+    """The statistics of every (run partition, query) in one shuffle partition.
+
+    Args:
+        table: run rows (``_is_run`` true: partition columns, query_id, doc_id, ``_order``
+            = score or rank) and qrels rows (``_is_run`` false: query_id, doc_id, relevance)
+            of the same queries.
+        specs: run statistic name -> what to compute.
+        partition_columns: the run's partition columns.
+        rank_by: "score" or "rank" (:mod:`releval.core.ranking`).
+        qrels_specs: qrels statistic name -> what to compute (from the query's judgments).
+
+    Returns:
+        Partition columns, query_id, ``_in_run``, ``_in_qrels`` (the query has a clean
+        qrels row), ``_repeated`` (run rows dropped as a repeated document),
+        ``_retrieved_by`` (on the qrels' rows: the run partitions that retrieved the
+        query) and one column
+        per statistic (the qrels statistics null when the query has no qrels): a row per
+        (run partition, query) of the run, then a row per query of the qrels (``_in_run``
+        false, null partition columns and run statistics); with a ``_reason`` column in
+        ``table`` (the ledger: see the module docstring) also ``_ledger`` and ``_rows``,
+        and the ledger rows of the partition after the queries' rows.
+    """
+    ledger = None
+    if REASON in table.column_names:
+        if rank_by == "rank":  # repeats are set aside like rejected rows (see the function)
+            table = set_aside_repeats_by_rank(table, partition_columns)
+        # counted first, from every row received: nothing is dropped before this
+        is_run = pc.equal(table.column(IS_RUN), True)
+        rejected = pc.is_valid(table.column(REASON))
+        any_rejected = pc.any(rejected).as_py()
+        received = [
+            ledger_rows(
+                table.select(list(partition_columns)).filter(is_run),
+                table.select([*partition_columns, REASON]).filter(pc.and_(is_run, rejected))
+                if any_rejected else None,
+                partition_columns,
+            ),
+            qrels_received(table.select([REASON]).filter(pc.invert(is_run))),
+        ]
+        if any_rejected:  # copies the partition's columns: only when a row was rejected
+            table = table.filter(pc.invert(rejected))
+        # the qrels rows kept, counted from what the evaluation reads
+        kept = qrels_kept(table.filter(pc.invert(pc.equal(table.column(IS_RUN), True))))
+        ledger = pa.concat_tables([*received, kept], promote_options="default")
+    stats = _query_stats(table, specs=specs, qrels_specs=qrels_specs or {},
+                         partition_columns=partition_columns, rank_by=rank_by)
+    if ledger is None:
+        return stats
+    n = stats.num_rows
+    stats = stats.append_column(LEDGER, pa.nulls(n, pa.string())).append_column(
+        LEDGER_ROWS, pa.nulls(n, pa.int64())
+    )
+    m = ledger.num_rows
+    ledger = ledger.select([c for c in [*partition_columns, LEDGER, LEDGER_ROWS]])
+    filled = [
+        ledger.column(f.name).cast(f.type) if f.name in ledger.column_names
+        else pa.array(np.zeros(m, dtype=bool)) if f.name in (IN_RUN, IN_QRELS)
+        else pa.array(np.zeros(m, dtype=np.int64)) if f.name == REPEATED
+        else pa.nulls(m, f.type)
+        for f in stats.schema
+    ]
+    return pa.concat_tables([stats, pa.Table.from_arrays(filled, schema=stats.schema)])
+
+
+def _query_stats(
+    table: pa.Table, *, specs: dict[str, RunStat], qrels_specs: dict[str, QrelsStat],
+    partition_columns: Sequence[str], rank_by: str,
+) -> pa.Table:
+    """:func:`partition_stats` of clean rows: one row per (run partition, query)."""
+    is_run = _numpy(table.column(IS_RUN)).astype(bool)
+    query_all, query_dictionary = _codes(table.column(S.QUERY_ID))
+    doc_all, doc_dictionary = _codes(table.column(S.DOC_ID))
+    docs = max(len(doc_dictionary), 1)
+
+    run = table.filter(pa.array(is_run))
+    run_query, run_doc = query_all[is_run], doc_all[is_run]
+    qrels_key, qrels_label = _labels(
+        table.filter(pa.array(~is_run)), query_all[~is_run], doc_all[~is_run], docs
+    )
+    keys = [*partition_columns, S.QUERY_ID]
+    group = _group_ids(run, keys, run_query, len(query_dictionary))
+    order_value = _numpy(run.column(ORDER)).astype(np.float64)
+    primary = -order_value if rank_by == "score" else order_value
+    order = best_first(group, primary, run_doc, doc_dictionary)
+    groups = int(group.max()) + 1 if len(group) else 0  # each group keeps at least one row
+    # one row per (group, doc): its first occurrence in ranking order is the best one
+    repeated = repeated_documents(group[order], run_doc[order], docs)
+    dropped = np.bincount(group[order][repeated], minlength=groups).astype(np.int64)
+    if repeated.any():
+        order = order[~repeated]
+    group, run_query, run_doc, order_value = group[order], run_query[order], run_doc[order], order_value[order]
+    starts = np.searchsorted(group, np.arange(groups))
+    first_row = order[starts]
+    if rank_by == "score":
+        position = np.arange(len(group), dtype=np.int64) - starts[group] + 1
+    else:
+        position = order_value.astype(np.int64)
+    run_key = run_query * docs + run_doc
+    at = np.searchsorted(qrels_key, run_key)
+    at[at >= len(qrels_key)] = 0
+    judged = (qrels_key[at] == run_key) if len(qrels_key) else np.zeros(len(run_key), dtype=bool)
+    label = np.where(judged, qrels_label[at] if len(qrels_key) else 0, 0)
+    ranked = _Ranked(group, position, label, judged, groups)
+
+    # the qrels statistics of every query of the partition, from its judgments
+    queries = len(query_dictionary)
+    in_qrels = np.zeros(queries, dtype=bool)
+    in_qrels[query_all[~is_run]] = True  # any clean qrels row, a judgment or not
+    judgments = _Judgments(qrels_key // docs, qrels_label, queries)
+    per_query = {name: QRELS_KINDS[spec.kind](judgments, spec) for name, spec in qrels_specs.items()}
+
+    group_query = run_query[starts] if groups else np.zeros(0, dtype=np.int64)
+    scored = in_qrels[group_query]
+    columns: dict[str, Any] = {k: run.column(k).take(pa.array(first_row)) for k in keys}
+    columns[IN_RUN] = pa.array(np.ones(groups, dtype=bool))
+    columns[IN_QRELS] = pa.array(scored)
+    columns[REPEATED] = pa.array(dropped)
+    columns[RETRIEVED_BY] = pa.nulls(groups, pa.int64())  # said on the qrels' rows only
+    for name, spec in specs.items():
+        columns[name] = KINDS[spec.kind](ranked, spec)
+    for name, values in per_query.items():
+        columns[name] = pa.array(values[group_query], mask=~scored)
+    queries_rows = pa.table(columns)
+    # and one row per query of the qrels, for the queries a run partition did not retrieve
+    judged_queries = np.flatnonzero(in_qrels)
+    n = len(judged_queries)
+    # a group is a (run partition, query): the run partitions that retrieved each query
+    retrieved_by = np.bincount(group_query, minlength=queries).astype(np.int64)
+    qrels_rows = {
+        **{c: pa.nulls(n, run.schema.field(c).type) for c in partition_columns},
+        S.QUERY_ID: query_dictionary.take(pa.array(judged_queries)).cast(pa.string()),
+        IN_RUN: pa.array(np.zeros(n, dtype=bool)),
+        IN_QRELS: pa.array(np.ones(n, dtype=bool)),
+        REPEATED: pa.array(np.zeros(n, dtype=np.int64)),
+        RETRIEVED_BY: pa.array(retrieved_by[judged_queries]),
+        **{name: pa.nulls(n, _arrow_type(spec)) for name, spec in specs.items()},
+        **{name: pa.array(values[judged_queries]) for name, values in per_query.items()},
+    }
+    return pa.concat_tables([
+        queries_rows,
+        pa.Table.from_arrays([qrels_rows[f.name].cast(f.type) for f in queries_rows.schema],
+                             schema=queries_rows.schema),
+    ])
+
+
+__all__ = ["KINDS", "QRELS_KINDS", "partition_stats"]

@@ -1,0 +1,77 @@
+"""Measures of where relevant documents sit: reciprocal rank, average precision, R-precision."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from releval.core.measures.registry import Measure, MetricSpec, register
+from releval.core.measures.stats import Stats, safe_divide
+
+
+def _reciprocal_rank(m: Measure, s: Stats) -> Column:
+    first = s.first_rel_position(level=m.rel_level)
+    hit = first.isNotNull() if m.cutoff is None else first <= m.cutoff
+    return F.when(hit, F.lit(1.0) / first.cast("double")).otherwise(F.lit(0.0))
+
+
+def _average_precision(m: Measure, s: Stats) -> Column:
+    total = s.precision_sum(level=m.rel_level, cutoff=m.cutoff)
+    return safe_divide(total, s.num_rel(level=m.rel_level))
+
+
+def _rel_ret(m: Measure, s: Stats) -> Column:
+    return s.rel_ret(level=m.rel_level, cutoff=m.cutoff)
+
+
+register(
+    MetricSpec(
+        name="RR",
+        aliases=("MRR", "recip_rank"),
+        cutoff="optional",
+        value=_reciprocal_rank,
+        num_rel_ret=_rel_ret,
+        trec_name=lambda m: "recip_rank" if m.cutoff is None else None,
+        description="RR = 1 / rank of the first relevant document, 0 if none is retrieved "
+        "(RR@k: 0 if none is at ranks 1..k). Its mean over queries is MRR.",
+    )
+)
+
+register(
+    MetricSpec(
+        name="AP",
+        aliases=("MAP", "map_cut"),
+        cutoff="optional",
+        value=_average_precision,
+        num_rel_ret=_rel_ret,
+        trec_name=lambda m: "map" if m.cutoff is None else f"map_cut_{m.cutoff}",
+        description="AP = sum over relevant retrieved documents (at ranks 1..k for AP@k) of "
+        "precision at their rank, divided by all relevant documents of the query in the "
+        "qrels (retrieved or not); 0 when the query has none. Its mean is MAP.",
+    )
+)
+
+
+def _r_precision_hits(m: Measure, s: Stats) -> Column:
+    num_rel = s.num_rel(level=m.rel_level)
+    positions = s.rel_positions(level=m.rel_level)
+    return F.size(F.filter(positions, lambda p: p <= num_rel)).cast("long")
+
+
+def _r_precision(m: Measure, s: Stats) -> Column:
+    return safe_divide(_r_precision_hits(m, s), s.num_rel(level=m.rel_level))
+
+
+register(
+    MetricSpec(
+        name="Rprec",
+        aliases=(),
+        cutoff="none",
+        value=_r_precision,
+        num_rel_ret=_r_precision_hits,
+        trec_name=lambda m: "Rprec",
+        description="Rprec = (relevant documents at ranks 1..R) / R, R = relevant documents "
+        "of the query in the qrels (precision at rank R, where it equals recall); divides "
+        "by R even when fewer than R documents were retrieved; 0 when R = 0.",
+    )
+)

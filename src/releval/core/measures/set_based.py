@@ -1,0 +1,69 @@
+"""Set-based measures over the top k: Precision@k, Recall@k, Hit@k (Success@k)."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from releval.core.measures.registry import Measure, MetricSpec, register
+from releval.core.measures.stats import Stats, safe_divide
+
+
+def _rel_ret(m: Measure, s: Stats) -> Column:
+    return s.rel_ret(level=m.rel_level, cutoff=m.cutoff)
+
+
+def _precision(m: Measure, s: Stats) -> Column:
+    # trec_eval divides by k even when fewer than k documents were retrieved.
+    return _rel_ret(m, s).cast("double") / F.lit(float(m.cutoff or 1))
+
+
+def _recall(m: Measure, s: Stats) -> Column:
+    return safe_divide(_rel_ret(m, s), s.num_rel(level=m.rel_level))
+
+
+def _hit(m: Measure, s: Stats) -> Column:
+    return F.when(_rel_ret(m, s) > 0, F.lit(1.0)).otherwise(F.lit(0.0))
+
+
+register(
+    MetricSpec(
+        name="P",
+        aliases=("Precision",),
+        cutoff="required",
+        value=_precision,
+        num_rel_ret=_rel_ret,
+        averaging=("macro", "micro"),
+        micro="cutoff_x_queries",
+        trec_name=lambda m: f"P_{m.cutoff}",
+        description="P@k = (relevant documents at ranks 1..k) / k; divides by k even when "
+        "fewer than k documents were retrieved.",
+    )
+)
+
+register(
+    MetricSpec(
+        name="R",
+        aliases=("Recall",),
+        cutoff="required",
+        value=_recall,
+        num_rel_ret=_rel_ret,
+        averaging=("macro", "micro"),
+        micro="num_rel",
+        trec_name=lambda m: f"recall_{m.cutoff}",
+        description="R@k = (relevant documents at ranks 1..k) / (relevant documents of the "
+        "query in the qrels); 0 when the query has none.",
+    )
+)
+
+register(
+    MetricSpec(
+        name="Hit",
+        aliases=("Success",),
+        cutoff="required",
+        value=_hit,
+        num_rel_ret=_rel_ret,
+        trec_name=lambda m: f"success_{m.cutoff}",
+        description="Hit@k = 1 if a relevant document is at ranks 1..k, else 0.",
+    )
+)

@@ -1,0 +1,388 @@
+"""Each output table's schema, column comments and table properties, and its one writer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from releval.core import columns as C
+from releval.core.columns import quote_identifier, quote_literal
+from releval.core.frames import local_frame
+from releval.io.atomic import (
+    WriteResult,
+    append_row,
+    check_schema_version,
+    read_table,
+    replace_partitions,
+)
+from releval.io.comments import (
+    AGGREGATE_COMMENTS,
+    COMPARISON_COMMENTS,
+    PER_QUERY_COMMENTS,
+    QUARANTINE_COMMENTS,
+    QUARANTINE_PARTITION_COMMENT,
+    RUN_LOG_COMMENTS,
+)
+from releval.io.writers import with_comments
+
+RUN_SCHEMA = T.StructType(
+    [
+        T.StructField(C.QUERY_ID, T.StringType(), True),
+        T.StructField(C.DOC_ID, T.StringType(), True),
+        T.StructField(C.SCORE, T.DoubleType(), True),
+        T.StructField(C.RANK, T.IntegerType(), True),
+    ]
+)
+
+QRELS_SCHEMA = T.StructType(
+    [
+        T.StructField(C.QUERY_ID, T.StringType(), True),
+        T.StructField(C.DOC_ID, T.StringType(), True),
+        T.StructField(C.RELEVANCE, T.IntegerType(), True),
+    ]
+)
+
+#: The measure columns shared by the per-query and the aggregate tables.
+MEASURE_FIELDS = [
+    T.StructField(C.MEASURE, T.StringType(), False),
+    T.StructField(C.CUTOFF, T.IntegerType(), True),
+    T.StructField(C.REL_LEVEL, T.IntegerType(), False),
+    T.StructField(C.JUDGED_ONLY, T.BooleanType(), False),
+    T.StructField(C.MEASURE_KEY, T.StringType(), False),
+]
+
+
+def per_query_schema(partition_fields: list[T.StructField]) -> T.StructType:
+    """Schema of the per-query table: partition columns first, then the measure row.
+
+    Columns added by a release go at the end (docs/migrations.md).
+    """
+    return T.StructType(
+        [
+            *partition_fields,
+            T.StructField(C.QUERY_ID, T.StringType(), False),
+            *MEASURE_FIELDS,
+            T.StructField(C.VALUE, T.DoubleType(), False),
+            T.StructField(C.NUM_RET, T.LongType(), False),
+            T.StructField(C.NUM_REL, T.LongType(), False),
+            T.StructField(C.NUM_REL_RET, T.LongType(), False),
+            T.StructField(C.JOB_RUN_ID, T.StringType(), True),
+            T.StructField(C.NEGATIVE_LABELS, T.StringType(), True),
+        ]
+    )
+
+#: Delta's table property naming the columns whose file statistics it collects
+STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
+
+def per_query_properties(
+    run_partition_columns: Sequence[str], output_partition_columns: Sequence[str]
+) -> dict[str, str]:
+    """Table properties a new per-query table is created with.
+
+    Delta's file statistics (min, max, null count) only for the run partition columns that
+    do not partition the table, and ``job_run_id``: a file of the per-query table holds
+    many queries and every measure (the rows are laid out by query), so the minimum and
+    maximum of ``query_id``, ``measure_key`` or ``value`` let no query skip a file, and
+    collecting them for every row was about a third of the write (10M run rows, 2M
+    per-query rows: 5.3-6.2 s against 4.1-4.4 s warm, 13 s against 5 s on a new JVM).
+    Each file's row count is recorded whatever this says.
+    """
+    columns = [c for c in run_partition_columns if c not in output_partition_columns]
+    quoted = [quote_identifier(c) for c in [*columns, C.JOB_RUN_ID]]
+    return {STATS_COLUMNS_PROPERTY: ",".join(quoted)}
+
+def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:
+    """Schema of the aggregate table: partition columns first, then one row per measure."""
+    return T.StructType(
+        [
+            *partition_fields,
+            *MEASURE_FIELDS,
+            T.StructField(C.AVERAGING, T.StringType(), False),
+            T.StructField(C.VALUE, T.DoubleType(), False),
+            T.StructField(C.NUM_QUERIES, T.LongType(), False),
+            T.StructField(C.JOB_RUN_ID, T.StringType(), True),
+            T.StructField(C.NEGATIVE_LABELS, T.StringType(), True),
+            # added with the intervals (issue 12): at the end, nullable (docs/migrations.md)
+            T.StructField(C.CI_LOW, T.DoubleType(), True),
+            T.StructField(C.CI_HIGH, T.DoubleType(), True),
+            T.StructField(C.CI_METHOD, T.StringType(), True),
+            T.StructField(C.CI_LEVEL, T.DoubleType(), True),
+        ]
+    )
+
+#: The rejected-row columns, as ``releval.checks.rules`` produces them.
+QUARANTINE_SCHEMA = T.StructType(
+    [
+        T.StructField(C.INPUT, T.StringType(), False),
+        T.StructField(C.SOURCE, T.StringType(), True),
+        T.StructField(C.LINE, T.LongType(), True),
+        T.StructField(C.PARTITION, T.MapType(T.StringType(), T.StringType(), True), False),
+        T.StructField(C.RAW, T.MapType(T.StringType(), T.StringType(), True), False),
+        T.StructField(C.REASON_CODE, T.StringType(), False),
+        T.StructField(C.MESSAGE, T.StringType(), False),
+    ]
+)
+
+def quarantine_table_schema(partition_fields: list[T.StructField]) -> T.StructType:
+    """Schema of the quarantine table: the run partition columns (null on qrels rows), the
+    rejected-row columns, the qrels key (null on run rows) and the job run id."""
+    return T.StructType(
+        [
+            *[T.StructField(f.name, f.dataType, True) for f in partition_fields],
+            *QUARANTINE_SCHEMA.fields,
+            T.StructField(C.QRELS_KEY, T.StringType(), True),
+            T.StructField(C.JOB_RUN_ID, T.StringType(), True),
+        ]
+    )
+
+
+def comparison_schema(partition_fields: list[T.StructField]) -> T.StructType:
+    """Schema of the comparison table: output partition columns (the candidate's) first."""
+    double, long_, string = T.DoubleType(), T.LongType(), T.StringType()
+    return T.StructType(
+        [
+            *partition_fields,
+            T.StructField(C.COMPARISON_ID, string, False),
+            T.StructField(C.COMPARED_AT, T.TimestampType(), False),
+            T.StructField(C.BASELINE, string, False),
+            T.StructField(C.CANDIDATE, string, False),
+            *MEASURE_FIELDS,
+            T.StructField(C.PAIRING, string, False),
+            T.StructField(C.NUM_PAIRS, long_, False),
+            T.StructField(C.BASELINE_MEAN, double, False),
+            T.StructField(C.CANDIDATE_MEAN, double, False),
+            T.StructField(C.MEAN_DIFF, double, False),
+            T.StructField(C.DIFF_CI_LOW, double, True),
+            T.StructField(C.DIFF_CI_HIGH, double, True),
+            T.StructField(C.RELATIVE_CHANGE, double, True),
+            T.StructField(C.WINS, long_, False),
+            T.StructField(C.TIES, long_, False),
+            T.StructField(C.LOSSES, long_, False),
+            T.StructField(C.EFFECT_SIZE, double, True),
+            T.StructField(C.T_P_VALUE, double, True),
+            T.StructField(C.RANDOMIZATION_P_VALUE, double, False),
+            T.StructField(C.T_P_ADJUSTED, double, True),
+            T.StructField(C.RANDOMIZATION_P_ADJUSTED, double, False),
+            T.StructField(C.TUKEY_P_VALUE, double, True),
+            T.StructField(C.CORRECTION, string, False),
+            T.StructField(C.ALPHA, double, False),
+            T.StructField(C.TEST, string, False),
+            T.StructField(C.SIGNIFICANT, T.BooleanType(), False),
+            T.StructField(C.PERMUTATIONS, long_, False),
+            T.StructField(C.SEED, long_, False),
+            T.StructField(C.BASELINE_JOB_RUN_ID, string, True),
+            T.StructField(C.CANDIDATE_JOB_RUN_ID, string, True),
+        ]
+    )
+
+
+def quarantine_predicate(*, run_predicate: str | None, qrels: str) -> str:
+    """The quarantine rows a job replaces: the run rows of the evaluated partitions
+    (``run_predicate``, the outputs' replaceWhere; None: every run row) and the qrels rows
+    of the qrels key ``qrels`` it read."""
+    run_rows = f"{C.INPUT} = 'run'" + (f" AND ({run_predicate})" if run_predicate else "")
+    qrels_rows = f"{C.INPUT} = 'qrels' AND {C.QRELS_KEY} = {quote_literal(qrels)}"
+    return f"({run_rows}) OR ({qrels_rows})"
+
+
+def write_quarantine(
+    rejected: DataFrame | None,
+    *,
+    spark: SparkSession,
+    path: str | None,
+    table: str | None,
+    partition_fields: Sequence[T.StructField],
+    output_partition_columns: Sequence[str],
+    run_predicate: str | None,
+    qrels: str,
+    job_run_id: str | None = None,
+) -> None:
+    """Replace the job's rows of the quarantine Delta table with ``rejected``.
+
+    The job's rows are those of :func:`quarantine_predicate`. The table carries the run
+    partition columns (from each rejected run row's ``partition``; null on qrels rows) and
+    is partitioned by ``input`` and the output partition columns. A re-run with no rejected
+    rows (``rejected`` None) empties what it replaces, so the table never shows stale
+    rejections; when those rows hold no files already, or the table does not exist,
+    nothing is written (an empty replacement is a Delta write of its own, and creating an
+    empty table took 8 Spark jobs of a small run).
+    """
+    predicate = quarantine_predicate(run_predicate=run_predicate, qrels=qrels)
+    fields = list(partition_fields)
+    if rejected is None:
+        if not check_schema_version(spark, path=path, table=table):
+            return  # no table and nothing to keep: none is created
+        existing = read_table(spark, path=path, table=table)
+        if not existing.where(predicate).inputFiles():
+            return
+        rejected = local_frame(spark, [], QUARANTINE_SCHEMA)
+    rows = rejected.select(
+        *[F.col(C.PARTITION)[f.name].cast(f.dataType).alias(f.name) for f in fields],
+        *QUARANTINE_SCHEMA.names,
+        F.when(F.col(C.INPUT) == "qrels", F.lit(qrels)).alias(C.QRELS_KEY),
+        F.lit(job_run_id).cast("string").alias(C.JOB_RUN_ID),
+    )
+    comments = {**QUARANTINE_COMMENTS, **{f.name: QUARANTINE_PARTITION_COMMENT for f in fields}}
+    # retried like the output writes: two jobs starting at once both create the table
+    replace_partitions(
+        rows, path=path, table=table,
+        schema=with_comments(quarantine_table_schema(fields), comments),
+        partition_columns=[C.INPUT, *output_partition_columns],
+        description="releval quarantine: one row per rejected input row, with the reason.",
+        predicate=predicate,
+        user_metadata=f"releval quarantine job_run_id={job_run_id}",
+    )
+
+
+#: About this many per-query rows go to one file of the per-query table (a few MB).
+ROWS_PER_FILE = 1_000_000
+
+
+def write_per_query(
+    per_query: DataFrame,
+    *,
+    rows: int,
+    path: str | None,
+    table: str | None,
+    partition_fields: Sequence[T.StructField],
+    output_partition_columns: Sequence[str],
+    predicate: str | None,
+    job_run_id: str | None,
+) -> WriteResult:
+    """Replace ``predicate``'s rows of the per-query table with ``per_query`` in one commit.
+
+    Args:
+        per_query: the rows (:func:`releval.core.engine.long_format`), without ``job_run_id``.
+        rows: about how many rows ``per_query`` has: it is written in files of about
+            :data:`ROWS_PER_FILE` rows.
+        path, table: the table's location.
+        partition_fields: the run partition columns' fields.
+        output_partition_columns: the columns the table is partitioned by.
+        predicate: the replaceWhere predicate (None: the whole table).
+        job_run_id: written to every row and the commit's userMetadata.
+    """
+    fields = list(partition_fields)
+    parts = [f.name for f in fields]
+    files = max(1, -(-rows // ROWS_PER_FILE))
+    return replace_partitions(
+        per_query.coalesce(files).select(
+            "*", F.lit(job_run_id).cast("string").alias(C.JOB_RUN_ID)
+        ),
+        path=path,
+        table=table,
+        schema=with_comments(per_query_schema(fields), PER_QUERY_COMMENTS),
+        partition_columns=output_partition_columns,
+        description="releval per-query measures: one row per run partition, query, measure.",
+        predicate=predicate,
+        user_metadata=f"releval job_run_id={job_run_id}",
+        properties=per_query_properties(parts, output_partition_columns),
+    )
+
+
+def write_aggregate(
+    spark: SparkSession,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    path: str | None,
+    table: str | None,
+    partition_fields: Sequence[T.StructField],
+    output_partition_columns: Sequence[str],
+    predicate: str | None,
+    job_run_id: str | None,
+) -> tuple[tuple[Row, ...], WriteResult]:
+    """Replace ``predicate``'s rows of the aggregate table with ``rows`` in one commit.
+
+    Args:
+        spark: the session.
+        rows: the aggregate rows (:func:`releval.stats.aggregate.rows`), on the driver.
+        path, table, partition_fields, output_partition_columns, predicate, job_run_id:
+            as for :func:`write_per_query`.
+
+    Returns:
+        The rows as written (``job_run_id`` set) and the commit.
+    """
+    schema = with_comments(aggregate_schema(list(partition_fields)), AGGREGATE_COMMENTS)
+    written = tuple(
+        Row(**{f.name: job_run_id if f.name == C.JOB_RUN_ID else r[f.name]
+               for f in schema.fields})
+        for r in rows
+    )
+    result = replace_partitions(
+        local_frame(spark, [tuple(r) for r in written], schema),
+        path=path,
+        table=table,
+        schema=schema,
+        partition_columns=output_partition_columns,
+        description="releval aggregate measures: one row per run partition, measure, averaging.",
+        predicate=predicate,
+        user_metadata=f"releval job_run_id={job_run_id}",
+    )
+    return written, result
+
+
+def write_comparison(
+    rows: DataFrame,
+    *,
+    path: str | None,
+    table: str | None,
+    partition_fields: Sequence[T.StructField],
+    output_partition_columns: Sequence[str],
+    predicate: str,
+    comparison_id: str,
+) -> WriteResult:
+    """Replace ``predicate``'s rows of the comparison table with ``rows`` in one commit."""
+    return replace_partitions(
+        rows,
+        path=path,
+        table=table,
+        schema=with_comments(comparison_schema(list(partition_fields)), COMPARISON_COMMENTS),
+        partition_columns=output_partition_columns,
+        description="releval comparisons: one row per baseline, candidate and measure.",
+        predicate=predicate,
+        user_metadata=f"releval comparison_id={comparison_id}",
+    )
+
+
+RUN_LOG_SCHEMA = T.StructType(
+    [
+        T.StructField(C.JOB_RUN_ID, T.StringType(), False),
+        T.StructField("status", T.StringType(), False),
+        T.StructField("started_at", T.TimestampType(), False),
+        T.StructField("finished_at", T.TimestampType(), False),
+        T.StructField("releval_version", T.StringType(), False),
+        T.StructField("config_hash", T.StringType(), False),
+        T.StructField("config_json", T.StringType(), False),
+        T.StructField("run_source", T.StringType(), False),
+        T.StructField("run_version", T.LongType(), True),
+        T.StructField("run_filter", T.StringType(), True),
+        T.StructField("qrels_source", T.StringType(), False),
+        T.StructField("qrels_version", T.LongType(), True),
+        T.StructField("qrels_filter", T.StringType(), True),
+        T.StructField("selection", T.StringType(), False),
+        T.StructField("replace_predicate", T.StringType(), True),
+        T.StructField(
+            "partitions", T.ArrayType(T.MapType(T.StringType(), T.StringType()), False), False
+        ),
+        T.StructField("per_query_version", T.LongType(), True),
+        T.StructField("aggregate_version", T.LongType(), True),
+        T.StructField("per_query_rows", T.LongType(), True),
+        T.StructField("aggregate_rows", T.LongType(), True),
+        T.StructField("error", T.StringType(), True),
+    ]
+)
+
+
+def write_run_log(row: DataFrame, *, path: str | None, table: str | None, job_run_id: str) -> int:
+    """Append the run-log row ``row`` (:data:`RUN_LOG_SCHEMA`) in one commit; its version."""
+    return append_row(
+        row,
+        path=path,
+        table=table,
+        schema=with_comments(RUN_LOG_SCHEMA, RUN_LOG_COMMENTS),
+        description="releval run log: one row per batch job run (lineage of the output rows).",
+        user_metadata=f"releval job_run_id={job_run_id}",
+    )

@@ -1,0 +1,172 @@
+"""One aggregation over the evaluation's persisted wide table: the summary's query counts,
+both inputs' ledgers, the unjudged shares and the aggregate's sums.
+
+These are fused into one ``groupBy`` on purpose: each is a few columns over the same
+rows, and a pass of its own would read the persisted table again per concern.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
+
+from releval.config import IntervalSettings
+from releval.core import columns as S
+from releval.core.columns import (
+    IN_QRELS,
+    IN_RUN,
+    LEDGER,
+    LEDGER_ROWS,
+    QRELS_LEDGER,
+    REPEATED,
+    USED,
+)
+from releval.core.measures import Measure
+from releval.core.measures.judged import JUDGED
+from releval.core.repeats import DUPLICATE_DOC
+from releval.job.summary import UnjudgedRate
+from releval.stats.aggregate import ENTRY as AGGREGATE_ENTRY
+from releval.stats.aggregate import INDEX as AGGREGATE_INDEX
+from releval.stats.aggregate import by_measure, group_columns, sums
+from releval.stats.intervals import FEW_QUERIES
+
+
+def _judged_cutoffs(measures: Sequence[Measure]) -> dict[int, int]:
+    """cutoff k -> the index of its Judged@k entry in the wide table's measure array."""
+    found: dict[int, int] = {}
+    for i, m in enumerate(measures):
+        if m.name == JUDGED and m.cutoff is not None and not m.judged_only:
+            found.setdefault(int(m.cutoff), i)
+    return found
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What :func:`_query_counts` reads from the persisted per-query table."""
+
+    #: the summary's query and partition counts
+    queries: dict[str, int]
+    #: the run's ledger, by partition values as strings
+    run_ledger: dict[tuple[str | None, ...], dict[str, int]]
+    #: the qrels' ledger rows as (tag without ``qrels:``, count), one per engine partition
+    qrels_ledger: tuple[tuple[str, int], ...]
+    unjudged: tuple[UnjudgedRate, ...]
+    #: the aggregate's sums, one row per run partition and measure
+    #: (:func:`releval.stats.aggregate.rows`)
+    sums: tuple[Row, ...] = ()
+
+
+def query_counts(
+    queries: DataFrame,
+    parts: Sequence[str],
+    *,
+    missing_queries: str,
+    measures: Sequence[Measure],
+    intervals: IntervalSettings = IntervalSettings(),
+) -> Counts:
+    """The summary's query counts, both inputs' ledgers, the unjudged shares and the
+    aggregate's sums.
+
+    One aggregation over the persisted per-query table by run partition and measure
+    (:func:`releval.stats.aggregate.by_measure`; a few rows per run partition come back): the
+    scored / without-qrels / missing query counts, the number of run
+    partitions and the fewest / most queries a partition's means rest on for the summary;
+    the run's ledger, keyed by the partition values as strings
+    (:func:`releval.checks.rules.account_ledger`): the rows the engine received and the rows the row
+    rules rejected per reason (the engine's ledger rows), the repeated documents it dropped
+    (``duplicate_doc``) and the rows it ranked (``used``, the sum of ``num_ret``); the
+    qrels' ledger rows (their tags start with ``qrels:``; they belong to no run partition,
+    :func:`releval.checks.rules.account_qrels_ledger` folds them); and per
+    cutoff k, 1 - the mean Judged@k over the scored queries with retrieved documents (what
+    the per-query table's Judged@k rows give); and the sums the aggregate table is made of
+    (:func:`releval.stats.aggregate.sums`), so that the aggregate needs no pass of its own.
+    """
+    # grouped by the typed values (the aggregate's rows) and named by their strings (the
+    # ledger's keys and the messages)
+    as_string = [F.col(c).cast("string").alias(_as_string(c)) for c in parts]
+    judged = _judged_cutoffs(measures)
+    with_results = F.col(IN_QRELS) & (F.col(S.NUM_RET) > 0)
+    # one row per (query row, measure) (releval.stats.aggregate.by_measure): the aggregate's sums
+    # are then the same few columns for every measure, so Spark compiles the aggregation
+    # (one set of columns per measure was more than it compiles; issue 11); the counts
+    # take each wide row once, at its first measure (a null index: an array that were
+    # null or empty, by_measure's one row for it)
+    once = F.col(AGGREGATE_INDEX).isNull() | (F.col(AGGREGATE_INDEX) == 0)
+    # grouped by the ledger columns too (null on the queries' rows): each distinct ledger
+    # row comes back with its multiplicity, and every aggregate stays declarative (a
+    # collect_list of the ledger rows made Spark run the whole aggregation interpreted,
+    # 3x slower with the aggregate's sums)
+    found = by_measure(queries).groupBy(
+        *group_columns(parts), *as_string, LEDGER, LEDGER_ROWS
+    ).agg(
+        F.count_if(once).alias("items"),
+        F.count_if(once & F.col(IN_RUN)).alias("run_queries"),
+        F.count_if(once & F.col(IN_RUN) & F.col(IN_QRELS)).alias("scored"),
+        F.count_if(once & F.col(IN_RUN) & ~F.col(IN_QRELS)).alias("without_qrels"),
+        F.count_if(once & ~F.col(IN_RUN) & F.col(IN_QRELS)).alias("missing"),
+        F.sum(F.when(once, F.col(REPEATED))).alias("repeated"),
+        F.sum(F.when(once & F.col(IN_RUN), F.col(S.NUM_RET))).alias("evaluated"),
+        # per measure: the same for each; Judged@k's mean is the judged share of the top k
+        F.count_if(with_results).alias("with_results"),
+        F.avg(F.when(with_results, F.col(AGGREGATE_ENTRY)[S.VALUE])).alias("judged"),
+        *sums(intervals=intervals),
+    ).collect()
+    by_index = [r for r in found if r[LEDGER] is None]  # a row per (partition, measure)
+    rows = [r for r in by_index if r[AGGREGATE_INDEX] in (None, 0)]  # a row per partition
+    counts = {k: sum(int(r[k]) for r in rows) for k in ("scored", "without_qrels", "missing")}
+    # the queries each partition's means rest on: scored ones, plus the missing ones when
+    # they are scored 0 (partitions with no qrels query at all have no means)
+    in_means = [
+        int(r["scored"]) + (int(r["missing"]) if missing_queries == "zero" else 0) for r in rows
+    ]
+    in_means = [n for n in in_means if n > 0]
+    counts["min_queries"] = min(in_means, default=0)
+    counts["max_queries"] = max(in_means, default=0)
+    counts["few_queries"] = sum(1 for n in in_means if n < FEW_QUERIES)
+    # the partitions with a ranked row (as count_distinct(*parts) counted them: partitions
+    # with a null value are not counted); a partition whose rows were all rejected is only
+    # in the ledger
+    counts["partitions"] = (
+        sum(1 for r in rows if r["run_queries"] and all(r[c] is not None for c in parts))
+        if parts else 1
+    )
+    by_partition: dict[tuple[str | None, ...], dict[str, int]] = {}
+    qrels: list[tuple[str, int]] = []
+    for r in found:
+        key = tuple(r[_as_string(c)] for c in parts)
+        if r[LEDGER] is not None:
+            tag, n = r[LEDGER], int(r[LEDGER_ROWS])
+            if tag.startswith(QRELS_LEDGER):
+                qrels += [(tag.removeprefix(QRELS_LEDGER), n)] * int(r["items"])
+            else:
+                entry = by_partition.setdefault(key, {})
+                entry[tag] = entry.get(tag, 0) + n * int(r["items"])
+            continue
+        if r["repeated"]:
+            entry = by_partition.setdefault(key, {})
+            entry[DUPLICATE_DOC] = entry.get(DUPLICATE_DOC, 0) + int(r["repeated"])
+        if r["evaluated"]:
+            by_partition.setdefault(key, {})[USED] = int(r["evaluated"])
+    judged_of = {
+        (tuple(r[c] for c in parts), r[AGGREGATE_INDEX]): r for r in by_index
+    }
+    rates = tuple(
+        UnjudgedRate(
+            partition=tuple((c, str(r[_as_string(c)])) for c in parts),
+            cutoff=k,
+            share=1.0 - float(j["judged"]),
+            queries=int(j["with_results"]),
+        )
+        for r in rows
+        for k, i in judged.items()
+        if (j := judged_of.get((tuple(r[c] for c in parts), i))) is not None
+        and j["judged"] is not None
+    )
+    return Counts(counts, by_partition, tuple(qrels), rates, tuple(by_index))
+
+
+def _as_string(column: str) -> str:
+    return f"_string_{column}"

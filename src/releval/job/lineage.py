@@ -1,0 +1,121 @@
+"""Lineage of the batch job: one run-log row per job run.
+
+Every output row carries ``job_run_id``; the run log says, for that id, which code
+(``releval_version``), which configuration (``config_hash``, ``config_json``), which
+inputs at which Delta versions (``run_version``, ``qrels_version``, the qrels filter),
+which partitions, and which output table versions the run wrote. So
+
+    SELECT a.value, l.qrels_source, l.qrels_version, l.qrels_filter, l.releval_version
+    FROM delta.`.../aggregate` a JOIN delta.`.../run_log` l USING (job_run_id)
+    WHERE a.date = '2026-11-29' AND a.measure_key = 'nDCG@10'
+
+answers "which qrels and which code produced this number?", and reading the inputs
+with ``versionAsOf`` = the recorded versions reproduces it (see docs/batch_jobs.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib import metadata
+
+from pyspark.sql import DataFrame, SparkSession
+
+from releval.config import Config, QrelsSource, RunSource
+from releval.core.frames import local_frame
+from releval.io import tables
+
+#: run-log statuses
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+NOTHING_PENDING = "nothing_pending"
+
+
+def releval_version() -> str:
+    """The installed releval version (``0+unknown`` when not installed)."""
+    try:
+        return metadata.version("releval")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def canonical_config(config: Config) -> str:
+    """The config as canonical JSON (sorted keys), without the [spark] section.
+
+    Spark settings (master, memory, ...) change how, not what, is computed.
+    """
+    raw = dataclasses.asdict(config)
+    raw.pop("spark", None)
+    return json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def config_hash(config: Config) -> str:
+    """sha256 hex digest of :func:`canonical_config`."""
+    return hashlib.sha256(canonical_config(config).encode("utf-8")).hexdigest()
+
+
+def source_label(src: RunSource | QrelsSource) -> str:
+    """``delta:/abs/path`` or ``delta:table:db.name``."""
+    if src.table:
+        return f"{src.format}:table:{src.table}"
+    path = src.path or ""
+    return f"{src.format}:{path if '://' in path else os.path.abspath(path)}"
+
+
+def input_version(spark: SparkSession, src: RunSource | QrelsSource) -> int | None:
+    """The latest Delta version of an input (to pin it for the whole job); None if not Delta."""
+    if src.format != "delta":
+        return None
+    from delta.tables import DeltaTable
+
+    from releval.io.writers import absolute
+
+    table = DeltaTable.forName(spark, src.table) if src.table else DeltaTable.forPath(
+        spark, absolute(src.path or "")
+    )
+    row = table.history(1).select("version").first()
+    return int(row["version"]) if row else None
+
+
+def run_log_location(config: Config) -> tuple[str | None, str | None]:
+    """(path, table) of the run log: configured, or next to the per-query table."""
+    return config.located("run_log")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run-log row (see :data:`releval.io.tables.RUN_LOG_SCHEMA` for the meaning of each field)."""
+
+    job_run_id: str
+    status: str
+    started_at: datetime
+    finished_at: datetime
+    releval_version: str
+    config_hash: str
+    config_json: str
+    run_source: str
+    run_version: int | None
+    run_filter: str | None
+    qrels_source: str
+    qrels_version: int | None
+    qrels_filter: str | None
+    selection: str
+    replace_predicate: str | None
+    partitions: Sequence[Mapping[str, str]] = field(default_factory=tuple)
+    per_query_version: int | None = None
+    aggregate_version: int | None = None
+    per_query_rows: int | None = None
+    aggregate_rows: int | None = None
+    error: str | None = None
+
+    def to_frame(self, spark: SparkSession) -> DataFrame:
+        """A one-row DataFrame of :data:`releval.io.tables.RUN_LOG_SCHEMA`."""
+        values = dataclasses.asdict(self)
+        values["partitions"] = [dict(p) for p in self.partitions]
+        return local_frame(spark, [tuple(values[f.name] for f in tables.RUN_LOG_SCHEMA.fields)],
+                           tables.RUN_LOG_SCHEMA)

@@ -1,0 +1,167 @@
+"""Output-schema migrations (see docs/migrations.md).
+
+Every table releval writes (per-query, aggregate, quarantine, run log) records its
+schema version in the table property ``releval.schema_version``. A release that
+changes a schema bumps ``releval.core.columns.SCHEMA_VERSION`` and adds a step here, for
+each kind of table; the job refuses to write a table of another version
+(``SchemaVersionError``) instead of writing rows of a different shape.
+:func:`migrate_table` applies the missing steps in place, each one a Delta commit, and
+then records the new version (also for a table whose schema the step leaves alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from releval.config import Config
+from releval.core import columns as S
+from releval.errors import SchemaVersionError
+from releval.io import tables
+from releval.io.atomic import read_table, sql_name, table_exists, table_schema_version
+from releval.io.writers import absolute
+from releval.job.partitions import quote_identifier, quote_literal
+
+#: The kinds of table a config writes.
+KINDS = ("per_query", "aggregate", "quarantine", "run_log", "comparison")
+
+#: A step: (session, kind, path, table, config) -> None; changes one table in place.
+Step = Callable[[SparkSession, str, str | None, str | None, Config], None]
+
+
+def _add_job_run_id(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """0 -> 1, per-query and aggregate: add the nullable ``job_run_id`` column (lineage)."""
+    comment = quote_literal(tables.PER_QUERY_COMMENTS[S.JOB_RUN_ID])
+    spark.sql(
+        f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS "
+        f"({quote_identifier(S.JOB_RUN_ID)} STRING COMMENT {comment})"
+    )
+
+
+def _quarantine_by_run_partition(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """1 -> 2, quarantine: keyed by run partition and qrels key instead of ``job_partition``.
+
+    The table is rewritten (one overwrite commit, new partitioning): the run partition
+    columns come from each row's ``partition`` map, typed like the run's; qrels rows get
+    the key of the config's qrels (the next job that reads them replaces them);
+    ``job_partition`` is dropped and ``job_run_id`` is null.
+    """
+    from releval.checks.rules import qrels_key
+    from releval.io.readers import run_partition_fields
+
+    fields = run_partition_fields(spark, config.run)
+    schema = tables.quarantine_table_schema(fields)
+    comments = {**tables.QUARANTINE_COMMENTS,
+                **{f.name: tables.QUARANTINE_PARTITION_COMMENT for f in fields}}
+    old = read_table(spark, path=path, table=table)
+    derived = {
+        **{f.name: F.col(S.PARTITION)[f.name] for f in fields},
+        S.QRELS_KEY: F.when(F.col(S.INPUT) == "qrels", F.lit(qrels_key(config))),
+        S.JOB_RUN_ID: F.lit(None),
+    }
+    rows = old.select(*[
+        (derived[f.name] if f.name in derived else F.col(f.name))
+        .cast(f.dataType).alias(f.name, metadata={"comment": comments[f.name]})
+        for f in schema.fields
+    ])
+    writer = (
+        rows.write.format("delta").mode("overwrite")
+        .option("overwriteSchema", "true")
+        .option("userMetadata", "releval migration 1 -> 2")
+        .partitionBy(S.INPUT, *config.output_partition_columns)
+    )
+    if table:
+        writer.saveAsTable(table)
+    else:
+        writer.save(absolute(path or ""))
+
+
+def _add_negative_labels(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """1 -> 2, per-query and aggregate: add ``negative_labels`` (the last column).
+
+    Rows written before it read a negative label as a judgment, so they get ``'judged'``
+    (an UPDATE: the table's data files are rewritten once). (Their bpref skipped negative
+    labels, as trec_eval does: on queries with a negative label it matches neither rule
+    exactly.) The column is nullable, as in a new table (Delta cannot make an added column
+    NOT NULL); the job writes it on every row.
+    """
+    name = sql_name(path, table)
+    column = quote_identifier(S.NEGATIVE_LABELS)
+    comment = quote_literal(tables.PER_QUERY_COMMENTS[S.NEGATIVE_LABELS])
+    spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({column} STRING COMMENT {comment})")
+    spark.sql(f"UPDATE {name} SET {column} = 'judged' WHERE {column} IS NULL")
+
+
+def _add_intervals(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """1 -> 2, aggregate: ``negative_labels``, then the interval columns ``ci_low``,
+    ``ci_high``, ``ci_method``, ``ci_level`` (nullable: null on the rows written before,
+    which had no interval)."""
+    _add_negative_labels(spark, kind, path, table, config)
+    types = {S.CI_LOW: "DOUBLE", S.CI_HIGH: "DOUBLE", S.CI_METHOD: "STRING", S.CI_LEVEL: "DOUBLE"}
+    columns = ", ".join(
+        f"{quote_identifier(c)} {t} COMMENT {quote_literal(tables.AGGREGATE_COMMENTS[c])}"
+        for c, t in types.items()
+    )
+    spark.sql(f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS ({columns})")
+
+
+#: version found -> ({kind: step}, the next version); a kind without a step only has its
+#: version property moved on.
+STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
+    "0": ({"per_query": _add_job_run_id, "aggregate": _add_job_run_id}, "1"),
+    "1": ({"per_query": _add_negative_labels, "aggregate": _add_intervals,
+           "quarantine": _quarantine_by_run_partition}, "2"),
+}
+
+
+def migrate_table(
+    spark: SparkSession, *, kind: str, path: str | None, table: str | None, config: Config
+) -> list[str]:
+    """Bring one table to :data:`releval.core.columns.SCHEMA_VERSION`.
+
+    Args:
+        spark: the session.
+        kind: one of :data:`KINDS`.
+        path: the table's folder (or None with ``table``).
+        table: a catalog table name (or None with ``path``).
+        config: the job config that writes the table (partition columns, qrels).
+
+    Returns:
+        The versions it went through, e.g. ``["1", "2"]``; ``["2"]`` when already current;
+        ``[]`` when the table does not exist.
+
+    Raises:
+        SchemaVersionError: the table's version is unknown (newer than this release).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown table kind {kind!r}; expected one of {KINDS}")
+    if not table_exists(spark, path=path, table=table):
+        return []
+    name = sql_name(path, table)
+    version = table_schema_version(spark, path=path, table=table)
+    steps = [version]
+    while version != tables.SCHEMA_VERSION:
+        if version not in STEPS:
+            raise SchemaVersionError(
+                f"{name}: {tables.SCHEMA_VERSION_PROPERTY} = {version!r} is unknown to this releval "
+                f"(it writes {tables.SCHEMA_VERSION!r}); was it written by a newer release?"
+            )
+        by_kind, version = STEPS[version]
+        if kind in by_kind:
+            by_kind[kind](spark, kind, path, table, config)
+        spark.sql(
+            f"ALTER TABLE {name} SET TBLPROPERTIES "
+            f"({quote_literal(tables.SCHEMA_VERSION_PROPERTY)} = {quote_literal(version)})"
+        )
+        steps.append(version)
+    return steps

@@ -1,0 +1,210 @@
+"""Which run partitions a batch job evaluates, and the SQL predicates that select them.
+
+A :class:`PartitionSelection` is parsed from the job's command line
+(``--partition KEY=VALUE`` repeatable, ``KEY=V1,V2``, ``KEY=A..B``, ``--from/--to``,
+``--pending``). It becomes
+
+* a filter on the run read (partition pruning): :func:`selection_predicate`;
+* the ``replaceWhere`` predicate of the output writes: the same predicate for an
+  explicit selection (so a requested partition that now yields no rows is cleared),
+  or :func:`partitions_predicate` over the concrete list of partitions for
+  ``--pending``.
+
+A null partition value is spelled ``__HIVE_DEFAULT_PARTITION__`` on the command line
+(:data:`NULL_VALUE`, Hive's and Spark's name for it), in the run log and in messages;
+internally it is ``None`` and the predicates use ``IS NULL``.
+
+Everything here is pure Python: no Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from releval.core.columns import quote_identifier, quote_literal
+from releval.errors import ConfigError
+
+#: The column ``--from`` / ``--to`` apply to unless ``--date-column`` says otherwise.
+DEFAULT_DATE_COLUMN = "date"
+#: How a null partition value is written on the command line and in labels (Hive's spelling).
+NULL_VALUE = "__HIVE_DEFAULT_PARTITION__"
+
+
+def value_label(value: str | None) -> str:
+    """A partition value as the command line spells it (:data:`NULL_VALUE` for null)."""
+    return NULL_VALUE if value is None else value
+
+
+def partition_sort_key(partition: Mapping[str, str | None]) -> list[tuple[str, bool, str]]:
+    """A total order over partitions whose values may be null (nulls last per column)."""
+    return [(k, v is None, v or "") for k, v in sorted(partition.items())]
+
+
+@dataclass(frozen=True)
+class KeyFilter:
+    """One key's condition: a set of values, or an inclusive range (string order)."""
+
+    key: str
+    values: tuple[str | None, ...] = ()
+    low: str | None = None
+    high: str | None = None
+
+    def predicate(self) -> str:
+        """The SQL condition on this key (a ``None`` value: ``IS NULL``)."""
+        col = quote_identifier(self.key)
+        if self.values:
+            present = sorted({v for v in self.values if v is not None})
+            terms = []
+            if len(present) == 1:
+                terms.append(f"{col} = {quote_literal(present[0])}")
+            elif present:
+                terms.append(f"{col} IN ({', '.join(quote_literal(v) for v in present)})")
+            if None in self.values:
+                terms.append(f"{col} IS NULL")
+            return terms[0] if len(terms) == 1 else "(" + " OR ".join(terms) + ")"
+        parts = []
+        if self.low is not None:
+            parts.append(f"{col} >= {quote_literal(self.low)}")
+        if self.high is not None:
+            parts.append(f"{col} <= {quote_literal(self.high)}")
+        return " AND ".join(parts)
+
+
+@dataclass(frozen=True)
+class PartitionSelection:
+    """The run partitions a job is asked to evaluate.
+
+    Attributes:
+        filters: conditions on run partition columns, all of which must hold.
+        pending: only the selected partitions that the output tables do not hold yet.
+    """
+
+    filters: tuple[KeyFilter, ...] = ()
+    pending: bool = False
+
+    @property
+    def is_all(self) -> bool:
+        """No restriction at all: the job evaluates (and replaces) everything."""
+        return not self.filters and not self.pending
+
+    def describe(self) -> str:
+        """A one-line description, for the run log and messages."""
+        text = " AND ".join(f.predicate() for f in self.filters) or "all partitions"
+        return f"pending of {text}" if self.pending else text
+
+
+def parse_partition_arg(arg: str) -> KeyFilter:
+    """Parse ``KEY=VALUE``, ``KEY=V1,V2`` or ``KEY=LOW..HIGH``.
+
+    Raises:
+        ConfigError: the argument has no ``=``, an empty key or an empty value.
+    """
+    key, sep, value = arg.partition("=")
+    key, value = key.strip(), value.strip()
+    if not sep or not key or not value:
+        raise ConfigError(
+            f"--partition {arg!r}: expected KEY=VALUE, KEY=V1,V2 or KEY=LOW..HIGH "
+            "(e.g. date=2026-11-29)"
+        )
+    if ".." in value:
+        low, _, high = value.partition("..")
+        if NULL_VALUE in (low.strip(), high.strip()):
+            raise ConfigError(
+                f"--partition {arg!r}: a range cannot end at the null value {NULL_VALUE}"
+            )
+        if not low.strip() or not high.strip():
+            raise ConfigError(f"--partition {arg!r}: a range needs both ends, e.g. date=2026-11-27..2026-11-29")
+        if low.strip() > high.strip():
+            raise ConfigError(f"--partition {arg!r}: the range is empty ({low!r} > {high!r})")
+        return KeyFilter(key=key, low=low.strip(), high=high.strip())
+    values = tuple(
+        None if v.strip() == NULL_VALUE else v.strip() for v in value.split(",") if v.strip()
+    )
+    return KeyFilter(key=key, values=values)
+
+
+def parse_selection(
+    partitions: Sequence[str] = (),
+    *,
+    date_from: str | None = None,
+    date_to: str | None = None,
+    date_column: str = DEFAULT_DATE_COLUMN,
+    pending: bool = False,
+    run_partition_columns: Sequence[str] = (),
+) -> PartitionSelection:
+    """Build the selection from the command line's options.
+
+    Args:
+        partitions: the ``--partition`` arguments.
+        date_from: ``--from`` (inclusive), on ``date_column``.
+        date_to: ``--to`` (inclusive), on ``date_column``.
+        date_column: the column ``--from``/``--to`` apply to.
+        pending: ``--pending``.
+        run_partition_columns: the run's partition columns; every key must be one.
+
+    Raises:
+        ConfigError: a key is not a run partition column, or an argument is malformed.
+    """
+    filters = [parse_partition_arg(p) for p in partitions]
+    if date_from is not None or date_to is not None:
+        if date_from and date_to and date_from > date_to:
+            raise ConfigError(f"--from {date_from} is after --to {date_to}")
+        filters.append(KeyFilter(key=date_column, low=date_from, high=date_to))
+    unknown = sorted({f.key for f in filters} - set(run_partition_columns))
+    if unknown:
+        raise ConfigError(
+            f"partition key(s) {unknown} are not run partition columns "
+            f"(run.partition_columns = {list(run_partition_columns)})"
+        )
+    return PartitionSelection(filters=tuple(filters), pending=pending)
+
+
+def selection_predicate(selection: PartitionSelection) -> str | None:
+    """The SQL predicate of the selection's filters, or None when there are none."""
+    if not selection.filters:
+        return None
+    return " AND ".join(f"({f.predicate()})" for f in selection.filters)
+
+
+def partitions_predicate(
+    partitions: Sequence[Mapping[str, str | None]], *, output_partition_columns: Sequence[str]
+) -> str:
+    """A predicate that holds for exactly the given run partitions.
+
+    It starts with ``col IN (...)`` conjuncts on the output tables' partition columns
+    so that Delta prunes files and its conflict checker sees which output partitions
+    the write touches; then the exact disjunction of the run partitions.
+
+    Args:
+        partitions: run partitions, each ``{column: value}`` (values as strings).
+        output_partition_columns: the output tables' partition columns.
+
+    Raises:
+        ValueError: ``partitions`` is empty (there is nothing to replace).
+    """
+    if not partitions:
+        raise ValueError("partitions_predicate needs at least one partition")
+    conjuncts = []
+    for col in output_partition_columns:
+        values = {p[col] for p in partitions}
+        conjuncts.append(KeyFilter(key=col, values=tuple(values)).predicate())
+    exact = " OR ".join(
+        "(" + " AND ".join(KeyFilter(key=k, values=(v,)).predicate() for k, v in sorted(p.items())) + ")"
+        for p in sorted(partitions, key=partition_sort_key)
+    )
+    return " AND ".join([*(f"({c})" for c in conjuncts), f"({exact})"])
+
+
+def partition_label(partition: Mapping[str, str | None], columns: Sequence[str]) -> str:
+    """``system=bm25/date=2026-11-29``: a partition as the run log lists it."""
+    return "/".join(f"{c}={value_label(partition[c])}" for c in columns)
+
+
+def pending_partitions(
+    available: Sequence[Mapping[str, str | None]], done: Sequence[Mapping[str, str | None]]
+) -> list[dict[str, str | None]]:
+    """The ``available`` run partitions not in ``done``, sorted (null values last)."""
+    seen = {tuple(sorted(p.items())) for p in done}
+    result = [dict(p) for p in available if tuple(sorted(p.items())) not in seen]
+    return sorted(result, key=partition_sort_key)

@@ -1,0 +1,333 @@
+"""The batch job's pipeline: read -> check -> evaluate -> write, and its summary.
+
+:func:`evaluate` is the pure part (DataFrames in, DataFrames out); :func:`run` reads the
+inputs a config names, evaluates, checks the accounts, writes the quarantine and both
+output tables, and returns a :class:`~releval.job.summary.Summary`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from releval.config import Config, IntervalSettings
+from releval.core import columns as S
+from releval.core.engine import RunStatsEngine, arrow_run_stats, long_format, query_measures
+from releval.core.frames import local_frame
+from releval.core.measures import Measure, parse_measures
+from releval.core.measures.judged import with_judged_measures
+from releval.io import tables
+from releval.io.atomic import read_table
+from releval.job.counts import query_counts
+from releval.job.inputs import finish_checks, job_inputs
+from releval.job.summary import Summary, aggregate_order
+from releval.runtime.jvm import explain_string
+from releval.runtime.profile import Phases
+from releval.runtime.testhooks import pause
+from releval.stats.aggregate import aggregate, bootstrap
+from releval.stats.aggregate import rows as aggregate_rows_of
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The lazily evaluated results of :func:`evaluate`.
+
+    Attributes:
+        queries: one row per (run partition, query) with the ``_in_run`` / ``_in_qrels``
+            flags and the measures in an array (the wide table the aggregate reads).
+        per_query: the per-query table's rows.
+        measures, partition_columns, intervals: what :attr:`aggregate` needs.
+    """
+
+    queries: DataFrame
+    per_query: DataFrame
+    measures: tuple[Measure, ...]
+    partition_columns: tuple[str, ...]
+    intervals: IntervalSettings
+
+    @property
+    def aggregate(self) -> DataFrame:
+        """The aggregate table's rows, without ``job_run_id`` (computed and collected when
+        read: :func:`releval.stats.aggregate.aggregate`)."""
+        found = aggregate(
+            self.queries, measures=self.measures, partition_columns=self.partition_columns,
+            intervals=self.intervals,
+        )
+        fields = [self.queries.schema[c] for c in self.partition_columns]
+        schema = T.StructType(
+            [f for f in tables.aggregate_schema(fields).fields if f.name != S.JOB_RUN_ID]
+        )
+        return local_frame(
+            self.queries.sparkSession, [tuple(r[f.name] for f in schema.fields) for r in found],
+            schema,
+        )
+
+
+def evaluate(
+    run: DataFrame,
+    qrels: DataFrame,
+    *,
+    measures: Sequence[Measure],
+    rank_by: str = "score",
+    partition_columns: Sequence[str] = (),
+    missing_queries: str = "zero",
+    laid_out_by_query: bool = False,
+    run_stats: RunStatsEngine = arrow_run_stats,
+    negative_labels: str = "unjudged",
+    intervals: IntervalSettings = IntervalSettings(),
+    ledger: bool = False,
+    keep: Callable[[DataFrame], DataFrame] | None = None,
+) -> Evaluation:
+    """Evaluate a run against qrels.
+
+    Args:
+        run: canonical run rows (partition columns, query_id, doc_id, score, rank).
+        qrels: canonical qrels rows (query_id, doc_id, relevance).
+        measures: parsed measures.
+        rank_by: "score" (trec_eval's order) or "rank" (the given positions).
+        partition_columns: the columns that identify one run.
+        missing_queries: "zero" or "skip" (see :func:`releval.core.engine.query_measures`).
+        laid_out_by_query: both inputs are already partitioned by :func:`releval.core.layout.by_query`
+            (the job's checked inputs).
+        run_stats: the run statistics' engine; production has one (the default), the
+            tests pass their SQL oracle (``releval.core.engine.RunStatsEngine``).
+        negative_labels: what a negative label means, "unjudged" (trec_eval) or "judged"
+            (:func:`releval.core.engine.judgment`); recorded in both tables.
+        intervals: the confidence intervals of the aggregate's macro values.
+        ledger: ``run`` holds every run row with the row rules' ``_reason``; the engine
+            ranks the clean ones and counts all of them in the same pass (the job's input
+            accounting; :func:`releval.core.engine.query_measures`).
+        keep: applied to the engine's result before it is read more than once (the job
+            persists it).
+    """
+    parts = list(partition_columns)
+    queries = query_measures(
+        run,
+        qrels,
+        measures=measures,
+        partition_columns=parts,
+        missing_queries=missing_queries,
+        rank_by=rank_by,
+        run_stats=run_stats,
+        laid_out_by_query=laid_out_by_query,
+        negative_labels=negative_labels,
+        ledger=ledger,
+        keep=keep,
+    )
+    return Evaluation(
+        queries=queries,
+        per_query=long_format(queries, partition_columns=parts, measures=measures),
+        measures=tuple(measures),
+        partition_columns=tuple(parts),
+        intervals=intervals,
+    )
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """How :func:`run` replaces rows of the output tables.
+
+    Attributes:
+        predicate: the ``replaceWhere`` predicate covering the evaluated partitions
+            (see ``releval.job.partitions``); None replaces the whole tables.
+        job_run_id: written to every output row and the commits' ``userMetadata``.
+    """
+
+    predicate: str | None = None
+    job_run_id: str | None = None
+
+
+
+
+def _partition_fields(run: DataFrame, columns: Sequence[str]) -> list[T.StructField]:
+    by_name = {f.name: f for f in run.schema.fields}
+    return [by_name[c] for c in columns]
+
+
+def job_measures(config: Config) -> list[Measure]:
+    """The measures a job computes: the configured ones plus Judged@k for each cutoff."""
+    measures = parse_measures(
+        config.evaluation.measures,
+        relevance_level=config.evaluation.relevance_level,
+        judged_only=config.evaluation.judged_only,
+    )
+    return with_judged_measures(measures, relevance_level=config.evaluation.relevance_level)
+
+
+def _evaluate_job(
+    config: Config,
+    run: DataFrame,
+    qrels: DataFrame,
+    keep: Callable[[DataFrame], DataFrame] | None = None,
+) -> Evaluation:
+    """:func:`evaluate` with the job's settings: what :func:`run` executes, :func:`explain`
+    shows. The run rows carry the row rules' reasons: the engine counts them (``ledger``)."""
+    return evaluate(
+        run,
+        qrels,
+        measures=job_measures(config),
+        rank_by=config.run.rank_by,
+        partition_columns=list(config.run.partition_columns),
+        missing_queries=config.evaluation.missing_queries,
+        negative_labels=config.evaluation.negative_labels,
+        intervals=config.intervals,
+        ledger=True,
+        keep=keep,
+    )
+
+
+def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> str:
+    """The physical plan of the job's per-query measures, as Spark explains it; runs nothing.
+
+    The plan is the one :func:`run` executes: the inputs (:func:`releval.checks.rules.job_inputs`;
+    both labelled by the row rules, counted by the engine's ledger in the same pass) and the
+    engine's computation of the per-query table. The quarantine (written from a pass of its
+    own only when a row was rejected) is not shown; the job persists the engine's result,
+    which this plan reads more than once (the queries' rows, and for the missing queries the
+    run partitions, the qrels' query rows and the retrieved queries).
+
+    Args:
+        spark: the session.
+        config: the job config.
+        mode: ``simple``, ``extended``, ``codegen``, ``cost`` or ``formatted``.
+    """
+    inputs = job_inputs(spark, config)
+    result = _evaluate_job(config, inputs.run, inputs.qrels)
+    return explain_string(result.queries, mode)
+
+
+def run(
+    spark: SparkSession,
+    config: Config,
+    *,
+    strict: bool | None = None,
+    write: WriteOptions = WriteOptions(),
+    phases: Phases | None = None,
+) -> Summary:
+    """Run the evaluation job a config describes; write both Delta tables.
+
+    The inputs are read raw; the per-query statistics are computed and persisted in one
+    pass that also counts every input row (the engine's ledger); the inputs' accounts are
+    checked, the quarantine written and
+    strict mode enforced (:func:`releval.checks.rules.finish_checks`, ``strict`` overrides
+    ``evaluation.strict``) before anything else is written. Each output table gets one
+    atomic commit replacing ``write.predicate`` (the whole table when None); a concurrent
+    job's conflicting commit is retried.
+
+    ``phases`` (default: a new :class:`releval.runtime.profile.Phases`) times each phase.
+
+    Returns:
+        The job summary.
+    """
+    phases = phases if phases is not None else Phases(spark)
+    measures = job_measures(config)
+    parts = list(config.run.partition_columns)
+    with phases.phase("read inputs"):
+        inputs = job_inputs(spark, config)
+    part_fields = _partition_fields(inputs.run, parts)
+    kept: list[DataFrame] = []
+
+    def keep(df: DataFrame) -> DataFrame:
+        # the engine's result is persisted as its stage made it, one partition per shuffle
+        # partition (adaptive execution materializes the cache in a job of its own, with
+        # as many tasks); what reads it after (a row or two per query) reads it as one
+        # partition per core: at 10M run rows each of those stages took 1.4-3.2 s for
+        # 100k rows in 40-80 tasks, the tasks' fixed cost (docs/performance.md)
+        kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        return kept[-1].coalesce(spark.sparkContext.defaultParallelism)
+
+    out_parts = config.output_partition_columns
+    try:
+        with phases.phase("evaluation"):
+            # planned inside the phase: persisting a DataFrame plans its query (Spark's
+            # optimizer and the inputs' file listing run on the driver, seconds for a
+            # small run), which is the evaluation's time as much as its Spark jobs are
+            result = _evaluate_job(
+                config, inputs.run, inputs.qrels, keep=keep
+            )
+            queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
+            kept.append(queries)
+            found = query_counts(
+                queries, parts, missing_queries=config.evaluation.missing_queries,
+                measures=measures, intervals=config.intervals,
+            )
+        counts = found.queries
+        with phases.phase("quarantine"):
+            report = finish_checks(
+                spark, config, inputs, strict=strict, ledger=found.run_ledger,
+                qrels_ledger=found.qrels_ledger, replace=write.predicate,
+                job_run_id=write.job_run_id,
+            )
+        pause("before_write")
+        with phases.phase("write per-query"):
+            per_query_written = tables.write_per_query(
+                long_format(queries, partition_columns=parts, measures=measures),
+                rows=(counts["scored"] + counts["missing"]) * len(measures),
+                path=config.output.per_query_path, table=config.output.per_query_table,
+                partition_fields=part_fields, output_partition_columns=out_parts,
+                predicate=write.predicate, job_run_id=write.job_run_id,
+            )
+        pause("between_tables")
+        with phases.phase("write aggregate"):
+            # from the sums the evaluation's aggregation collected (the bootstrap, if asked,
+            # is a pass of its own), then written and shown from the same rows
+            boot = (
+                bootstrap(queries, measures=measures, partition_columns=parts,
+                          intervals=config.intervals)
+                if config.intervals.method == "bootstrap" else None
+            )
+            made = aggregate_rows_of(
+                found.sums, measures=measures, partition_columns=parts,
+                intervals=config.intervals, bootstrap=boot,
+            )
+            aggregate_rows, aggregate_written = tables.write_aggregate(
+                spark, made, path=config.output.aggregate_path,
+                table=config.output.aggregate_table, partition_fields=part_fields,
+                output_partition_columns=out_parts, predicate=write.predicate,
+                job_run_id=write.job_run_id,
+            )
+        # the qrels' highest used label, from the engine's qrels ledger
+        binary_labels = (report.qrels.used_max or 0) <= 1
+    finally:
+        # together at the end: unpersisting the engine's result earlier would drop the
+        # persisted table built from it (Spark re-caches what depends on an uncached plan)
+        for df in reversed(kept):
+            df.unpersist()
+    return Summary(
+        run_rows=report.run.input,
+        qrels_rows=report.qrels.input,
+        run_partitions=int(counts["partitions"]),
+        queries_scored=int(counts["scored"]),
+        queries_without_qrels=int(counts["without_qrels"]),
+        queries_missing_from_run=int(counts["missing"]),
+        queries_per_mean=(counts["min_queries"], counts["max_queries"]),
+        partitions_with_few_queries=counts["few_queries"],
+        intervals=config.intervals,
+        missing_queries=config.evaluation.missing_queries,
+        per_query_rows=per_query_written.rows,
+        aggregate_rows=aggregate_written.rows,
+        per_query_version=per_query_written.version,
+        aggregate_version=aggregate_written.version,
+        unjudged=found.unjudged,
+        unjudged_warning_share=config.evaluation.unjudged_warning_share,
+        binary_labels=binary_labels,
+        measures=tuple(measures),
+        quality=report,
+        aggregate=tuple(sorted(aggregate_rows, key=aggregate_order(parts))),
+    )
+
+
+def read_per_query(spark: SparkSession, config: Config) -> DataFrame:
+    """The per-query table the config writes to."""
+    return read_table(spark, path=config.output.per_query_path, table=config.output.per_query_table)
+
+
+def read_aggregate(spark: SparkSession, config: Config) -> DataFrame:
+    """The aggregate table the config writes to, sorted for reading."""
+    keys = [*config.run.partition_columns, S.MEASURE, S.CUTOFF, S.MEASURE_KEY, S.AVERAGING]
+    table = read_table(spark, path=config.output.aggregate_path, table=config.output.aggregate_table)
+    return table.orderBy(*keys)

@@ -1,0 +1,196 @@
+"""What a job read, scored and wrote, rendered for people: the summary and its overview."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import Row
+
+from releval.checks.accounts import QualityReport
+from releval.config import IntervalSettings
+from releval.core import columns as S
+from releval.core.measures import Measure
+from releval.stats.intervals import FEW_QUERIES
+
+#: Measures that gain nothing from graded labels when every label is 0/1 (or negative).
+GRADED_MEASURES = ("nDCG", "nDCG_exp")
+
+
+@dataclass(frozen=True)
+class UnjudgedRate:
+    """The unjudged share of the top k of one run partition."""
+
+    partition: tuple[tuple[str, str], ...]
+    cutoff: int
+    share: float
+    queries: int
+
+    def label(self) -> str:
+        where = ", ".join(f"{c}={v}" for c, v in self.partition)
+        return f"{where + ' ' if where else ''}top {self.cutoff}"
+
+
+def render_lines(
+    rates: Sequence[UnjudgedRate],
+    *,
+    warning_share: float,
+    binary_labels: bool,
+    measures: Sequence[Measure],
+) -> list[str]:
+    """The summary lines about judgment coverage (empty when there is nothing to say).
+
+    One line with the range of the unjudged share over the run partitions at each k, one
+    WARNING line per k where some run partition is above ``warning_share``, and one line
+    that says where the per-partition figures are (the aggregate table's Judged@k rows,
+    ``releval report``): a screen, however many partitions the job evaluated.
+    """
+    lines: list[str] = []
+    by_k: dict[int, list[UnjudgedRate]] = {}
+    for rate in sorted(rates, key=lambda r: (r.cutoff, r.partition)):
+        by_k.setdefault(rate.cutoff, []).append(rate)
+    if by_k:
+        ranges = []
+        for k, group in by_k.items():
+            low, high = min(r.share for r in group), max(r.share for r in group)
+            ranges.append(f"top {k} {low:.1%}" if low == high else f"top {k} {low:.1%}-{high:.1%}")
+        lines.append(
+            "  unjudged share of the top k (1 - mean Judged@k, queries with results; range over "
+            f"{len({r.partition for r in rates})} run partition(s)): {', '.join(ranges)}"
+        )
+    warned = 0
+    for k, group in by_k.items():
+        high = [r for r in group if r.share > warning_share]
+        if not high:
+            continue
+        warned += 1
+        worst = max(high, key=lambda r: r.share)
+        where = ", ".join(f"{c}={v}" for c, v in worst.partition) or "the run"
+        lines.append(
+            f"  WARNING: top {k} more than {warning_share:.0%} unjudged in {len(high)} of "
+            f"{len(group)} run partition(s) (worst: {where}, {worst.share:.1%})"
+        )
+    if warned:
+        lines.append(
+            "    unjudged documents count as non-relevant, so P@k, nDCG@k and the like "
+            "undercount: compare with the judged-only variants (e.g. nDCG@10[judged]) or bpref; "
+            "per run partition: Judged@k in the aggregate table, or releval report"
+        )
+    if binary_labels and any(m.name in GRADED_MEASURES for m in measures):
+        lines.append(
+            "  note: all qrels labels are binary (at most 1): nDCG adds little over Recall and AP "
+            "here, and nDCG_exp equals nDCG."
+        )
+    return lines
+
+
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a job read, scored and wrote."""
+
+    run_rows: int
+    qrels_rows: int
+    run_partitions: int
+    queries_scored: int
+    queries_without_qrels: int
+    queries_missing_from_run: int
+    missing_queries: str
+    per_query_rows: int
+    aggregate_rows: int
+    per_query_version: int = 0
+    aggregate_version: int = 0
+    unjudged: tuple[UnjudgedRate, ...] = ()
+    unjudged_warning_share: float = 0.2
+    binary_labels: bool = False
+    measures: tuple[Measure, ...] = ()
+    quality: QualityReport | None = None
+    #: (fewest, most) queries the means of one run partition rest on
+    queries_per_mean: tuple[int, int] = (0, 0)
+    #: run partitions whose means rest on fewer than FEW_QUERIES queries
+    partitions_with_few_queries: int = 0
+    intervals: IntervalSettings = IntervalSettings()
+    #: the aggregate table's rows this job wrote (a few per run partition), as written
+    aggregate: tuple[Row, ...] = ()
+
+    def overview(self, measure_keys: Sequence[str], partition_columns: Sequence[str]) -> str:
+        """The rows written as a table for people (:func:`releval.stats.aggregate.render_overview`)."""
+        return render_overview(
+            self.aggregate, measure_keys=measure_keys, partition_columns=partition_columns
+        )
+
+    def render(self) -> str:
+        missing_rule = "scored 0, in means" if self.missing_queries == "zero" else "skipped"
+        lines = [
+            "releval job summary",
+            f"  input rows: run {self.run_rows}, qrels {self.qrels_rows}; rows written: "
+            f"per-query {self.per_query_rows}, aggregate {self.aggregate_rows}",
+            f"  run partitions evaluated: {self.run_partitions}; queries scored (run partition "
+            f"x query): {self.queries_scored}",
+            f"  run queries without qrels (not scored): {self.queries_without_qrels}; qrels "
+            f"queries missing from a run ({missing_rule}): {self.queries_missing_from_run}",
+        ]
+        low, high = self.queries_per_mean
+        spread = f"{low}" if low == high else f"{low} to {high}"
+        lines.append(
+            f"  queries per mean: {spread} per run partition; each macro value has a "
+            f"{self.intervals.level:.0%} {self.intervals.method} interval (ci_low, ci_high)"
+        )
+        if self.partitions_with_few_queries:
+            lines.append(
+                f"  WARNING: {self.partitions_with_few_queries} run partition(s) rest on fewer "
+                f"than {FEW_QUERIES} queries: their intervals are wide, and differences between "
+                "systems there are weak evidence"
+            )
+        if self.quality is not None:
+            lines.append(self.quality.render())
+        lines += render_lines(
+            self.unjudged,
+            warning_share=self.unjudged_warning_share,
+            binary_labels=self.binary_labels,
+            measures=self.measures,
+        )
+        return "\n".join(lines)
+
+
+def aggregate_order(parts: Sequence[str]) -> Callable[[Row], tuple[tuple[bool, object], ...]]:
+    """Sort key of aggregate rows: as :func:`read_aggregate` orders them (nulls first)."""
+    keys = [*parts, S.MEASURE, S.CUTOFF, S.MEASURE_KEY, S.AVERAGING]
+    return lambda row: tuple((row[k] is not None, row[k] if row[k] is not None else "") for k in keys)
+
+
+def render_overview(
+    rows: Sequence[Row], *, measure_keys: Sequence[str], partition_columns: Sequence[str]
+) -> str:
+    """The aggregate rows a job wrote (already on the driver) as a text table (no Spark job).
+
+    One line per run partition (in the rows' order) with its query count and one column
+    per measure key: the macro mean (the sum for counts), rounded to 4 decimals.
+    """
+    parts = list(partition_columns)
+    table: dict[tuple[object, ...], dict[str, object]] = {}
+    for row in rows:
+        if row[S.AVERAGING] not in ("macro", "sum"):
+            continue
+        key = tuple(row[c] for c in parts)
+        line = table.setdefault(key, {**{c: row[c] for c in parts}, S.NUM_QUERIES: row[S.NUM_QUERIES]})
+        if row[S.MEASURE_KEY] in measure_keys and row[S.VALUE] is not None:
+            line[row[S.MEASURE_KEY]] = round(float(row[S.VALUE]), 4)
+    header = [*parts, S.NUM_QUERIES, *measure_keys]
+    cells = [[_cell(line.get(h)) for h in header] for line in table.values()]
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(header)]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+
+    def fmt(values: Sequence[str]) -> str:
+        return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)) + " |"
+
+    return "\n".join([rule, fmt(header), rule, *(fmt(c) for c in cells), rule])
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        return f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "NaN"
+    return str(value)

@@ -1,0 +1,381 @@
+"""The one place a SparkSession is built, with Delta Lake configured.
+
+Delta's jars are fetched once at install time (``make jars``, Maven) into the
+project's ``.jars/`` folder, or the folder named by ``RELEVAL_JARS``. When that
+folder holds them they are put on ``spark.jars``; otherwise Spark resolves the
+pinned Maven coordinates itself (``spark.jars.packages``) and caches them. A job
+that ``spark-submit`` started with Delta's jars (``--jars``, ``--packages``: a
+cluster's jars folder or Maven) keeps those.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlparse
+
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+
+from releval.config import Config, SparkSettings
+
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+DELTA_VERSION = "4.0.1"
+SCALA_VERSION = "2.13"
+DELTA_PACKAGES = (
+    f"io.delta:delta-spark_{SCALA_VERSION}:{DELTA_VERSION}",
+    f"io.delta:delta-storage:{DELTA_VERSION}",
+)
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _jars_folder(jars_dir: str | Path | None) -> Path:
+    """The folder of Delta's jars and the class archive: ``jars_dir``, ``RELEVAL_JARS`` or
+    the project's ``.jars/``."""
+    return Path(jars_dir or os.environ.get("RELEVAL_JARS") or _PROJECT_ROOT / ".jars")
+
+
+def delta_jars(jars_dir: str | Path | None = None) -> list[Path]:
+    """The locally cached Delta jars, or [] when they are not all there."""
+    folder = _jars_folder(jars_dir)
+    jars = [folder / f"{coord.split(':')[1]}-{DELTA_VERSION}.jar" for coord in DELTA_PACKAGES]
+    return jars if all(j.is_file() for j in jars) else []
+
+
+#: The driver JVM's class-data-sharing archive, next to Delta's jars: the classes a small
+#: job loads (Spark's, Delta's, Parquet's, Arrow's), written once at install time
+#: (``make install``: ``python -m releval.runtime.session --archive-classes``). A JVM that maps it
+#: loads them from the archive instead of the jars: a small job starts and runs faster
+#: (docs/performance.md). It is only an accelerator: a missing or stale archive (another
+#: JDK, another Spark) leaves the JVM as it was.
+CLASS_ARCHIVE = "releval-classes.jsa"
+
+
+def class_archive(jars_dir: str | Path | None = None) -> Path | None:
+    """The class archive in the jars folder (``RELEVAL_JARS`` or ``.jars/``), or None."""
+    path = _jars_folder(jars_dir) / CLASS_ARCHIVE
+    return path if path.is_file() else None
+
+
+def archive_options(archive: Path) -> str:
+    """The driver JVM options that map ``archive``; the JVM checks it and, if it cannot
+    use it (made by another JDK or for another class path), runs without it, its one-line
+    warning silenced."""
+    return f'"-XX:SharedArchiveFile={archive}" -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off'
+
+
+#: The driver JVM's just-in-time compilation for a short local job: the quick compiler
+#: (C1) only. The optimizing compiler (C2) spends a whole core for most of a short job
+#: compiling Spark's and Delta's code, which on a small machine is the core the job needs:
+#: C1 only took `make run` on the sample from 25.5-27.0 s to 19.1-20.0 s, and `releval
+#: evaluate` on 100k TREC lines from 20-24 s to 14-18 s (docs/performance.md). A long job
+#: gains from C2's faster code (the test session's JVM, which runs for minutes, took 25%
+#: longer on C1 only), so it is used only when the inputs are small (:func:`short_job`).
+SHORT_JOB_JIT = "-XX:TieredStopAtLevel=1"
+
+#: Local inputs of at most this many bytes (run and qrels together) make a short job: at
+#: 1M TREC lines (38 MB) C1 only was still 4-5 s faster; at 10M rows (112 MB of Parquet)
+#: it gained nothing and lost up to 8%.
+SHORT_JOB_BYTES = 64 * 2**20
+
+
+def local_bytes(path: str) -> int | None:
+    """The size of the files at a local path or ``file:`` URI (a file, or a folder's files
+    at any depth; glob patterns are expanded); 0 for a local path that does not exist (the
+    job itself says so). None where the size is not known: another URI scheme (``s3a:``,
+    ``hdfs:``: it would take a file system client) or a file that cannot be read."""
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", path):
+        parsed = urlparse(path)
+        if parsed.scheme != "file":
+            return None
+        path = parsed.path
+    total = 0
+    try:
+        for match in glob.glob(path) or [path]:
+            top = Path(match)
+            if top.is_file():
+                total += top.stat().st_size
+            for folder, _dirs, files in os.walk(top):
+                total += sum(Path(folder, name).stat().st_size for name in files)
+    except OSError:
+        return None
+    return total
+
+
+def short_job(config: Config) -> bool:
+    """Whether a job over ``config``'s inputs is short: a local master, and the run and
+    qrels are local paths of at most :data:`SHORT_JOB_BYTES` together (a catalog table or
+    a URI is of unknown size: not short).
+
+    The commands over a config's output tables (``releval compare``, ``views``, ``report``
+    on catalog tables) take the same rule: the tables evaluated from small inputs are small.
+    """
+    if not local_cores(config.spark.master):
+        return False
+    sizes = [None if source.path is None else local_bytes(source.path)
+             for source in (config.run, config.qrels)]
+    return all(size is not None for size in sizes) and sum(sizes) <= SHORT_JOB_BYTES
+
+
+def driver_options(*, archive: Path | None, short: bool) -> str:
+    """The driver JVM options releval adds: the class archive's (None: none), and C1 only
+    for a short job (:data:`SHORT_JOB_JIT`)."""
+    return " ".join(
+        [*([archive_options(archive)] if archive is not None else []),
+         *([SHORT_JOB_JIT] if short else [])]
+    )
+
+
+def with_driver_options(conf: Mapping[str, str], options: str) -> dict[str, str]:
+    """``conf`` with ``options`` (:func:`driver_options`; "": ``conf`` as is) in the driver
+    JVM's options.
+
+    Only for a session whose driver JVM this process starts. The user's own
+    ``spark.driver.extraJavaOptions`` come after releval's, and win where they differ.
+    """
+    out = dict(conf)
+    if options:
+        user = out.get(DRIVER_JAVA_OPTIONS, "")
+        out[DRIVER_JAVA_OPTIONS] = f"{options} {user}".strip()
+    return out
+
+
+def stop_jvm(spark: SparkSession, *, timeout: float = 600) -> None:
+    """Stop ``spark`` and the driver JVM this process started, and wait until it has exited
+    (the JVM exits when its stdin closes; an exiting JVM writes its class archive and
+    finishes its logs)."""
+    gateway = SparkContext._gateway
+    if gateway is None or getattr(gateway, "proc", None) is None:
+        raise RuntimeError("no driver JVM that this process started")
+    spark.stop()
+    gateway.shutdown()
+    gateway.proc.stdin.close()
+    gateway.proc.wait(timeout=timeout)
+
+
+def local_cores(master: str | None) -> int | None:
+    """The cores of a ``local``, ``local[N]`` or ``local[*]`` master; None for a cluster."""
+    if not master or not master.startswith("local"):
+        return None
+    inside = master[len("local["):].split(",")[0].rstrip("]") if "[" in master else "1"
+    return os.cpu_count() or 1 if inside == "*" else int(inside)
+
+
+#: PySpark's key for recording the Python call site of each DataFrame and Column call.
+DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
+
+#: Spark's key for the Python module that starts the Python workers' daemon.
+DAEMON_MODULE = "spark.python.daemon.module"
+
+
+def worker_daemon(conf: Mapping[str, str]) -> dict[str, str]:
+    """The Spark conf that starts the local Python workers from :mod:`releval.runtime.daemon`.
+
+    PySpark's worker re-reads three zip archives at every task (260 ms of each Python
+    task on a 2-core machine; see :mod:`releval.runtime.daemon`). Its daemon is replaced only
+    where it is safe: the workers run this very interpreter (``PYSPARK_PYTHON`` is
+    ``sys.executable``, as :func:`build_session` sets it on a local master), releval is
+    installed as files (not shipped in a zip, which a worker would only see after the
+    daemon started), and ``conf`` names neither another Python nor another daemon.
+    Otherwise (a cluster, another interpreter) this returns {} and PySpark's daemon runs.
+    """
+    import releval
+
+    same_python = os.path.abspath(os.environ.get("PYSPARK_PYTHON", "")) == os.path.abspath(
+        sys.executable
+    )
+    if (
+        same_python
+        and Path(releval.__file__).is_file()
+        and not {"spark.pyspark.python", DAEMON_MODULE} & set(conf)
+    ):
+        return {DAEMON_MODULE: "releval.runtime.daemon"}
+    return {}
+
+
+def submitted_delta() -> bool:
+    """Whether ``spark-submit`` already gave Delta's jars (``--jars`` or ``--packages``).
+
+    Only a driver that ``spark-submit`` started has a running JVM before the session is
+    built (``PYSPARK_GATEWAY_PORT``); its Spark conf then says what was submitted. In any
+    other process the JVM starts with the session's own conf, so this returns False
+    without starting one.
+    """
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return False
+    from pyspark import SparkConf
+
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM (starts nothing)
+    conf = SparkConf()  # loads the JVM's spark.* properties: what spark-submit was given
+    return "delta-spark" in f"{conf.get('spark.jars', '')},{conf.get('spark.jars.packages', '')}"
+
+
+def build_session(settings: SparkSettings = SparkSettings(), *, short: bool = False) -> SparkSession:
+    """Build (or get) the SparkSession with Delta Lake's extension and catalog.
+
+    Args:
+        settings: master, application name, the cluster keys (shuffle partitions, executor
+            memory and cores, adaptive execution, warehouse) and extra Spark conf.
+        short: a short job (:func:`short_job`): a driver JVM this process starts on a
+            local master compiles with C1 only (:data:`SHORT_JOB_JIT`). A JVM that
+            ``spark-submit`` started keeps its options (the Makefile asks
+            ``python -m releval.runtime.session --driver-options CONFIG`` for them).
+
+    Returns:
+        The active SparkSession.
+    """
+    # On local Spark the Arrow engine's Python workers need this interpreter's packages
+    # (NumPy, PyArrow); an explicit PYSPARK_PYTHON wins. A cluster's executors have their
+    # own Python (spark.pyspark.python), which this does not touch.
+    if (settings.master or "").startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(settings.app_name)
+    if settings.master:
+        builder = builder.master(settings.master)
+    jars = delta_jars()
+    if submitted_delta():
+        pass  # spark-submit's --jars / --packages stand (a cluster's jars folder or Maven)
+    elif jars:
+        builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
+    else:
+        builder = builder.config("spark.jars.packages", ",".join(DELTA_PACKAGES))
+    builder = (
+        builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        # Let the label join reuse the run's partitioning by query id (a subset of the
+        # join keys query id, doc id): the pipeline's one shuffle. See pipeline.evaluate.
+        .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false")
+        # the Arrow engine receives a shuffle partition in batches of this many rows
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+        # PySpark records the Python call site of every DataFrame and Column call, for
+        # the query context of Spark's own errors: 3 of 4 Py4J calls of building an
+        # evaluation (4,458 -> 1,565 for 9 measures; about 0.5 s per evaluation on 2
+        # cores). releval reports its errors itself; [spark.conf] can turn it back on.
+        .config(DATAFRAME_DEBUGGING, "false")
+    )
+    # shuffle partitions, executor memory and cores, adaptive execution, warehouse
+    for key, value in settings.spark_conf().items():
+        builder = builder.config(key, value)
+    cores = local_cores(settings.master)
+    if cores:
+        # Delta rebuilds each table's snapshot in 50 partitions by default: on one machine
+        # most of a small job's Delta bookkeeping (issue 11: 11 s -> 1.2 s of a 400-query
+        # run at 2). A cluster keeps Delta's default unless [spark.conf] sets it.
+        builder = builder.config("spark.databricks.delta.snapshotPartitions", str(2 * cores))
+    starts_jvm = "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None
+    conf = with_driver_options(settings.conf, driver_options(
+        archive=class_archive() if starts_jvm else None,
+        short=starts_jvm and short and cores is not None,
+    ))
+    if cores:
+        conf = {**worker_daemon(conf), **conf}
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def fetch_jars(jars_dir: str | Path) -> list[Path]:
+    """Resolve Delta's jars with Spark's own resolver (no Maven) and copy them to ``jars_dir``.
+
+    The fallback of ``make jars`` on a machine without ``mvn``.
+    """
+    import shutil
+
+    ivy = _PROJECT_ROOT / ".ivy2"
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .config("spark.jars.packages", ",".join(DELTA_PACKAGES))
+        .config("spark.jars.ivy", str(ivy))
+        .getOrCreate()
+    )
+    spark.stop()
+    folder = Path(jars_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for coord in DELTA_PACKAGES:
+        group, artifact, version = coord.split(":")
+        source = ivy / "jars" / f"{group}_{artifact}-{version}.jar"
+        target = folder / f"{artifact}-{version}.jar"
+        shutil.copyfile(source, target)
+        copied.append(target)
+    return copied
+
+
+def archive_classes(jars_dir: str | Path) -> Path:
+    """Write the class archive (:data:`CLASS_ARCHIVE`) into ``jars_dir``, next to Delta's jars.
+
+    A small evaluation (TREC files in, Delta tables out, a few hundred rows) runs in a
+    driver JVM of its own that dumps the classes it loaded when it exits (JDK's dynamic
+    class-data-sharing archive); this process waits for that JVM to exit, then moves the
+    finished archive into place (a partial one is never used). Any archive already there
+    is removed first: the JVM that writes one must not map one. About a minute, once.
+    """
+    import shutil
+    import tempfile
+
+    folder = Path(jars_dir)
+    target = folder / CLASS_ARCHIVE
+    partial = folder / f"{CLASS_ARCHIVE}.partial"
+    target.unlink(missing_ok=True)
+    partial.unlink(missing_ok=True)
+    os.environ["RELEVAL_JARS"] = str(folder)
+    from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
+    from releval.job import pipeline
+
+    work = Path(tempfile.mkdtemp(prefix="releval-classes-"))
+    try:
+        run, qrels = work / "run.trec", work / "qrels.trec"
+        run.write_text("".join(f"q{q} Q0 d{d} {d + 1} {10 - d} archive\n"
+                               for q in range(20) for d in range(10)))
+        qrels.write_text("".join(f"q{q} 0 d{d} {d % 3}\n" for q in range(20) for d in range(0, 10, 2)))
+        config = Config(
+            run=RunSource(path=str(run), format="trec", partition_columns=("run_id",)),
+            qrels=QrelsSource(path=str(qrels), format="trec"),
+            evaluation=EvaluationSettings(measures=("P@5", "nDCG@10", "AP", "RR")),
+            output=OutputSettings(per_query_path=str(work / "per_query"),
+                                  aggregate_path=str(work / "aggregate"),
+                                  quarantine_path=str(work / "quarantine")),
+        )
+        spark = build_session(SparkSettings(
+            master="local[2]", app_name="releval-class-archive", shuffle_partitions=2,
+            conf={DRIVER_JAVA_OPTIONS: f'"-XX:ArchiveClassesAtExit={partial}" -Xlog:cds=off'},
+        ))
+        pipeline.run(spark, config)
+        pipeline.read_per_query(spark, config).count()  # and the classes that read a table
+        stop_jvm(spark)  # the JVM writes the archive as it exits
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if not partial.is_file():
+        raise RuntimeError(f"the JVM wrote no class archive at {partial}")
+    partial.replace(target)
+    return target
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--fetch-jars":
+        for jar in fetch_jars(sys.argv[2]):
+            print(f"fetched {jar}")
+    elif len(sys.argv) == 3 and sys.argv[1] == "--archive-classes":
+        print(f"wrote {archive_classes(sys.argv[2])}")
+    elif len(sys.argv) == 3 and sys.argv[1] == "--driver-options":
+        # for the Makefile's spark-submit, whose driver JVM starts before the job's Python:
+        # the options build_session gives a JVM it starts for the same config
+        from releval.config import load_config
+
+        print(driver_options(archive=class_archive(),
+                             short=short_job(load_config(sys.argv[2]))))
+    else:
+        print("usage: python -m releval.runtime.session --fetch-jars DIR | --archive-classes DIR"
+              " | --driver-options CONFIG", file=sys.stderr)
+        sys.exit(2)

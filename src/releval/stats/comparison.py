@@ -1,0 +1,218 @@
+"""Is the difference real? A baseline run partition against candidates, query by query.
+
+:func:`compare`: per-query rows in, one row per (candidate, measure) out, with the mean
+difference and its t interval, the relative change, wins / ties / losses, the paired
+Cohen's d, the paired t-test and randomization-test p-values, corrected over the whole
+comparison (all candidates and measures: one family). The statistics are computed in
+the executors (:mod:`releval.stats.kernel`); the randomization depends only on the seed
+and the query ids. See docs/statistics.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import reduce
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from releval.config import ComparisonSettings
+from releval.core import columns as S
+from releval.core.frames import local_frame
+from releval.core.measures.registry import REGISTRY
+from releval.stats import kernel
+from releval.stats.intervals import query_key
+
+_B, _C, _KEY = "_baseline_value", "_candidate_value", "_key"
+_MEASURE_COLUMNS = list(S.MEASURE_COLUMNS)
+_STATS = [
+    (S.NUM_PAIRS, "long"), (S.BASELINE_MEAN, "double"), (S.CANDIDATE_MEAN, "double"),
+    (S.MEAN_DIFF, "double"), (S.DIFF_CI_LOW, "double"), (S.DIFF_CI_HIGH, "double"),
+    (S.RELATIVE_CHANGE, "double"), (S.WINS, "long"), (S.TIES, "long"), (S.LOSSES, "long"),
+    (S.EFFECT_SIZE, "double"), (S.T_P_VALUE, "double"), (S.RANDOMIZATION_P_VALUE, "double"),
+]
+_ADJUSTED = [(S.T_P_ADJUSTED, "double"), (S.RANDOMIZATION_P_ADJUSTED, "double"),
+             (S.SIGNIFICANT, "boolean")]
+
+
+def side_condition(values: Mapping[str, str]) -> Column:
+    """Rows of the run partition ``values`` (column -> value, compared as strings)."""
+    return reduce(lambda a, b: a & b, [F.col(c).cast("string") == v for c, v in values.items()])
+
+
+def _compared_measures(per_query: DataFrame) -> DataFrame:
+    """Only the measures that have a mean (not the num_* counts)."""
+    counts = sorted(name for name, spec in REGISTRY.items() if "macro" not in spec.averaging)
+    return per_query.where(~F.col(S.MEASURE).isin(counts))
+
+
+def pairs(
+    per_query: DataFrame,
+    *,
+    baseline: Mapping[str, str],
+    candidates: Mapping[str, Mapping[str, str]],
+    missing_queries: str,
+) -> DataFrame:
+    """The pairs of every candidate with the baseline, by measure and query.
+
+    Args:
+        per_query: rows of the per-query table.
+        baseline: the baseline run partition (column -> value).
+        candidates: label -> candidate run partition.
+        missing_queries: ``zero`` (a query either side scored; 0 where missing) or ``skip``
+            (queries both sides scored).
+
+    Returns:
+        ``candidate``, the measure columns, ``query_id``, ``_baseline_value``,
+        ``_candidate_value``; only measures both sides have.
+    """
+    rows = _compared_measures(per_query)
+    base = rows.where(side_condition(baseline)).select(
+        *_MEASURE_COLUMNS, S.QUERY_ID, F.col(S.VALUE).alias(_B))
+    cand = reduce(DataFrame.unionByName, [
+        rows.where(side_condition(values)).select(
+            F.lit(label).alias(S.CANDIDATE), *_MEASURE_COLUMNS, S.QUERY_ID,
+            F.col(S.VALUE).alias(_C))
+        for label, values in candidates.items()
+    ])
+    labels = local_frame(rows.sparkSession, [(k,) for k in candidates],
+                         T.StructType([T.StructField(S.CANDIDATE, T.StringType())]))
+    # (candidate, measure) both sides have: measures are never paired with missing zeros
+    common = cand.select(S.CANDIDATE, S.MEASURE_KEY).distinct().join(
+        base.select(S.MEASURE_KEY).distinct(), S.MEASURE_KEY)
+    base_x = base.crossJoin(F.broadcast(labels))
+    keys = [S.CANDIDATE, S.MEASURE_KEY, S.QUERY_ID]
+    if missing_queries == "skip":
+        described = [c for c in _MEASURE_COLUMNS if c != S.MEASURE_KEY]  # taken from base
+        joined = base_x.join(cand.drop(*described), keys, "inner")
+        return joined.select(S.CANDIDATE, *_MEASURE_COLUMNS, S.QUERY_ID, _B, _C)
+    b, c = base_x.alias("b"), cand.alias("c")
+    joined = b.join(c, [F.col(f"b.{k}") == F.col(f"c.{k}") for k in keys], "full_outer")
+    out = joined.select(
+        *[F.coalesce(F.col(f"b.{k}"), F.col(f"c.{k}")).alias(k) for k in [S.CANDIDATE,
+                                                                          *_MEASURE_COLUMNS,
+                                                                          S.QUERY_ID]],
+        F.coalesce(F.col(f"b.{_B}"), F.lit(0.0)).alias(_B),
+        F.coalesce(F.col(f"c.{_C}"), F.lit(0.0)).alias(_C),
+    )
+    return out.join(F.broadcast(common), [S.CANDIDATE, S.MEASURE_KEY], "left_semi")
+
+
+def paired_tests(pair_rows: DataFrame, *, alpha: float, permutations: int, seed: int) -> DataFrame:
+    """One row per (candidate, measure): :func:`releval.stats.kernel.paired` and the
+    randomization test over its pairs, computed per group in the executors.
+
+    Args:
+        pair_rows: the output of :func:`pairs`.
+        alpha: the difference's interval has level 1 - alpha.
+        permutations: sign-flip permutations of the randomization test.
+        seed: hashed with each query id into its signs.
+    """
+    group = [S.CANDIDATE, *_MEASURE_COLUMNS]
+    types = {f.name: f.dataType.simpleString() for f in pair_rows.schema.fields}
+    schema = ", ".join([*(f"`{c}` {types[c]}" for c in group), *(f"{n} {t}" for n, t in _STATS)])
+
+    def one_group(key: tuple, pdf: pd.DataFrame) -> pd.DataFrame:
+        pdf = pdf.sort_values(S.QUERY_ID)
+        b, c = pdf[_B].to_numpy(np.float64), pdf[_C].to_numpy(np.float64)
+        stats = kernel.paired(b, c, level=1.0 - alpha)
+        p = kernel.randomization_p(kernel.differences(b, c), pdf[_KEY].to_numpy(np.int64),
+                                   permutations=permutations)
+        values = {**dict(zip(group, key, strict=True)), **stats.__dict__,
+                  S.NUM_PAIRS: stats.pairs, S.RANDOMIZATION_P_VALUE: p}
+        return pd.DataFrame({k: pd.Series([values[k]], dtype=object)
+                             for k in [*group, *(n for n, _ in _STATS)]})
+
+    rows = pair_rows.select(*group, S.QUERY_ID, _B, _C, query_key(seed).alias(_KEY))
+    return rows.groupBy(*group).applyInPandas(one_group, schema)
+
+
+def tukey_tests(
+    pair_rows: DataFrame, *, missing_queries: str, permutations: int, seed: int
+) -> DataFrame:
+    """Randomized Tukey HSD p-value of each candidate against the baseline, per measure.
+
+    The baseline and every candidate of a measure form one queries x systems matrix
+    (pairing ``zero``: a query missing for a system scores 0; ``skip``: the queries every
+    system scored), tested at once by :func:`releval.stats.kernel.tukey_hsd_p`.
+
+    Returns:
+        ``candidate``, ``measure_key``, ``tukey_p_value``.
+    """
+    schema = f"{S.CANDIDATE} string, {S.MEASURE_KEY} string, {S.TUKEY_P_VALUE} double"
+
+    def one_measure(pdf: pd.DataFrame) -> pd.DataFrame:
+        by_query = pdf.groupby(S.QUERY_ID)
+        wide = pd.concat(
+            [by_query[_B].first().rename("_baseline"),
+             pdf.pivot_table(index=S.QUERY_ID, columns=S.CANDIDATE, values=_C, aggfunc="first")],
+            axis=1)
+        wide = (wide.fillna(0.0) if missing_queries == "zero" else wide.dropna()).sort_index()
+        keys = by_query[_KEY].first().loc[wide.index].to_numpy(np.int64)
+        p = kernel.tukey_hsd_p(wide.to_numpy(np.float64), keys, permutations=permutations)
+        return pd.DataFrame({S.CANDIDATE: list(wide.columns[1:]),
+                             S.MEASURE_KEY: pdf[S.MEASURE_KEY].iloc[0],
+                             S.TUKEY_P_VALUE: p[0, 1:]})
+
+    rows = pair_rows.select(S.CANDIDATE, S.MEASURE_KEY, S.QUERY_ID, _B, _C,
+                            query_key(seed).alias(_KEY))
+    return rows.groupBy(S.MEASURE_KEY).applyInPandas(one_measure, schema)
+
+
+def correct(tests: DataFrame, *, correction: str, alpha: float, test: str) -> DataFrame:
+    """Add the corrected p-values over the whole family (every row) and ``significant``.
+
+    ``correction`` names a function of :data:`releval.stats.kernel.CORRECTIONS`; the
+    family is small (candidates x measures), so it is one group.
+    """
+    adjust = kernel.CORRECTIONS[correction]
+    chosen = {"randomization": S.RANDOMIZATION_P_ADJUSTED, "t": S.T_P_ADJUSTED,
+              "tukey": S.TUKEY_P_VALUE}[test]
+    schema = ", ".join(
+        [*(f"`{f.name}` {f.dataType.simpleString()}" for f in tests.schema.fields),
+         *(f"{n} {t}" for n, t in _ADJUSTED)])
+
+    def family(pdf: pd.DataFrame) -> pd.DataFrame:
+        out = pdf.copy()
+        for raw, adjusted in ((S.T_P_VALUE, S.T_P_ADJUSTED),
+                              (S.RANDOMIZATION_P_VALUE, S.RANDOMIZATION_P_ADJUSTED)):
+            values = adjust(pdf[raw].to_numpy(np.float64, na_value=np.nan))
+            out[adjusted] = pd.Series(values, index=pdf.index).astype(object).where(
+                ~np.isnan(values), None)
+        out[S.SIGNIFICANT] = [p is not None and p == p and p < alpha for p in out[chosen]]
+        return out
+
+    return tests.withColumn("_family", F.lit(0)).groupBy("_family").applyInPandas(
+        lambda pdf: family(pdf.drop(columns="_family")), schema)
+
+
+def compare(
+    per_query: DataFrame,
+    *,
+    baseline: Mapping[str, str],
+    candidates: Mapping[str, Mapping[str, str]],
+    missing_queries: str,
+    settings: ComparisonSettings = ComparisonSettings(),
+) -> DataFrame:
+    """The comparison rows: :func:`pairs`, then :func:`paired_tests` (and
+    :func:`tukey_tests` when ``settings.test`` is "tukey"), then :func:`correct`.
+
+    Returns:
+        ``candidate`` (its label), the measure columns, the statistics, the corrected
+        p-values and ``significant``.
+    """
+    pair_rows = pairs(per_query, baseline=baseline, candidates=candidates,
+                      missing_queries=missing_queries)
+    tests = paired_tests(pair_rows, alpha=settings.alpha, permutations=settings.permutations,
+                         seed=settings.seed)
+    if settings.test == "tukey":
+        hsd = tukey_tests(pair_rows, missing_queries=missing_queries,
+                          permutations=settings.permutations, seed=settings.seed)
+        tests = tests.join(hsd, [S.CANDIDATE, S.MEASURE_KEY], "left")
+    else:
+        tests = tests.withColumn(S.TUKEY_P_VALUE, F.lit(None).cast("double"))
+    return correct(tests, correction=settings.correction, alpha=settings.alpha,
+                   test=settings.test)

@@ -1,0 +1,290 @@
+"""Pure NumPy statistics over one group of per-query values (no Spark here).
+
+Randomness is derived, never drawn: each query carries a 64-bit key (Spark computes
+``xxhash64(seed, query_id)``, see :func:`releval.stats.intervals.query_key`), and the
+uniform number of query ``q`` in draw ``b`` (a bootstrap resample or a permutation) is
+the SplitMix64 finalizer of ``key_q + (b + 1) * 0x9E3779B97F4A7C15``, top 53 bits. So a
+query's weight or sign in draw ``b`` depends on the seed, ``b`` and its id only: the
+result is the same whatever the partitioning or the order of the rows.
+
+Draws are made in blocks of ``rows x queries <= BLOCK_CELLS`` so that memory stays bounded
+(a loop over blocks, each one vectorized; never a Python loop over draws or queries).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+#: Largest (draws x queries) matrix made at once (8 bytes each: 32 MB).
+BLOCK_CELLS = 4_000_000
+#: Differences within this of 0 are ties: they count as 0 in every statistic.
+TIE_TOLERANCE = 1e-12
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+#: CDF of Poisson(1) at k = 0..19 (P(K > 19) < 1e-17, below a double's resolution of u).
+_POISSON1_CDF = np.cumsum(
+    np.exp(-1.0) / np.cumprod(np.concatenate([[1.0], np.arange(1.0, 20.0)]))
+)
+
+
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finalizer, elementwise over uint64 (wrapping arithmetic)."""
+    x = (x ^ (x >> np.uint64(30))) * _M1
+    x = (x ^ (x >> np.uint64(27))) * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def as_keys(keys: np.ndarray) -> np.ndarray:
+    """Spark's signed 64-bit hashes as uint64, bit for bit."""
+    return np.ascontiguousarray(keys, dtype=np.int64).view(np.uint64)
+
+
+def uniforms(keys: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """U[0, 1) for each (draw, query): a ``len(draws) x len(keys)`` matrix.
+
+    Args:
+        keys: the queries' 64-bit keys (uint64, or int64 as Spark returns them).
+        draws: draw numbers (0-based).
+    """
+    k = as_keys(keys) if keys.dtype != np.uint64 else keys
+    d = (np.asarray(draws, dtype=np.uint64) + np.uint64(1)) * _GOLDEN
+    h = _splitmix(k[None, :] + d[:, None])
+    return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def poisson_weights(keys: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """Poisson(1) bootstrap weights, ``len(draws) x len(keys)``, by inverting the CDF."""
+    return np.searchsorted(_POISSON1_CDF, uniforms(keys, draws), side="right").astype(np.float64)
+
+
+def random_signs(keys: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """+1 or -1 with probability 1/2 each, ``len(draws) x len(keys)``."""
+    return np.where(uniforms(keys, draws) < 0.5, 1.0, -1.0)
+
+
+def _blocks(total: int, queries: int) -> list[np.ndarray]:
+    rows = max(1, BLOCK_CELLS // max(queries, 1))
+    return [np.arange(s, min(s + rows, total), dtype=np.uint64) for s in range(0, total, rows)]
+
+
+def t_quantile(probability: float, df: np.ndarray | float) -> np.ndarray:
+    """The ``probability`` quantile of Student's t with ``df`` degrees of freedom.
+
+    NaN where df < 1.
+    """
+    df = np.asarray(df, dtype=np.float64)
+    safe = np.where(df >= 1, df, 1.0)
+    return np.where(df >= 1, special.stdtrit(safe, probability), np.nan)
+
+
+def t_half_width(sd: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
+    """Half-width of the Student t interval of a mean: t_{(1+level)/2, n-1} * sd / sqrt(n).
+
+    NaN when n < 2 (no interval from one value).
+    """
+    n = np.asarray(n, dtype=np.float64)
+    sd = np.maximum(np.asarray(sd, dtype=np.float64), 0.0)
+    ok = n >= 2
+    root = np.sqrt(np.where(ok, n, 1.0))
+    return np.where(ok, t_quantile((1.0 + level) / 2.0, n - 1) * sd / root, np.nan)
+
+
+def bootstrap_interval(
+    values: np.ndarray, keys: np.ndarray, *, resamples: int, level: float
+) -> tuple[float, float]:
+    """Percentile interval of the mean over Poisson(1) bootstrap resamples of the queries.
+
+    Resample ``b`` weighs query ``q`` by ``w_bq ~ Poisson(1)`` (:func:`poisson_weights`); its
+    mean is ``sum_q w_bq x_q / sum_q w_bq``. A resample whose weights are all 0 (probability
+    ``e^-n``) has no mean and is left out. The interval is the ``(1-level)/2`` and
+    ``(1+level)/2`` quantiles of the resample means (NumPy's linear interpolation).
+
+    Returns:
+        (low, high); (NaN, NaN) with fewer than 2 queries.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    if len(x) < 2:
+        return float("nan"), float("nan")
+    means = []
+    for draws in _blocks(resamples, len(x)):
+        w = poisson_weights(keys, draws)
+        total = w.sum(axis=1)
+        ok = total > 0
+        means.append((w @ x)[ok] / total[ok])
+    low, high = np.quantile(np.concatenate(means), [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(low), float(high)
+
+
+def randomization_p(differences: np.ndarray, keys: np.ndarray, *, permutations: int) -> float:
+    """Two-sided p-value of the paired randomization (sign-flip permutation) test.
+
+    Under the null hypothesis each query's two values are exchangeable, so each difference
+    keeps or flips its sign with probability 1/2. With ``T = |mean(d)|`` observed and
+    ``T_b = |mean(s_b * d)|`` for ``permutations`` sign vectors ``s_b`` (:func:`random_signs`),
+    ``p = (1 + #{b: T_b >= T}) / (1 + permutations)`` (the observed assignment counts as one;
+    the p-value is never 0). ``T_b >= T`` allows a relative 1e-10 for rounding: IR
+    differences often tie exactly. All differences 0 give p = 1.
+    """
+    d = np.asarray(differences, dtype=np.float64)
+    if len(d) == 0:
+        return float("nan")
+    observed = abs(d.sum())
+    if observed == 0.0 and not d.any():
+        return 1.0
+    slack = 1e-10 * np.abs(d).sum()
+    at_least = 0
+    for draws in _blocks(permutations, len(d)):
+        at_least += int((np.abs(random_signs(keys, draws) @ d) >= observed - slack).sum())
+    return (1 + at_least) / (1 + permutations)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Paired statistics of candidate - baseline over one set of queries (NaN: undefined)."""
+
+    pairs: int
+    baseline_mean: float
+    candidate_mean: float
+    mean_diff: float
+    diff_ci_low: float
+    diff_ci_high: float
+    relative_change: float
+    wins: int
+    ties: int
+    losses: int
+    effect_size: float
+    t_p_value: float
+
+
+def differences(baseline: np.ndarray, candidate: np.ndarray) -> np.ndarray:
+    """candidate - baseline, with |difference| <= :data:`TIE_TOLERANCE` set to exactly 0."""
+    d = np.asarray(candidate, dtype=np.float64) - np.asarray(baseline, dtype=np.float64)
+    return np.where(np.abs(d) <= TIE_TOLERANCE, 0.0, d)
+
+
+def paired(baseline: np.ndarray, candidate: np.ndarray, *, level: float) -> Paired:
+    """Mean difference, its t interval, W/T/L, paired Cohen's d and the paired t-test.
+
+    With ``d = candidate - baseline`` (:func:`differences`), ``n`` pairs, ``s`` the sample
+    standard deviation of ``d``:
+
+    * interval: ``mean(d) +- t_{(1+level)/2, n-1} * s / sqrt(n)``; NaN when n < 2;
+    * relative change: ``mean(d) / mean(baseline)``; NaN when the baseline mean is 0;
+    * effect size (paired Cohen's d, d_z): ``mean(d) / s``; NaN when s = 0 (0/0, or a
+      constant difference, which has no spread to scale by); s <= :data:`TIE_TOLERANCE`
+      counts as 0 (a constant difference with rounding noise);
+    * t-test: ``t = mean(d) / (s / sqrt(n))``, two-sided ``p = 2 * P(T_{n-1} > |t|)``
+      (scipy's ``ttest_rel``); s = 0 gives p = 1 when every difference is 0 and p = 0
+      for a constant nonzero difference (|t| infinite); NaN when n < 2.
+    """
+    b = np.asarray(baseline, dtype=np.float64)
+    c = np.asarray(candidate, dtype=np.float64)
+    d = differences(b, c)
+    n = len(d)
+    nan = float("nan")
+    mean_b = float(b.mean()) if n else nan
+    mean_d = float(d.mean()) if n else nan
+    sd = float(d.std(ddof=1)) if n >= 2 else nan
+    if sd <= TIE_TOLERANCE:  # differences equal up to rounding (0.55 - 0.3 vs 0.35 - 0.1)
+        sd = 0.0
+    half = float(t_half_width(sd, n, level)) if n >= 2 else nan
+    if n < 2:
+        p = nan
+    elif sd > 0:
+        t = mean_d / (sd / np.sqrt(n))
+        p = float(2.0 * special.stdtr(n - 1, -abs(t)))
+    else:
+        p = 1.0 if mean_d == 0.0 else 0.0
+    return Paired(
+        pairs=n,
+        baseline_mean=mean_b,
+        candidate_mean=float(c.mean()) if n else nan,
+        mean_diff=mean_d,
+        diff_ci_low=mean_d - half,
+        diff_ci_high=mean_d + half,
+        relative_change=mean_d / mean_b if n and mean_b != 0 else nan,
+        wins=int((d > 0).sum()),
+        ties=int((d == 0).sum()),
+        losses=int((d < 0).sum()),
+        effect_size=mean_d / sd if n >= 2 and sd > 0 else nan,
+        t_p_value=p,
+    )
+
+
+_SLOT = np.uint64(0xD1B54A32D192ED03)
+
+
+def tukey_hsd_p(values: np.ndarray, keys: np.ndarray, *, permutations: int) -> np.ndarray:
+    """Randomized Tukey HSD p-values of every pair of systems (Carterette, TOIS 2012).
+
+    ``values`` is a queries x systems matrix. Under the null hypothesis the systems are
+    exchangeable within each query, so a trial shuffles each query's row across the
+    systems (independently per query) and records the range of the system means,
+    ``max_j mean_j - min_j mean_j``. For the pair (i, j),
+    ``p = (1 + #{trials: range >= |mean_i - mean_j|}) / (1 + permutations)``: one family
+    over all pairs (the range is the largest of all pairwise differences of a trial).
+    Query ``q``'s shuffle in trial ``b`` is the argsort of uniforms derived from its key,
+    the system slot and ``b`` (:func:`uniforms`), so it depends on the seed only.
+
+    Returns:
+        A systems x systems matrix of p-values (1 on the diagonal).
+    """
+    x = np.asarray(values, dtype=np.float64)
+    n, k = x.shape
+    slots = (np.arange(1, k + 1, dtype=np.uint64) * _SLOT)[None, :]
+    slot_keys = _splitmix((as_keys(keys) if keys.dtype != np.uint64 else keys)[:, None] + slots)
+    means = x.mean(axis=0)
+    observed = np.abs(means[:, None] - means[None, :])
+    slack = 1e-10 * max(float(np.abs(x).mean()), 1e-300)
+    at_least = np.zeros((k, k), dtype=np.int64)
+    for draws in _blocks(permutations, n * k):
+        order = np.argsort(uniforms(slot_keys.ravel(), draws).reshape(len(draws), n, k), axis=2)
+        shuffled = np.take_along_axis(np.broadcast_to(x, (len(draws), n, k)), order, axis=2)
+        trial_means = shuffled.mean(axis=1)
+        spread = trial_means.max(axis=1) - trial_means.min(axis=1)
+        at_least += (spread[:, None, None] >= observed[None, :, :] - slack).sum(axis=0)
+    return (1 + at_least) / (1 + permutations)
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error); NaN entries are not in the family.
+
+    Sorted ascending, ``p_(i)`` (1-based ``i`` of ``m``) becomes
+    ``max_{j <= i} min(1, (m - j + 1) * p_(j))``.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    idx = np.flatnonzero(~np.isnan(p))
+    if len(idx) == 0:
+        return out
+    order = idx[np.argsort(p[idx], kind="stable")]
+    m = len(order)
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    out[order] = np.maximum.accumulate(scaled)
+    return out
+
+
+def benjamini_hochberg(p_values: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (false discovery rate); NaN entries left out.
+
+    Sorted ascending, ``p_(i)`` becomes ``min_{j >= i} min(1, m / j * p_(j))``.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    idx = np.flatnonzero(~np.isnan(p))
+    if len(idx) == 0:
+        return out
+    order = idx[np.argsort(p[idx], kind="stable")]
+    m = len(order)
+    scaled = np.minimum(1.0, m / np.arange(1, m + 1) * p[order])
+    out[order] = np.minimum.accumulate(scaled[::-1])[::-1]
+    return out
+
+
+#: correction name (config ``comparison.correction``) -> function
+CORRECTIONS = {"holm": holm, "bh": benjamini_hochberg}

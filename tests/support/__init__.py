@@ -1,0 +1,1 @@
+"""Support code of the tests: oracles, inputs, process and cluster helpers."""

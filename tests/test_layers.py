@@ -1,0 +1,94 @@
+"""The package's layers import one way: a module imports its own layer and those below it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "releval"
+#: lowest first; ``core`` may import only ``errors`` of the top-level modules, the other
+#: layers also ``config``; the top-level modules may import any layer
+LAYERS = ("core", "checks", "stats", "runtime", "io", "job")
+SHARED = {"core": {"errors"}}
+DEFAULT_SHARED = {"errors", "config"}
+
+
+def imported_modules(source: str, package: list[str]) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import in ``source``; relative imports resolved
+    against ``package`` (the importing module's package, e.g. ``["releval", "core"]``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            found.append((node.lineno, module))
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def violations(source: str, layer: str, package: list[str]) -> list[str]:
+    """The imports of a module of ``layer`` that point up, or at a top-level module it may not use."""
+    allowed_top = SHARED.get(layer, DEFAULT_SHARED)
+    out = []
+    for line, module in imported_modules(source, package):
+        parts = module.split(".")
+        if parts[0] != "releval" or len(parts) < 2:
+            continue
+        target = parts[1]
+        if target in LAYERS:
+            if LAYERS.index(target) > LAYERS.index(layer):
+                out.append(f"line {line}: {layer} imports {module}")
+        elif target not in allowed_top and _is_module(target):
+            out.append(f"line {line}: {layer} imports the top-level {module}")
+    return out
+
+
+def _is_module(name: str) -> bool:
+    return (PACKAGE / f"{name}.py").is_file() or (PACKAGE / name).is_dir()
+
+
+def test_no_layer_imports_upward():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        if len(parts) < 2 or parts[0] not in LAYERS:
+            continue
+        package = ["releval", *parts[:-1]]
+        for problem in violations(path.read_text(), parts[0], package):
+            found.append(f"{path.relative_to(PACKAGE)}: {problem}")
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    ("layer", "package", "source"),
+    [
+        ("core", ["releval", "core"], "from releval.job import pipeline\n"),
+        ("core", ["releval", "core"], "from releval.config import Config\n"),
+        ("checks", ["releval", "checks"], "from ..stats import kernel\n"),
+        ("stats", ["releval", "stats"], "import releval.io.atomic\n"),
+        ("io", ["releval", "io"], "from releval import report\n"),
+        ("job", ["releval", "job"], "from releval.cli import main\n"),
+    ],
+)
+def test_a_wrong_import_is_found(layer, package, source):
+    assert violations(source, layer, package)
+
+
+@pytest.mark.parametrize(
+    ("layer", "package", "source"),
+    [
+        ("core", ["releval", "core"], "from releval.errors import MeasureError\n"),
+        ("core", ["releval", "core", "measures"], "from .. import columns\n"),
+        ("checks", ["releval", "checks"], "from releval.core import columns\n"),
+        ("job", ["releval", "job"], "from releval.config import Config\nimport releval.io.tables\n"),
+    ],
+)
+def test_a_right_import_passes(layer, package, source):
+    assert violations(source, layer, package) == []
