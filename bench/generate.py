@@ -18,9 +18,9 @@ Large sizes are generated and written in chunks of ``CHUNK_QUERIES`` queries
 ``CSVWriter``), so memory is bounded by one chunk whatever the size. Chunk ``i``
 covers queries ``i * CHUNK_QUERIES ...`` and draws from its own generator:
 ``default_rng(seed)`` for chunk 0 and ``default_rng([seed, i])`` after it. Sizes
-of at most one chunk (tiny, quick, full) are therefore the same stream, and the
-same bytes, as before chunking, and the first 100k queries of ``30m``/``100m``
-are exactly ``full``.
+of at most one chunk (tiny, quick, full) are therefore one stream, written with the
+same bytes as one ``pq.write_table`` / ``pacsv.write_csv`` per file, and the first
+100k queries of ``30m``/``100m`` are exactly ``full``.
 
     python -m bench.generate --size quick --out bench/data/quick
 """
@@ -56,7 +56,7 @@ SIZES: dict[str, int] = {
     "30m": 300_000,
     "100m": 1_000_000,
 }
-#: Former names of the large sizes (by number of queries), still accepted.
+#: Other names of the large sizes (by number of queries), accepted too.
 ALIASES: dict[str, str] = {"300k": "30m", "1m": "100m"}
 #: Queries generated and written at a time: one chunk is what the generator holds
 #: in memory (about 1.6 GB of peak RSS for 100k queries = 10M run rows).
@@ -73,14 +73,14 @@ class DataInfo:
     qrels_rows: int
     seed: int
     seconds: float
-    #: Queries per chunk of the random stream (data made before chunking: one chunk).
+    #: Queries per chunk of the random stream (0: one chunk of all queries).
     chunk_queries: int = 0
     #: Peak resident memory of the generating process (MiB), when psutil is installed.
     peak_rss_mib: float | None = None
 
     def same_stream(self, queries: int, seed: int, chunk_queries: int) -> bool:
         """Whether this data is what ``queries``/``seed``/``chunk_queries`` would generate."""
-        chunks = self.chunk_queries or self.queries  # before chunking: one chunk
+        chunks = self.chunk_queries or self.queries  # 0: one chunk of all queries
         return (
             self.queries == queries
             and self.seed == seed

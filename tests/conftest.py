@@ -23,8 +23,7 @@ CONFORMANCE = Path(
 
 #: Spark compiles Java code (Janino) for each new plan's expressions and stages. A
 #: production job compiles once and runs on millions of rows; the tests run hundreds of
-#: small plans, and compiling them was most of the fast layer's time: with Spark's
-#: interpreted evaluation the four heaviest test files took 132-136 s against 170-192 s
+#: small plans on a few rows each, where compiling costs more than it saves
 #: (docs/performance.md). The tests run interpreted (``factoryMode`` is Spark's own
 #: internal switch for its tests); the trec_eval conformance of the production engine
 #: switches production's code generation back on (:func:`production_codegen`), and the

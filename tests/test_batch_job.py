@@ -156,7 +156,7 @@ def test_an_old_schema_version_is_refused_until_migrated(
 ) -> None:
     config = config_at(write_config(tmp_path, *inputs))
     pq = config.output.per_query_path or ""
-    # a per-query table as the release before job_run_id wrote it: no column, no property
+    # a per-query table of schema version 0 (no job_run_id column, no version property)
     old_fields = [f for f in tables.per_query_schema([]).fields
                   if f.name not in (S.JOB_RUN_ID, S.NEGATIVE_LABELS)]
     (DeltaTable.create(spark).location(pq)

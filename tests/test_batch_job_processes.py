@@ -1,9 +1,9 @@
 """The batch job as real processes: SIGKILL mid-run, exactly-once re-runs, concurrent jobs.
 
-Each job is ``python jobs/evaluate.py`` in its own process group with its own JVM
-(~15-60 s each on a 2-core machine), so there are few of them: 2 in the crash test (the
-killed job and the re-run after it; the seed and the second re-run run in this process), 1
-in the kill-during-write test, 2 (at once) in the concurrency test.
+Each job is ``python jobs/evaluate.py`` in its own process group with its own JVM (a JVM
+start and a whole job each, slow on a 2-core machine), so there are few of them: 2 in the
+crash test (the killed job and the re-run after it; the seed and the second re-run run in
+this process), 1 in the kill-during-write test, 2 (at once) in the concurrency test.
 """
 
 from __future__ import annotations

@@ -153,12 +153,13 @@ def test_chunks_are_written_one_after_the_other(tmp_path: Path) -> None:
 
 
 def test_one_chunk_gives_the_bytes_of_the_single_table_writers(tmp_path: Path) -> None:
-    """Sizes of at most one chunk (tiny, quick, full) keep the files they had before chunking."""
+    """Sizes of at most one chunk (tiny, quick, full) are written byte for byte as the
+    single-table writers write them."""
     generate("tiny", tmp_path / "chunked", seed=3, queries=30, chunk_queries=100)
     run, qrels = generate_arrays(30, 3)
     old = tmp_path / "old"
     old.mkdir()
-    # The writers before chunking: one write_table / write_csv per file.
+    # The single-table writers: one write_table / write_csv per file.
     pq.write_table(run, old / "run.parquet", row_group_size=1 << 20)
     pq.write_table(qrels, old / "qrels.parquet", row_group_size=1 << 20)
     options = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
@@ -175,7 +176,7 @@ def test_data_is_regenerated_when_the_chunking_changes(tmp_path: Path) -> None:
     again = generate("tiny", tmp_path, seed=5, queries=30, chunk_queries=100)
     assert again.chunk_queries == 100
     assert (tmp_path / "run.parquet").read_bytes() != before  # one chunk: another stream
-    # info.json written before chunking (no chunk_queries) was one chunk of all queries.
+    # An info.json without chunk_queries describes one chunk of all queries.
     legacy = DataInfo(size="full", queries=100_000, run_rows=0, qrels_rows=0, seed=5, seconds=0.0)
     assert legacy.same_stream(100_000, 5, CHUNK_QUERIES)  # full: one chunk either way
     legacy_big = DataInfo(size="1m", queries=1_000_000, run_rows=0, qrels_rows=0, seed=5, seconds=0.0)

@@ -15,6 +15,7 @@ from releval.core import columns as S
 from releval.core.measures import parse_measures
 from releval.errors import ComparisonError
 from releval.io import tables
+from releval.job import compare as compare_job
 from releval.job.lineage import RunRecord
 from releval.stats import comparison, kernel
 
@@ -148,7 +149,7 @@ def write_inputs(spark, tmp_path, *, dense_qrels_version=3):
 
 def test_job_writes_and_replaces_the_comparison(spark, tmp_path):
     config = write_inputs(spark, tmp_path)
-    report = comparison.run(spark, config, baseline=side("bm25"),
+    report = compare_job.run(spark, config, baseline=side("bm25"),
                             candidates=[side("hybrid"), side("dense")], comparison_id="c1")
     table = spark.read.format("delta").load(str(tmp_path / "out" / "comparison"))
     assert table.inputFiles() and set(table.columns) >= {"date", S.BASELINE, S.SIGNIFICANT}
@@ -165,12 +166,12 @@ def test_job_writes_and_replaces_the_comparison(spark, tmp_path):
     assert ("WARNING: 2 candidate(s) rest on fewer than 50 queries, weak comparisons: "
             "system=dense/date=2026-11-28 20, system=hybrid/date=2026-11-28 20") in text
     # a re-run replaces the rows of the same baseline and date
-    comparison.run(spark, config, baseline=side("bm25"), candidates=[side("hybrid")],
+    compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("hybrid")],
                    comparison_id="c2")
     again = spark.read.format("delta").load(str(tmp_path / "out" / "comparison"))
     assert [r[S.COMPARISON_ID] for r in again.collect()] == ["c2"]
     # the other date has no run-log record: compared, with a note
-    other = comparison.run(spark, config, baseline=side("bm25", "2026-11-29"),
+    other = compare_job.run(spark, config, baseline=side("bm25", "2026-11-29"),
                            candidates=[side("hybrid", "2026-11-29")])
     assert any("not checked" in n for n in other.notes)
     assert other.rows[0][S.MEAN_DIFF] == 0.0 and other.rows[0][S.RANDOMIZATION_P_VALUE] == 1.0
@@ -181,12 +182,12 @@ def test_job_refuses_different_qrels_and_missing_sides(spark, tmp_path):
     with pytest.raises(ComparisonError, match=r"system=dense/date=2026-11-28 and the baseline "
                        r"system=bm25/date=2026-11-28 were evaluated against different qrels "
                        r"\(delta:/qrels @v4 .* vs delta:/qrels @v3"):
-        comparison.run(spark, config, baseline=side("bm25"), candidates=[side("dense")])
+        compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("dense")])
     with pytest.raises(ComparisonError, match="no per-query rows for system=splade"):
-        comparison.run(spark, config, baseline=side("bm25"), candidates=[side("splade")])
+        compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("splade")])
     with pytest.raises(ComparisonError, match="missing"):
-        comparison.parse_side("system=bm25", shared={}, columns=("system", "date"))
-    assert comparison.parse_side("system=bm25", shared={"date": DATE}, columns=("system", "date")) \
+        compare_job.parse_side("system=bm25", shared={}, columns=("system", "date"))
+    assert compare_job.parse_side("system=bm25", shared={"date": DATE}, columns=("system", "date")) \
         == side("bm25")
 
 

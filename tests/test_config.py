@@ -52,7 +52,7 @@ def test_defaults(tmp_path):
         (MINIMAL + "[evaluation]\nnegative_labels = 'skip'\n",
          "evaluation.negative_labels = 'skip'; expected one of ['unjudged', 'judged']"),
         ("[run\n", "not valid TOML"),
-        # the option that chose the SQL engine is gone, with a message that says so
+        # evaluation.engine (it chose the SQL engine) is refused, naming the Arrow engine
         (MINIMAL + "[evaluation]\nengine = 'sql'\n",
          "job.toml:7: evaluation.engine was removed: the Arrow engine"),
     ],

@@ -80,7 +80,7 @@ def case(request, spark, conformance_dir, production_codegen):
             run_stats=ENGINES[engine],
         )
         # computed once for the module's tests: the tables and the text output all read the
-        # persisted wide table (without it each of them ran the whole evaluation again)
+        # persisted wide table (without it each of them would run the whole evaluation again)
         queries = ev.queries.persist()
         long_rows = long_format(queries, partition_columns=[], measures=ev.measures)
         ev = replace(ev, queries=queries, per_query=long_rows)

@@ -1,4 +1,4 @@
-"""A job replaces exactly what it was asked to evaluate (issue 10).
+"""A job replaces exactly what it was asked to evaluate.
 
 The outputs' replaceWhere predicate is the config filter AND the selection (for
 ``--pending`` the listed partitions); the quarantine follows the same rule; null
@@ -32,6 +32,7 @@ from releval.config import config_from_dict
 from releval.core import columns as S
 from releval.errors import ConfigError, InputError
 from releval.io import tables
+from releval.io.writers import SCHEMA_VERSION_PROPERTY
 from releval.job import lineage
 from releval.job.batch import run_job
 from releval.job.partitions import NULL_VALUE, parse_selection
@@ -65,9 +66,9 @@ def rows_by_partition(spark: SparkSession, path: str, *, drop: tuple[str, ...] =
 def test_nightly_config_filter_replaces_only_that_night(
     spark: SparkSession, inputs: tuple[str, str], tmp_path: Path
 ) -> None:
-    # the reported data loss: every date evaluated (here, in this process), then the
-    # nightly job with run.filter = "date = '2026-11-29'" and no --partition, run as a
-    # scheduler runs it (its own process)
+    # every date evaluated (here, in this process), then the nightly job with
+    # run.filter = "date = '2026-11-29'" and no --partition, run as a scheduler runs it
+    # (its own process): it must replace that night's rows and no others
     full = write_config(tmp_path, *inputs)
     config = config_at(full)
     run_job(spark, config, job_run_id="full")
@@ -355,21 +356,21 @@ def test_version_1_tables_are_migrated_and_written_again(
         T.StructField("message", text, False), T.StructField("job_partition", text, False),
     ])
     (DeltaTable.create(spark).location(quarantine).addColumns(old).partitionedBy("job_partition")
-     .property(tables.SCHEMA_VERSION_PROPERTY, "1").execute())
+     .property(SCHEMA_VERSION_PROPERTY, "1").execute())
     spark.createDataFrame([
         ("run", "s", None, {"system": "bm25", "date": D27}, {"doc_id": "d1"}, "invalid_score", "m",
          f"date={D27}"),
         ("qrels", "s", None, {}, {"doc_id": "d2"}, "invalid_relevance", "m", f"date={D27}"),
     ], old).write.format("delta").mode("append").save(quarantine)
     (DeltaTable.create(spark).location(log).addColumns(lineage.RUN_LOG_SCHEMA)
-     .property(tables.SCHEMA_VERSION_PROPERTY, "1").execute())
+     .property(SCHEMA_VERSION_PROPERTY, "1").execute())
     # the aggregate table as version 1 wrote it: no negative_labels, no interval columns
     agg = config.output.aggregate_path or ""
     v2_only = (S.NEGATIVE_LABELS, S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL)
     parts = [T.StructField("system", text), T.StructField("date", text)]
     v1_fields = [f for f in tables.aggregate_schema(parts).fields if f.name not in v2_only]
     (DeltaTable.create(spark).location(agg).addColumns(v1_fields).partitionedBy("date")
-     .property(tables.SCHEMA_VERSION_PROPERTY, "1").execute())
+     .property(SCHEMA_VERSION_PROPERTY, "1").execute())
     spark.createDataFrame([("bm25", D29, "AP", None, 1, False, "AP", "macro", 0.3, 20, "old")],
                           T.StructType(v1_fields)).write.format("delta").mode("append").save(agg)
 
@@ -391,7 +392,8 @@ def test_version_1_tables_are_migrated_and_written_again(
     # the old row: computed with negative labels judged, no interval recorded
     assert (old[S.VALUE], old[S.NEGATIVE_LABELS], old[S.CI_LOW], old[S.CI_METHOD]) == (
         0.3, "judged", None, None)
-    # the job now writes both tables: a run of D27 replaces the migrated run row of D27
+    # after the migration the job writes both tables: a run of D27 replaces the migrated
+    # run row of D27
     run_job(spark, config, parse_selection([f"date={D27}"], run_partition_columns=PARTS),
             job_run_id="after")
     assert read(spark, quarantine).where(F.col(S.INPUT) == "run").count() == 0

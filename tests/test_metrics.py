@@ -1,6 +1,6 @@
 """Hand-worked cases: each expected value is derived in the comment beside it.
 
-Every case runs on both engines (``releval.core.engine.ENGINES``).
+Every case runs on both engines (``support.sql_oracle.ENGINES``).
 """
 
 from __future__ import annotations

@@ -22,11 +22,11 @@ from releval.cli import main as releval_main
 from releval.config import load_config
 from releval.core import columns as S
 from releval.errors import InputError
+from releval.job import compare as compare_job
 from releval.job.batch import run_job
 from releval.job.pipeline import job_measures
 from releval.report import figures
 from releval.report.data import read_report_data
-from releval.stats import comparison
 
 JOB = "report-job-1"
 #: the README's "Which metric when" queries name these measures (and Judged@k)
@@ -74,7 +74,7 @@ def job(spark, tmp_path_factory):
     config = load_config(path)
     run_job(spark, config, job_run_id=JOB)
     side = {"date": D29}
-    comparison.run(spark, config, baseline={"system": "bm25", **side},
+    compare_job.run(spark, config, baseline={"system": "bm25", **side},
                    candidates=[{"system": "hybrid", **side}], comparison_id="cmp-1")
     page = report.write(config, folder / "report.html", config_name="job.toml")
     return config, page, folder

@@ -1,4 +1,4 @@
-"""Wide views, the SQL of docs/warehouse.md, and the tables read without Spark (issue 13).
+"""Wide views, the SQL of docs/warehouse.md, and the tables read without Spark.
 
 Every ``sql`` and ``python`` block of docs/warehouse.md is taken from the page itself, so
 the page and the tests cannot drift apart: the views' statements must be what

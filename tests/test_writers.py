@@ -1,4 +1,4 @@
-"""Rows made on the driver become a DataFrame in the JVM (``releval.io.writers.local_frame``)."""
+"""Rows made on the driver become a DataFrame in the JVM (``releval.core.frames.local_frame``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,20 @@
-"""releval: distributed evaluation of search and RAG retrieval runs."""
+"""releval: distributed evaluation of search and RAG retrieval runs.
+
+``releval.evaluate`` and ``releval.compare`` work on DataFrames; ``releval.measures`` lists
+the measures. They load on first use, so Spark's Python workers import only the engine.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
+__all__ = ["Result", "compare", "evaluate", "measures"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from releval import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'releval' has no attribute {name!r}")

@@ -1,19 +1,12 @@
 """The ``releval`` command: ad-hoc evaluation of a run file or table against qrels.
 
-    releval evaluate --run PATH --qrels PATH [--format trec|parquet|delta]
-                     [--measures "P@5,nDCG@10,AP"] [--relevance-level N]
-                     [--output DIR] [--trec-eval-output FILE]
-                     [--negative-labels unjudged|judged] [--explain] [--strict]
-                     [--profile]
+    releval evaluate --run PATH --qrels PATH [--format trec|parquet|delta] [--measures LIST]
+                     [--output DIR] [--trec-eval-output FILE] [--explain] [--strict] [...]
     releval compare --config FILE --baseline KEY=VALUE --candidate KEY=VALUE [...]
-                    [--partition KEY=VALUE]
-    releval report --config FILE [--output report.html] [--date YYYY-MM-DD]
-    releval sql --config FILE "SELECT ... FROM aggregate ..."
+    releval report|sql|views --config FILE [...]
     releval measures
-    releval views --config FILE [--dialect spark|duckdb]
 
-User errors (bad measure, missing file, missing column...) print one line on
-stderr and exit with code 2.
+User errors (bad measure, missing file or column) print one line on stderr and exit with 2.
 """
 
 from __future__ import annotations
@@ -153,9 +146,8 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
 
 
 def _session(config: Config) -> SparkSession:
-    """A command's SparkSession: a short job's JVM (C1 only) when the config's inputs are
-    small local files (:func:`releval.runtime.session.short_job`; the tables evaluated from small
-    inputs are small, so the commands over them take the same rule)."""
+    """A command's SparkSession: a short job's JVM (C1 only) when the inputs are small local
+    files (:func:`releval.runtime.session.short_job`)."""
     from releval.runtime.session import build_session, short_job
 
     return build_session(config.spark, short=short_job(config))
@@ -203,7 +195,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from releval.config import load_config
     from releval.errors import ComparisonError
-    from releval.stats import comparison
+    from releval.job import compare as compare_job
 
     config = load_config(args.config)
     columns = config.run.partition_columns
@@ -213,11 +205,11 @@ def _compare(args: argparse.Namespace) -> int:
         if not sep or not key.strip() or not value.strip():
             raise ComparisonError(f"--partition {item!r}: expected KEY=VALUE")
         shared[key.strip()] = value.strip()
-    baseline = comparison.parse_side(args.baseline, shared=shared, columns=columns)
-    candidates = [comparison.parse_side(c, shared=shared, columns=columns) for c in args.candidate]
+    baseline = compare_job.parse_side(args.baseline, shared=shared, columns=columns)
+    candidates = [compare_job.parse_side(c, shared=shared, columns=columns) for c in args.candidate]
     spark = _session(config)
     try:
-        report = comparison.run(spark, config, baseline=baseline, candidates=candidates,
+        report = compare_job.run(spark, config, baseline=baseline, candidates=candidates,
                                 comparison_id=args.comparison_id)
     finally:
         spark.stop()
@@ -282,8 +274,7 @@ def _list_measures() -> int:
 def quiet_spark_error_logs() -> None:
     """Stop PySpark from logging analysis errors to stderr as JSON lines.
 
-    PySpark logs every AnalysisException with a query context when it is raised; the readers
-    turn those into one-line InputErrors, so the log line would only repeat the error.
+    The readers turn those errors into one-line InputErrors; the log would only repeat them.
     """
     import logging
 

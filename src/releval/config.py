@@ -1,8 +1,5 @@
-"""Strict configuration: a TOML file parsed into frozen dataclasses.
-
-Unknown keys, wrong types and missing required keys are errors that name the
-file, the section and the key. See ``conf/local.toml`` for a commented example.
-"""
+"""Strict configuration: a TOML file parsed into frozen dataclasses; unknown keys, wrong types
+and missing keys are errors naming the file, section and key (example: ``conf/local.toml``)."""
 
 from __future__ import annotations
 
@@ -18,60 +15,46 @@ from typing import Any
 from releval.errors import ConfigError
 
 FORMATS = ("delta", "parquet", "trec")
+#: The format of a source given as a DataFrame (releval.evaluate), never read from a config.
+DATAFRAME = "DataFrame"
 RANK_BY = ("score", "rank")
 MISSING_QUERIES = ("zero", "skip")
-#: Keys that releval no longer reads: [section] key -> why, and what to do.
-REMOVED_KEYS = {
-    ("evaluation", "engine"): (
-        "evaluation.engine was removed: the Arrow engine (vectorized NumPy per shuffle "
-        "partition) is the only production engine; the SQL window-function engine is kept "
-        "as a test oracle only (docs/performance.md). Delete the key"
-    ),
-}
+#: Keys releval refuses: (section, key) -> the error, saying what to do.
+REMOVED_KEYS = {("evaluation", "engine"): (
+    "evaluation.engine was removed: the Arrow engine (vectorized NumPy per shuffle "
+    "partition) is the only production engine; the SQL window-function engine is kept "
+    "as a test oracle only (docs/performance.md). Delete the key")}
 #: What a negative qrels label means; the first is the default (trec_eval's rule).
 NEGATIVE_LABELS = ("unjudged", "judged")
 INTERVAL_METHODS = ("t", "bootstrap")
 CORRECTIONS = ("holm", "bh")
 TESTS = ("randomization", "t", "tukey")
 
-
 #: The ``[spark]`` keys that stand for one Spark setting each (``[spark.conf]`` may not set these).
 SPARK_KEYS = {
     "shuffle_partitions": "spark.sql.shuffle.partitions",
-    "executor_memory": "spark.executor.memory",
-    "executor_cores": "spark.executor.cores",
-    "adaptive": "spark.sql.adaptive.enabled",
-    "warehouse": "spark.sql.warehouse.dir",
+    "executor_memory": "spark.executor.memory", "executor_cores": "spark.executor.cores",
+    "adaptive": "spark.sql.adaptive.enabled", "warehouse": "spark.sql.warehouse.dir",
 }
-
 
 @dataclass(frozen=True)
 class SparkSettings:
-    """How the SparkSession is built.
-
-    ``master`` None leaves the choice to ``spark-submit`` (or Spark's default).
-    """
-
+    """How the SparkSession is built; ``master`` None leaves it to ``spark-submit``."""
     master: str | None = None
     app_name: str = "releval"
     shuffle_partitions: int | None = None
-    #: Memory of each executor's JVM heap (``spark.executor.memory``), e.g. ``"4g"``;
-    #: None keeps Spark's default (1g). The executors' Python workers use memory beside it.
+    #: Each executor's JVM heap (``spark.executor.memory``), e.g. ``"4g"``; None: Spark's default.
     executor_memory: str | None = None
-    #: Cores (concurrent tasks) of each executor (``spark.executor.cores``); None keeps
-    #: Spark's default (standalone: all of a worker's cores; YARN and Kubernetes: 1).
+    #: Concurrent tasks of each executor (``spark.executor.cores``); None: Spark's default.
     executor_cores: int | None = None
-    #: Adaptive query execution (``spark.sql.adaptive.enabled``): shuffle partitions
-    #: coalesced and skewed joins split at run time from the measured sizes.
+    #: Adaptive query execution (``spark.sql.adaptive.enabled``).
     adaptive: bool = True
-    #: Where catalog (managed) tables live (``spark.sql.warehouse.dir``): any
-    #: Hadoop-compatible path (a local folder, ``hdfs://...``, ``s3a://...``, ``abfss://...``).
+    #: Where managed tables live (``spark.sql.warehouse.dir``): any Hadoop-compatible path.
     warehouse: str | None = None
     conf: Mapping[str, str] = field(default_factory=dict)
 
     def spark_conf(self) -> dict[str, str]:
-        """The Spark settings of the dedicated keys (``[spark.conf]`` excluded), by Spark name;
-        a key left unset (None) is not there, so Spark's default holds."""
+        """The dedicated keys' settings by Spark name; unset (None) keys keep Spark's default."""
         conf = {}
         for key, name in SPARK_KEYS.items():
             value = getattr(self, key)
@@ -81,11 +64,9 @@ class SparkSettings:
                 conf[name] = str(value)
         return conf
 
-
 @dataclass(frozen=True)
 class RunSource:
     """Where the run table is and how its columns map to releval's."""
-
     path: str | None = None
     table: str | None = None
     format: str = "delta"
@@ -96,14 +77,12 @@ class RunSource:
     partition_columns: tuple[str, ...] = ()
     rank_by: str = "score"
     filter: str | None = None
-    #: Read this Delta version (time travel); the batch job pins the version it started with.
+    #: Read this Delta version (time travel); the batch job pins the one it started with.
     version: int | None = None
-
 
 @dataclass(frozen=True)
 class QrelsSource:
     """Where the qrels table is and how its columns map to releval's."""
-
     path: str | None = None
     table: str | None = None
     format: str = "delta"
@@ -111,89 +90,65 @@ class QrelsSource:
     doc_id: str = "doc_id"
     relevance: str = "relevance"
     filter: str | None = None
-    #: Read this Delta version (time travel); the batch job pins the version it started with.
+    #: Read this Delta version (time travel); the batch job pins the one it started with.
     version: int | None = None
-
 
 @dataclass(frozen=True)
 class EvaluationSettings:
     """What is computed."""
-
     measures: tuple[str, ...] = ("P@5", "P@10", "R@100", "Hit@10", "RR", "nDCG@10", "AP", "AP@100")
     relevance_level: int = 1
     missing_queries: str = "zero"
     #: Compute every measure judged-only (trec_eval -J); ``[judged]`` does it per measure.
     judged_only: bool = False
-    #: What a negative label means: "unjudged" (trec_eval: in the pool, not judged; dropped
-    #: from the condensed list, unjudged in Judged@k, skipped by bpref) or "judged" (a real
-    #: judgment: judged and non-relevant). See docs/incomplete-judgments.md.
+    #: A negative label is "unjudged" (trec_eval) or "judged" (docs/incomplete-judgments.md).
     negative_labels: str = "unjudged"
     #: Warn in the job summary when more than this share of a top k is unjudged.
     unjudged_warning_share: float = 0.2
     #: Any quarantined input row fails the job (after the quarantine table is written).
     strict: bool = False
 
-
 @dataclass(frozen=True)
 class IntervalSettings:
-    """The confidence interval of every macro value of the aggregate table.
-
-    ``method`` "t" is Student's t interval over queries; "bootstrap" the percentile
-    interval of ``resamples`` Poisson bootstrap resamples of the queries, reproducible
-    for a ``seed`` (see ``releval.stats.intervals``).
-    """
-
+    """Each macro value's interval: Student's t over queries, or a Poisson bootstrap."""
     method: str = "t"
     level: float = 0.95
     resamples: int = 2000
     seed: int = 20261130
 
-
 @dataclass(frozen=True)
 class ComparisonSettings:
     """The paired comparison of run partitions (``releval compare``; docs/statistics.md).
 
-    ``alpha`` is the significance level of the corrected p-values and sets the level of
-    the difference's confidence interval (1 - alpha). ``test`` says which test's corrected
-    p-value marks a row significant. ``correction`` is applied over all candidates and
-    measures of one comparison: "holm" (family-wise error) or "bh" (Benjamini-Hochberg,
-    false discovery rate). ``test = "tukey"`` also runs the randomized Tukey HSD test over
-    the baseline and all candidates at once (all pairs of one measure, one family) and
-    marks a row by its HSD p-value, which needs no further correction over the pairs.
+    ``alpha`` is the level of the corrected p-values (interval: 1 - alpha); ``test`` picks whose
+    p-value marks a row ("tukey": Tukey HSD over all pairs); ``correction`` is "holm"
+    (family-wise) or "bh" (false discovery rate).
     """
-
     permutations: int = 10000
     seed: int = 20261130
     correction: str = "holm"
     alpha: float = 0.05
     test: str = "randomization"
 
-
 @dataclass(frozen=True)
 class OutputSettings:
-    """Where the Delta tables go (a folder path, or catalog table names)."""
-
+    """Where the Delta tables go (a folder path, or catalog table names); the quarantine,
+    run-log and comparison tables default to ``<name>`` next to the per-query table."""
     per_query_path: str | None = None
     aggregate_path: str | None = None
     per_query_table: str | None = None
     aggregate_table: str | None = None
     partition_columns: tuple[str, ...] | None = None
-    #: Where rejected input rows go (default: a ``quarantine`` folder next to per_query_path,
-    #: or ``<per_query_table>_quarantine``).
     quarantine_path: str | None = None
     quarantine_table: str | None = None
-    #: The batch job's run-log Delta table (default: ``run_log`` next to ``per_query_path``).
     run_log_path: str | None = None
     run_log_table: str | None = None
-    #: The comparison job's Delta table (default: ``comparison`` next to ``per_query_path``).
     comparison_path: str | None = None
     comparison_table: str | None = None
-
 
 @dataclass(frozen=True)
 class Config:
     """The whole job configuration."""
-
     run: RunSource
     qrels: QrelsSource
     evaluation: EvaluationSettings = EvaluationSettings()
@@ -203,8 +158,7 @@ class Config:
     comparison: ComparisonSettings = ComparisonSettings()
 
     def sibling_table(self, name: str) -> tuple[str | None, str | None]:
-        """(path, table) of a table stored next to the per-query table: ``<folder>/name``
-        beside ``per_query_path``, or ``<per_query_table>_name`` in the catalog."""
+        """(path, table) of table ``name`` next to the per-query table (folder or catalog)."""
         if self.output.per_query_table:
             return None, f"{self.output.per_query_table}_{name}"
         if self.output.per_query_path:
@@ -215,9 +169,7 @@ class Config:
         return None, None
 
     def located(self, name: str) -> tuple[str | None, str | None]:
-        """(path, table) of the job's ``name`` table (``quarantine``, ``run_log``,
-        ``comparison``): ``output.<name>_path`` / ``output.<name>_table`` when configured,
-        else next to the per-query table (:meth:`sibling_table`)."""
+        """(path, table) of ``name``: ``output.<name>_path/_table``, else its sibling table."""
         path = getattr(self.output, f"{name}_path")
         table = getattr(self.output, f"{name}_table")
         if path or table:
@@ -231,6 +183,11 @@ class Config:
             return self.output.partition_columns
         return self.run.partition_columns
 
+_SECTION_TYPES = {
+    "run": RunSource, "qrels": QrelsSource, "evaluation": EvaluationSettings,
+    "output": OutputSettings, "spark": SparkSettings, "intervals": IntervalSettings,
+    "comparison": ComparisonSettings,
+}
 
 def _build(cls: type, raw: Any, where: str, source: str) -> Any:
     """Build dataclass ``cls`` from the mapping ``raw``, strictly."""
@@ -242,17 +199,14 @@ def _build(cls: type, raw: Any, where: str, source: str) -> Any:
             raise ConfigError(f"{source}: {REMOVED_KEYS[(where, key)]}")
     unknown = sorted(set(raw) - set(known))
     if unknown:
-        raise ConfigError(
-            f"{source}: unknown key(s) {unknown} in [{where}]; valid keys: {sorted(known)}"
-        )
-    values: dict[str, Any] = {}
-    for name, value in raw.items():
-        values[name] = _coerce(known[name], value, f"{where}.{name}", source)
+        raise ConfigError(f"{source}: unknown key(s) {unknown} in [{where}]; "
+                          f"valid keys: {sorted(known)}")
+    values: dict[str, Any] = {
+        name: _coerce(known[name], value, f"{where}.{name}", source) for name, value in raw.items()}
     try:
         return cls(**values)
     except TypeError as exc:  # a required key is missing
         raise ConfigError(f"{source}: [{where}] {exc}") from None
-
 
 def _coerce(f: dataclasses.Field[Any], value: Any, where: str, source: str) -> Any:
     type_ = str(f.type)
@@ -282,50 +236,34 @@ def _coerce(f: dataclasses.Field[Any], value: Any, where: str, source: str) -> A
         return value
     return value
 
-
 def _check_choice(value: str, choices: tuple[str, ...], where: str, source: str) -> None:
     if value not in choices:
         raise ConfigError(f"{source}: {where} = {value!r}; expected one of {list(choices)}")
-
 
 #: A Hadoop path with a scheme (``hdfs://``, ``s3a://``, ``file:/``), not a local path.
 URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
 #: A JVM memory size with its unit, as Spark reads it: ``512m``, ``4g``, ``1t``.
 MEMORY_SIZE = re.compile(r"^[1-9][0-9]*[kmgtp]b?$", re.IGNORECASE)
-
+#: A column or table-name part that may appear in SQL text: letters, digits, underscores.
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def _check_spark(spark: SparkSettings, source: str) -> None:
-    """The ``[spark]`` rules: positive counts, a memory size with a unit, and no
-    ``[spark.conf]`` entry for a setting that a dedicated key owns."""
+    """Positive counts, a memory size with a unit, no ``[spark.conf]`` for a dedicated key."""
     for key in ("shuffle_partitions", "executor_cores"):
         value = getattr(spark, key)
         if value is not None and value < 1:
             raise ConfigError(f"{source}: spark.{key} = {value!r}; expected an integer >= 1")
     if spark.executor_memory is not None and not MEMORY_SIZE.match(spark.executor_memory):
-        raise ConfigError(
-            f"{source}: spark.executor_memory = {spark.executor_memory!r}; expected a size "
-            "with its unit, e.g. '4g' or '512m'"
-        )
+        raise ConfigError(f"{source}: spark.executor_memory = {spark.executor_memory!r}; "
+                          "expected a size with its unit, e.g. '4g' or '512m'")
     owned = {name: key for key, name in SPARK_KEYS.items() if name in spark.conf}
     if owned:
         name, key = sorted(owned.items())[0]
-        raise ConfigError(
-            f"{source}: spark.conf sets {name!r}, which the key spark.{key} stands for; "
-            f"set spark.{key} instead"
-        )
-
-
-#: A column or table-name part that may appear in SQL text: letters, digits, underscores.
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
+        raise ConfigError(f"{source}: spark.conf sets {name!r}, which the key spark.{key} "
+                          f"stands for; set spark.{key} instead")
 
 def _check_identifiers(config: Config, source: str) -> None:
-    """Refuse table names and partition columns that SQL text could not carry safely.
-
-    They reach SQL text (``replaceWhere`` predicates, ``ALTER TABLE``, ``SHOW
-    TBLPROPERTIES``); releval quotes them there too, but a quote, back-quote, dot or
-    space in one is refused here with the key that holds it.
-    """
+    """Refuse table names and partition columns that SQL text could not carry safely."""
     out = config.output
     tables = {
         "run.table": config.run.table, "qrels.table": config.qrels.table,
@@ -340,27 +278,20 @@ def _check_identifiers(config: Config, source: str) -> None:
             continue
         parts = name.split(".")
         if not 1 <= len(parts) <= 3 or not all(IDENTIFIER.fullmatch(p) for p in parts):
-            raise ConfigError(
-                f"{source}: {key} = {name!r} is not a table name releval accepts: expected "
-                "[catalog.][database.]table, each part letters, digits and underscores"
-            )
+            raise ConfigError(f"{source}: {key} = {name!r} is not a table name releval accepts: "
+                              "expected [catalog.][database.]table, each part letters, digits "
+                              "and underscores")
     columns = {"run.partition_columns": config.run.partition_columns,
                "output.partition_columns": config.output.partition_columns or ()}
     for key, names in columns.items():
         for name in names:
             if not IDENTIFIER.fullmatch(name):
-                raise ConfigError(
-                    f"{source}: {key} names {name!r}: a partition column must be letters, "
-                    "digits and underscores, not starting with a digit (rename or alias it)"
-                )
-
+                raise ConfigError(f"{source}: {key} names {name!r}: a partition column must be "
+                                  "letters, digits and underscores, not starting with a digit "
+                                  "(rename or alias it)")
 
 def validate(config: Config, source: str = "config") -> Config:
-    """Check the cross-field rules of a config; return it unchanged.
-
-    Raises:
-        ConfigError: naming the key that is wrong.
-    """
+    """Check the cross-field rules of a config and return it; a ConfigError names the key."""
     for name, src in (("run", config.run), ("qrels", config.qrels)):
         _check_choice(src.format, FORMATS, f"{name}.format", source)
         if (src.path is None) == (src.table is None):
@@ -375,46 +306,34 @@ def validate(config: Config, source: str = "config") -> Config:
     if config.run.rank_by == "rank" and not config.run.rank and config.run.format != "trec":
         raise ConfigError(f"{source}: run.rank_by = 'rank' needs run.rank (the rank column)")
     _check_choice(config.evaluation.missing_queries, MISSING_QUERIES, "evaluation.missing_queries", source)
-    _check_choice(
-        config.evaluation.negative_labels, NEGATIVE_LABELS, "evaluation.negative_labels", source
-    )
+    _check_choice(config.evaluation.negative_labels, NEGATIVE_LABELS,
+                  "evaluation.negative_labels", source)
     if not config.evaluation.measures:
         raise ConfigError(f"{source}: evaluation.measures is empty")
     if not 0.0 <= config.evaluation.unjudged_warning_share <= 1.0:
-        raise ConfigError(
-            f"{source}: evaluation.unjudged_warning_share = "
-            f"{config.evaluation.unjudged_warning_share!r}; expected a share between 0 and 1"
-        )
+        raise ConfigError(f"{source}: evaluation.unjudged_warning_share = "
+                          f"{config.evaluation.unjudged_warning_share!r}; expected a share "
+                          "between 0 and 1")
     _check_choice(config.intervals.method, INTERVAL_METHODS, "intervals.method", source)
     if not 0.0 < config.intervals.level < 1.0:
-        raise ConfigError(
-            f"{source}: intervals.level = {config.intervals.level!r}; expected a coverage "
-            "strictly between 0 and 1, e.g. 0.95"
-        )
+        raise ConfigError(f"{source}: intervals.level = {config.intervals.level!r}; expected a "
+                          "coverage strictly between 0 and 1, e.g. 0.95")
     if config.intervals.resamples < 1:
-        raise ConfigError(
-            f"{source}: intervals.resamples = {config.intervals.resamples!r}; expected >= 1"
-        )
+        raise ConfigError(f"{source}: intervals.resamples = {config.intervals.resamples!r}; "
+                          "expected >= 1")
     _check_choice(config.comparison.correction, CORRECTIONS, "comparison.correction", source)
     _check_choice(config.comparison.test, TESTS, "comparison.test", source)
     if not 0.0 < config.comparison.alpha < 1.0:
-        raise ConfigError(
-            f"{source}: comparison.alpha = {config.comparison.alpha!r}; expected a level "
-            "strictly between 0 and 1, e.g. 0.05"
-        )
+        raise ConfigError(f"{source}: comparison.alpha = {config.comparison.alpha!r}; expected a "
+                          "level strictly between 0 and 1, e.g. 0.05")
     if config.comparison.permutations < 1:
-        raise ConfigError(
-            f"{source}: comparison.permutations = {config.comparison.permutations!r}; "
-            "expected >= 1"
-        )
+        raise ConfigError(f"{source}: comparison.permutations = "
+                          f"{config.comparison.permutations!r}; expected >= 1")
     missing = [c for c in config.output_partition_columns if c not in config.run.partition_columns]
     if missing:
-        raise ConfigError(
-            f"{source}: output.partition_columns {missing} are not in run.partition_columns "
-            f"{list(config.run.partition_columns)}"
-        )
+        raise ConfigError(f"{source}: output.partition_columns {missing} are not in "
+                          f"run.partition_columns {list(config.run.partition_columns)}")
     return config
-
 
 def config_from_dict(raw: Mapping[str, Any], source: str = "config") -> Config:
     """Parse a mapping (a parsed TOML document) into a validated :class:`Config`."""
@@ -425,25 +344,11 @@ def config_from_dict(raw: Mapping[str, Any], source: str = "config") -> Config:
     for required in ("run", "qrels"):
         if required not in raw:
             raise ConfigError(f"{source}: missing section [{required}]")
-    types = {
-        "run": RunSource,
-        "qrels": QrelsSource,
-        "evaluation": EvaluationSettings,
-        "output": OutputSettings,
-        "spark": SparkSettings,
-        "intervals": IntervalSettings,
-        "comparison": ComparisonSettings,
-    }
-    built = {name: _build(types[name], value, name, source) for name, value in raw.items()}
+    built = {name: _build(_SECTION_TYPES[name], value, name, source) for name, value in raw.items()}
     return validate(Config(**built), source)
 
-
 def load_config(path: str | Path) -> Config:
-    """Read and validate a TOML config file.
-
-    Raises:
-        ConfigError: the file is missing, is not valid TOML, or breaks a rule.
-    """
+    """Read and validate a TOML config file; ConfigError if missing, not TOML, or wrong."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -456,24 +361,8 @@ def load_config(path: str | Path) -> Config:
     check_unknown_keys(raw, text, str(path))
     return config_from_dict(raw, source=str(path))
 
-
-_SECTION_TYPES = {
-    "run": RunSource,
-    "qrels": QrelsSource,
-    "evaluation": EvaluationSettings,
-    "output": OutputSettings,
-    "spark": SparkSettings,
-    "intervals": IntervalSettings,
-    "comparison": ComparisonSettings,
-}
-
-
 def key_line(text: str, section: str | None, key: str) -> int | None:
-    """1-based line of ``key`` in TOML ``text`` (in ``[section]``, or the header itself).
-
-    tomllib reports no positions, so the text is scanned: section headers
-    ``[name]`` and ``key =`` / ``"key" =`` assignments.
-    """
+    """1-based line of ``key`` in ``[section]`` of TOML ``text`` (section None: a header)."""
     current: str | None = None
     header = re.compile(r"^\s*\[\s*([^\]\s]+)\s*\]")
     for number, line in enumerate(text.splitlines(), start=1):
@@ -489,19 +378,13 @@ def key_line(text: str, section: str | None, key: str) -> int | None:
             return number
     return None
 
-
 def check_unknown_keys(raw: Mapping[str, Any], text: str, source: str) -> None:
-    """Fail on the first unknown section or key, naming the file and its line.
-
-    Raises:
-        ConfigError: ``file:line: unknown key ...`` with the valid keys.
-    """
+    """Raise ConfigError (``file:line: unknown key ...``) on the first unknown section or key."""
     for name, value in raw.items():
         if name not in _SECTION_TYPES:
             line = key_line(text, None, name)
-            raise ConfigError(
-                f"{source}:{line or '?'}: unknown section [{name}]; valid: {sorted(_SECTION_TYPES)}"
-            )
+            raise ConfigError(f"{source}:{line or '?'}: unknown section [{name}]; "
+                              f"valid: {sorted(_SECTION_TYPES)}")
         if not isinstance(value, dict):
             continue
         known = {f.name for f in fields(_SECTION_TYPES[name])}
@@ -511,7 +394,5 @@ def check_unknown_keys(raw: Mapping[str, Any], text: str, source: str) -> None:
                 raise ConfigError(f"{source}:{line or '?'}: {REMOVED_KEYS[(name, key)]}")
             if key not in known:
                 line = key_line(text, name, key)
-                raise ConfigError(
-                    f"{source}:{line or '?'}: unknown key {key!r} in [{name}]; "
-                    f"valid keys: {sorted(known)}"
-                )
+                raise ConfigError(f"{source}:{line or '?'}: unknown key {key!r} in [{name}]; "
+                                  f"valid keys: {sorted(known)}")

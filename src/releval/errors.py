@@ -40,5 +40,4 @@ class ComparisonError(RelevalError):
 
 
 class ClusterError(RelevalError):
-    """The cluster cannot run the job: the executors' Python lacks a module, or cannot see a
-    path the job reads or writes (see releval.runtime.executors)."""
+    """The executors' Python lacks a module, or cannot see a path the job reads or writes."""

@@ -1,9 +1,4 @@
-"""``releval sql``: SQL over the output Delta tables without Spark (deltalake's DataFusion).
-
-The tables a config names are registered under their short names: ``per_query``,
-``aggregate``, and ``run_log`` and ``comparison`` when they exist. Paths only (catalog
-tables need Spark), as for ``releval report`` (:mod:`releval.report.data`).
-"""
+"""``releval sql``: SQL over the output Delta tables without Spark (deltalake's DataFusion)."""
 
 from __future__ import annotations
 
@@ -21,8 +16,7 @@ def query(config: Config, sql: str) -> pd.DataFrame:
     """Run ``sql`` over the config's output tables.
 
     Raises:
-        InputError: the per-query or aggregate table is missing, or the query fails
-            (DataFusion's message, first line).
+        InputError: the per-query or aggregate table is missing, or the query fails.
     """
     from deltalake import QueryBuilder
 
@@ -34,7 +28,7 @@ def query(config: Config, sql: str) -> pd.DataFrame:
         except InputError:
             if required:
                 raise
-            continue  # an optional table without a path (or in a catalog): not registered
+            continue
         table = open_table(path)
         if table is None:
             if required:

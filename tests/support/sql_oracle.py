@@ -1,17 +1,15 @@
 """A second, independent computation of the statistics: a test oracle only.
 
 Production computes the run and the qrels statistics with one engine, the Arrow kernel
-(:func:`releval.core.kernel.arrow_run_stats`: NumPy over whole shuffle partitions).
+(:func:`releval.core.engine.arrow_run_stats`: NumPy over whole shuffle partitions).
 This module computes the same statistics with Spark SQL alone, from their descriptions
 (:class:`releval.core.measures.stats.RunStat`, :class:`~releval.core.measures.stats.QrelsStat`) and
 its own writing of the ranking rule (a window order): deduplication by ``groupBy``, a
 shuffled hash join for the labels, the ranking window with running sums, and a
 ``groupBy``; the qrels statistics by the ideal ranking's window and a ``groupBy`` over
-the qrels. The
-tests run every measure case, the trec_eval conformance and the judged-only oracle
-through both (``query_measures(..., run_stats=sql_run_stats)``), so a bug in either shows
-up as a disagreement. It was the ``sql`` value of the removed ``evaluation.engine``
-option.
+the qrels. The tests run every measure case, the trec_eval conformance and the
+judged-only oracle through both (``query_measures(..., run_stats=sql_run_stats)``), so a
+bug in either shows up as a disagreement.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The inputs' accounts: ``input = used + quarantined``, per run partition, from the ledger.
 
-The engine counts every row it receives, rejects and ranks in its own pass
-(:mod:`releval.core.ledger`); :func:`account_ledger` and :func:`account_qrels_ledger` turn
-those counts into :class:`InputAccount` values and check the invariant, the one place it is
-checked.
+The engine counts the rows it receives, rejects and uses (:mod:`releval.core.ledger`);
+here the counts become :class:`InputAccount` values and the invariant is checked, once.
+See docs/design/checks.md.
 """
 
 from __future__ import annotations
@@ -54,7 +53,7 @@ class InputAccount:
     source: str
     partitions: tuple[PartitionAccount, ...]
     exact_duplicates: int = 0
-    #: The highest label of the used rows (qrels; from the engine's ledger), None for the run.
+    #: The highest label of the used qrels rows; None for the run.
     used_max: int | None = None
 
     @property
@@ -103,21 +102,12 @@ def account_ledger(
 ) -> InputAccount:
     """The run's account from the evaluation's ledger, with the invariant checked.
 
-    The ledger comes out of the evaluation's one pass (``releval.core.kernel``): per
-    run partition, the run rows the engine received (``received``: counted first, before
-    anything drops a row; nothing between the scan and the engine filters), the rows the
-    row rules rejected per reason, the repeated documents the engine dropped
-    (``duplicate_doc``) and the rows it ranked (``used``, the sum of the per-query
-    ``num_ret``). ``input`` is counted apart from the others, so ``input = used +
-    quarantined`` per partition is a real check: a row the engine loses (or adds) between
-    receiving and ranking breaks it.
+    ``received`` is counted before anything drops a row, apart from ``used`` (the rows
+    ranked) and the reasons, so a row the engine loses or adds breaks the invariant.
 
     Args:
-        name: ``run``.
-        source: the run's source, for messages.
-        ledger: (partition values as strings, in ``partition_columns`` order) -> counts
-            by tag: ``received``, ``used``, ``duplicate_doc`` and the reason codes.
-        partition_columns: the run's partition columns.
+        ledger: partition values as strings, in ``partition_columns`` order -> counts by
+            tag (``received``, ``used`` and the reason codes).
 
     Raises:
         AccountingError: naming the first partition whose counts disagree.
@@ -136,20 +126,11 @@ def account_ledger(
 def account_qrels_ledger(name: str, source: str, ledger: Iterable[tuple[str, int]]) -> InputAccount:
     """The qrels' account from the evaluation's qrels ledger, with the invariant checked.
 
-    The engine counts every qrels row it received (``received``) and those the row rules
-    rejected per reason; then, over the clean rows it kept, those with a lower label than
-    another row of their (query, doc) (``conflicting_label``), the exact duplicates (kept,
-    counted once), the rows used and the highest used label (``max_label``). ``input`` is
-    counted before anything drops a row and ``used`` after, so ``input = used +
-    quarantined`` is a real check.
+    ``received`` is counted before anything drops a row and ``used`` after.
 
     Args:
-        name: ``qrels``.
-        source: the qrels' source, for messages.
-        ledger: the engine's qrels ledger rows as (tag, count), the tag without
-            :data:`releval.core.columns.QRELS_LEDGER` (``received``, ``used``, ``exact_duplicate``,
-            ``max_label`` and the reason codes), one per shuffle partition and tag: the
-            counts are summed over the partitions, ``max_label`` is the highest.
+        ledger: (tag without the ``qrels:`` prefix, count) per shuffle partition; counts
+            are summed, ``max_label`` is the highest.
 
     Raises:
         AccountingError: input != used + quarantined.
@@ -169,17 +150,8 @@ def _input_account(
     name: str, source: str, by_key: dict[str, dict[str, int]], *, duplicates: int = 0,
     used_as: str = "",
 ) -> InputAccount:
-    """The :class:`InputAccount` of ``{partition key JSON: {tag: count}}`` (``"{}"``: an
-    input without partitions); checks the invariant ``input = used + quarantined`` of each
-    partition, the one place it is checked.
-
-    Args:
-        duplicates: the exact duplicate judgments (kept, counted once; the qrels').
-        used_as: what ``used`` counted, for the message (the run's: `` (ranked)``).
-
-    Raises:
-        AccountingError: naming the first partition whose counts disagree.
-    """
+    """The :class:`InputAccount` of ``{partition key JSON: {tag: count}}``; raises
+    AccountingError naming the first partition whose counts disagree."""
     partitions = []
     for k in sorted(by_key):
         counts = dict(by_key[k])
@@ -219,8 +191,7 @@ class QualityReport:
         return self.run.quarantined_total + self.qrels.quarantined_total
 
     def render(self) -> str:
-        """A small table: one line per input, partitions counted (named only when one does
-        not balance); the per-partition counts are in ``InputAccount.render``."""
+        """One line per input; a partition is named only when it does not balance."""
         where = f" -> {self.quarantine}" if self.quarantine else ""
         lines = [f"  row accounting   {'input':>10} {'used':>10} {'quarantined':>11}"]
         for account in (self.run, self.qrels):

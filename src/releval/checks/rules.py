@@ -1,10 +1,8 @@
 """The row rules: every input row is used or quarantined, with the first reason that applies.
 
-Three steps per input: :func:`typed_run` (typed columns and the per-row reasons, a
-projection: what the engine reads), :func:`label_run` (plus the repeated-row reasons of
-:mod:`releval.core.repeats`, laid out by query) and :func:`split_run` (clean rows and
-quarantine rows); the same for the qrels. The reasons are declared once, in
-:data:`REASONS`; the rules are described in docs/design/checks.md.
+:func:`typed_run` (what the engine reads), :func:`label_run` (plus repeated-row reasons),
+:func:`split_run` (clean and quarantined rows), the same for the qrels; :data:`REASONS`
+declares every reason. See docs/design/checks.md.
 """
 
 from __future__ import annotations
@@ -102,7 +100,6 @@ def _meta(df: DataFrame) -> list[Column]:
 
 
 def _malformed_rule(df: DataFrame) -> list[tuple[Column, str]]:
-    """The :data:`MALFORMED` rule when a reader flagged malformed lines, else none."""
     return [(F.col(RAW_MALFORMED), MALFORMED)] if RAW_MALFORMED in df.columns else []
 
 
@@ -115,11 +112,8 @@ QRELS_RAW_COLUMNS = (S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
 def _kept_raw(df: DataFrame, column: str, *, identity_for: str | None) -> list[Column]:
     """The original ``column`` as ``_raw_<column>``, unless its typed column renders the same.
 
-    The quarantine's ``raw`` map is built from the few rejected rows only (see
-    :func:`_raw_map`), so a labelled frame keeps an original column only when the typed one
-    cannot give back its string: ``identity_for`` names the source type (``"*"``: any) for
-    which the typed column is the original unchanged; ``None``: always keep it (rank and
-    relevance are nulled when invalid).
+    ``identity_for``: the source type (``"*"``: any) for which the typed column is the
+    original unchanged; ``None``: always keep it (rank and relevance are nulled when invalid).
     """
     dtype = df.schema[column].dataType.simpleString()
     if identity_for is not None and identity_for in ("*", dtype):
@@ -196,13 +190,8 @@ def _clean_rows(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
 def _label_repeated_run_rows(
     table: pa.Table, *, rank_by: str, partition_columns: Sequence[str]
 ) -> pa.Table:
-    """A partition's run rows (laid out by query) with ``duplicate_doc`` and, ranking by
-    rank, ``duplicate_rank`` on the clean rows the rules of ``releval.core.repeats`` set aside.
-
-    Among occurrences that tie in ranking order, the better by the other ordering column
-    (ranking by score: the lower rank; by rank: the higher score), then the earlier in the
-    file, is kept.
-    """
+    """A partition's run rows with the repeated-row reasons; of occurrences tied in ranking
+    order, the better by the other ordering column, then the earlier in the file, is kept."""
     reasons, rows = _clean_rows(table)
     if not len(rows):
         return table
@@ -223,18 +212,13 @@ def _label_repeated_run_rows(
 
 
 def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
-    """Run rows with typed canonical columns, ``_reason`` (null = clean) and the original
-    columns the typed ones cannot give back (``_raw_score``, ``_raw_rank``; see :func:`_kept_raw`),
-    laid out by query id (``releval.core.layout``).
-
-    The repeated rows' reasons (``duplicate_doc``, ``duplicate_rank``) come from the rules
-    of ``releval.core.repeats``, the engine's own, applied to each partition with NumPy.
+    """Typed run rows with ``_reason`` (null = clean) and the ``_raw_`` columns the typed
+    ones cannot give back, laid out by query id; repeats by the engine's own rules.
 
     Args:
-        run: partition columns, query_id, doc_id, score, rank (any atomic types, e.g. the
-            raw strings of a TREC file), optionally ``_source`` and ``_line``.
+        run: partition columns, query_id, doc_id, score, rank (any atomic types),
+            optionally ``_source`` and ``_line``.
         rank_by: "score" or "rank": which column must be valid and orders duplicates.
-        partition_columns: the columns that identify one run.
     """
     parts = list(partition_columns)
     typed = by_query(typed_run(run, rank_by=rank_by, partition_columns=parts))
@@ -264,8 +248,7 @@ def typed_qrels(qrels: DataFrame) -> DataFrame:
 
 
 def _label_conflicting_qrels_rows(table: pa.Table) -> pa.Table:
-    """A partition's qrels rows (laid out by query) with ``conflicting_label`` on the clean
-    rows :func:`releval.core.repeats.highest_labels` sets aside."""
+    """A partition's qrels rows with ``conflicting_label`` on the clean rows set aside."""
     reasons, rows = _clean_rows(table)
     if not len(rows):
         return table
@@ -279,13 +262,8 @@ def _label_conflicting_qrels_rows(table: pa.Table) -> pa.Table:
 
 
 def label_qrels(qrels: DataFrame) -> DataFrame:
-    """Qrels rows with typed canonical columns, ``_reason`` (null = clean) and
-    ``_raw_relevance`` (the original label), laid out by query id: what the quarantine reads.
-
-    ``conflicting_label``: a clean row with a lower label than another clean row of its
-    (query, doc), by the rule of ``releval.core.repeats`` (the engine's own, which counts the
-    same rows in the evaluation's pass).
-    """
+    """Typed qrels rows with ``_reason`` (null = clean) and ``_raw_relevance``, laid out by
+    query id; ``conflicting_label`` by the engine's own rule."""
     return _whole_partitions(by_query(typed_qrels(qrels)), _label_conflicting_qrels_rows)
 
 
@@ -323,9 +301,7 @@ def split_run(
     Args:
         run: partition columns, query_id, doc_id, score, rank (any atomic types).
         rank_by: "score" or "rank": which column must be valid.
-        partition_columns: the columns that identify one run.
-        number_lines: gives the rejected rows their ``_line`` from their position
-            (``releval.io.readers.RawInput.number_lines``), for the quarantined rows only.
+        number_lines: gives the quarantined rows their ``_line`` from their position.
 
     Returns:
         clean: partition columns, query_id, doc_id, score (double), rank (int).
@@ -345,7 +321,7 @@ def split_run(
 def split_qrels(
     qrels: DataFrame, *, number_lines: Callable[[DataFrame], DataFrame] | None = None
 ) -> tuple[DataFrame, DataFrame]:
-    """Split qrels rows into (clean, quarantined) by every rule (``number_lines``: as for
+    """Split qrels rows into (clean, quarantined) by every rule (``number_lines``: see
     :func:`split_run`).
 
     Returns:

@@ -1,5 +1,4 @@
-"""Arrow columns as NumPy codes: what the engine (``releval.core.kernel``) and the
-checks' labelling (``releval.checks.rules``) both need to group a partition's rows."""
+"""Arrow columns as NumPy codes, to group a partition's rows (engine and checks)."""
 
 from __future__ import annotations
 
@@ -33,9 +32,8 @@ def dense(values: np.ndarray, size: int) -> np.ndarray:
 
 
 def group_ids(table: pa.Table, columns: Sequence[str], query: np.ndarray, queries: int) -> np.ndarray:
-    """Group id (0..groups-1) of each row by ``columns``; ``query`` holds the query codes
-    (:func:`codes` of the query id column, ``queries`` of them), the groups ordered by
-    their codes."""
+    """Group id (0..groups-1) of each row by ``columns``, ordered by their codes; ``query``
+    holds the query id's :func:`codes` (``queries`` of them)."""
     if len(columns) == 1:  # the query id alone: its codes, made dense
         return dense(query, queries)
     code = np.zeros(table.num_rows, dtype=np.int64)
@@ -51,7 +49,7 @@ def group_ids(table: pa.Table, columns: Sequence[str], query: np.ndarray, querie
 def sort_rank(column: pa.ChunkedArray | pa.Array, *, descending: bool = False) -> np.ndarray:
     """Each value's dense rank in sort order (nulls last either way): a NumPy sort key."""
     order = "descending" if descending else "ascending"
-    ranked = pc.rank(column, sort_keys=order, tiebreaker="dense")  # nulls at the end
+    ranked = pc.rank(column, sort_keys=order, tiebreaker="dense")
     return to_numpy(ranked).astype(np.int64)
 
 

@@ -27,7 +27,7 @@ CI_METHOD = "ci_method"
 CI_LEVEL = "ci_level"
 #: The batch job run that wrote a row (joins to the run-log table; see releval.job.lineage).
 JOB_RUN_ID = "job_run_id"
-#: What a negative qrels label meant for the row: "unjudged" or "judged" (evaluation.negative_labels).
+#: The row's negative-label rule: "unjudged" or "judged" (evaluation.negative_labels).
 NEGATIVE_LABELS = "negative_labels"
 INPUT = "input"
 SOURCE = "source"
@@ -72,7 +72,7 @@ MEASURE_COLUMNS = (MEASURE, CUTOFF, REL_LEVEL, JUDGED_ONLY, MEASURE_KEY)
 # Hidden columns: carried between steps, never written to a table.
 #: The row rules' reason of a row (null: clean).
 REASON = "_reason"
-#: The readers' position columns: file, line, block and row within a block of a text input.
+#: Where a text input row was read: file, line, block and row within the block.
 RAW_SOURCE = "_source"
 RAW_LINE = "_line"
 RAW_BLOCK = "_block"
@@ -91,11 +91,9 @@ LEDGER = "_ledger"
 LEDGER_ROWS = "_rows"
 #: On a qrels row sent to the engine: the label as read (the accounts').
 QRELS_LABEL = "_qrels_label"
-#: On a row sent to the engine: a run row (true) or a qrels row (false).
 IS_RUN = "_is_run"
 #: On a run row sent to the engine: the value it is ranked by (score or rank).
 ORDER = "_order"
-#: The wide table's array of measure entries.
 MEASURES = "_measures"
 
 # The ledger's tags.

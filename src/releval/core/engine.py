@@ -1,9 +1,7 @@
 """Run + qrels -> one wide row per (run partition, query): every measure in one pass.
 
-The measures' statistics are collected by :class:`~releval.core.measures.stats.Stats`;
-:func:`arrow_run_stats` computes them all in one shuffle of the run and qrels rows by
-query id and one NumPy function per partition (:mod:`releval.core.kernel`); each measure
-is a column expression over them. The design is in docs/design/engine.md.
+One shuffle by query id, one NumPy function per partition (:mod:`releval.core.kernel`);
+each measure is a column expression over the statistics. See docs/design/engine.md.
 """
 
 from __future__ import annotations
@@ -37,21 +35,11 @@ from releval.core.measures.stats import Stats
 
 
 def judgment(negative_labels: str) -> Column:
-    """The label the measures read: null when the qrels row is not a judgment.
-
-    The one place where the negative-label rule is applied; the engine (and the tests' SQL
-    oracle) and the qrels
-    statistics read labels through it, so a null label is "not judged" everywhere
-    (Judged@k, the condensed list of ``[judged]`` measures, bpref's non-relevant counts).
+    """The label the measures read (null: not a judgment); the one place the rule applies.
 
     Args:
-        negative_labels: ``"unjudged"`` (trec_eval's rule, ``form_res_rels.c``: a negative
-            label is in the pool but not judged, ``RELVALUE_UNJUDGED``; it is never relevant)
-            or ``"judged"`` (a negative label is a judgment: the document is judged and
-            non-relevant at every relevance level above its label).
-
-    Raises:
-        ValueError: any other value.
+        negative_labels: ``"unjudged"`` (trec_eval: a negative label is pooled, not judged)
+            or ``"judged"`` (non-relevant at every level above the label); else ValueError.
     """
     if negative_labels not in NEGATIVE_LABEL_RULES:
         raise ValueError(
@@ -73,19 +61,13 @@ def arrow_run_stats(
     """One row per (run partition, query) with every run statistic of ``stats``.
 
     Args:
-        run: canonical run rows.
         qrels: canonical qrels rows (a null relevance: not a judgment).
-        stats: the collector the measures filled.
-        partition_columns: the run's partition columns.
-        laid_out_by_query: ignored: the union of both inputs is shuffled by query id here
-            (a union of two partitioned inputs is not partitioned).
-        ledger: ``run`` holds every run row with the row rules' ``_reason``, ``qrels``
-            every qrels row with its ``_reason`` and ``_qrels_label``; the result gets the
-            ledger rows of both (see the module docstring).
+        laid_out_by_query: ignored: a union of two partitioned inputs is not partitioned.
+        ledger: the inputs are every row with its ``_reason``; the result adds ledger rows.
 
     Returns:
         Partition columns, query_id, ``_in_run``, ``_repeated``, ``_retrieved_by`` and the
-        statistics, like the SQL oracle; with ``ledger`` also ``_ledger`` and ``_rows``.
+        statistics; with ``ledger`` also ``_ledger`` and ``_rows``.
     """
     parts = list(partition_columns)
     order_column = S.SCORE if stats.rank_by == "score" else S.RANK
@@ -129,14 +111,7 @@ def arrow_run_stats(
     return by_query(rows.unionByName(judgments)).mapInArrow(compute, schema)
 
 
-#: How the statistics are computed: (run, qrels, stats=, partition_columns=,
-#: laid_out_by_query=) -> one row per (run partition, query) with ``_in_run``,
-#: ``_in_qrels``, ``_repeated``, every statistic of ``stats.run_spec`` and of
-#: ``stats.qrels_spec`` (null when the query has no qrels), and one row per query of the
-#: qrels (``_in_run`` false, ``_in_qrels`` true, null partition columns and run
-#: statistics) with its qrels statistics and ``_retrieved_by`` (:data:`RETRIEVED_BY`). Production has one:
-#: :func:`releval.core.kernel.arrow_run_stats`; the tests pass a second, independent one
-#: (``tests/support/sql_oracle.py``, Spark window functions) to check it.
+#: Computes the statistics like :func:`arrow_run_stats`; tests pass a SQL oracle instead.
 RunStatsEngine = Callable[..., DataFrame]
 
 
@@ -147,20 +122,8 @@ def query_table(
     partition_columns: Sequence[str],
     missing_queries: str,
 ) -> DataFrame:
-    """One row per (run partition, query) with every statistic of ``stats``.
-
-    ``run_q`` is an engine's result: a row per (run partition, query) of the run with the
-    run and the qrels statistics, and a row per query of the qrels (``_in_run`` false, null
-    partition columns) with its qrels statistics.
-
-    Rows are flagged ``_in_run`` / ``_in_qrels``: a query of the qrels that a run
-    partition did not retrieve is present with ``_in_run`` false when
-    ``missing_queries == "zero"`` (trec_eval ``-c``; without partition columns, the
-    queries whose engine row says no run row retrieved them); a run query without qrels
-    is present with ``_in_qrels`` false, so it can be counted, then dropped.
-    The run partitions are those of ``run_q``'s query rows. The engine's ledger rows
-    (``ledger``), if any, pass through with both flags false.
-    """
+    """One row per (run partition, query); with ``missing_queries == "zero"`` also the qrels
+    queries a partition did not retrieve (``_in_run`` false)."""
     parts = list(partition_columns)
     qrels_only = ~F.col(IN_RUN) & F.col(IN_QRELS)
     table = run_q.where(~qrels_only)
@@ -168,15 +131,10 @@ def query_table(
         query_rows = run_q.where(qrels_only)
         kept = [S.QUERY_ID, IN_QRELS, *stats.qrels_spec.keys()]
         if not parts:
-            # one run: a query of the qrels is missing when no run row retrieved it, which
-            # the engine's row for it says (no join: the anti join below took two stages
-            # and a broadcast of every retrieved query, 3 s at 10M run rows)
+            # one run: the engine's qrels row says if any run row retrieved it (no anti join)
             missing = query_rows.where(F.col(RETRIEVED_BY) == 0).select(*kept)
         else:
-            # run partitions: each query of the qrels in each run partition, less the
-            # (partition, query) pairs retrieved. One task reads the few query rows'
-            # partition values: a distinct without a shuffle (a single partition satisfies
-            # the aggregation's distribution)
+            # each qrels query in each run partition less those retrieved; coalesce(1): no shuffle
             runs = run_q.where(F.col(IN_RUN)).select(*parts).coalesce(1).distinct()
             expected = F.broadcast(runs).crossJoin(query_rows.select(*kept))
             retrieved = run_q.where(F.col(IN_RUN)).select(
@@ -219,36 +177,19 @@ def query_measures(
     """Compute every measure for every (run partition, query), one wide row each.
 
     Args:
-        run: canonical run rows (partition columns, query_id, doc_id, score, rank);
-            a document repeated in a query keeps its best-ranked occurrence.
-        qrels: canonical qrels rows (query_id, doc_id, relevance); a document judged
-            twice keeps its highest label.
-        measures: parsed measures.
-        partition_columns: the run's partition columns.
-        missing_queries: "zero" scores qrels queries absent from a run partition as 0
-            (they count in means, trec_eval ``-c``); "skip" leaves them out.
+        run: canonical run rows; a repeated document keeps its best-ranked occurrence.
+        qrels: canonical qrels rows; a document judged twice keeps its highest label.
+        missing_queries: "zero" scores absent qrels queries 0 (trec_eval ``-c``); "skip" drops them.
         rank_by: the ranking rule (:mod:`releval.core.ranking`).
-        run_stats: the run statistics' engine (:data:`RunStatsEngine`); the default is
-            production's, tests pass the SQL oracle.
-        laid_out_by_query: both inputs are already partitioned by
-            :func:`releval.core.layout.by_query` (an engine may skip its shuffle).
-        negative_labels: what a negative label means, ``"unjudged"`` (trec_eval) or
-            ``"judged"`` (see :func:`judgment`).
-        ledger: ``run`` is every run row and ``qrels`` every qrels row, each with the row
-            rules' ``_reason``: the engine counts them and the rejected rows in its own
-            pass (the ledger rows of :mod:`releval.core.kernel`) and uses the clean rows.
-        keep: applied to the engine's result before it is read more than once (the
-            queries' rows, and for ``missing_queries = "zero"`` the run partitions, the
-            qrels' query rows and the retrieved queries): the job persists it so that the
-            engine runs once.
+        run_stats: the statistics' engine; tests pass the SQL oracle.
+        laid_out_by_query: both inputs are already partitioned by query (:mod:`.layout`).
+        negative_labels: ``"unjudged"`` (trec_eval) or ``"judged"`` (see :func:`judgment`).
+        ledger: the inputs are every row with its ``_reason``; the engine counts them.
+        keep: applied to the engine's result, which is read more than once.
 
     Returns:
-        Partition columns, query_id, the ``_in_run`` / ``_in_qrels`` flags, ``_repeated``
-        (:data:`REPEATED`), ``num_ret``, ``negative_labels`` (the rule, the same on every
-        row) and ``_measures``: an array with one struct per measure, in the order of
-        ``measures`` (value, num_rel, num_rel_ret). See :func:`long_format`. With
-        ``ledger`` also ``_ledger`` and ``_rows``, and the ledger rows (query id null,
-        both flags false).
+        Partition columns, query_id, the flags, ``num_ret``, ``negative_labels`` and
+        ``_measures`` (value, num_rel, num_rel_ret per measure); with ``ledger`` the ledger.
     """
     stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by)
     num_ret = stats.num_ret()
@@ -256,9 +197,7 @@ def query_measures(
     for m in measures:
         spec = m.spec
         view = stats.judged() if m.judged_only else stats
-        # the measure's names are not stored here: they are the same in every row (the
-        # persisted wide table was 2 KB a row with them, 100k rows at 10M run rows);
-        # long_format adds them from the measures' order
+        # names are the same in every row: long_format adds them from the order
         entries.append(
             F.struct(
                 spec.value(m, view).cast("double").alias(S.VALUE),
@@ -267,15 +206,11 @@ def query_measures(
             )
         )
     # every clean qrels row keeps its query in the query set; only judgments count
-    # (a null relevance: not a judgment)
     if ledger:
-        # every qrels row goes to the engine, which counts them (the qrels' ledger): the
-        # label as read for the accounting, the judgment (null: none) for the measures
         to_engine = qrels.withColumn(QRELS_LABEL, F.col(S.RELEVANCE)).withColumn(
             S.RELEVANCE, F.when(F.col(REASON).isNull(), judgment(negative_labels))
         )
     else:
-        # every clean row keeps its query in the query set, a judgment (label) or not
         to_engine = qrels.withColumn(S.RELEVANCE, judgment(negative_labels))
     run_q = run_stats(
         run, to_engine, stats=stats,
@@ -309,14 +244,10 @@ def long_format(
     """Scored queries only (those in the qrels), one row per measure.
 
     Args:
-        wide: the wide table (:func:`query_measures`).
-        partition_columns: the run's partition columns.
-        measures: the measures of ``wide``'s array, in its order: their names, cutoffs,
-            levels and keys (the array holds only the values and counts).
+        measures: the measures of ``wide``'s array, in its order (it holds no names).
 
     Returns:
-        The columns of :func:`releval.core.columns.per_query_schema`, in order, except
-        ``job_run_id`` (the batch job adds it).
+        The columns of :func:`releval.core.columns.per_query_schema` but ``job_run_id``.
     """
     parts = list(partition_columns)
     names = F.array(*[

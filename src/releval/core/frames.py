@@ -14,12 +14,9 @@ from pyspark.sql import types as T
 def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: T.StructType) -> DataFrame:
     """A DataFrame of rows made on the driver (tuples in ``schema``'s order), with no Python task.
 
-    ``spark.createDataFrame`` of a list ships the rows to a Python worker to convert them,
-    and that worker is not one of the engine's (a second daemon for the session, about 2 s
-    before the first row on a 2-core machine). Built through Arrow, the rows become a
-    ``LocalRelation`` in the JVM. Values as ``createDataFrame`` reads them: a naive
-    ``datetime`` for a timestamp column is local time; a null in a non-nullable column is
-    a ``ValueError`` naming the column and the row.
+    ``createDataFrame`` of a list would start a second Python worker daemon; through Arrow
+    the rows become a JVM ``LocalRelation``. A naive ``datetime`` is local time; a null in a
+    non-nullable column raises ``ValueError``.
     """
     from pyspark.sql.pandas.types import to_arrow_schema
 

@@ -1,10 +1,8 @@
 """The NumPy statistics of one shuffle partition: rank, judge and measure every query.
 
-:func:`partition_stats` receives a partition's run rows and qrels rows together (all of a
-query's rows are in one partition), deduplicates (:mod:`releval.core.repeats`), ranks
-(:mod:`releval.core.ranking`), attaches labels and computes every statistic the measures
-asked for, one NumPy operation over the partition at a time. The design is in
-docs/design/engine.md.
+:func:`partition_stats` gets all of a query's run and qrels rows in one partition; it
+deduplicates, ranks, attaches labels and computes every statistic the measures asked for.
+See docs/design/engine.md.
 """
 
 from __future__ import annotations
@@ -191,8 +189,7 @@ def _idcg(j: _Judgments, spec: QrelsStat) -> np.ndarray:
 
 
 def qrels_ddl(spec: QrelsStat) -> str:
-    """The Spark type of a qrels statistic: the ideal DCG is a double, the counts bigints
-    (what :data:`QRELS_KINDS` return: float64 and int64 arrays)."""
+    """The Spark type of a qrels statistic: the ideal DCG is a double, the counts bigints."""
     return "double" if spec.kind == "idcg" else "bigint"
 
 
@@ -205,10 +202,7 @@ QRELS_KINDS: dict[str, Callable[[_Judgments, QrelsStat], np.ndarray]] = {
 
 
 def _labels(qrels: pa.Table, query: np.ndarray, doc: np.ndarray, docs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (query, doc) keys of the qrels' judgments and their label (the highest per key).
-
-    A row with a null label is not a judgment (:func:`releval.core.engine.judgment`).
-    """
+    """Sorted (query, doc) keys of the qrels' judgments (non-null labels), highest label each."""
     labels = qrels.column(S.RELEVANCE)
     if labels.null_count:
         judged = _numpy(pc.is_valid(labels)).astype(bool)
@@ -225,24 +219,17 @@ def partition_stats(
     """The statistics of every (run partition, query) in one shuffle partition.
 
     Args:
-        table: run rows (``_is_run`` true: partition columns, query_id, doc_id, ``_order``
-            = score or rank) and qrels rows (``_is_run`` false: query_id, doc_id, relevance)
-            of the same queries.
+        table: run rows (``_is_run`` true, ``_order`` = score or rank) and qrels rows
+            (``_is_run`` false, relevance) of the same queries.
         specs: run statistic name -> what to compute.
-        partition_columns: the run's partition columns.
         rank_by: "score" or "rank" (:mod:`releval.core.ranking`).
-        qrels_specs: qrels statistic name -> what to compute (from the query's judgments).
+        qrels_specs: qrels statistic name -> what to compute.
 
     Returns:
-        Partition columns, query_id, ``_in_run``, ``_in_qrels`` (the query has a clean
-        qrels row), ``_repeated`` (run rows dropped as a repeated document),
-        ``_retrieved_by`` (on the qrels' rows: the run partitions that retrieved the
-        query) and one column
-        per statistic (the qrels statistics null when the query has no qrels): a row per
-        (run partition, query) of the run, then a row per query of the qrels (``_in_run``
-        false, null partition columns and run statistics); with a ``_reason`` column in
-        ``table`` (the ledger: see the module docstring) also ``_ledger`` and ``_rows``,
-        and the ledger rows of the partition after the queries' rows.
+        A row per (run partition, query) of the run, then a row per qrels query (``_in_run``
+        false, ``_retrieved_by``: the run partitions that retrieved it), with the flags,
+        ``_repeated`` and one column per statistic; when ``table`` has ``_reason``, also
+        ``_ledger``, ``_rows`` and the partition's ledger rows.
     """
     ledger = None
     if REASON in table.column_names:

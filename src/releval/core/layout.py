@@ -1,11 +1,8 @@
 """How rows are laid out across Spark partitions: by query id, once.
 
-The job shuffles the run and the qrels exactly once, by query id, with an
-explicit partition count (``spark.sql.shuffle.partitions``; a fixed count also
-keeps adaptive execution from coalescing the two sides differently). Validation
-windows, deduplication, the label join (query id is a subset of its keys, see
-``spark.sql.requireAllClusterKeysForCoPartition`` in ``releval.runtime.session``), the
-ranking window and the per-query aggregation then all run inside that layout.
+The run and the qrels are shuffled once, with a fixed partition count so adaptive
+execution cannot coalesce the two sides differently; every later per-query step runs
+inside that layout. See docs/design/engine.md.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The engine's ledger: the input rows it received, rejected and used, counted as data.
 
-The rows come back next to the queries' rows (query id null, ``_ledger`` the tag,
-``_rows`` the count), so a retried task or a recomputed stage does not count twice; the
-accounts (:mod:`releval.checks.accounts`) check ``input = used + quarantined`` from them.
+Ledger rows (``_ledger`` the tag, ``_rows`` the count) come back with the queries' rows,
+so a retried task does not count twice. See docs/design/checks.md.
 """
 
 from __future__ import annotations
@@ -34,13 +33,10 @@ from releval.core.repeats import highest_labels, mark_repeats
 
 
 def set_aside_repeats_by_rank(table: pa.Table, partition_columns: Sequence[str]) -> pa.Table:
-    """``rank_by = "rank"``: the clean run rows the repeated-row rules of ``releval.core.repeats``
-    set aside get their reason, as the quarantine's labelling gives it: a repeated
-    document's other occurrences ``duplicate_doc``, then the rows that share a logged rank
-    with a document before them in tie order ``duplicate_rank``.
+    """``rank_by = "rank"``: give the clean run rows set aside as repeats their reason.
 
-    Both at once, before anything is counted: a document whose best occurrence loses its
-    rank is not ranked at a worse occurrence instead."""
+    Before anything is counted, so a document whose best occurrence loses its rank is not
+    ranked at a worse occurrence instead."""
     clean_run = pc.and_(pc.equal(table.column(IS_RUN), True), pc.is_null(table.column(REASON)))
     rows = np.flatnonzero(_numpy(clean_run).astype(bool))
     if not len(rows):
@@ -57,8 +53,7 @@ def set_aside_repeats_by_rank(table: pa.Table, partition_columns: Sequence[str])
 def ledger_rows(
     run: pa.Table, rejected: pa.Table | None, partition_columns: Sequence[str]
 ) -> pa.Table:
-    """Per run partition: the run rows received (``run``: their partition columns), and the
-    rows the row rules rejected per reason (``rejected``: partition columns and reason).
+    """Per run partition: the run rows received and those rejected per reason.
 
     Returns:
         Partition columns, ``_ledger`` (:data:`RECEIVED` or the reason) and ``_rows``.
@@ -98,9 +93,8 @@ def qrels_received(reasons: pa.Table) -> pa.Table:
 
 
 def qrels_kept(qrels: pa.Table) -> pa.Table:
-    """Over the clean qrels rows the evaluation reads: the rows with a lower label than
-    another row of their (query, doc) (``conflicting_label``), the exact duplicates, the
-    rows used (the others) and the highest used label."""
+    """Of the clean qrels rows: the ``conflicting_label`` rows, exact duplicates, rows used
+    and the highest label."""
     if not qrels.num_rows:
         return qrels_ledger({})
     query, _ = _codes(qrels.column(S.QUERY_ID))

@@ -1,23 +1,11 @@
 """Run -> ranked rows. The tie-break rule lives here and nowhere else.
 
-``rank_by = "score"`` (trec_eval's rule): score descending, ties broken by doc
-id descending in byte order; the run's rank column is ignored. Positions are
-1, 2, 3, ... in that order.
+``rank_by = "score"`` (trec_eval's rule): score descending, ties by doc id descending in
+byte order; the run's rank column is ignored. ``rank_by = "rank"`` (production logs): the
+logged rank is the position, gaps kept; ties by doc id descending.
 
-``rank_by = "rank"`` (production logs): the given rank/position column is the
-position, as logged (gaps are kept: a document logged at position 5 counts at
-rank 5 even if positions 3 and 4 are absent). Ties are ordered by doc id
-descending so the order is deterministic.
-
-:func:`best_first` sorts a partition's rows in that order with NumPy: the engine
-(``releval.core.kernel``) ranks with it, and the checks' labelling (``releval.checks.rules``)
-finds a repeated document's best occurrence with it. The tests' SQL oracle
-(``tests/support/sql_oracle.py``) writes the same rule as a Spark window order, independently.
-
-A document that appears more than once in one query of one run keeps its
-best-ranked occurrence only (trec_eval rejects such runs): ``releval.core.repeats`` decides
-which rows that drops, for the engine (which counts them) and for the quarantine, which
-names them ``duplicate_doc``.
+:func:`best_first` is used by the engine and the checks' labelling; the tests' SQL oracle
+writes the same rule as a Spark window order. See docs/design/engine.md.
 """
 
 from __future__ import annotations
@@ -28,12 +16,10 @@ import pyarrow.compute as pc
 
 
 def best_first(group: np.ndarray, primary: np.ndarray, doc: np.ndarray, docs: pa.Array) -> np.ndarray:
-    """The rows' order by group, then ``primary`` ascending, then doc id descending (byte
-    order): the ranking order of each group (stable: rows that tie on all three keep their
-    order).
+    """The rows' ranking order: by group, ``primary`` ascending, doc id descending (stable).
 
     Args:
-        group: each row's group (run partition and query) id.
+        group: each row's (run partition, query) id.
         primary: ``-score`` (``rank_by = "score"``) or the logged rank.
         doc: each row's code in ``docs``.
         docs: the doc ids; sorted only when two documents of a group tie on ``primary``.

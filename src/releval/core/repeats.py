@@ -1,18 +1,9 @@
 """Repeated rows, decided once: which occurrence counts and which are set aside.
 
-* **A document repeated in a query of a run** (``duplicate_doc``): its best-ranked
-  occurrence is kept (the ranking order of :mod:`releval.core.ranking`), the others are not
-  ranked.
-* **Two documents at one logged rank** (``rank_by = "rank"``, ``duplicate_rank``): the
-  first in tie order (doc id descending) is kept, the others are not ranked.
-* **A document judged more than once** (``conflicting_label``): its highest label is the
-  judgment; the rows with a lower label are set aside, and the other rows with the highest
-  label are exact duplicates (one judgment, counted once).
-
-These are NumPy functions over a partition's rows, grouped by query (``releval.core.layout``):
-the engine (``releval.core.kernel``) applies them to drop and count the rows, and the
-checks' labelling (``releval.checks.rules.label_run``, ``label_qrels``) applies the same
-functions to name the rows the quarantine keeps. Neither has a rule of its own.
+A repeated document keeps its best-ranked occurrence (``duplicate_doc``); of documents at
+one logged rank the first in tie order keeps it (``duplicate_rank``); a document judged
+twice keeps its highest label (``conflicting_label``). The engine and the checks' labelling
+both call these functions. See docs/design/engine.md.
 """
 
 from __future__ import annotations
@@ -27,29 +18,21 @@ from releval.core import columns as S
 from releval.core.arrays import codes, group_ids
 from releval.core.ranking import best_first
 
-#: The reasons of the run's repeated-row rules (``releval.checks.rules.REASONS`` declares them).
+#: The run's repeated-row reasons (declared in ``releval.checks.rules.REASONS``).
 DUPLICATE_DOC = "duplicate_doc"
 DUPLICATE_RANK = "duplicate_rank"
 
 
 def repeated_documents(group: np.ndarray, doc: np.ndarray, docs: int) -> np.ndarray:
-    """For rows in ranking order (best first within each group, ``releval.core.ranking.best_first``):
-    True at every occurrence of a (group, doc) after its first.
-
-    Args:
-        group: the rows' group (run partition and query) ids.
-        doc: the rows' doc id codes, all below ``docs``.
-        docs: how many doc id codes there are.
-    """
+    """For rows in ranking order: True at each repeat of a (group, doc); ``docs``: code count."""
     if not len(group):
         return np.zeros(0, dtype=bool)
     return pd.Series(group * max(docs, 1) + doc).duplicated().to_numpy()
 
 
 def shared_ranks(group: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """For rows in ranking order with no repeated document (``rank_by = "rank"``): True at a
-    row whose logged rank equals the row's before it in its group (the first in tie order,
-    doc id descending, keeps the rank)."""
+    """For rows in ranking order, no repeated document: True where a row's rank equals the
+    previous row's in its group."""
     same = np.zeros(len(group), dtype=bool)
     same[1:] = (group[1:] == group[:-1]) & (rank[1:] == rank[:-1])
     return same
@@ -58,19 +41,8 @@ def shared_ranks(group: np.ndarray, rank: np.ndarray) -> np.ndarray:
 def set_aside(
     group: np.ndarray, primary: np.ndarray, doc: np.ndarray, docs: pa.Array, *, rank_by: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The clean run rows of a partition that the repeated-row rules set aside.
-
-    Args:
-        group: each row's group (run partition and query) id.
-        primary: ``-score`` (``rank_by = "score"``) or the logged rank.
-        doc: each row's code in ``docs``; docs: the doc ids.
-        rank_by: "score" or "rank" (a shared rank is a rule of ``rank`` only).
-
-    Returns:
-        The positions of the rows that repeat a document (``duplicate_doc``) and, ranking
-        by rank, of those that share a rank (``duplicate_rank``; empty by score). Rows that
-        tie on all of the ranking order keep their given order.
-    """
+    """The positions of a partition's ``duplicate_doc`` and ``duplicate_rank`` (by rank only)
+    rows; the arguments are those of :func:`releval.core.ranking.best_first`."""
     order = best_first(group, primary, doc, docs)
     repeated = repeated_documents(group[order], doc[order], len(docs))
     if rank_by != "rank":
@@ -85,16 +57,8 @@ def mark_repeats(
 ) -> int:
     """Give the clean run rows :func:`set_aside` sets aside their reason, in place.
 
-    Args:
-        reasons: the partition's reasons (an object array over all its rows).
-        rows: the positions in ``reasons`` of the clean run rows.
-        clean: those rows (partition columns, query_id, doc_id), in that order.
-        primary: their ``-score`` or logged rank (see :func:`set_aside`).
-        rank_by: "score" or "rank".
-        partition_columns: the run's partition columns.
-
-    Returns:
-        How many rows got a reason.
+    ``rows`` are the positions in ``reasons`` of the rows ``clean`` holds, ``primary`` their
+    ``-score`` or logged rank. Returns how many rows got a reason.
     """
     query, queries = codes(clean.column(S.QUERY_ID))
     doc, docs = codes(clean.column(S.DOC_ID))
@@ -106,18 +70,12 @@ def mark_repeats(
 
 
 def highest_labels(key: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The judgments of a partition's (query, doc) keys: each key's highest label.
-
-    Args:
-        key: the rows' (query, doc) key codes.
-        label: the rows' labels.
+    """Each (query, doc) key's highest label, given the rows' key codes and labels.
 
     Returns:
-        ``order``: the rows by key, highest label first; ``first``: in that order, the
-        key's first row (the one that stands for its judgment); ``best``: in that order,
-        the highest label of the row's key. So ``label[order] < best`` are the rows set
-        aside as ``conflicting_label`` and ``(label[order] == best) & ~first`` the exact
-        duplicates.
+        ``order`` (by key, highest label first) and, in that order, ``first`` (the key's
+        row that stands for its judgment) and ``best`` (its key's highest label):
+        ``label[order] < best`` are ``conflicting_label``, ``== best & ~first`` duplicates.
     """
     order = np.lexsort((-label, key))
     sorted_key = key[order]

@@ -1,18 +1,5 @@
-"""Exact, atomic, retried Delta writes for the batch job.
-
-One call of :func:`replace_partitions` makes exactly one Delta commit: the rows
-matching the ``replaceWhere`` predicate are replaced by ``df`` (or, without a
-predicate, the whole table is). A job killed before the commit leaves the table at
-its last version (Delta writes data files first and commits by writing one log
-entry atomically); files of an unfinished write are never referenced and are
-removed by ``VACUUM``.
-
-A concurrent commit that conflicts with ours (Delta's optimistic concurrency:
-``ConcurrentAppendException``, ``ConcurrentDeleteReadException``, ...) makes the
-write retry from a fresh snapshot, a few times with back-off; the write is
-idempotent, so a retry cannot duplicate rows. After the last attempt a
-:class:`~releval.errors.WriteConflictError` names the table and the predicate.
-"""
+"""Exact, atomic Delta writes for the batch job: one commit each, retried from a fresh snapshot
+on a concurrent conflict (the write is idempotent). See docs/design/commits.md."""
 
 from __future__ import annotations
 
@@ -60,21 +47,14 @@ def is_conflict(exc: BaseException) -> bool:
     return isinstance(exc, CONFLICTS) or any(m in str(exc) for m in _CONFLICT_MARKERS)
 
 
-#: What Delta says when another job has begun creating the table in the same folder but
-#: not yet committed its version 0 (the folder or an empty _delta_log is there, the commit
-#: is not): both were seen when two jobs started at once (tests/test_batch_job_processes.py).
+#: Delta's errors while another job is creating the same table but has not committed it yet.
 _CREATING_MARKERS = ("DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION", "DELTA_TABLE_NOT_FOUND")
 
 
 def is_creation_race(
     exc: BaseException, *, existed: bool, spark: SparkSession, path: str | None, table: str | None
 ) -> bool:
-    """True when the table did not exist and another job was creating it at the same time.
-
-    Either that job has committed meanwhile (the table exists now), or it is between
-    making the folder and committing (Delta's non-empty-location or table-not-found error). Retried a few
-    times; a folder that stays non-Delta (a user's Parquet files) fails with Delta's error.
-    """
+    """True when the table did not exist and another job was creating it at the same time."""
     if existed:
         return False
     return any(m in str(exc) for m in _CREATING_MARKERS) or table_exists(spark, path=path, table=table)
@@ -113,11 +93,8 @@ def sql_name(path: str | None, table: str | None) -> str:
 
 
 def table_schema_version(spark: SparkSession, *, path: str | None, table: str | None) -> str:
-    """An existing table's ``releval.schema_version`` ("0": written before versions were recorded).
-
-    ``SHOW TBLPROPERTIES`` reads the table's metadata only (0.05 s on a warm session);
-    ``DeltaTable.detail()`` ran a Spark job of its own (3-4 s per table on the sample).
-    """
+    """An existing table's ``releval.schema_version`` ("0" when it has none), from metadata
+    only (``DeltaTable.detail()`` would run a Spark job)."""
     rows = spark.sql(f"SHOW TBLPROPERTIES {sql_name(path, table)}").collect()
     return next((r["value"] for r in rows if r["key"] == SCHEMA_VERSION_PROPERTY), "0")
 
@@ -153,8 +130,7 @@ class WriteResult:
 
 
 def table_location(spark: SparkSession, *, path: str | None, table: str | None) -> str:
-    """The folder of a Delta table: the path, or a catalog table's location (a metadata
-    command: no Spark job)."""
+    """The folder of a Delta table: the path, or a catalog table's location."""
     if not table:
         return absolute(path or "")
     rows = spark.sql(f"DESCRIBE TABLE EXTENDED {quote_name(table)}").collect()
@@ -167,13 +143,8 @@ _COMMIT_FILE = re.compile(r"(\d{20})\.json")
 def commit_of(
     spark: SparkSession, *, path: str | None, table: str | None, user_metadata: str
 ) -> tuple[int, int]:
-    """(version, numOutputRows) of the latest commit whose userMetadata is ``user_metadata``.
-
-    Read from the table's log files on the driver (Hadoop's file system: any storage Delta
-    writes to), newest first: no Spark job and no snapshot (``DeltaTable.history`` took two
-    jobs per write). Our commit is among the newest unless many concurrent jobs committed
-    since; every commit file is looked at before giving up. (-1, 0) when none matches.
-    """
+    """(version, numOutputRows) of the latest commit whose userMetadata is ``user_metadata``,
+    else (-1, 0); read from the log files on the driver, so no Spark job runs."""
     log = f"{table_location(spark, path=path, table=table).rstrip('/')}/_delta_log"
     versions = sorted(
         (int(m.group(1)) for name in list_names(spark, log)
@@ -193,7 +164,6 @@ def commit_of(
 
 
 def _save(writer: DataFrameWriter, *, path: str | None, table: str | None) -> None:
-    """Run ``writer`` into the catalog table or the path."""
     if table:
         writer.saveAsTable(table)
     else:
@@ -211,13 +181,8 @@ def _create(
     user_metadata: str,
     properties: Mapping[str, str] | None = None,
 ) -> bool:
-    """Create the table with ``data`` in one commit; False when the location is taken.
-
-    When the CREATE TABLE AS SELECT fails and no Delta table is there (a folder of other
-    files, say), the table is created the old way (:func:`ensure_table`), which fails with
-    Delta's own error for a folder that is not a Delta table, and the caller writes.
-    Conflicts and creation races are raised for the caller's retry loop.
-    """
+    """Create the table with ``data`` in one commit; else :func:`ensure_table` and False, for the
+    caller to write. Conflicts and creation races are raised for the caller to retry."""
     spark = data.sparkSession
     try:
         create_table_as(
@@ -253,16 +218,9 @@ def replace_partitions(
     """Replace the rows matching ``predicate`` with ``df`` in one atomic Delta commit.
 
     Args:
-        df: the new rows (cast to ``schema``); each must match ``predicate``.
-        path: the table's folder (or None with ``table``).
-        table: a catalog table name (or None with ``path``).
-        schema: the table's schema with comments (used when the table is created).
-        partition_columns: the table's partition columns (when created).
-        description: the table comment (when created).
+        df: the new rows, cast to ``schema``; each must match ``predicate``.
         predicate: the ``replaceWhere`` SQL predicate; None replaces the whole table.
-        user_metadata: stored in the commit (Delta history's ``userMetadata``), e.g. the
-            job run id, so a run finds its own commit among concurrent ones.
-        properties: more table properties (when created).
+        user_metadata: the commit's ``userMetadata``, by which a run finds its own commit.
         max_attempts: attempts when a concurrent transaction conflicts.
         backoff_seconds: first back-off; doubled each attempt, with jitter.
 
@@ -278,7 +236,6 @@ def replace_partitions(
             existed = table_exists(spark, path=path, table=table)
         try:
             if not existed:
-                # a new table: created and written by one commit
                 if _create(data, path=path, table=table, schema=schema,
                            partition_columns=partition_columns, description=description,
                            user_metadata=user_metadata, properties=properties):
@@ -290,7 +247,6 @@ def replace_partitions(
             break
         except Exception as exc:  # noqa: BLE001 - only Delta's conflicts are retried
             conflict = is_conflict(exc)
-            # another job created the table at the same time: retry against its version 0
             racing = is_creation_race(exc, existed=existed, spark=spark, path=path, table=table)
             if not (conflict or racing) or (attempt == max_attempts and not conflict):
                 raise

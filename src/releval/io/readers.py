@@ -1,8 +1,5 @@
-"""Readers: Delta (path or catalog table), Parquet, and TREC text.
-
-Every reader returns the canonical columns of ``releval.core.columns`` (plus the
-run's partition columns), so nothing downstream knows where the data came from.
-"""
+"""Readers: Delta (path or catalog table), Parquet, and TREC text, all returning the
+canonical columns of ``releval.core.columns`` (plus the run's partition columns)."""
 
 from __future__ import annotations
 
@@ -12,7 +9,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from releval.config import QrelsSource, RunSource
+from releval.config import DATAFRAME, QrelsSource, RunSource
 from releval.core import columns as S
 from releval.core.columns import RAW_BLOCK, RAW_LINE, RAW_MALFORMED, RAW_ROW, RAW_SOURCE
 from releval.errors import InputError
@@ -23,15 +20,14 @@ TREC_RUN_ID = "run_id"
 
 
 def source_name(src: RunSource | QrelsSource) -> str:
-    """How a source is named in messages: its path or its table name."""
+    """How a source is named in messages: its path or table name, or "run DataFrame"."""
+    if src.format == DATAFRAME:
+        return f"{'run' if isinstance(src, RunSource) else 'qrels'} {DATAFRAME}"
     return f"{src.format} {'table ' + src.table if src.table else src.path}"
 
 
 def _load(spark: SparkSession, src: RunSource | QrelsSource, version: int | None = None) -> DataFrame:
-    """Load a Delta/Parquet path or a catalog table (a Delta ``version``: time travel).
-
-    ``version`` defaults to the source's configured ``version``.
-    """
+    """Load a Delta/Parquet path or a catalog table, at ``version`` (default: the source's)."""
     version = src.version if version is None else version
     try:
         reader = spark.read.format(src.format)
@@ -62,12 +58,16 @@ def _run_table(
     spark: SparkSession, src: RunSource, *, version: int | None, check_types: bool
 ) -> DataFrame:
     """A Delta/Parquet run with its mapped and partition columns checked, filtered."""
-    df = _load(spark, src, version)
+    return _checked_run(_load(spark, src, version), src, check_types=check_types)
+
+
+def _checked_run(df: DataFrame, src: RunSource, *, check_types: bool, section: str = "run"
+                 ) -> DataFrame:
     mapping = {"query_id": src.query_id, "doc_id": src.doc_id, "score": src.score, "rank": src.rank}
     needed = {k: v for k, v in mapping.items() if k in ("query_id", "doc_id", src.rank_by)}
-    _require_columns(df, needed, src, "run")
+    _require_columns(df, needed, src, section)
     if check_types:
-        _require_types(df, mapping, src, "run")
+        _require_types(df, mapping, src, section)
     missing_parts = [c for c in src.partition_columns if c not in df.columns]
     if missing_parts:
         raise InputError(
@@ -80,8 +80,7 @@ def _run_table(
 def read_run(spark: SparkSession, src: RunSource, *, version: int | None = None) -> DataFrame:
     """Read a run into ``partition columns + query_id, doc_id, score, rank``.
 
-    TREC run text is ``qid Q0 docno rank score tag [anything]``; its tag becomes
-    the ``run_id`` partition column. ``version`` pins a Delta input (``versionAsOf``).
+    TREC run text is ``qid Q0 docno rank score tag [anything]``; its tag becomes ``run_id``.
     """
     if src.format == "trec":
         def f(i: int) -> Column:  # null, not an ANSI error, on a short (malformed) line
@@ -116,10 +115,7 @@ def read_run(spark: SparkSession, src: RunSource, *, version: int | None = None)
 
 
 def read_qrels(spark: SparkSession, src: QrelsSource, *, version: int | None = None) -> DataFrame:
-    """Read qrels into ``query_id, doc_id, relevance``.
-
-    TREC qrels text is ``qid iteration docno rel``. ``version`` pins a Delta input.
-    """
+    """Read qrels into ``query_id, doc_id, relevance``; TREC text is ``qid iteration docno rel``."""
     if src.format == "trec":
         f = F.col("f")
         return trec_fields(spark, src.path or "", source_name(src)).select(
@@ -136,8 +132,7 @@ def read_qrels(spark: SparkSession, src: QrelsSource, *, version: int | None = N
     )
 
 
-# The raw readers keep values as read (a non-numeric score stays its string, so the row
-# rules can quarantine it with its raw value) and add ``_source`` and ``_line``.
+# The raw readers keep values as read, so the row rules can quarantine a bad value as it was.
 
 _ATOMIC = (T.StringType, T.NumericType, T.BooleanType, T.DateType, T.TimestampType)
 _NUMERIC_OR_STRING = (T.StringType, T.NumericType)
@@ -180,9 +175,8 @@ def read_run_raw(spark: SparkSession, src: RunSource) -> RawInput:
     """Read a run keeping raw values: partition columns, ``_source``, ``_line``,
     ``query_id``, ``doc_id``, ``score``, ``rank`` (the source's types; strings for TREC).
 
-    TREC rows also have ``_block``, ``_row`` (their position; ``_line`` is null until
-    :meth:`RawInput.number_lines`) and ``_malformed`` (fewer than 6 fields or a non-numeric
-    score: :meth:`RawInput.fail_on_malformed` names the first one).
+    TREC rows also have ``_block``, ``_row`` (``_line`` is null: see
+    :meth:`RawInput.number_lines`) and ``_malformed`` (under 6 fields, or a non-numeric score).
 
     Raises:
         InputError: missing path/table/column, a column of a type that cannot be cast, a
@@ -208,7 +202,12 @@ def read_run_raw(spark: SparkSession, src: RunSource) -> RawInput:
             *src.partition_columns, *_TREC_POSITION, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK
         )
         return RawInput(rows, lines=raw.lines, malformed=raw.malformed, expected=raw.expected)
-    df = _run_table(spark, src, version=None, check_types=True)
+    return raw_run_input(_load(spark, src), src)
+
+
+def raw_run_input(df: DataFrame, src: RunSource, *, section: str = "run") -> RawInput:
+    """:func:`read_run_raw` of a table already loaded (or a caller's DataFrame)."""
+    df = _checked_run(df, src, check_types=True, section=section)
 
     def col_or_null(name: str | None) -> Column:
         return F.col(name) if name and name in df.columns else F.lit(None).cast("string")
@@ -228,8 +227,7 @@ def read_qrels_raw(spark: SparkSession, src: QrelsSource) -> RawInput:
     """Read qrels keeping raw values: ``_source``, ``_line``, ``query_id``, ``doc_id``,
     ``relevance`` (the source's types; strings for TREC).
 
-    TREC rows also have ``_block``, ``_row`` and ``_malformed`` (as :func:`read_run_raw`;
-    a TREC qrels line must have 4 fields).
+    TREC rows also have ``_block``, ``_row`` and ``_malformed`` (not 4 fields).
 
     Raises:
         InputError: as :func:`read_run_raw`.
@@ -243,10 +241,14 @@ def read_qrels_raw(spark: SparkSession, src: QrelsSource) -> RawInput:
             fields=[F.get(f, 0).alias(S.QUERY_ID), F.get(f, 2).alias(S.DOC_ID),
                     F.get(f, 3).alias(S.RELEVANCE)],
         )
-    df = _load(spark, src)
+    return raw_qrels_input(_load(spark, src), src)
+
+
+def raw_qrels_input(df: DataFrame, src: QrelsSource, *, section: str = "qrels") -> RawInput:
+    """:func:`read_qrels_raw` of a table already loaded (or a caller's DataFrame)."""
     mapping = {"query_id": src.query_id, "doc_id": src.doc_id, "relevance": src.relevance}
-    _require_columns(df, dict(mapping), src, "qrels")
-    _require_types(df, dict(mapping), src, "qrels")
+    _require_columns(df, dict(mapping), src, section)
+    _require_types(df, dict(mapping), src, section)
     df = _apply_filter(df, src, "qrels", ())
     return RawInput(df.select(
         F.lit(source_name(src)).alias(RAW_SOURCE),

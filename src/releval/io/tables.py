@@ -83,13 +83,9 @@ def per_query_properties(
 ) -> dict[str, str]:
     """Table properties a new per-query table is created with.
 
-    Delta's file statistics (min, max, null count) only for the run partition columns that
-    do not partition the table, and ``job_run_id``: a file of the per-query table holds
-    many queries and every measure (the rows are laid out by query), so the minimum and
-    maximum of ``query_id``, ``measure_key`` or ``value`` let no query skip a file, and
-    collecting them for every row was about a third of the write (10M run rows, 2M
-    per-query rows: 5.3-6.2 s against 4.1-4.4 s warm, 13 s against 5 s on a new JVM).
-    Each file's row count is recorded whatever this says.
+    Delta's file statistics only for ``job_run_id`` and the run partition columns that do
+    not partition the table: a file holds many queries and every measure, so statistics on
+    ``query_id``, ``measure_key`` or ``value`` would skip no file and slow every write.
     """
     columns = [c for c in run_partition_columns if c not in output_partition_columns]
     quoted = [quote_identifier(c) for c in [*columns, C.JOB_RUN_ID]]
@@ -106,7 +102,7 @@ def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(C.NUM_QUERIES, T.LongType(), False),
             T.StructField(C.JOB_RUN_ID, T.StringType(), True),
             T.StructField(C.NEGATIVE_LABELS, T.StringType(), True),
-            # added with the intervals (issue 12): at the end, nullable (docs/migrations.md)
+            # interval columns: at the end and nullable, as added columns are (docs/migrations.md)
             T.StructField(C.CI_LOW, T.DoubleType(), True),
             T.StructField(C.CI_HIGH, T.DoubleType(), True),
             T.StructField(C.CI_METHOD, T.StringType(), True),
@@ -189,6 +185,20 @@ def quarantine_predicate(*, run_predicate: str | None, qrels: str) -> str:
     return f"({run_rows}) OR ({qrels_rows})"
 
 
+def quarantine_rows(
+    rejected: DataFrame, *, partition_fields: Sequence[T.StructField], qrels: str,
+    job_run_id: str | None,
+) -> DataFrame:
+    """Rejected rows (:data:`QUARANTINE_SCHEMA`) as the quarantine table holds them: the run
+    partition columns first, ``qrels_key`` on qrels rows, ``job_run_id`` on every row."""
+    return rejected.select(
+        *[F.col(C.PARTITION)[f.name].cast(f.dataType).alias(f.name) for f in partition_fields],
+        *QUARANTINE_SCHEMA.names,
+        F.when(F.col(C.INPUT) == "qrels", F.lit(qrels)).alias(C.QRELS_KEY),
+        F.lit(job_run_id).cast("string").alias(C.JOB_RUN_ID),
+    )
+
+
 def write_quarantine(
     rejected: DataFrame | None,
     *,
@@ -201,15 +211,10 @@ def write_quarantine(
     qrels: str,
     job_run_id: str | None = None,
 ) -> None:
-    """Replace the job's rows of the quarantine Delta table with ``rejected``.
+    """Replace the job's rows (:func:`quarantine_predicate`) of the quarantine table.
 
-    The job's rows are those of :func:`quarantine_predicate`. The table carries the run
-    partition columns (from each rejected run row's ``partition``; null on qrels rows) and
-    is partitioned by ``input`` and the output partition columns. A re-run with no rejected
-    rows (``rejected`` None) empties what it replaces, so the table never shows stale
-    rejections; when those rows hold no files already, or the table does not exist,
-    nothing is written (an empty replacement is a Delta write of its own, and creating an
-    empty table took 8 Spark jobs of a small run).
+    With ``rejected`` None the job's old rows are removed, so no stale rejection stays;
+    nothing is written when there are none or no table, as an empty write costs Spark jobs.
     """
     predicate = quarantine_predicate(run_predicate=run_predicate, qrels=qrels)
     fields = list(partition_fields)
@@ -220,12 +225,7 @@ def write_quarantine(
         if not existing.where(predicate).inputFiles():
             return
         rejected = local_frame(spark, [], QUARANTINE_SCHEMA)
-    rows = rejected.select(
-        *[F.col(C.PARTITION)[f.name].cast(f.dataType).alias(f.name) for f in fields],
-        *QUARANTINE_SCHEMA.names,
-        F.when(F.col(C.INPUT) == "qrels", F.lit(qrels)).alias(C.QRELS_KEY),
-        F.lit(job_run_id).cast("string").alias(C.JOB_RUN_ID),
-    )
+    rows = quarantine_rows(rejected, partition_fields=fields, qrels=qrels, job_run_id=job_run_id)
     comments = {**QUARANTINE_COMMENTS, **{f.name: QUARANTINE_PARTITION_COMMENT for f in fields}}
     # retried like the output writes: two jobs starting at once both create the table
     replace_partitions(
@@ -240,6 +240,11 @@ def write_quarantine(
 
 #: About this many per-query rows go to one file of the per-query table (a few MB).
 ROWS_PER_FILE = 1_000_000
+
+
+def per_query_rows(per_query: DataFrame, *, job_run_id: str | None) -> DataFrame:
+    """The per-query rows (:func:`releval.core.engine.long_format`) as the table holds them."""
+    return per_query.select("*", F.lit(job_run_id).cast("string").alias(C.JOB_RUN_ID))
 
 
 def write_per_query(
@@ -269,9 +274,7 @@ def write_per_query(
     parts = [f.name for f in fields]
     files = max(1, -(-rows // ROWS_PER_FILE))
     return replace_partitions(
-        per_query.coalesce(files).select(
-            "*", F.lit(job_run_id).cast("string").alias(C.JOB_RUN_ID)
-        ),
+        per_query_rows(per_query.coalesce(files), job_run_id=job_run_id),
         path=path,
         table=table,
         schema=with_comments(per_query_schema(fields), PER_QUERY_COMMENTS),

@@ -1,10 +1,5 @@
-"""TREC text: fields as trec_eval splits them, and each row's position in its file.
-
-A file is read in parallel blocks (``spark.read.text``); each row keeps its file, block
-offset and row id, and its line number is resolved only where one is shown
-(:meth:`RawInput.number_lines`: an error path). A malformed line is flagged, counted by
-the engine's ledger and then named by :meth:`RawInput.fail_on_malformed`.
-"""
+"""TREC text: fields as trec_eval splits them, and each row's position in its file (a line
+number only on error paths). See docs/design/checks.md."""
 
 from __future__ import annotations
 
@@ -19,18 +14,8 @@ from releval.errors import InputError
 
 
 def trec_line_fields(line: Column) -> Column:
-    """The fields of a TREC line, as trec_eval reads them: the runs of characters other
-    than white space (C's ``isspace``, Java's ``\\s``: space, tab, vertical tab, form
-    feed; a line read by ``spark.read.text`` holds no carriage return or line feed).
-    White space before the first field, after the last, and several white space
-    characters between two fields make no empty field.
-
-    A line with only spaces between its fields (nearly every line) is split on the one
-    character ``" "``, where Java's ``String.split`` takes its fast path; a regular
-    expression such as ``\\s+`` is compiled again for every row (measured on the 10M-line
-    run, its fields taken into Spark's ``noop`` sink in a warm session: 4.9-6.6 s against
-    9.0-11.7 s). A line with another white space character takes the regular expression.
-    """
+    """The fields of a TREC line as trec_eval reads them: runs of non-white-space characters.
+    Only lines with white space other than ``" "`` take a regex, compiled again for every row."""
     def split(pattern: str) -> Column:
         return F.array_remove(F.split(line, pattern), "")
 
@@ -39,15 +24,8 @@ def trec_line_fields(line: Column) -> Column:
 
 
 def trec_rows(lines: DataFrame, *keep: str) -> DataFrame:
-    """The lines (``keep`` and ``value``) that hold a row, with their fields ``f``
-    (:func:`trec_line_fields`): a line with no field (blank) or whose first field starts
-    with '#' (a comment) is left out, as trec_eval skips them in a run.
-
-    The fields come out of a generator (explode of a one-element array): a filter on them
-    (this one, and the rules' ``reason is null`` after) cannot be pushed below it, so Spark
-    does not inline the split into the filter once per field it reads (measured: the
-    evaluation's scan of a 10M-line run many times slower with the split inlined).
-    """
+    """The lines (``keep``, ``value``) holding a row, with their fields ``f`` from an explode,
+    which stops Spark inlining the split into later filters; blank and '#' lines are dropped."""
     f = F.col("f")
     return lines.select(
         *keep, "value", F.explode(F.array(trec_line_fields(F.col("value")))).alias("f")
@@ -63,24 +41,15 @@ def trec_fields(spark: SparkSession, path: str, name: str) -> DataFrame:
     return trec_rows(lines).select("f")
 
 
-_FIRST_ROW = "_first_row"  # the first _row of a (file, block)
+_FIRST_ROW = "_first_row"
 
 
-_LINES_BEFORE = "_lines_before"  # the lines of the file in blocks that start earlier
+_LINES_BEFORE = "_lines_before"
 
 
 @dataclass(frozen=True)
 class RawInput:
-    """A source read raw: its rows and, for TREC text, how to number and check its lines.
-
-    Attributes:
-        rows: the rows (see :func:`read_run_raw` / :func:`read_qrels_raw`).
-        lines: TREC text: every physical line's ``_source``, ``_block``, ``_row``; None for
-            tables.
-        malformed: TREC text: the malformed lines' ``_source``, ``_block``, ``_row``,
-            ``text``; None for tables.
-        expected: what a well-formed TREC line looks like (for the error message).
-    """
+    """A source read raw: its rows and, for TREC text, its lines' positions and malformed lines."""
 
     rows: DataFrame
     lines: DataFrame | None = None
@@ -88,12 +57,8 @@ class RawInput:
     expected: str = ""
 
     def number_lines(self, rows: DataFrame) -> DataFrame:
-        """``rows`` (some of :attr:`rows`, e.g. the rejected ones) with the exact ``_line``.
-
-        The position columns ``_block`` and ``_row`` are replaced by ``_line``, the 1-based
-        physical line in its file (see the raw readers' comment block above); a table's rows are
-        returned as they are. This scans the text once more: call it on an error path only.
-        """
+        """``rows`` with ``_block`` and ``_row`` replaced by the 1-based ``_line`` in its file;
+        scans the text again, so for error paths only."""
         if self.lines is None:
             return rows
         per_block = self.lines.groupBy(RAW_SOURCE, RAW_BLOCK).agg(
@@ -113,11 +78,7 @@ class RawInput:
         )
 
     def fail_on_malformed(self) -> None:
-        """Raise an InputError naming the file and line of the first malformed TREC line.
-
-        Called when the accounting counted a malformed line: finds the first one (in
-        file order) and numbers its line, two more scans on the way to the error.
-        """
+        """Raise an InputError naming the file and line of the first malformed TREC line."""
         if self.malformed is None:
             return
         first = self.malformed.orderBy(RAW_SOURCE, RAW_BLOCK, RAW_ROW).limit(1)
@@ -130,12 +91,8 @@ class RawInput:
 
 
 def _trec_text(spark: SparkSession, path: str, name: str) -> DataFrame:
-    """Every physical line of TREC text, split by Spark: ``_source``, ``_block``, ``_row``, ``value``.
-
-    The position columns are taken in the scan's first projection, before any filter, so
-    that ``_row`` numbers every line (``monotonically_increasing_id`` is nondeterministic:
-    Spark pushes no filter below it).
-    """
+    """Every physical line of TREC text with its position, taken before any filter so that
+    ``_row`` numbers every line."""
     try:
         text = spark.read.text(path)
     except Exception as exc:
@@ -160,11 +117,8 @@ def trec_input(
     """The :class:`RawInput` of TREC text: the lines that hold a row, split into fields.
 
     Args:
-        spark: the session.
-        path: the text file(s).
-        name: the source's name, for messages.
         malformed: over the fields ``f``: true when the line is malformed.
-        expected: what a well-formed line looks like (for the error message).
+        expected: what a well-formed line looks like, for the error message.
         fields: over the fields ``f``: the row's columns after ``_malformed``.
     """
     lines = _trec_text(spark, path, name)

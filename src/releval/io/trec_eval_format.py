@@ -1,10 +1,5 @@
-"""trec_eval's ``-q`` text output, at full double precision.
-
-Lines are ``measure <TAB> qid|all <TAB> value`` with trec_eval's measure names
-(``P_5``, ``ndcg_cut_10``, ``map``...), per query then ``all``. Means are
-printed with ``%.17g`` so they round-trip exactly; counts as integers, and the
-``all`` line of a count is its sum, as trec_eval prints it.
-"""
+"""trec_eval's ``-q`` text output with its measure names; means printed with ``%.17g`` so
+they round-trip exactly, counts as integers (the ``all`` line of a count is its sum)."""
 
 from __future__ import annotations
 
@@ -28,9 +23,8 @@ def _format_value(name: str, value: float) -> str:
 
 
 def trec_eval_lines(per_query: DataFrame, aggregate: DataFrame) -> list[str]:
-    """trec_eval -q lines for one run: per query (sorted by id), then ``all``.
-
-    Measures without a trec_eval name (RR@k, ...) are left out.
+    """trec_eval -q lines for one run: per query (sorted by id), then ``all``; measures without
+    a trec_eval name are left out.
 
     Raises:
         RelevalError: the tables hold more than one run partition.

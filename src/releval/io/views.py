@@ -1,24 +1,8 @@
-"""Wide views over the long output tables, for the people who query the warehouse.
+"""Wide views over the long output tables: one row per run partition (and query), one column
+per measure key, named so SQL needs no quoting (``nDCG@10`` -> ``ndcg_at_10``).
 
-The per-query and aggregate tables are long: one row per measure. The views pivot them
-to one row per run partition (and query, for the per-query view) with one column per
-measure key, named so that SQL users can type it without quoting (:func:`column_name`:
-``nDCG@10`` -> ``ndcg_at_10``). The aggregate view holds the macro value of each measure
-(the sum for the counts ``num_ret``, ``num_rel``, ``num_rel_ret``) and its confidence
-interval (``<column>_ci_low``, ``<column>_ci_high``). See docs/warehouse.md.
-
-* Catalog tables (``output.per_query_table`` / ``output.aggregate_table``): every job
-  creates or replaces the views ``<table>_wide`` (:func:`refresh_views`), over the union of
-  the measure keys in the table: exactly the job's own keys when it replaced the whole
-  table, else the job's keys and those the view already had (kept in the view's
-  ``releval.measure_keys`` property), and one small scan of the aggregate table's keys
-  when the view does not exist yet (once; 2 to 5 Spark jobs, all but one Delta's reading
-  of the table's log). No data is materialized.
-* Path tables (the default): the job runs nothing more; ``releval views`` prints the views'
-  SQL for Spark (over ``delta.`path```) or DuckDB (over ``delta_scan('path')``).
-
-The views are plain conditional aggregations (``MAX(CASE WHEN measure_key = ...)``), so the
-same statement runs on Spark SQL and on DuckDB.
+Every job refreshes the views of catalog tables; ``releval views`` prints the SQL for path
+tables, for Spark or DuckDB. See docs/warehouse.md.
 """
 
 from __future__ import annotations
@@ -66,13 +50,8 @@ def _key_parts(measure_key: str) -> tuple[str, int | None, int | None, bool]:
 def column_name(measure_key: str) -> str:
     """The view column of a measure key: lower case, letters, digits and underscores.
 
-    ``NAME[(rel=N)][@k][[judged]]`` becomes ``name[_rel_N][_at_k][_judged]`` (a negative
-    level ``N`` is written ``minus_N``): ``nDCG@10`` -> ``ndcg_at_10``, ``P@5`` -> ``p_at_5``,
-    ``P(rel=2)@5`` -> ``p_rel_2_at_5``, ``nDCG@10[judged]`` -> ``ndcg_at_10_judged``,
-    ``AP`` -> ``ap``, ``nDCG_exp@10`` -> ``ndcg_exp_at_10``, ``num_rel_ret`` -> ``num_rel_ret``.
-
-    No measure name ends in ``_rel_N``, ``_at_k`` or ``_judged`` and no two differ only in
-    case (tests/test_warehouse.py checks the registry), so distinct keys get distinct names.
+    ``NAME[(rel=N)][@k][[judged]]`` becomes ``name[_rel_N][_at_k][_judged]`` (negative ``N``
+    as ``minus_N``); distinct keys get distinct names.
 
     Raises:
         MeasureError: the key does not follow the measure syntax.
@@ -121,10 +100,7 @@ def _literal(text: str, dialect: str = "spark") -> str:
 
 def table_source(*, path: str | None, table: str | None, dialect: str) -> str:
     """How a query names a Delta table: the catalog name, delta.`path` or delta_scan('path').
-
-    Spark gets the absolute path (Delta 4.0 refuses a relative one in ``delta.`...```);
-    DuckDB the path as configured (a relative path resolves against the working folder).
-    """
+    Spark gets the absolute path (Delta refuses a relative one)."""
     if dialect not in DIALECTS:
         raise ConfigError(f"unknown SQL dialect {dialect!r}; expected one of {list(DIALECTS)}")
     if table:
@@ -151,14 +127,8 @@ def _check_columns(columns: Sequence[str], keys_by_column: dict[str, str], view:
 
 @dataclass(frozen=True)
 class ViewSpec:
-    """What a wide view is built from.
-
-    Attributes:
-        source: the long table as the dialect names it (:func:`table_source`).
-        measure_keys: the measure keys to make columns of (any order; sorted in the view).
-        partition_columns: the run's partition columns (the tables hold all of them).
-        dialect: ``spark`` or ``duckdb``.
-    """
+    """What a wide view is built from; ``source`` is the long table as :func:`table_source`
+    names it."""
 
     source: str
     measure_keys: tuple[str, ...]
@@ -167,11 +137,7 @@ class ViewSpec:
 
 
 def per_query_view_sql(spec: ViewSpec) -> str:
-    """The per-query view: one row per run partition and query, one column per measure.
-
-    Columns: the partition columns, ``query_id``, one per measure key (its per-query value),
-    ``job_run_id`` and ``negative_labels``.
-    """
+    """The per-query view: one row per run partition and query, one column per measure."""
     keys = sort_keys(spec.measure_keys)
     group = [quote(c, spec.dialect) for c in spec.partition_columns] + [S.QUERY_ID]
     measures = [
@@ -188,13 +154,8 @@ def per_query_view_sql(spec: ViewSpec) -> str:
 
 
 def aggregate_view_sql(spec: ViewSpec) -> str:
-    """The aggregate view: one row per run partition, one column per measure.
-
-    Columns: the partition columns, ``num_queries``, one per measure key (the macro value;
-    the sum for the counts), then ``<column>_ci_low`` and ``<column>_ci_high`` for each
-    measure with a macro value, ``ci_method``, ``ci_level``, ``job_run_id`` and
-    ``negative_labels``.
-    """
+    """The aggregate view: one row per run partition, each measure's macro value (the sum for
+    the counts) and interval."""
     keys = sort_keys(spec.measure_keys)
     group = [quote(c, spec.dialect) for c in spec.partition_columns]
     values = [
@@ -226,8 +187,7 @@ def _render(select: Sequence[str], source: str, group: Sequence[str]) -> str:
 
 
 def view_name(*, path: str | None, table: str | None) -> str:
-    """The view of a table: ``<table>_wide`` in the catalog, ``<folder name>_wide`` for a path
-    (its characters other than letters, digits and underscores made underscores)."""
+    """The view of a table: ``<table>_wide`` in the catalog, ``<folder name>_wide`` for a path."""
     if table:
         return table + VIEW_SUFFIX
     folder = os.path.basename((path or "").rstrip("/")) or "table"
@@ -237,12 +197,7 @@ def view_name(*, path: str | None, table: str | None) -> str:
 def view_statements(
     config: Config, *, measure_keys: Iterable[str], dialect: str = "spark"
 ) -> list[str]:
-    """``CREATE OR REPLACE [TEMP] VIEW`` for the per-query and the aggregate view of a config.
-
-    Catalog tables get persistent views (with the ``releval.measure_keys`` property) named
-    ``<table>_wide``; path tables temporary views (Spark) or views (DuckDB) named after
-    their folders, ``per_query_wide`` and ``aggregate_wide`` for the default layout.
-    """
+    """``CREATE OR REPLACE [TEMP] VIEW`` of a config's two views (persistent for catalog tables)."""
     keys = tuple(sort_keys(measure_keys))
     out = config.output
     statements = []
@@ -270,13 +225,8 @@ def view_statements(
 
 
 def table_measure_keys(spark: SparkSession, config: Config) -> list[str]:
-    """The distinct measure keys of the aggregate table: one small scan of its ``measure_key``.
-
-    The column is collected and deduplicated here: a ``distinct()`` would add a shuffle and,
-    with adaptive execution, three more Spark jobs (measured on a warm table: 5 against 2,
-    one of the 2 being Delta's own snapshot job; a table whose state Delta has not cached
-    yet adds up to three of Delta's). The aggregate table has a few rows per run partition.
-    """
+    """The aggregate table's distinct measure keys, deduplicated on the driver: ``distinct()``
+    would add a shuffle, and the table has a few rows per run partition."""
     from releval.io.atomic import read_table
 
     out = config.output
@@ -289,8 +239,7 @@ def stored_keys(spark: SparkSession, view: str) -> list[str] | None:
     if not spark.catalog.tableExists(view):
         return None
     quoted = ".".join(quote(p, "spark") for p in view.split("."))
-    # filtered here, not with .where: SHOW's rows come back without a Spark job, a filter
-    # over them would run one
+    # filtered on the driver: SHOW needs no Spark job, a .where over it would run one
     rows = [r for r in spark.sql(f"SHOW TBLPROPERTIES {quoted}").collect()
             if r["key"] == KEYS_PROPERTY]
     return list(json.loads(rows[0]["value"])) if rows else None
@@ -304,13 +253,9 @@ def refresh_views(
     replaced_all: bool,
     phases: Phases | None = None,
 ) -> list[str]:
-    """Create or replace the wide views of catalog output tables (the job's hook).
-
-    Path tables: nothing is run (their views are documented; ``releval views`` prints them).
+    """Create or replace the wide views of catalog output tables; path tables run nothing.
 
     Args:
-        spark: the session.
-        config: the job's config.
         measure_keys: the keys the job wrote.
         replaced_all: the job replaced the whole tables, so its keys are all the keys.
         phases: the job's phases (the work is the phase ``views``).
@@ -342,10 +287,7 @@ def refresh_views(
 
 
 def views_command(spark: SparkSession, config: Config, *, dialect: str = "spark") -> str:
-    """``releval views``: the views' statements over the measure keys in the aggregate table.
-
-    Catalog tables (Spark): the views are created or replaced too. Path tables: the
-    statements are only returned, to run in a Spark session (temporary views) or DuckDB.
+    """``releval views``: the views' SQL over the aggregate table's keys; makes catalog views too.
 
     Raises:
         InputError: the aggregate table does not exist yet.

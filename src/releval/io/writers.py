@@ -1,7 +1,4 @@
-"""Delta table creation: explicit schemas with column comments, partitioning, properties.
-
-The atomic, retried replacement of a table's rows is ``releval.io.atomic``.
-"""
+"""Delta table creation: explicit schemas with column comments, partitioning, properties."""
 
 from __future__ import annotations
 
@@ -31,10 +28,7 @@ def with_comments(schema: T.StructType, comments: Mapping[str, str]) -> T.Struct
 
 
 def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
-    """Select and cast ``df``'s columns to ``schema``, in its order.
-
-    A nullable schema column that ``df`` lacks (``job_run_id`` outside a batch job) is null.
-    """
+    """Select and cast ``df``'s columns to ``schema``, in its order; missing nullable ones null."""
     return df.select(
         *[
             (df[f.name] if f.name in df.columns or not f.nullable else F.lit(None))
@@ -61,13 +55,10 @@ def create_table_as(
     user_metadata: str,
     properties: Mapping[str, str] | None = None,
 ) -> None:
-    """Create the Delta table and write ``data`` into it in one commit (version 0).
+    """Create the Delta table and write ``data`` (conformed to ``schema``) in one commit.
 
-    ``data`` already has ``schema``'s columns (:func:`conform`); the columns' comments,
-    the partitioning, the description and the schema-version property are set by the
-    same commit, so a new table costs one commit and no separate creation (what
-    :func:`ensure_table` and a write took: two commits and the snapshots between them).
-    ``properties``: more table properties, set by the same commit.
+    Comments, partitioning, description and properties are set by the same commit, which
+    saves the second commit and snapshots of :func:`ensure_table` plus a write.
 
     Raises:
         Spark's or Delta's error when the table exists meanwhile (the caller retries

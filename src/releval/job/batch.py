@@ -1,8 +1,7 @@
 """The scheduled batch job: incremental, idempotent, crash-safe, concurrent, with lineage.
 
-:func:`run_job` evaluates the run partitions a :class:`~releval.job.partitions.PartitionSelection`
-names and replaces exactly those partitions in the output tables, one Delta commit
-per table, then appends one row to the run log. See docs/batch_jobs.md.
+:func:`run_job` replaces exactly the selected run partitions in the output tables, one Delta
+commit per table, then appends a row to the run log. See docs/batch_jobs.md.
 """
 
 from __future__ import annotations
@@ -81,13 +80,11 @@ def _and(*predicates: str | None) -> str | None:
 def check_partition_filter(spark: SparkSession, config: Config) -> None:
     """Refuse a ``run.filter`` that references anything but the run's partition columns.
 
-    A batch job replaces exactly what it evaluates: the filter becomes part of the outputs'
-    replaceWhere predicate, so it must select whole run partitions. The filter is analysed
-    against an empty frame that has the partition columns alone (the table's schema is
-    read, no data).
+    The filter joins the outputs' replaceWhere predicate, so it must select whole partitions;
+    it is analysed against an empty frame of the partition columns (no data is read).
 
     Raises:
-        ConfigError: one line naming the filter, the partition columns and Spark's reason.
+        ConfigError: naming the filter, the partition columns and Spark's reason.
     """
     if not config.run.filter:
         return
@@ -118,10 +115,8 @@ def partitions_of_files(
 ) -> list[dict[str, str | None]] | None:
     """The distinct run partitions of a table's data files, from their Hive-style folders.
 
-    Each file of a partitioned Delta or Parquet table lies under ``col=value/`` folders,
-    one per partition column, right above the file (values escaped as ``%XX``, a null as
-    ``__HIVE_DEFAULT_PARTITION__``). None when a file is not laid out so (for example a
-    Delta table with column mapping): the caller then reads the partition columns instead.
+    Values are ``%XX``-escaped, a null is ``__HIVE_DEFAULT_PARTITION__``. None when a file is
+    not under ``col=value/`` folders (e.g. Delta column mapping).
     """
     found: set[tuple[tuple[str, str | None], ...]] = set()
     for file in files:
@@ -138,13 +133,10 @@ def partitions_of_files(
 
 
 def available_partitions(spark: SparkSession, run: RunSource) -> list[dict[str, str | None]]:
-    """The run partitions a (filtered, pinned) run holds: from the table's metadata.
+    """The run partitions a (filtered, pinned) run holds.
 
-    For a Delta (or Parquet) run the partitions come from the data files the filter
-    selects: Delta's log (the snapshot's file list) after partition pruning, or the
-    Parquet folders; no data file is read. A TREC run (its partition is the tag inside
-    each line) or a table whose files are not in partition folders is read for its
-    partition columns (one scan of those columns).
+    Delta and Parquet: from the paths of the data files the filter selects (no data read).
+    TREC runs, or files not in partition folders: one scan of the partition columns.
     """
     parts = list(run.partition_columns)
     frame = read_run(spark, run)
@@ -185,8 +177,6 @@ def run_job(
     """Evaluate the selected run partitions and replace them in the output tables.
 
     Args:
-        spark: the session.
-        config: the job configuration.
         selection: which run partitions (default: all, replacing the whole tables).
         job_run_id: the run's id (default: a new uuid4).
         strict: overrides ``evaluation.strict`` (quarantined rows fail the job).
@@ -196,8 +186,7 @@ def run_job(
         The run-log record the job appended.
 
     Raises:
-        RelevalError: a user error (config, input, schema version, write conflict); the
-            run log gets a ``failed`` row unless the error came from the run log itself.
+        RelevalError: a user error; the run log gets a ``failed`` row unless it failed itself.
     """
     check_partition_filter(spark, config)  # before anything is read or written
     phases = phases if phases is not None else Phases(spark)
@@ -206,8 +195,7 @@ def run_job(
     parts = list(config.run.partition_columns)
     out_parts = list(config.output_partition_columns)
     log_path, log_table = lineage.run_log_location(config)
-    # the inputs' Delta versions, pinned for the run (Delta loads each table's log here:
-    # on a new JVM this is seconds of driver-side work, so --profile shows it)
+    # pin the inputs' Delta versions (loading each log is driver work: a phase of its own)
     with phases.phase("input versions"):
         run_version = lineage.input_version(spark, config.run)
         qrels_version = lineage.input_version(spark, config.qrels)
@@ -249,9 +237,8 @@ def run_job(
             replace = partitions_predicate(todo, output_partition_columns=out_parts)
             run_filter = _and(run_filter, partitions_predicate(todo, output_partition_columns=parts))
         else:
-            # replace exactly what is evaluated: the config filter AND the selection (None:
-            # no filter and no selection, every partition, the whole tables); the partitions
-            # evaluated come from the input accounting (no extra pass)
+            # replace what is evaluated (None: the whole tables); the evaluated partitions
+            # come from the input accounting, not an extra pass
             replace = run_filter
         pinned = dataclasses.replace(
             config,

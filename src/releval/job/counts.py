@@ -1,9 +1,6 @@
 """One aggregation over the evaluation's persisted wide table: the summary's query counts,
-both inputs' ledgers, the unjudged shares and the aggregate's sums.
-
-These are fused into one ``groupBy`` on purpose: each is a few columns over the same
-rows, and a pass of its own would read the persisted table again per concern.
-"""
+both inputs' ledgers, the unjudged shares and the aggregate's sums, fused into one ``groupBy``
+because a pass of its own would read the persisted table again per concern."""
 
 from __future__ import annotations
 
@@ -45,7 +42,7 @@ def _judged_cutoffs(measures: Sequence[Measure]) -> dict[int, int]:
 
 @dataclass(frozen=True)
 class Counts:
-    """What :func:`_query_counts` reads from the persisted per-query table."""
+    """What :func:`query_counts` reads from the persisted per-query table."""
 
     #: the summary's query and partition counts
     queries: dict[str, int]
@@ -55,7 +52,6 @@ class Counts:
     qrels_ledger: tuple[tuple[str, int], ...]
     unjudged: tuple[UnjudgedRate, ...]
     #: the aggregate's sums, one row per run partition and measure
-    #: (:func:`releval.stats.aggregate.rows`)
     sums: tuple[Row, ...] = ()
 
 
@@ -68,37 +64,20 @@ def query_counts(
     intervals: IntervalSettings = IntervalSettings(),
 ) -> Counts:
     """The summary's query counts, both inputs' ledgers, the unjudged shares and the
-    aggregate's sums.
+    aggregate's sums, from one aggregation by run partition and measure.
 
-    One aggregation over the persisted per-query table by run partition and measure
-    (:func:`releval.stats.aggregate.by_measure`; a few rows per run partition come back): the
-    scored / without-qrels / missing query counts, the number of run
-    partitions and the fewest / most queries a partition's means rest on for the summary;
-    the run's ledger, keyed by the partition values as strings
-    (:func:`releval.checks.rules.account_ledger`): the rows the engine received and the rows the row
-    rules rejected per reason (the engine's ledger rows), the repeated documents it dropped
-    (``duplicate_doc``) and the rows it ranked (``used``, the sum of ``num_ret``); the
-    qrels' ledger rows (their tags start with ``qrels:``; they belong to no run partition,
-    :func:`releval.checks.rules.account_qrels_ledger` folds them); and per
-    cutoff k, 1 - the mean Judged@k over the scored queries with retrieved documents (what
-    the per-query table's Judged@k rows give); and the sums the aggregate table is made of
-    (:func:`releval.stats.aggregate.sums`), so that the aggregate needs no pass of its own.
+    The unjudged share at k is 1 - the mean Judged@k over scored queries that retrieved any.
     """
-    # grouped by the typed values (the aggregate's rows) and named by their strings (the
-    # ledger's keys and the messages)
+    # grouped by the typed values (the aggregate's rows), named by their strings (ledger keys)
     as_string = [F.col(c).cast("string").alias(_as_string(c)) for c in parts]
     judged = _judged_cutoffs(measures)
     with_results = F.col(IN_QRELS) & (F.col(S.NUM_RET) > 0)
-    # one row per (query row, measure) (releval.stats.aggregate.by_measure): the aggregate's sums
-    # are then the same few columns for every measure, so Spark compiles the aggregation
-    # (one set of columns per measure was more than it compiles; issue 11); the counts
-    # take each wide row once, at its first measure (a null index: an array that were
-    # null or empty, by_measure's one row for it)
+    # one row per (query row, measure) (by_measure): the sums are the same few columns for
+    # every measure, so Spark compiles the aggregation; the counts take each wide row once, at
+    # its first measure (a null index: by_measure's one row for a null or empty array)
     once = F.col(AGGREGATE_INDEX).isNull() | (F.col(AGGREGATE_INDEX) == 0)
-    # grouped by the ledger columns too (null on the queries' rows): each distinct ledger
-    # row comes back with its multiplicity, and every aggregate stays declarative (a
-    # collect_list of the ledger rows made Spark run the whole aggregation interpreted,
-    # 3x slower with the aggregate's sums)
+    # grouped by the ledger columns too (null on query rows): each distinct ledger row comes
+    # back with its multiplicity, and the aggregation stays declarative (not collect_list)
     found = by_measure(queries).groupBy(
         *group_columns(parts), *as_string, LEDGER, LEDGER_ROWS
     ).agg(
@@ -117,8 +96,7 @@ def query_counts(
     by_index = [r for r in found if r[LEDGER] is None]  # a row per (partition, measure)
     rows = [r for r in by_index if r[AGGREGATE_INDEX] in (None, 0)]  # a row per partition
     counts = {k: sum(int(r[k]) for r in rows) for k in ("scored", "without_qrels", "missing")}
-    # the queries each partition's means rest on: scored ones, plus the missing ones when
-    # they are scored 0 (partitions with no qrels query at all have no means)
+    # the queries each partition's means rest on: scored ones, plus missing ones scored 0
     in_means = [
         int(r["scored"]) + (int(r["missing"]) if missing_queries == "zero" else 0) for r in rows
     ]
@@ -126,9 +104,7 @@ def query_counts(
     counts["min_queries"] = min(in_means, default=0)
     counts["max_queries"] = max(in_means, default=0)
     counts["few_queries"] = sum(1 for n in in_means if n < FEW_QUERIES)
-    # the partitions with a ranked row (as count_distinct(*parts) counted them: partitions
-    # with a null value are not counted); a partition whose rows were all rejected is only
-    # in the ledger
+    # partitions with a ranked row and no null value; an all-rejected one is only in the ledger
     counts["partitions"] = (
         sum(1 for r in rows if r["run_queries"] and all(r[c] is not None for c in parts))
         if parts else 1

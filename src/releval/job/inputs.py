@@ -3,7 +3,7 @@ then the accounts, the quarantine and strict mode before any output is written."
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -20,6 +20,7 @@ from releval.core.columns import MALFORMED
 from releval.errors import InputError, QualityError
 from releval.io.readers import RawInput, read_qrels_raw, read_run_raw, source_name
 from releval.io.tables import write_quarantine
+from releval.job.counts import Counts
 from releval.job.lineage import source_label
 
 
@@ -40,17 +41,8 @@ def _empty_error(name: str, src_name: str, filter_: str | None) -> InputError:
 
 @dataclass(frozen=True)
 class JobInputs:
-    """The lazy plans of a job's inputs (see :func:`job_inputs`).
-
-    Attributes:
-        run: what the evaluation reads: every run row, with the row rules' ``_reason``
-            (the engine ranks the clean ones and counts all of them).
-        qrels: what the evaluation reads: every qrels row, with the row rules' ``_reason``
-            (the engine reads the clean ones and counts all of them).
-        raw_run, raw_qrels: the raw reads, to name a malformed TREC line and to number
-            the quarantined rows' lines.
-        rank_by, partition_columns: the run's ranking rule and partition columns.
-    """
+    """The lazy plans of a job's inputs: ``run`` and ``qrels`` hold every row with the row
+    rules' ``_reason``; ``raw_run``/``raw_qrels`` name malformed TREC lines and number lines."""
 
     run: DataFrame
     qrels: DataFrame
@@ -60,27 +52,24 @@ class JobInputs:
     partition_columns: tuple[str, ...]
 
 
-def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
-    """The job's input plans: read raw once, labelled for the checks and the evaluation.
-
-    Lazy: no action runs and nothing is persisted (reading still checks the paths, tables,
-    columns and filter; TREC text's malformed lines are counted by the evaluation's
-    ledger). The evaluation reads every row of both inputs labelled by the row rules only
-    (a projection: no shuffle, no sort) straight from the source and counts them in its
-    own pass (the engine's ledger). The engine applies the repeated-row rules itself
-    (``releval.core.repeats``: a repeated document keeps its best-ranked occurrence; ranking by
-    rank, a shared rank goes to the first in tie order; see :func:`row_labelled_run`), so
-    its shuffle is each input's only one; the measures read a document's highest label,
-    the one ``conflicting_label`` keeps, and the engine counts the conflicting rows.
-    """
-    parts = list(config.run.partition_columns)
-    raw_run = read_run_raw(spark, config.run)
-    raw_qrels = read_qrels_raw(spark, config.qrels)
-    rank_by = config.run.rank_by
+def checked_inputs(
+    raw_run: RawInput, raw_qrels: RawInput, *, rank_by: str, partition_columns: Sequence[str]
+) -> JobInputs:
+    """Both inputs labelled by the per-row rules (a projection; the engine applies the
+    repeated-row rules: docs/design/checks.md). Lazy: no action runs."""
+    parts = tuple(partition_columns)
     return JobInputs(
         run=typed_run(raw_run.rows, rank_by=rank_by, partition_columns=parts),
         qrels=typed_qrels(raw_qrels.rows),
-        raw_run=raw_run, raw_qrels=raw_qrels, rank_by=rank_by, partition_columns=tuple(parts),
+        raw_run=raw_run, raw_qrels=raw_qrels, rank_by=rank_by, partition_columns=parts,
+    )
+
+
+def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
+    """The inputs a config names, read raw once and labelled (:func:`checked_inputs`)."""
+    return checked_inputs(
+        read_run_raw(spark, config.run), read_qrels_raw(spark, config.qrels),
+        rank_by=config.run.rank_by, partition_columns=config.run.partition_columns,
     )
 
 
@@ -88,79 +77,90 @@ def _fail_on_malformed(account: InputAccount, raw: RawInput) -> None:
     """Name the first malformed TREC line when the accounting counted one (the error path)."""
     if account.quarantined.get(MALFORMED):
         raw.fail_on_malformed()
-        # fail_on_malformed raises; this line only if its own scan found none
+        # reached only if fail_on_malformed's own scan found none
         raise InputError(f"{account.name} {account.source}: malformed TREC line(s)")
+
+
+def account(
+    inputs: JobInputs,
+    counts: Counts,
+    *,
+    run_name: str,
+    qrels_name: str,
+    run_filter: str | None = None,
+    qrels_filter: str | None = None,
+    quarantine: str | None = None,
+    strict: bool = False,
+) -> QualityReport:
+    """Both inputs' accounts from the evaluation's ledger, with ``input = used + quarantined``
+    checked per run partition.
+
+    Raises:
+        AccountingError: input != used + quarantined (a row was lost or duplicated).
+        InputError: a malformed TREC line (its ``file:line``), or an input has no rows.
+    """
+    run = account_ledger("run", run_name, counts.run_ledger,
+                         partition_columns=inputs.partition_columns)
+    qrels = account_qrels_ledger("qrels", qrels_name, counts.qrels_ledger)
+    _fail_on_malformed(qrels, inputs.raw_qrels)
+    if qrels.input == 0:
+        raise _empty_error("qrels", qrels_name, qrels_filter)
+    _fail_on_malformed(run, inputs.raw_run)
+    if run.input == 0:
+        raise _empty_error("run", run_name, run_filter)
+    return QualityReport(run, qrels, quarantine, strict)
+
+
+def rejected_rows(inputs: JobInputs) -> DataFrame:
+    """Every rejected input row with its reason, lines numbered (a scan of its own)."""
+    _, run = split_run(
+        inputs.raw_run.rows, rank_by=inputs.rank_by, partition_columns=inputs.partition_columns,
+        number_lines=inputs.raw_run.number_lines,
+    )
+    _, qrels = split_qrels(inputs.raw_qrels.rows, number_lines=inputs.raw_qrels.number_lines)
+    return run.unionByName(qrels)
 
 
 def finish_checks(
     spark: SparkSession,
     config: Config,
     inputs: JobInputs,
+    counts: Counts,
     *,
-    ledger: Mapping[tuple[str | None, ...], Mapping[str, int]],
-    qrels_ledger: Iterable[tuple[str, int]],
     strict: bool | None = None,
     replace: str | None = None,
     job_run_id: str | None = None,
 ) -> QualityReport:
-    """Complete the accounting, write the quarantine, enforce strict mode.
+    """The job's checks after the evaluation: the accounts, the quarantine, strict mode.
 
     Args:
-        spark: the session.
-        config: the job config.
-        inputs: the job's inputs.
-        ledger: the evaluation's run counts per run partition (values as strings, in
-            partition column order): :func:`account_ledger`.
-        qrels_ledger: the evaluation's qrels ledger rows as (tag without
-            :data:`QRELS_LEDGER`, count):
-            :func:`account_qrels_ledger`.
-        strict: overrides ``evaluation.strict`` when given (the ``--strict`` flag).
-        replace: the outputs' replaceWhere predicate (None: whole tables); the quarantine's
-            run rows are replaced by the same rule (:func:`quarantine_predicate`).
-        job_run_id: written to the quarantine rows.
+        counts: the evaluation's counts (:func:`releval.job.counts.query_counts`).
+        strict: overrides ``evaluation.strict`` (``--strict``).
+        replace: the outputs' replaceWhere predicate (None: whole tables), the quarantine's too.
 
     Raises:
-        AccountingError: input != used + quarantined (the rows the engine received against
-            those it used, dropped and rejected: a row was lost or duplicated inside).
-        InputError: a malformed TREC line (its ``file:line``); an input has no rows (after
-            its filter).
+        AccountingError, InputError: as :func:`account`.
         QualityError: strict mode and rows were quarantined (after the quarantine is written).
     """
     strict = config.evaluation.strict if strict is None else strict
-    parts = list(config.run.partition_columns)
-    run_account = account_ledger(
-        "run", source_name(config.run), ledger, partition_columns=parts
-    )
-    qrels_account = account_qrels_ledger("qrels", source_name(config.qrels), qrels_ledger)
-    _fail_on_malformed(qrels_account, inputs.raw_qrels)
-    if qrels_account.input == 0:
-        raise _empty_error("qrels", source_name(config.qrels), config.qrels.filter)
-    _fail_on_malformed(run_account, inputs.raw_run)
-    if run_account.input == 0:
-        raise _empty_error("run", source_name(config.run), config.run.filter)
     path, table = quarantine_target(config)
+    report = account(
+        inputs, counts, run_name=source_name(config.run), qrels_name=source_name(config.qrels),
+        run_filter=config.run.filter, qrels_filter=config.qrels.filter,
+        quarantine=table or path, strict=strict,
+    )
     if path or table:
-        rejected: DataFrame | None = None  # nothing to keep: the inputs are not read again
-        if run_account.quarantined_total + qrels_account.quarantined_total:
-            # the quarantined rows' line numbers: a scan of the text (TREC only), rows rejected
-            _, run_quarantine = split_run(
-                inputs.raw_run.rows, rank_by=inputs.rank_by, partition_columns=parts,
-                number_lines=inputs.raw_run.number_lines,
-            )
-            _, qrels_quarantine = split_qrels(
-                inputs.raw_qrels.rows, number_lines=inputs.raw_qrels.number_lines
-            )
-            rejected = run_quarantine.unionByName(qrels_quarantine)
         write_quarantine(
-            rejected, spark=spark, path=path, table=table,
-            partition_fields=[inputs.run.schema[c] for c in parts],
+            # nothing rejected: the inputs are not read again
+            rejected_rows(inputs) if report.quarantined else None,
+            spark=spark, path=path, table=table,
+            partition_fields=[inputs.run.schema[c] for c in inputs.partition_columns],
             output_partition_columns=config.output_partition_columns,
             run_predicate=replace, qrels=qrels_key(config), job_run_id=job_run_id,
         )
-    report = QualityReport(run_account, qrels_account, table or path, strict)
     if strict and report.quarantined:
-        reasons = {**{f"run {k}": v for k, v in run_account.quarantined.items()},
-                   **{f"qrels {k}": v for k, v in qrels_account.quarantined.items()}}
+        reasons = {**{f"run {k}": v for k, v in report.run.quarantined.items()},
+                   **{f"qrels {k}": v for k, v in report.qrels.quarantined.items()}}
         listed = ", ".join(f"{k} {v}" for k, v in reasons.items())
         raise QualityError(
             f"strict mode: {report.quarantined} input row(s) quarantined ({listed}); "

@@ -1,16 +1,8 @@
 """Lineage of the batch job: one run-log row per job run.
 
-Every output row carries ``job_run_id``; the run log says, for that id, which code
-(``releval_version``), which configuration (``config_hash``, ``config_json``), which
-inputs at which Delta versions (``run_version``, ``qrels_version``, the qrels filter),
-which partitions, and which output table versions the run wrote. So
-
-    SELECT a.value, l.qrels_source, l.qrels_version, l.qrels_filter, l.releval_version
-    FROM delta.`.../aggregate` a JOIN delta.`.../run_log` l USING (job_run_id)
-    WHERE a.date = '2026-11-29' AND a.measure_key = 'nDCG@10'
-
-answers "which qrels and which code produced this number?", and reading the inputs
-with ``versionAsOf`` = the recorded versions reproduces it (see docs/batch_jobs.md).
+Every output row carries ``job_run_id``; its run-log row names the code, the config, the
+inputs at their Delta versions, the partitions and the output versions the run wrote, so a
+join on ``job_run_id`` tells which qrels and code produced a number. See docs/batch_jobs.md.
 """
 
 from __future__ import annotations
@@ -45,10 +37,7 @@ def releval_version() -> str:
 
 
 def canonical_config(config: Config) -> str:
-    """The config as canonical JSON (sorted keys), without the [spark] section.
-
-    Spark settings (master, memory, ...) change how, not what, is computed.
-    """
+    """The config as canonical JSON without [spark] (which changes how, not what, is computed)."""
     raw = dataclasses.asdict(config)
     raw.pop("spark", None)
     return json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
@@ -89,7 +78,7 @@ def run_log_location(config: Config) -> tuple[str | None, str | None]:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run-log row (see :data:`releval.io.tables.RUN_LOG_SCHEMA` for the meaning of each field)."""
+    """One run-log row (fields: :data:`releval.io.tables.RUN_LOG_SCHEMA`)."""
 
     job_run_id: str
     status: str

@@ -1,13 +1,7 @@
-"""Output-schema migrations (see docs/migrations.md).
+"""Output-schema migrations: :func:`migrate_table` brings a table to the current version.
 
-Every table releval writes (per-query, aggregate, quarantine, run log) records its
-schema version in the table property ``releval.schema_version``. A release that
-changes a schema bumps ``releval.core.columns.SCHEMA_VERSION`` and adds a step here, for
-each kind of table; the job refuses to write a table of another version
-(``SchemaVersionError``) instead of writing rows of a different shape.
-:func:`migrate_table` applies the missing steps in place, each one a Delta commit, and
-then records the new version (also for a table whose schema the step leaves alone).
-"""
+The version is the table property ``releval.schema_version``; each step changes a table in
+place in Delta commits. See docs/migrations.md."""
 
 from __future__ import annotations
 
@@ -21,7 +15,7 @@ from releval.core import columns as S
 from releval.errors import SchemaVersionError
 from releval.io import tables
 from releval.io.atomic import read_table, sql_name, table_exists, table_schema_version
-from releval.io.writers import absolute
+from releval.io.writers import SCHEMA_VERSION, SCHEMA_VERSION_PROPERTY, absolute
 from releval.job.partitions import quote_identifier, quote_literal
 
 #: The kinds of table a config writes.
@@ -47,11 +41,8 @@ def _quarantine_by_run_partition(
 ) -> None:
     """1 -> 2, quarantine: keyed by run partition and qrels key instead of ``job_partition``.
 
-    The table is rewritten (one overwrite commit, new partitioning): the run partition
-    columns come from each row's ``partition`` map, typed like the run's; qrels rows get
-    the key of the config's qrels (the next job that reads them replaces them);
-    ``job_partition`` is dropped and ``job_run_id`` is null.
-    """
+    One overwrite commit: partition columns come from each row's ``partition`` map, qrels rows
+    get the config's qrels key, ``job_run_id`` is null."""
     from releval.checks.rules import qrels_key
     from releval.io.readers import run_partition_fields
 
@@ -87,12 +78,8 @@ def _add_negative_labels(
 ) -> None:
     """1 -> 2, per-query and aggregate: add ``negative_labels`` (the last column).
 
-    Rows written before it read a negative label as a judgment, so they get ``'judged'``
-    (an UPDATE: the table's data files are rewritten once). (Their bpref skipped negative
-    labels, as trec_eval does: on queries with a negative label it matches neither rule
-    exactly.) The column is nullable, as in a new table (Delta cannot make an added column
-    NOT NULL); the job writes it on every row.
-    """
+    Existing rows read a negative label as a judgment, so they get ``'judged'``; the column is
+    nullable (Delta cannot add a NOT NULL column), the job writes it on every row."""
     name = sql_name(path, table)
     column = quote_identifier(S.NEGATIVE_LABELS)
     comment = quote_literal(tables.PER_QUERY_COMMENTS[S.NEGATIVE_LABELS])
@@ -103,9 +90,7 @@ def _add_negative_labels(
 def _add_intervals(
     spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
 ) -> None:
-    """1 -> 2, aggregate: ``negative_labels``, then the interval columns ``ci_low``,
-    ``ci_high``, ``ci_method``, ``ci_level`` (nullable: null on the rows written before,
-    which had no interval)."""
+    """1 -> 2, aggregate: ``negative_labels``, then the ``ci_*`` interval columns (nullable)."""
     _add_negative_labels(spark, kind, path, table, config)
     types = {S.CI_LOW: "DOUBLE", S.CI_HIGH: "DOUBLE", S.CI_METHOD: "STRING", S.CI_LEVEL: "DOUBLE"}
     columns = ", ".join(
@@ -115,8 +100,7 @@ def _add_intervals(
     spark.sql(f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS ({columns})")
 
 
-#: version found -> ({kind: step}, the next version); a kind without a step only has its
-#: version property moved on.
+#: version found -> ({kind: step}, next version); a kind without a step only moves its version.
 STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "0": ({"per_query": _add_job_run_id, "aggregate": _add_job_run_id}, "1"),
     "1": ({"per_query": _add_negative_labels, "aggregate": _add_intervals,
@@ -130,15 +114,12 @@ def migrate_table(
     """Bring one table to :data:`releval.core.columns.SCHEMA_VERSION`.
 
     Args:
-        spark: the session.
         kind: one of :data:`KINDS`.
-        path: the table's folder (or None with ``table``).
-        table: a catalog table name (or None with ``path``).
-        config: the job config that writes the table (partition columns, qrels).
+        path, table: the table's folder or catalog name (the other is None).
+        config: the config that writes the table (partition columns, qrels).
 
     Returns:
-        The versions it went through, e.g. ``["1", "2"]``; ``["2"]`` when already current;
-        ``[]`` when the table does not exist.
+        The versions it went through, e.g. ``["1", "2"]``; ``[]`` when there is no table.
 
     Raises:
         SchemaVersionError: the table's version is unknown (newer than this release).
@@ -150,18 +131,18 @@ def migrate_table(
     name = sql_name(path, table)
     version = table_schema_version(spark, path=path, table=table)
     steps = [version]
-    while version != tables.SCHEMA_VERSION:
+    while version != SCHEMA_VERSION:
         if version not in STEPS:
             raise SchemaVersionError(
-                f"{name}: {tables.SCHEMA_VERSION_PROPERTY} = {version!r} is unknown to this releval "
-                f"(it writes {tables.SCHEMA_VERSION!r}); was it written by a newer release?"
+                f"{name}: {SCHEMA_VERSION_PROPERTY} = {version!r} is unknown to this releval "
+                f"(it writes {SCHEMA_VERSION!r}); was it written by a newer release?"
             )
         by_kind, version = STEPS[version]
         if kind in by_kind:
             by_kind[kind](spark, kind, path, table, config)
         spark.sql(
             f"ALTER TABLE {name} SET TBLPROPERTIES "
-            f"({quote_literal(tables.SCHEMA_VERSION_PROPERTY)} = {quote_literal(version)})"
+            f"({quote_literal(SCHEMA_VERSION_PROPERTY)} = {quote_literal(version)})"
         )
         steps.append(version)
     return steps

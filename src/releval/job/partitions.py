@@ -1,20 +1,7 @@
 """Which run partitions a batch job evaluates, and the SQL predicates that select them.
 
-A :class:`PartitionSelection` is parsed from the job's command line
-(``--partition KEY=VALUE`` repeatable, ``KEY=V1,V2``, ``KEY=A..B``, ``--from/--to``,
-``--pending``). It becomes
-
-* a filter on the run read (partition pruning): :func:`selection_predicate`;
-* the ``replaceWhere`` predicate of the output writes: the same predicate for an
-  explicit selection (so a requested partition that now yields no rows is cleared),
-  or :func:`partitions_predicate` over the concrete list of partitions for
-  ``--pending``.
-
-A null partition value is spelled ``__HIVE_DEFAULT_PARTITION__`` on the command line
-(:data:`NULL_VALUE`, Hive's and Spark's name for it), in the run log and in messages;
-internally it is ``None`` and the predicates use ``IS NULL``.
-
-Everything here is pure Python: no Spark.
+A selection's predicate filters the run read and is the outputs' ``replaceWhere`` (so a
+selected partition left without rows is cleared). Pure Python. See docs/batch_jobs.md.
 """
 
 from __future__ import annotations
@@ -27,7 +14,7 @@ from releval.errors import ConfigError
 
 #: The column ``--from`` / ``--to`` apply to unless ``--date-column`` says otherwise.
 DEFAULT_DATE_COLUMN = "date"
-#: How a null partition value is written on the command line and in labels (Hive's spelling).
+#: A null partition value on the command line, in labels and the run log (Hive's spelling).
 NULL_VALUE = "__HIVE_DEFAULT_PARTITION__"
 
 
@@ -73,12 +60,7 @@ class KeyFilter:
 
 @dataclass(frozen=True)
 class PartitionSelection:
-    """The run partitions a job is asked to evaluate.
-
-    Attributes:
-        filters: conditions on run partition columns, all of which must hold.
-        pending: only the selected partitions that the output tables do not hold yet.
-    """
+    """The run partitions to evaluate: all ``filters`` hold; ``pending``: the outputs lack them."""
 
     filters: tuple[KeyFilter, ...] = ()
     pending: bool = False
@@ -95,11 +77,7 @@ class PartitionSelection:
 
 
 def parse_partition_arg(arg: str) -> KeyFilter:
-    """Parse ``KEY=VALUE``, ``KEY=V1,V2`` or ``KEY=LOW..HIGH``.
-
-    Raises:
-        ConfigError: the argument has no ``=``, an empty key or an empty value.
-    """
+    """Parse ``KEY=VALUE``, ``KEY=V1,V2`` or ``KEY=LOW..HIGH``; ConfigError if malformed."""
     key, sep, value = arg.partition("=")
     key, value = key.strip(), value.strip()
     if not sep or not key or not value:
@@ -133,18 +111,11 @@ def parse_selection(
     pending: bool = False,
     run_partition_columns: Sequence[str] = (),
 ) -> PartitionSelection:
-    """Build the selection from the command line's options.
+    """Build the selection from the command line; ConfigError on a malformed argument or key.
 
     Args:
-        partitions: the ``--partition`` arguments.
-        date_from: ``--from`` (inclusive), on ``date_column``.
-        date_to: ``--to`` (inclusive), on ``date_column``.
-        date_column: the column ``--from``/``--to`` apply to.
-        pending: ``--pending``.
-        run_partition_columns: the run's partition columns; every key must be one.
-
-    Raises:
-        ConfigError: a key is not a run partition column, or an argument is malformed.
+        date_from, date_to: ``--from`` and ``--to`` (inclusive), on ``date_column``.
+        run_partition_columns: every key must be one of them.
     """
     filters = [parse_partition_arg(p) for p in partitions]
     if date_from is not None or date_to is not None:
@@ -170,18 +141,10 @@ def selection_predicate(selection: PartitionSelection) -> str | None:
 def partitions_predicate(
     partitions: Sequence[Mapping[str, str | None]], *, output_partition_columns: Sequence[str]
 ) -> str:
-    """A predicate that holds for exactly the given run partitions.
+    """A predicate for exactly the given run partitions (ValueError if there are none).
 
-    It starts with ``col IN (...)`` conjuncts on the output tables' partition columns
-    so that Delta prunes files and its conflict checker sees which output partitions
-    the write touches; then the exact disjunction of the run partitions.
-
-    Args:
-        partitions: run partitions, each ``{column: value}`` (values as strings).
-        output_partition_columns: the output tables' partition columns.
-
-    Raises:
-        ValueError: ``partitions`` is empty (there is nothing to replace).
+    ``col IN (...)`` on the output partition columns leads, so that Delta prunes files and
+    its conflict checker sees the output partitions the write touches.
     """
     if not partitions:
         raise ValueError("partitions_predicate needs at least one partition")

@@ -23,7 +23,7 @@ from releval.core.measures.judged import with_judged_measures
 from releval.io import tables
 from releval.io.atomic import read_table
 from releval.job.counts import query_counts
-from releval.job.inputs import finish_checks, job_inputs
+from releval.job.inputs import JobInputs, finish_checks, job_inputs
 from releval.job.summary import Summary, aggregate_order
 from releval.runtime.jvm import explain_string
 from releval.runtime.profile import Phases
@@ -158,25 +158,37 @@ def job_measures(config: Config) -> list[Measure]:
     return with_judged_measures(measures, relevance_level=config.evaluation.relevance_level)
 
 
-def _evaluate_job(
-    config: Config,
-    run: DataFrame,
-    qrels: DataFrame,
+def evaluate_inputs(
+    inputs: JobInputs,
+    *,
+    measures: Sequence[Measure],
+    missing_queries: str = "zero",
+    negative_labels: str = "unjudged",
+    intervals: IntervalSettings = IntervalSettings(),
     keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> Evaluation:
-    """:func:`evaluate` with the job's settings: what :func:`run` executes, :func:`explain`
-    shows. The run rows carry the row rules' reasons: the engine counts them (``ledger``)."""
+    """:func:`evaluate` of checked inputs: the engine ranks the clean rows and counts every
+    row in the same pass (its ledger). What the job and ``releval.evaluate`` both run."""
     return evaluate(
-        run,
-        qrels,
-        measures=job_measures(config),
-        rank_by=config.run.rank_by,
-        partition_columns=list(config.run.partition_columns),
-        missing_queries=config.evaluation.missing_queries,
-        negative_labels=config.evaluation.negative_labels,
-        intervals=config.intervals,
+        inputs.run,
+        inputs.qrels,
+        measures=measures,
+        rank_by=inputs.rank_by,
+        partition_columns=inputs.partition_columns,
+        missing_queries=missing_queries,
+        negative_labels=negative_labels,
+        intervals=intervals,
         ledger=True,
         keep=keep,
+    )
+
+
+def _evaluate_job(
+    config: Config, inputs: JobInputs, keep: Callable[[DataFrame], DataFrame] | None = None
+) -> Evaluation:
+    return evaluate_inputs(
+        inputs, measures=job_measures(config), missing_queries=config.evaluation.missing_queries,
+        negative_labels=config.evaluation.negative_labels, intervals=config.intervals, keep=keep,
     )
 
 
@@ -196,7 +208,7 @@ def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> 
         mode: ``simple``, ``extended``, ``codegen``, ``cost`` or ``formatted``.
     """
     inputs = job_inputs(spark, config)
-    result = _evaluate_job(config, inputs.run, inputs.qrels)
+    result = _evaluate_job(config, inputs)
     return explain_string(result.queries, mode)
 
 
@@ -246,9 +258,7 @@ def run(
             # planned inside the phase: persisting a DataFrame plans its query (Spark's
             # optimizer and the inputs' file listing run on the driver, seconds for a
             # small run), which is the evaluation's time as much as its Spark jobs are
-            result = _evaluate_job(
-                config, inputs.run, inputs.qrels, keep=keep
-            )
+            result = _evaluate_job(config, inputs, keep=keep)
             queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
             kept.append(queries)
             found = query_counts(
@@ -258,8 +268,7 @@ def run(
         counts = found.queries
         with phases.phase("quarantine"):
             report = finish_checks(
-                spark, config, inputs, strict=strict, ledger=found.run_ledger,
-                qrels_ledger=found.qrels_ledger, replace=write.predicate,
+                spark, config, inputs, found, strict=strict, replace=write.predicate,
                 job_run_id=write.job_run_id,
             )
         pause("before_write")

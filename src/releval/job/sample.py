@@ -1,13 +1,5 @@
-"""A synthetic search log and graded qrels, generated with a fixed seed.
-
-Shaped like a production log: several systems over several days, columns named
-as logs name them (``item_id``, ``position``), graded labels 0-3 for a pool of
-judged documents per query, and many retrieved documents that were never judged.
-
-Each query has a latent relevance for every document of its pool; a system
-ranks documents by that relevance plus noise (a better system has less noise)
-and mixes in documents from the rest of the corpus, most of them unjudged.
-"""
+"""A synthetic search log and graded qrels, generated with a fixed seed: several systems over
+several days, log-style columns (``item_id``), graded labels 0-3, many unjudged documents."""
 
 from __future__ import annotations
 
@@ -20,15 +12,13 @@ from pyspark.sql import DataFrame, SparkSession
 
 #: system name -> noise of its scores (smaller is better)
 SYSTEMS = {"bm25": 1.2, "dense": 0.8, "hybrid": 0.5}
-#: eight consecutive days, Sunday 2026-11-22 to Sunday 2026-11-29: enough for a week-over-week
-#: change (docs/warehouse.md); ``make compare`` uses 2026-11-28
+#: eight days, Sunday to Sunday: a week-over-week change (docs/warehouse.md)
 DATES = tuple(f"2026-11-{day}" for day in range(22, 30))
 
 
 @dataclass(frozen=True)
 class SampleShape:
-    """Size of the generated sample: ``queries`` judged queries, served on each of ``dates``
-    by every system (8 days x 3 systems x about 100 queries x 50 documents: 119k run rows)."""
+    """Size of the sample: ``queries`` judged queries, served each of ``dates`` by each system."""
 
     queries: int = 100
     docs_per_query: int = 50
@@ -46,7 +36,6 @@ def generate(shape: SampleShape = SampleShape()) -> tuple[pd.DataFrame, pd.DataF
     for q in range(shape.queries):
         qid = f"q{q:05d}"
         pool = rng.choice(shape.corpus, size=shape.judged_per_query, replace=False)
-        # graded labels: mostly 0 and 1, a few 2 and 3
         labels = rng.choice([0, 1, 2, 3], size=shape.judged_per_query, p=[0.45, 0.3, 0.15, 0.1])
         pools[qid] = (pool, labels)
         qrels_rows.extend((qid, f"d{d:06d}", int(label)) for d, label in zip(pool, labels, strict=True))

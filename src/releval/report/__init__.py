@@ -1,8 +1,8 @@
 """``releval report``: one self-contained HTML page over the output tables.
 
-:func:`build` reads the tables a config's batch job wrote (:mod:`releval.report.data`:
-path tables with ``deltalake``, no Spark; catalog tables with a SparkSession), draws the figures (:mod:`releval.report.figures`) and
-returns the page (:mod:`releval.report.html`); :func:`write` saves it.
+:func:`build` reads the tables a config's batch job wrote (:mod:`releval.report.data`), draws
+the figures (:mod:`releval.report.figures`) and returns the page (:mod:`releval.report.html`);
+:func:`write` saves it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """The report's inputs: the output Delta tables, as pandas frames.
 
-Tables given by path are read with delta-rs (the ``deltalake`` package), not Spark: no
-JVM starts, so ``releval report`` on the sample takes seconds instead of the 15 s a
-SparkSession costs before it reads anything, and it runs where only the tables' files
-are reachable. Catalog tables (``output.*_table``) are resolved by a metastore only
-Spark knows, so they are read with the SparkSession the caller passes (the CLI builds one
-from ``[spark]`` only then). Either way the report reads the aggregate table whole (one
-row per run partition, measure and averaging: small), the per-query table for one date
-and the measures it plots (a partition filter), and the run-log and comparison tables
-when they exist.
+Path tables are read with delta-rs (``deltalake``), so no JVM starts; catalog tables need
+the metastore, so they are read with the SparkSession the caller passes.
 """
 
 from __future__ import annotations
@@ -45,19 +38,14 @@ class TableRead:
 
 @dataclass(frozen=True)
 class ReportData:
-    """Everything the report shows, as pandas frames.
+    """Everything the report shows, as pandas frames; partition values as strings.
 
     Attributes:
-        aggregate: the aggregate table (all rows); partition values as strings.
-        per_query: the per-query rows of ``date`` (every date when the run has no date
-            column), measures with a mean only.
-        comparison: the comparison table, or None when there is none.
-        run_log: the run log rows of the job runs that wrote the aggregate rows, or None.
-        run_columns: the partition columns that name a run (the run's partition
-            columns without the date column), e.g. ``("system",)``.
-        date_column: the date partition column, or None.
+        per_query: the per-query rows of ``date`` (every date without a date column), measures
+            with a mean only.
+        run_log: the run-log rows of the runs that wrote the aggregate rows, or None.
+        run_columns: the partition columns that name a run (all but the date column).
         date: the date the per-run figures show (the latest one), or None.
-        tables: the tables read and their versions.
     """
 
     aggregate: pd.DataFrame
@@ -71,8 +59,7 @@ class ReportData:
 
 
 def location(config: Config, name: str) -> tuple[str | None, str | None]:
-    """(path, catalog table) of output table ``name`` (``per_query``, ``aggregate``,
-    ``run_log``, ``comparison``)."""
+    """(path, catalog table) of output table ``name``, e.g. ``per_query``."""
     if name in ("per_query", "aggregate"):
         return getattr(config.output, f"{name}_path"), getattr(config.output, f"{name}_table")
     return config.located(name)
@@ -177,7 +164,6 @@ def read_report_data(
     """Read the tables a config's batch job wrote.
 
     Args:
-        config: the job config (output tables, run partition columns, measures).
         date: the date the per-run figures show (default: the latest in the aggregate).
         spark: the session that reads catalog tables (path tables never need one).
 

@@ -1,17 +1,6 @@
-"""The executors' Python on a cluster: what it must have, checked once at job start.
-
-On local Spark the driver and the executors share one machine and one Python. On a
-cluster each executor runs its own Python (``spark.pyspark.python``) on its own machine,
-and a job that lacks a module there fails only when the first Python task runs, deep in
-the job, with a worker traceback. :func:`check_executors` runs one small Spark job first:
-one task per executor core imports :data:`EXECUTOR_MODULES` and looks for the local
-paths the job reads and writes, and the job stops with one line naming what is missing
-and where. It does nothing on a ``local`` master (that check would add a Spark job to
-every local run, with nothing to find).
-
-The task is pickled by value (a nested function, see :func:`probe_task`), so it runs even
-on an executor that cannot import releval, and says so.
-"""
+"""The executors' Python on a cluster, checked once at job start: :func:`check_executors` runs
+one small Spark job (a task per executor core) so that a missing module or path fails in one
+line, not at the first Python task deep in the job. See docs/cluster.md."""
 
 from __future__ import annotations
 
@@ -26,18 +15,14 @@ from pyspark.sql import SparkSession
 from releval.config import URI_SCHEME, Config
 from releval.errors import ClusterError
 
-#: What the executors' Python imports: releval itself (``--py-files dist/releval.zip``, or
-#: the wheel installed there) and the runtime dependencies its tasks use: NumPy and pandas
-#: (the Arrow engine's kernel, pandas UDFs), PyArrow (the Arrow batches), SciPy (the t
-#: quantiles of the intervals, computed in a pandas UDF). PySpark comes with Spark.
+#: What the executors' Python imports: releval and its tasks' dependencies (PySpark is there).
 EXECUTOR_MODULES = ("numpy", "pandas", "pyarrow", "scipy", "releval")
 
 _LOCAL = re.compile(r"local(\[[^\]]*\])?")
 
 
 def is_local(master: str) -> bool:
-    """``local``, ``local[N]``, ``local[*]``, ``local[N,F]``: driver and executors in one
-    process (``local-cluster[...]`` starts executor processes: not local)."""
+    """``local``, ``local[N]``, ``local[*]``, ``local[N,F]``: driver and executors in one JVM."""
     return bool(_LOCAL.fullmatch(master))
 
 
@@ -46,11 +31,8 @@ def probe_task(
 ) -> Callable[[Iterable[Any]], Iterator[dict[str, Any]]]:
     """The function one probe task runs on an executor (``mapPartitions``).
 
-    It is a nested function, so Spark's cloudpickle ships its code by value: the executor
-    needs no releval to run it. It yields one record: the host, the Python (path and
-    version), ``missing`` (module -> import error), ``releval`` (where releval was
-    imported from) and ``unseen`` (the paths that do not exist there).
-    """
+    Nested, so cloudpickle ships it by value: an executor without releval runs it too. Its record:
+    host, Python, ``missing`` (module -> error), ``releval`` (its file) and ``unseen`` paths."""
     wanted, looked_for = tuple(modules), tuple(paths)
 
     def task(_: Iterable[Any]) -> Iterator[dict[str, Any]]:
@@ -81,8 +63,7 @@ def probe_task(
 
 
 def _local_path(path: str) -> str | None:
-    """The local file system path of ``path`` as the driver resolves it; None for a URI of
-    another file system (``hdfs://``, ``s3a://``: every executor reaches those alike)."""
+    """``path`` on the local file system as the driver resolves it; None for ``hdfs://`` etc."""
     if path.startswith("file:"):
         return "/" + path[len("file:"):].lstrip("/")
     if URI_SCHEME.match(path):
@@ -91,15 +72,8 @@ def _local_path(path: str) -> str | None:
 
 
 def shared_paths(config: Config) -> list[str]:
-    """Local paths every executor must see as the driver does.
-
-    The run and qrels paths (executors read the files: TREC text, Parquet, Delta), and for
-    each output table (per-query, aggregate, quarantine, run log) its folder or, when that
-    does not exist yet, its parent folder: executors write the table's data files there,
-    and a folder only the driver has would leave commits pointing at files on other
-    machines. Only paths that exist on the driver are listed (a missing input is the
-    reader's error, with its own message).
-    """
+    """Local paths every executor must see as the driver does (those the driver has): the inputs
+    and each output table's folder (or its parent, before it exists), where executors write."""
     outputs = [config.output.per_query_path, config.output.aggregate_path]
     outputs += [config.located(name)[0] for name in ("quarantine", "run_log")]
     candidates: list[str] = []
@@ -148,12 +122,7 @@ class ExecutorReport:
 def probe_executors(
     spark: SparkSession, *, modules: Sequence[str] = EXECUTOR_MODULES, paths: Sequence[str] = ()
 ) -> ExecutorReport:
-    """Run :func:`probe_task` once per executor core (at least twice) and collect.
-
-    Raises:
-        ClusterError: the probe job itself failed (the executors' Python could not start,
-            or runs another Python version than the driver's).
-    """
+    """Run :func:`probe_task` once per executor core (at least twice); ClusterError if it fails."""
     sc = spark.sparkContext
     tasks = max(sc.defaultParallelism, 2)
     sc.setJobDescription("releval: check the executors' Python")
@@ -174,8 +143,7 @@ _PYTHON_ERROR = re.compile(r"^[\w.]+(?:Error|Exception): .+")
 
 
 def _cause(exc: BaseException) -> str:
-    """Why the probe's tasks failed, on one line, from a (Java) exception's text: the last
-    task failure's reason, or for a Python traceback its last error line."""
+    """Why the probe failed, on one line: the last task failure's reason, or Python error line."""
     text = str(exc)
     lost = _LOST_TASK.search(text)
     reason = lost.group(1).strip() if lost else ""
@@ -186,14 +154,10 @@ def _cause(exc: BaseException) -> str:
 
 
 def check_executors(spark: SparkSession, config: Config) -> ExecutorReport | None:
-    """On a cluster master, check the executors' Python before the job starts.
-
-    Does nothing (returns None) on a local master. Prints one line saying which Pythons
-    were checked and where releval came from.
+    """On a cluster master, check the executors' Python and print what was found (None if local).
 
     Raises:
-        ClusterError: one line naming, per host and Python, each module that cannot be
-            imported and each path the executors cannot see.
+        ClusterError: naming, per host and Python, each module or path that is missing.
     """
     if is_local(spark.sparkContext.master):
         return None

@@ -1,11 +1,7 @@
 """Where a job's time goes: named phases, their wall time and their Spark jobs.
 
-The job runs each phase (read, checks, evaluation, each write, the run log) inside
-:meth:`Phases.phase`. A phase's start is printed at once (``releval: <phase> ...``), so a
-person watching a long job sees which phase it is in; with ``--profile`` the job also
-prints :meth:`Phases.render`: each phase's wall time and the number of Spark jobs it ran,
-counted with Spark's status tracker (each phase is a Spark job group).
-"""
+A phase's start is printed at once (``releval: <phase> ...``); ``--profile`` prints
+:meth:`Phases.render`, each phase's Spark jobs counted as one Spark job group."""
 
 from __future__ import annotations
 
@@ -31,13 +27,8 @@ class PhaseTime:
 
 @dataclass
 class Phases:
-    """The phases of one job run (see the module docstring).
-
-    Attributes:
-        spark: the session whose jobs are counted; None counts nothing (pure tests).
-        announce: print each phase's start.
-        out: where the start lines go (stdout: stderr is kept for the one-line errors).
-    """
+    """The phases of one job run; ``spark`` None counts no jobs (pure tests), and the start
+    lines go to ``out``, stdout (stderr is for the one-line errors)."""
 
     spark: SparkSession | None = None
     announce: bool = True

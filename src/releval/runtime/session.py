@@ -31,7 +31,7 @@ DELTA_PACKAGES = (
     f"io.delta:delta-spark_{SCALA_VERSION}:{DELTA_VERSION}",
     f"io.delta:delta-storage:{DELTA_VERSION}",
 )
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
 def _jars_folder(jars_dir: str | Path | None) -> Path:

@@ -1,10 +1,7 @@
 """A test hook: pause a job at a named stage so a test can kill it there.
 
-The job calls :func:`pause` at ``before_write``, ``between_tables`` and
-``before_run_log``. It does nothing unless a test has installed a hook with
-:func:`install` in the job's own process (``tests/support/paused_job.py`` does so before it
-runs ``jobs/evaluate.py``): nothing in the environment of a production run can turn it
-on.
+Only :func:`install`, in the job's own process (``tests/support/paused_job.py``), turns it on;
+nothing in a production run's environment can.
 """
 
 from __future__ import annotations
@@ -21,6 +18,6 @@ def install(hook: Callable[[str], None] | None) -> None:
 
 
 def pause(stage: str) -> None:
-    """Call the installed test hook with ``stage``; without one, return at once."""
+    """Call the installed test hook with ``stage`` (e.g. ``before_run_log``), if there is one."""
     if _hook is not None:
         _hook(stage)

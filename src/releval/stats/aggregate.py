@@ -1,12 +1,7 @@
-"""The evaluation's wide per-query table -> aggregate rows per (run partition, measure,
-averaging): ``macro`` (the mean over queries, with its confidence interval), ``micro``
-(pooled counts, where the measure's spec defines it) and ``sum`` (counts).
+"""The wide per-query table -> aggregate rows per (run partition, measure, averaging):
+``macro`` (mean, with its interval), ``micro`` (pooled counts) and ``sum``.
 
-Two steps: :func:`sums`, the columns of one ``groupBy`` by run partition and measure over
-:func:`by_measure`'s long rows (a handful of aggregate functions whatever the number of
-measures), and :func:`rows`, the few collected rows -> the aggregate rows, on the driver.
-See docs/design/aggregate.md.
-"""
+One ``groupBy`` (:func:`sums`) then :func:`rows` on the driver. See docs/design/aggregate.md."""
 
 from __future__ import annotations
 
@@ -25,7 +20,7 @@ from releval.core.measures.registry import Measure
 from releval.stats import intervals as ci
 from releval.stats import kernel as ci_kernel
 
-#: the scored queries of a run partition (those in the qrels: the per-query table's rows)
+#: the scored queries of a run partition (those in the qrels)
 N = "_agg_n"
 #: the position of a measure in the wide table's measure array (:func:`by_measure`)
 INDEX = "_agg_i"
@@ -37,17 +32,13 @@ Bootstrap = Mapping[tuple[tuple[Any, ...], str], tuple[float | None, float | Non
 
 
 def sum_column(kind: str) -> str:
-    """The name of a :func:`sums` column: ``kind`` (``mean``, ``sd``, ``sum``, ``rel_ret``,
-    ``rel``) of the group's measure."""
+    """The name of the :func:`sums` column ``kind`` (``mean``, ``sd``, ``sum``, ...)."""
     return f"_agg_{kind}"
 
 
 def by_measure(queries: DataFrame) -> DataFrame:
-    """The wide table with one row per (row, measure): every column but the measure array,
-    the measure's position :data:`INDEX` and its entry :data:`ENTRY`. Every wide row has
-    the array (the engine's ledger rows too, with their flags false); one whose array were
-    null or empty would still give one row, with a null :data:`INDEX`, so no row is lost
-    from the counts taken over these rows."""
+    """The wide table with one row per (row, measure): the measure array becomes
+    :data:`INDEX` and :data:`ENTRY`; an empty array keeps its row, with a null index."""
     return queries.select(
         *[c for c in queries.columns if c != MEASURES],
         F.posexplode_outer(MEASURES).alias(INDEX, ENTRY),
@@ -55,29 +46,20 @@ def by_measure(queries: DataFrame) -> DataFrame:
 
 
 def group_columns(partition_columns: Sequence[str]) -> list[str]:
-    """What the aggregation of :func:`sums` groups :func:`by_measure`'s rows by: the run
-    partition columns, the negative-label rule (one per job: a grouping column, never a
-    second row per key; an aggregated string would make Spark sort the rows instead of
-    hashing them) and the measure's position."""
+    """The grouping of :func:`sums`; the negative-label rule (one per job) is grouped by
+    because an aggregated string would make Spark sort instead of hash."""
     return [*partition_columns, S.NEGATIVE_LABELS, INDEX]
 
 
 def sums(*, intervals: IntervalSettings) -> list[Column]:
-    """The aggregate's columns for a ``groupBy`` of :func:`by_measure`'s rows by
-    :func:`group_columns`: the same few columns for every measure.
-
-    Over the scored queries (``_in_qrels``; the per-query table's rows): their count, and
-    of the measure's values the mean and, for the t interval, ``stddev_samp`` (clamped at
-    0), their sum, and the sums of its ``num_rel_ret`` and ``num_rel`` (micro). Which of
-    them a measure's averagings use is :func:`rows`' business.
-    """
+    """The aggregate's columns over the scored queries, the same few for every measure: the
+    count, mean, standard deviation (t interval), sum, and micro's summed counts."""
     scored = F.col(IN_QRELS)
     entry = F.col(ENTRY)
     value = F.when(scored, entry[S.VALUE])
     return [
         F.count_if(scored).alias(N),
         F.avg(value).alias(sum_column("mean")),
-        # a stable central-moment update, clamped at 0
         *([F.greatest(F.stddev_samp(value), F.lit(0.0)).alias(sum_column("sd"))]
           if intervals.method == "t" else []),
         F.sum(value).alias(sum_column("sum")),
@@ -87,7 +69,7 @@ def sums(*, intervals: IntervalSettings) -> list[Column]:
 
 
 def _ratio(numerator: Any, denominator: Any) -> float | None:
-    """As :func:`releval.core.measures.stats.safe_divide`: 0.0 when the denominator is not > 0."""
+    """0.0 when the denominator is not > 0, as ``safe_divide``."""
     if denominator is None or denominator <= 0:
         return 0.0
     return None if numerator is None else float(numerator) / float(denominator)
@@ -101,23 +83,14 @@ def rows(
     intervals: IntervalSettings = IntervalSettings(),
     bootstrap: Bootstrap | None = None,
 ) -> list[dict[str, Any]]:
-    """The aggregate table's rows from the collected :func:`sums` (one row per partition
-    and measure position).
-
-    A partition without a scored query has no rows (no mean rests on it).
+    """The aggregate table's rows from the collected :func:`sums` (none for unscored partitions).
 
     Args:
-        summed: rows with the :func:`group_columns` and the :func:`sums` columns.
         measures: the measures, in the wide table's order (:data:`INDEX`).
-        partition_columns: the run's partition columns.
-        intervals: how the macro rows' confidence intervals are computed.
-        bootstrap: with ``intervals.method = "bootstrap"``, the intervals
-            (:func:`bootstrap`).
+        bootstrap: the intervals (:func:`bootstrap`) when ``intervals.method`` is bootstrap.
 
     Returns:
-        One dict per (partition, measure, averaging), keyed by the aggregate table's
-        column names (``job_run_id`` excepted): the partitions in the order they come in
-        ``summed``, then the measures in their order.
+        One dict per (partition, measure, averaging), keyed by column (no ``job_run_id``).
     """
     parts = list(partition_columns)
     partitions: dict[tuple[Any, ...], dict[int, Row]] = {}
@@ -152,7 +125,7 @@ def rows(
                 elif spec.micro == "cutoff_x_queries":
                     value = _ratio(row[sum_column("rel_ret")],
                                    None if m.cutoff is None else n * m.cutoff)
-                else:  # micro without a denominator: not an averaging of this measure
+                else:  # micro without a denominator
                     continue
                 out.append({
                     **base,
@@ -186,8 +159,7 @@ def bootstrap(
     partition_columns: Sequence[str],
     intervals: IntervalSettings,
 ) -> Bootstrap:
-    """The bootstrap intervals of the macro means (:func:`releval.stats.intervals.
-    bootstrap_intervals`, over the per-query rows), collected: one per (partition, measure)."""
+    """The bootstrap intervals of the macro means, collected: one per (partition, measure)."""
     parts = list(partition_columns)
     keys = [*parts, S.MEASURE, S.CUTOFF, S.REL_LEVEL, S.JUDGED_ONLY, S.MEASURE_KEY]
     macro = [m.key for m in measures if "macro" in m.spec.averaging]
@@ -212,13 +184,8 @@ def aggregate(
 ) -> list[dict[str, Any]]:
     """Aggregate the per-query measures over the scored queries of each run partition.
 
-    Runs the aggregation (and the bootstrap, if asked) and collects its few rows.
-
     Args:
-        queries: the evaluation's wide table: its measure array in the order of ``measures``.
-        measures: the measures in it (their specs say which averagings apply).
-        partition_columns: the run's partition columns (one aggregate per partition).
-        intervals: how the macro rows' confidence intervals are computed.
+        queries: the wide table, its measure array in the order of ``measures``.
 
     Returns:
         The aggregate rows (:func:`rows`).

@@ -1,12 +1,7 @@
 """Is the difference real? A baseline run partition against candidates, query by query.
 
-:func:`compare`: per-query rows in, one row per (candidate, measure) out, with the mean
-difference and its t interval, the relative change, wins / ties / losses, the paired
-Cohen's d, the paired t-test and randomization-test p-values, corrected over the whole
-comparison (all candidates and measures: one family). The statistics are computed in
-the executors (:mod:`releval.stats.kernel`); the randomization depends only on the seed
-and the query ids. See docs/statistics.md.
-"""
+:func:`compare` gives one row per (candidate, measure): the paired statistics and p-values,
+corrected over the whole comparison as one family. See docs/statistics.md."""
 
 from __future__ import annotations
 
@@ -44,7 +39,6 @@ def side_condition(values: Mapping[str, str]) -> Column:
 
 
 def _compared_measures(per_query: DataFrame) -> DataFrame:
-    """Only the measures that have a mean (not the num_* counts)."""
     counts = sorted(name for name, spec in REGISTRY.items() if "macro" not in spec.averaging)
     return per_query.where(~F.col(S.MEASURE).isin(counts))
 
@@ -59,15 +53,12 @@ def pairs(
     """The pairs of every candidate with the baseline, by measure and query.
 
     Args:
-        per_query: rows of the per-query table.
         baseline: the baseline run partition (column -> value).
         candidates: label -> candidate run partition.
-        missing_queries: ``zero`` (a query either side scored; 0 where missing) or ``skip``
-            (queries both sides scored).
+        missing_queries: ``zero`` (queries either side scored, 0 where missing) or ``skip``.
 
     Returns:
-        ``candidate``, the measure columns, ``query_id``, ``_baseline_value``,
-        ``_candidate_value``; only measures both sides have.
+        ``candidate``, the measure columns, ``query_id`` and both values, for measures both have.
     """
     rows = _compared_measures(per_query)
     base = rows.where(side_condition(baseline)).select(
@@ -80,7 +71,7 @@ def pairs(
     ])
     labels = local_frame(rows.sparkSession, [(k,) for k in candidates],
                          T.StructType([T.StructField(S.CANDIDATE, T.StringType())]))
-    # (candidate, measure) both sides have: measures are never paired with missing zeros
+    # measures one side lacks are never paired with zeros
     common = cand.select(S.CANDIDATE, S.MEASURE_KEY).distinct().join(
         base.select(S.MEASURE_KEY).distinct(), S.MEASURE_KEY)
     base_x = base.crossJoin(F.broadcast(labels))
@@ -102,13 +93,10 @@ def pairs(
 
 
 def paired_tests(pair_rows: DataFrame, *, alpha: float, permutations: int, seed: int) -> DataFrame:
-    """One row per (candidate, measure): :func:`releval.stats.kernel.paired` and the
-    randomization test over its pairs, computed per group in the executors.
+    """One row per (candidate, measure): the paired statistics and the randomization test.
 
     Args:
-        pair_rows: the output of :func:`pairs`.
         alpha: the difference's interval has level 1 - alpha.
-        permutations: sign-flip permutations of the randomization test.
         seed: hashed with each query id into its signs.
     """
     group = [S.CANDIDATE, *_MEASURE_COLUMNS]
@@ -135,10 +123,6 @@ def tukey_tests(
 ) -> DataFrame:
     """Randomized Tukey HSD p-value of each candidate against the baseline, per measure.
 
-    The baseline and every candidate of a measure form one queries x systems matrix
-    (pairing ``zero``: a query missing for a system scores 0; ``skip``: the queries every
-    system scored), tested at once by :func:`releval.stats.kernel.tukey_hsd_p`.
-
     Returns:
         ``candidate``, ``measure_key``, ``tukey_p_value``.
     """
@@ -163,11 +147,8 @@ def tukey_tests(
 
 
 def correct(tests: DataFrame, *, correction: str, alpha: float, test: str) -> DataFrame:
-    """Add the corrected p-values over the whole family (every row) and ``significant``.
-
-    ``correction`` names a function of :data:`releval.stats.kernel.CORRECTIONS`; the
-    family is small (candidates x measures), so it is one group.
-    """
+    """Add the corrected p-values over the whole family (every row, one small group) and
+    ``significant``; ``correction`` is a key of :data:`releval.stats.kernel.CORRECTIONS`."""
     adjust = kernel.CORRECTIONS[correction]
     chosen = {"randomization": S.RANDOMIZATION_P_ADJUSTED, "t": S.T_P_ADJUSTED,
               "tukey": S.TUKEY_P_VALUE}[test]
@@ -197,12 +178,10 @@ def compare(
     missing_queries: str,
     settings: ComparisonSettings = ComparisonSettings(),
 ) -> DataFrame:
-    """The comparison rows: :func:`pairs`, then :func:`paired_tests` (and
-    :func:`tukey_tests` when ``settings.test`` is "tukey"), then :func:`correct`.
+    """The comparison rows: :func:`pairs`, :func:`paired_tests`, :func:`correct`.
 
     Returns:
-        ``candidate`` (its label), the measure columns, the statistics, the corrected
-        p-values and ``significant``.
+        ``candidate``, the measure columns, the statistics, corrected p-values, ``significant``.
     """
     pair_rows = pairs(per_query, baseline=baseline, candidates=candidates,
                       missing_queries=missing_queries)

@@ -1,10 +1,4 @@
-"""Confidence intervals of the aggregate table's macro values (means over queries).
-
-``t`` (default): Student's t interval over queries; ``bootstrap``: the percentile interval
-of the Poisson bootstrap over queries, a query's weight derived from a hash of (seed,
-resample, query id), so a seed gives the same interval whatever the partitioning. Micro
-values and sums get none. See docs/statistics.md.
-"""
+"""Seeded bootstrap intervals of the macro means, in the executors. See docs/statistics.md."""
 
 from __future__ import annotations
 
@@ -32,17 +26,7 @@ def query_key(seed: int) -> Column:
 def bootstrap_intervals(
     per_query: DataFrame, *, keys: Sequence[str], resamples: int, level: float, seed: int
 ) -> DataFrame:
-    """The bootstrap percentile interval of the mean value for each group of ``keys``.
-
-    The per-query rows stay in the executors: each group's values and query keys go to
-    :func:`releval.stats.kernel.bootstrap_interval` through ``applyInPandas``.
-
-    Args:
-        per_query: rows of the per-query table.
-        keys: the grouping columns (run partition and measure columns).
-        resamples: bootstrap resamples per group.
-        level: the interval's coverage, e.g. 0.95.
-        seed: the seed hashed into every query's key (:func:`query_key`).
+    """The bootstrap percentile interval of the mean per group of ``keys``, in the executors.
 
     Returns:
         ``keys`` and the columns ``_ci_low``, ``_ci_high`` (null with fewer than 2 queries).

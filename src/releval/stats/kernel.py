@@ -1,15 +1,7 @@
 """Pure NumPy statistics over one group of per-query values (no Spark here).
 
-Randomness is derived, never drawn: each query carries a 64-bit key (Spark computes
-``xxhash64(seed, query_id)``, see :func:`releval.stats.intervals.query_key`), and the
-uniform number of query ``q`` in draw ``b`` (a bootstrap resample or a permutation) is
-the SplitMix64 finalizer of ``key_q + (b + 1) * 0x9E3779B97F4A7C15``, top 53 bits. So a
-query's weight or sign in draw ``b`` depends on the seed, ``b`` and its id only: the
-result is the same whatever the partitioning or the order of the rows.
-
-Draws are made in blocks of ``rows x queries <= BLOCK_CELLS`` so that memory stays bounded
-(a loop over blocks, each one vectorized; never a Python loop over draws or queries).
-"""
+Randomness is derived from each query's 64-bit key and the draw number, so results do not
+depend on partitioning or row order. See docs/design/aggregate.md and docs/statistics.md."""
 
 from __future__ import annotations
 
@@ -26,14 +18,13 @@ TIE_TOLERANCE = 1e-12
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-#: CDF of Poisson(1) at k = 0..19 (P(K > 19) < 1e-17, below a double's resolution of u).
+#: CDF of Poisson(1) at k = 0..19 (P(K > 19) is below a double's resolution).
 _POISSON1_CDF = np.cumsum(
     np.exp(-1.0) / np.cumprod(np.concatenate([[1.0], np.arange(1.0, 20.0)]))
 )
 
 
 def _splitmix(x: np.ndarray) -> np.ndarray:
-    """SplitMix64's finalizer, elementwise over uint64 (wrapping arithmetic)."""
     x = (x ^ (x >> np.uint64(30))) * _M1
     x = (x ^ (x >> np.uint64(27))) * _M2
     return x ^ (x >> np.uint64(31))
@@ -45,12 +36,8 @@ def as_keys(keys: np.ndarray) -> np.ndarray:
 
 
 def uniforms(keys: np.ndarray, draws: np.ndarray) -> np.ndarray:
-    """U[0, 1) for each (draw, query): a ``len(draws) x len(keys)`` matrix.
-
-    Args:
-        keys: the queries' 64-bit keys (uint64, or int64 as Spark returns them).
-        draws: draw numbers (0-based).
-    """
+    """U[0, 1) per (draw, query) of ``keys`` (uint64 or Spark's int64): SplitMix64 of
+    ``key + (draw + 1) * golden``, top 53 bits."""
     k = as_keys(keys) if keys.dtype != np.uint64 else keys
     d = (np.asarray(draws, dtype=np.uint64) + np.uint64(1)) * _GOLDEN
     h = _splitmix(k[None, :] + d[:, None])
@@ -73,20 +60,14 @@ def _blocks(total: int, queries: int) -> list[np.ndarray]:
 
 
 def t_quantile(probability: float, df: np.ndarray | float) -> np.ndarray:
-    """The ``probability`` quantile of Student's t with ``df`` degrees of freedom.
-
-    NaN where df < 1.
-    """
+    """The ``probability`` quantile of Student's t with ``df`` degrees of freedom; NaN if df < 1."""
     df = np.asarray(df, dtype=np.float64)
     safe = np.where(df >= 1, df, 1.0)
     return np.where(df >= 1, special.stdtrit(safe, probability), np.nan)
 
 
 def t_half_width(sd: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
-    """Half-width of the Student t interval of a mean: t_{(1+level)/2, n-1} * sd / sqrt(n).
-
-    NaN when n < 2 (no interval from one value).
-    """
+    """Half-width of the Student t interval of a mean (t * sd / sqrt(n)); NaN when n < 2."""
     n = np.asarray(n, dtype=np.float64)
     sd = np.maximum(np.asarray(sd, dtype=np.float64), 0.0)
     ok = n >= 2
@@ -98,11 +79,6 @@ def bootstrap_interval(
     values: np.ndarray, keys: np.ndarray, *, resamples: int, level: float
 ) -> tuple[float, float]:
     """Percentile interval of the mean over Poisson(1) bootstrap resamples of the queries.
-
-    Resample ``b`` weighs query ``q`` by ``w_bq ~ Poisson(1)`` (:func:`poisson_weights`); its
-    mean is ``sum_q w_bq x_q / sum_q w_bq``. A resample whose weights are all 0 (probability
-    ``e^-n``) has no mean and is left out. The interval is the ``(1-level)/2`` and
-    ``(1+level)/2`` quantiles of the resample means (NumPy's linear interpolation).
 
     Returns:
         (low, high); (NaN, NaN) with fewer than 2 queries.
@@ -123,13 +99,8 @@ def bootstrap_interval(
 def randomization_p(differences: np.ndarray, keys: np.ndarray, *, permutations: int) -> float:
     """Two-sided p-value of the paired randomization (sign-flip permutation) test.
 
-    Under the null hypothesis each query's two values are exchangeable, so each difference
-    keeps or flips its sign with probability 1/2. With ``T = |mean(d)|`` observed and
-    ``T_b = |mean(s_b * d)|`` for ``permutations`` sign vectors ``s_b`` (:func:`random_signs`),
-    ``p = (1 + #{b: T_b >= T}) / (1 + permutations)`` (the observed assignment counts as one;
-    the p-value is never 0). ``T_b >= T`` allows a relative 1e-10 for rounding: IR
-    differences often tie exactly. All differences 0 give p = 1.
-    """
+    ``p = (1 + #{b: |sum(s_b * d)| >= |sum(d)|}) / (1 + permutations)``, the comparison
+    allowing a relative 1e-10 for rounding (IR differences often tie). All-zero d gives 1."""
     d = np.asarray(differences, dtype=np.float64)
     if len(d) == 0:
         return float("nan")
@@ -170,18 +141,8 @@ def differences(baseline: np.ndarray, candidate: np.ndarray) -> np.ndarray:
 def paired(baseline: np.ndarray, candidate: np.ndarray, *, level: float) -> Paired:
     """Mean difference, its t interval, W/T/L, paired Cohen's d and the paired t-test.
 
-    With ``d = candidate - baseline`` (:func:`differences`), ``n`` pairs, ``s`` the sample
-    standard deviation of ``d``:
-
-    * interval: ``mean(d) +- t_{(1+level)/2, n-1} * s / sqrt(n)``; NaN when n < 2;
-    * relative change: ``mean(d) / mean(baseline)``; NaN when the baseline mean is 0;
-    * effect size (paired Cohen's d, d_z): ``mean(d) / s``; NaN when s = 0 (0/0, or a
-      constant difference, which has no spread to scale by); s <= :data:`TIE_TOLERANCE`
-      counts as 0 (a constant difference with rounding noise);
-    * t-test: ``t = mean(d) / (s / sqrt(n))``, two-sided ``p = 2 * P(T_{n-1} > |t|)``
-      (scipy's ``ttest_rel``); s = 0 gives p = 1 when every difference is 0 and p = 0
-      for a constant nonzero difference (|t| infinite); NaN when n < 2.
-    """
+    A standard deviation ``s`` <= :data:`TIE_TOLERANCE` counts as 0: then the effect size is
+    NaN and the t-test's p is 1 (all differences 0) or 0 (a constant nonzero difference)."""
     b = np.asarray(baseline, dtype=np.float64)
     c = np.asarray(candidate, dtype=np.float64)
     d = differences(b, c)
@@ -190,7 +151,7 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, *, level: float) -> Pair
     mean_b = float(b.mean()) if n else nan
     mean_d = float(d.mean()) if n else nan
     sd = float(d.std(ddof=1)) if n >= 2 else nan
-    if sd <= TIE_TOLERANCE:  # differences equal up to rounding (0.55 - 0.3 vs 0.35 - 0.1)
+    if sd <= TIE_TOLERANCE:
         sd = 0.0
     half = float(t_half_width(sd, n, level)) if n >= 2 else nan
     if n < 2:
@@ -222,14 +183,8 @@ _SLOT = np.uint64(0xD1B54A32D192ED03)
 def tukey_hsd_p(values: np.ndarray, keys: np.ndarray, *, permutations: int) -> np.ndarray:
     """Randomized Tukey HSD p-values of every pair of systems (Carterette, TOIS 2012).
 
-    ``values`` is a queries x systems matrix. Under the null hypothesis the systems are
-    exchangeable within each query, so a trial shuffles each query's row across the
-    systems (independently per query) and records the range of the system means,
-    ``max_j mean_j - min_j mean_j``. For the pair (i, j),
-    ``p = (1 + #{trials: range >= |mean_i - mean_j|}) / (1 + permutations)``: one family
-    over all pairs (the range is the largest of all pairwise differences of a trial).
-    Query ``q``'s shuffle in trial ``b`` is the argsort of uniforms derived from its key,
-    the system slot and ``b`` (:func:`uniforms`), so it depends on the seed only.
+    Each trial shuffles every query's row of ``values`` (queries x systems) across the
+    systems; ``p_ij = (1 + #{trials: range of means >= |mean_i - mean_j|}) / (1 + permutations)``.
 
     Returns:
         A systems x systems matrix of p-values (1 on the diagonal).
@@ -252,11 +207,7 @@ def tukey_hsd_p(values: np.ndarray, keys: np.ndarray, *, permutations: int) -> n
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjusted p-values (family-wise error); NaN entries are not in the family.
-
-    Sorted ascending, ``p_(i)`` (1-based ``i`` of ``m``) becomes
-    ``max_{j <= i} min(1, (m - j + 1) * p_(j))``.
-    """
+    """Holm's step-down adjusted p-values (family-wise error); NaN entries are not in the family."""
     p = np.asarray(p_values, dtype=np.float64)
     out = np.full(p.shape, np.nan)
     idx = np.flatnonzero(~np.isnan(p))
@@ -270,10 +221,7 @@ def holm(p_values: np.ndarray) -> np.ndarray:
 
 
 def benjamini_hochberg(p_values: np.ndarray) -> np.ndarray:
-    """Benjamini-Hochberg adjusted p-values (false discovery rate); NaN entries left out.
-
-    Sorted ascending, ``p_(i)`` becomes ``min_{j >= i} min(1, m / j * p_(j))``.
-    """
+    """Benjamini-Hochberg adjusted p-values (false discovery rate); NaN entries left out."""
     p = np.asarray(p_values, dtype=np.float64)
     out = np.full(p.shape, np.nan)
     idx = np.flatnonzero(~np.isnan(p))

@@ -1,10 +1,8 @@
 """Measures for incomplete judgments: Judged@k and bpref.
 
-Production qrels are incomplete: most documents a new system returns were never
-judged, and every other measure counts them as non-relevant. ``Judged@k`` says
-how much of the top k was judged at all; ``bpref`` (Buckley and Voorhees, SIGIR
-2004, trec_eval's definition) uses judged documents only. Any measure can also be
-computed judged-only (``nDCG@10[judged]``, see :mod:`releval.core.measures.stats`).
+Other measures count an unjudged document as non-relevant. ``Judged@k`` says how much of
+the top k was judged; ``bpref`` (Buckley and Voorhees, trec_eval's definition) uses judged
+documents only.
 """
 
 from __future__ import annotations

@@ -15,10 +15,7 @@ QUERIES = "queries"
 def with_judged_measures(measures: Sequence[Measure], *, relevance_level: int) -> list[Measure]:
     """The measures plus ``Judged@k`` for each cutoff k that has none yet, in order of k.
 
-    Args:
-        measures: the parsed measure list.
-        relevance_level: the job's default level (Judged@k ignores it; it sets the
-            ``num_rel`` / ``num_rel_ret`` columns of the added rows).
+    ``relevance_level`` sets the added rows' ``num_rel`` / ``num_rel_ret`` (not their value).
     """
     have = {m.cutoff for m in measures if m.name == JUDGED}
     cutoffs = sorted({m.cutoff for m in measures if m.cutoff is not None} - have)

@@ -1,10 +1,7 @@
 """The metric registry: every measure is declared once, as a :class:`MetricSpec`.
 
-A measure string such as ``nDCG@10``, ``P(rel=2)@5``, ``AP`` or
-``nDCG@10[judged]`` parses to a :class:`Measure`: the spec's name plus its
-parameters (cutoff, relevance level, judged-only flag).
-Families register their specs by calling :func:`register` at import time; the
-modules are imported by ``releval.core.measures``.
+A measure string (``nDCG@10``, ``P(rel=2)@5``, ``AP[judged]``) parses to a :class:`Measure`;
+family modules call :func:`register` at import time.
 """
 
 from __future__ import annotations
@@ -36,8 +33,7 @@ class Measure:
     cutoff: int | None
     rel_level: int
     rel_explicit: bool = False
-    #: Computed on the condensed ranking: unjudged documents removed before cutting at k
-    #: (trec_eval ``-J``, ir_measures ``judged_only``). Written as ``[judged]`` after the key.
+    #: Unjudged documents removed before cutting at k (trec_eval ``-J``); key suffix ``[judged]``.
     judged_only: bool = False
 
     @property
@@ -54,10 +50,7 @@ class Measure:
 
     @property
     def trec_name(self) -> str | None:
-        """trec_eval's name for this measure, or None when it has none.
-
-        Judged-only variants have none: trec_eval's ``-J`` applies to a whole run.
-        """
+        """trec_eval's name for this measure, or None (judged-only: ``-J`` is for a whole run)."""
         if self.judged_only or not self.spec.trec_name:
             return None
         return self.spec.trec_name(self)
@@ -68,18 +61,12 @@ class MetricSpec:
     """How one measure family is named and computed.
 
     Attributes:
-        name: canonical name (``P``, ``nDCG``...).
-        aliases: other accepted names (case-insensitive match on all names).
-        cutoff: whether ``@k`` is required, optional or not allowed.
-        value: builds the per-query value from the named statistics of a :class:`Stats`.
+        aliases: other accepted names (all names match case-insensitively).
+        value: builds the per-query value from the statistics of a :class:`Stats`.
         num_rel_ret: the count that explains the value (relevant retrieved within the cutoff).
-        averaging: how per-query values are aggregated (macro mean, pooled micro, sum).
-        micro: the denominator of the pooled (micro) value, sum of num_rel_ret over queries
-            divided by k * queries (P@k) or by the sum of num_rel (R@k).
-        trec_name: trec_eval's measure name for a parsed measure.
+        micro: the pooled num_rel_ret's denominator: k * queries (P@k) or summed num_rel (R@k).
         description: the formula, shown by ``releval measures``.
-        judged_variant: whether a ``[judged]`` (condensed-list) variant makes sense
-            (not for Judged@k itself, which measures the unjudged documents).
+        judged_variant: whether a ``[judged]`` variant makes sense (not for Judged@k).
     """
 
     name: str
@@ -129,22 +116,19 @@ def _all_names() -> list[str]:
 def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = False) -> Measure:
     """Parse ``NAME[(rel=N)][@k][[judged]]`` into a :class:`Measure`.
 
-    trec_eval's names are accepted too: ``P_5``, ``recall_100``, ``success_10``,
-    ``ndcg_cut_10``, ``map_cut_100``, ``map``, ``recip_rank``, ``Rprec``, ``bpref``.
+    trec_eval's names (``P_5``, ``ndcg_cut_10``, ``map``, ``recip_rank``...) are accepted too.
 
     Args:
-        text: the measure as a user wrote it.
         relevance_level: the default threshold of binary relevance.
-        judged_only: the default of the judged-only flag (``evaluation.judged_only``);
-            ``[judged]`` in the text sets it for one measure. Ignored for measures
-            without a judged variant (Judged@k) unless written explicitly.
+        judged_only: the default judged-only flag, ignored by measures without a judged
+            variant; ``[judged]`` in the text sets it for one measure.
 
     Raises:
         MeasureError: unknown name (with the closest valid names), bad cutoff or level.
     """
     trec_style = _TREC_RE.match(text.strip())
     if trec_style and trec_style["name"].lower() in _BY_LOWER_NAME:
-        text = f"{trec_style['name']}@{trec_style['cutoff']}"  # trec_eval's P_5 is P@5
+        text = f"{trec_style['name']}@{trec_style['cutoff']}"
     match = _MEASURE_RE.match(text.strip())
     if not match:
         raise MeasureError(
@@ -203,11 +187,7 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
 def parse_measures(
     texts: Sequence[str], *, relevance_level: int = 1, judged_only: bool = False
 ) -> list[Measure]:
-    """Parse a list of measure strings, dropping exact repeats but keeping order.
-
-    A single string may hold several measures separated by commas. ``judged_only``
-    makes every measure (that has such a variant) judged-only, like trec_eval ``-J``.
-    """
+    """Parse measure strings (comma-separated allowed), dropping repeats; ``judged_only``: -J."""
     measures: list[Measure] = []
     for text in texts:
         for part in text.split(","):

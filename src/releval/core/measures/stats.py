@@ -1,33 +1,8 @@
 """Named per-query statistics that measures are built from.
 
-A measure's ``value`` function asks a :class:`Stats` for the statistics it
-needs (``stats.rel_ret(level=1, cutoff=10)``) and gets back a column reference.
-The collector remembers each statistic once, under a stable name, so P@10 and
-R@10 share one conditional sum and the whole measure list is computed in the
-engine's one pass (:mod:`releval.core.kernel`).
-
-Each statistic is described once, by what it is: a :class:`RunStat` (over a query's
-ranked run rows) or a :class:`QrelsStat` (over a query's judgments: relevant count,
-ideal DCG). The engine computes production's values from these descriptions, and only
-the engine does. The tests' SQL oracle (``tests/support/sql_oracle.py``) computes the same
-descriptions independently, with Spark SQL (window functions and aggregates), to check
-the engine.
-
-Judged-only (condensed-list) measures ask a view of the collector,
-``stats.judged()``: the same dictionaries, but every statistic that depends on
-rank uses the *condensed position* (the rank among the query's judged documents)
-and counts only judged rows. Their names
-end in ``_j``, so the full and the condensed statistics live side by side.
-
-A document is *judged* when it has a label: a null ``relevance`` is "not judged". The
-labels arrive through :func:`releval.core.engine.judgment`, the one place where the
-negative-label rule (``evaluation.negative_labels``) is applied: by default a negative label
-is trec_eval's "in the pool, not judged" and arrives as null.
-
-Statistics that need a qrels count inside a per-row term (R-precision cuts at
-R = num_rel; bpref caps counts at num_rel) are a small array per query
-(positions of relevant documents, or judged non-relevant counts above them), and the
-measure's expression finishes the sum, next to the qrels statistics.
+A measure asks a :class:`Stats` for a statistic (``stats.rel_ret(level=1, cutoff=10)``) and
+gets its column; each is registered once by name, so measures share them in the engine's
+one pass. ``stats.judged()`` ranks by condensed position. See docs/design/engine.md.
 """
 
 from __future__ import annotations
@@ -49,19 +24,8 @@ def _level(level: int) -> str:
 
 @dataclass(frozen=True)
 class RunStat:
-    """What a run statistic is, independent of how it is computed.
-
-    The engine (:mod:`releval.core.kernel`) computes the statistic from this
-    description; so does the tests' SQL oracle, its own way.
-
-    Attributes:
-        kind: ``num_ret``, ``ret``, ``judged_ret``, ``rel_ret``, ``first_rel``, ``dcg``,
-            ``prec_sum``, ``rel_pos`` or ``nonrel_above`` (see the :class:`Stats` methods).
-        judged: counts judged rows only and ranks by the condensed position.
-        level: relevance level (kinds that test relevance).
-        cutoff: ranks 1..cutoff; None = all.
-        gain: ``linear`` or ``exponential`` (``dcg``).
-    """
+    """A run statistic (``kind``: see the :class:`Stats` methods); ``judged``: judged rows
+    only, at condensed positions; ``cutoff`` None: all ranks."""
 
     kind: str
     judged: bool = False
@@ -72,20 +36,7 @@ class RunStat:
 
 @dataclass(frozen=True)
 class QrelsStat:
-    """What a qrels statistic of a query is, independent of how it is computed.
-
-    Production computes it in the engine's pass (:mod:`releval.core.kernel`), from the
-    query's judgments there: one label per (query, doc), the highest. The tests' SQL
-    oracle computes the same statistic over the qrels' ideal ranking.
-
-    Attributes:
-        kind: ``num_rel`` (judged documents with label >= level), ``num_nonrel`` (judged,
-            label < level) or ``idcg`` (the DCG of the ideal ranking: the labels best
-            first, positions 1..cutoff).
-        level: relevance level (``num_rel``, ``num_nonrel``).
-        cutoff: positions 1..cutoff of the ideal ranking; None = all (``idcg``).
-        gain: ``linear`` or ``exponential`` (``idcg``).
-    """
+    """A query's qrels statistic: ``num_rel`` (label >= level), ``num_nonrel`` or ``idcg``."""
 
     kind: str
     level: int | None = None
@@ -95,19 +46,7 @@ class QrelsStat:
 
 @dataclass
 class Stats:
-    """Collects named statistics; see the module docstring.
-
-    Each method registers a statistic's description under its stable name and returns a
-    reference to its column in the per-query table (which the engine fills).
-
-    Attributes:
-        partition_columns: the run's partition columns (statistics are per run and query).
-        rank_by: the ranking rule the statistics' positions follow.
-        run_default: name -> value when a query has no rows in the run (missing query).
-        run_spec: name -> the :class:`RunStat` the engine computes.
-        qrels_spec: name -> the :class:`QrelsStat` the engine computes.
-        judged_only: this view ranks by the condensed position (see :meth:`judged`).
-    """
+    """Collects named statistics; ``run_default``: each one's value for a query not in the run."""
 
     partition_columns: tuple[str, ...]
     rank_by: str = "score"
@@ -162,11 +101,7 @@ class Stats:
         )
 
     def dcg(self, *, cutoff: int | None, gain: str = "linear") -> Column:
-        """Sum over positions <= cutoff of gain(label) / log2(position + 1).
-
-        ``gain``: ``linear`` (trec_eval's: the label when positive, else 0) or
-        ``exponential`` (2^label - 1 when positive, else 0).
-        """
+        """Sum of gain(label) / log2(position + 1) to cutoff; gain: label or 2^label - 1."""
         return self._run_stat(
             self._name(f"_dcg{'' if gain == 'linear' else '_' + gain}_k{_suffix(cutoff)}"),
             F.lit(0.0), RunStat("dcg", judged=self.judged_only, cutoff=cutoff, gain=gain),
@@ -187,14 +122,7 @@ class Stats:
         )
 
     def nonrel_above_relevant(self, *, level: int) -> Column:
-        """Array with, for each relevant retrieved document, the judged non-relevant
-        documents (label < level) ranked above it.
-
-        Unjudged documents are skipped, so the array is the same in the judged-only view.
-        A negative label is skipped too under the default rule (it arrives as "not judged",
-        trec_eval's bpref), and counts as judged non-relevant under ``negative_labels =
-        "judged"``.
-        """
+        """Per relevant retrieved document, the judged non-relevant ones above (both views)."""
         return self._run_stat(
             f"_nonrel_above_l{_level(level)}", F.array().cast("array<long>"),
             RunStat("nonrel_above", level=level),

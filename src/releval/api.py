@@ -1,0 +1,299 @@
+"""The public face: evaluate runs and compare them on DataFrames, and list the measures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from releval.checks.accounts import QualityReport
+from releval.config import DATAFRAME, ComparisonSettings, IntervalSettings, QrelsSource, RunSource
+from releval.core import columns as S
+from releval.core.frames import local_frame
+from releval.core.measures import REGISTRY
+from releval.core.measures.judged import with_judged_measures
+from releval.core.measures.registry import parse_measures
+from releval.errors import ConfigError, InputError
+from releval.io import tables
+from releval.io.readers import raw_qrels_input, raw_run_input
+from releval.job.counts import Counts, query_counts
+from releval.job.inputs import JobInputs, account, checked_inputs, rejected_rows
+from releval.job.partitions import partition_label
+from releval.job.pipeline import Evaluation, evaluate_inputs
+from releval.stats import comparison
+from releval.stats.aggregate import bootstrap, rows
+
+RUN_COLUMNS = (S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK)
+QRELS_COLUMNS = (S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
+
+
+def _mapping(given: Mapping[str, str] | None, known: Sequence[str], name: str,
+             df: DataFrame) -> dict[str, str]:
+    """releval's column -> the caller's; an unknown key is an error naming the known ones."""
+    given = dict(given or {})
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise ConfigError(
+            f"{name}: unknown key(s) {unknown}; releval's columns are {list(known)} "
+            f"(map them to the DataFrame's columns {df.columns})"
+        )
+    return {c: given.get(c, c) for c in known}
+
+
+@dataclass(frozen=True)
+class Result:
+    """An evaluation on DataFrames: lazy until one of its tables or its accounts is used.
+
+    Attributes:
+        per_query: one row per (run partition, query, measure): the per-query table's
+            schema (``job_run_id`` null).
+        quarantine: one row per rejected input row, with the reason: the quarantine
+            table's schema.
+    """
+
+    evaluation: Evaluation
+    inputs: JobInputs
+    missing_queries: str
+    run_name: str
+    qrels_name: str
+
+    @property
+    def per_query(self) -> DataFrame:
+        return tables.per_query_rows(self.evaluation.per_query, job_run_id=None)
+
+    @property
+    def quarantine(self) -> DataFrame:
+        fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
+        return tables.quarantine_rows(rejected_rows(self.inputs), partition_fields=fields,
+                                      qrels=self.qrels_name, job_run_id=None)
+
+    @cached_property
+    def _counts(self) -> Counts:
+        return query_counts(
+            self.evaluation.queries, list(self.inputs.partition_columns),
+            missing_queries=self.missing_queries, measures=self.evaluation.measures,
+            intervals=self.evaluation.intervals,
+        )
+
+    @cached_property
+    def accounts(self) -> QualityReport:
+        """The row accounting of both inputs: ``input = used + quarantined`` (checked)."""
+        return account(self.inputs, self._counts, run_name=self.run_name,
+                       qrels_name=self.qrels_name)
+
+    @cached_property
+    def aggregate(self) -> DataFrame:
+        """One row per (run partition, measure, averaging): the aggregate table's schema
+        (``job_run_id`` null). Computed when first read, with :attr:`accounts`."""
+        self.accounts  # noqa: B018 - the same aggregation; its check comes first
+        ev, parts = self.evaluation, list(self.inputs.partition_columns)
+        boot = (bootstrap(ev.queries, measures=ev.measures, partition_columns=parts,
+                          intervals=ev.intervals)
+                if ev.intervals.method == "bootstrap" else None)
+        found = rows(self._counts.sums, measures=ev.measures, partition_columns=parts,
+                     intervals=ev.intervals, bootstrap=boot)
+        schema = tables.aggregate_schema([self.inputs.run.schema[c] for c in parts])
+        return local_frame(
+            ev.queries.sparkSession,
+            [tuple(r.get(f.name) for f in schema.fields) for r in found], schema,
+        )
+
+    def write(
+        self,
+        *,
+        per_query: str | None = None,
+        aggregate: str | None = None,
+        quarantine: str | None = None,
+        catalog: bool = False,
+    ) -> None:
+        """Write the tables asked for as Delta tables, replacing their contents.
+
+        Args:
+            per_query, aggregate, quarantine: where each goes: a path, or with ``catalog``
+                a table name; None: not written.
+            catalog: the names are catalog tables, not paths.
+
+        Example:
+            >>> result.write(per_query=str(tmp / "pq"), aggregate=str(tmp / "agg"))
+        """
+        fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
+
+        def where(name: str | None) -> dict[str, str | None]:
+            return {"path": None, "table": name} if catalog else {"path": name, "table": None}
+
+        if per_query:
+            counts = self._counts.queries
+            tables.write_per_query(
+                self.evaluation.per_query,
+                rows=(counts["scored"] + counts["missing"]) * len(self.evaluation.measures),
+                **where(per_query), partition_fields=fields,
+                output_partition_columns=(), predicate=None, job_run_id=None,
+            )
+        if aggregate:
+            tables.write_aggregate(
+                self.evaluation.queries.sparkSession, [r.asDict() for r in self.aggregate.collect()],
+                **where(aggregate), partition_fields=fields, output_partition_columns=(),
+                predicate=None, job_run_id=None,
+            )
+        if quarantine:
+            tables.write_quarantine(
+                rejected_rows(self.inputs), spark=self.evaluation.queries.sparkSession,
+                **where(quarantine), partition_fields=fields, output_partition_columns=(),
+                run_predicate=None, qrels=self.qrels_name,
+            )
+
+
+def evaluate(
+    run: DataFrame,
+    qrels: DataFrame,
+    *,
+    measures: Sequence[str],
+    partition_by: Sequence[str] = (),
+    columns: Mapping[str, str] | None = None,
+    qrels_columns: Mapping[str, str] | None = None,
+    rank_by: str = "score",
+    relevance_level: int = 1,
+    judged_only: bool = False,
+    missing_queries: str = "zero",
+    negative_labels: str = "unjudged",
+    ci_level: float = 0.95,
+) -> Result:
+    """Evaluate a run DataFrame against a qrels DataFrame, query by query.
+
+    The row rules, the quarantine, the accounting and the engine are the batch job's.
+    Nothing runs until a table of the result, or its accounts, is used.
+
+    Args:
+        run: one row per retrieved document: query id, doc id, score and/or rank, and the
+            ``partition_by`` columns.
+        qrels: one row per judgment: query id, doc id, relevance (an integer label).
+        measures: names as ``releval measures`` lists them: ``"nDCG@10"``,
+            ``"P(rel=2)@5"``, ``"AP"``, ``"map"``; Judged@k is added for each cutoff k.
+        partition_by: the run columns that identify one run (system, date, ...).
+        columns, qrels_columns: releval's column name -> yours, e.g.
+            ``{"doc_id": "item_id", "rank": "position"}``.
+        rank_by: ``"score"`` (descending, ties by doc id descending, as trec_eval) or
+            ``"rank"`` (the given positions).
+        relevance_level: the lowest label that counts as relevant.
+        judged_only: evaluate every measure on the judged documents only (trec_eval -J).
+        missing_queries: ``"zero"``: a judged query a run did not retrieve scores 0
+            (trec_eval -c); ``"skip"``: it is left out.
+        negative_labels: ``"unjudged"`` (trec_eval) or ``"judged"``.
+        ci_level: the level of each macro value's t interval.
+
+    Returns:
+        A :class:`Result`: ``per_query``, ``aggregate``, ``quarantine``, ``accounts``.
+
+    Example:
+        >>> run = spark.createDataFrame(
+        ...     [("q1", "a", 2.0), ("q1", "b", 1.0)], "qid string, item string, s double")
+        >>> qrels = spark.createDataFrame([("q1", "b", 1)], "qid string, item string, label int")
+        >>> result = evaluate(run, qrels, measures=["P@1", "RR"],
+        ...     columns={"query_id": "qid", "doc_id": "item", "score": "s"},
+        ...     qrels_columns={"query_id": "qid", "doc_id": "item", "relevance": "label"})
+        >>> sorted((r.measure_key, r.value) for r in result.aggregate.collect()
+        ...        if r.averaging == "macro")
+        [('Judged@1', 0.0), ('P@1', 0.0), ('RR', 0.5)]
+    """
+    parts = tuple(partition_by)
+    run_map = _mapping(columns, RUN_COLUMNS, "columns", run)
+    qrels_map = _mapping(qrels_columns, QRELS_COLUMNS, "qrels_columns", qrels)
+    if rank_by not in ("score", "rank"):
+        raise ConfigError(f"rank_by must be 'score' or 'rank', got {rank_by!r}")
+    run_src = RunSource(
+        format=DATAFRAME, query_id=run_map[S.QUERY_ID], doc_id=run_map[S.DOC_ID],
+        score=run_map[S.SCORE], rank=run_map[S.RANK], partition_columns=parts, rank_by=rank_by,
+    )
+    qrels_src = QrelsSource(
+        format=DATAFRAME, query_id=qrels_map[S.QUERY_ID], doc_id=qrels_map[S.DOC_ID],
+        relevance=qrels_map[S.RELEVANCE],
+    )
+    inputs = checked_inputs(raw_run_input(run, run_src, section="columns"),
+                            raw_qrels_input(qrels, qrels_src, section="qrels_columns"),
+                            rank_by=rank_by, partition_columns=parts)
+    parsed = with_judged_measures(
+        parse_measures(list(measures), relevance_level=relevance_level, judged_only=judged_only),
+        relevance_level=relevance_level,
+    )
+    evaluation = evaluate_inputs(
+        inputs, measures=parsed, missing_queries=missing_queries,
+        negative_labels=negative_labels, intervals=IntervalSettings(level=ci_level),
+    )
+    return Result(evaluation, inputs, missing_queries, "run DataFrame", "qrels DataFrame")
+
+
+def _side(value: Mapping[str, str] | str, columns: Sequence[str]) -> dict[str, str]:
+    """A run partition: a mapping, or ``"column=value[,column=value]"``."""
+    if isinstance(value, str):
+        pairs = [p.partition("=") for p in value.split(",") if p.strip()]
+        if any(not sep or not k.strip() for k, sep, _ in pairs):
+            raise ConfigError(f"{value!r}: expected column=value[,column=value]")
+        value = {k.strip(): v.strip() for k, _, v in pairs}
+    unknown = sorted(set(value) - set(columns))
+    if unknown:
+        raise InputError(f"{dict(value)}: no column(s) {unknown} in the per-query rows {list(columns)}")
+    return {k: str(v) for k, v in value.items()}
+
+
+def compare(
+    per_query: DataFrame,
+    *,
+    baseline: Mapping[str, str] | str,
+    candidates: Sequence[Mapping[str, str] | str],
+    missing_queries: str = "zero",
+    alpha: float = 0.05,
+    correction: str = "holm",
+    test: str = "randomization",
+    permutations: int = 10000,
+    seed: int = 20261130,
+) -> DataFrame:
+    """Compare candidates with a baseline query by query: the paired tests of ``releval compare``.
+
+    Args:
+        per_query: per-query rows (``Result.per_query`` or the per-query table).
+        baseline: the baseline's run partition, ``{"system": "bm25"}`` or ``"system=bm25"``.
+        candidates: the candidates' run partitions, in the same forms.
+        missing_queries: ``"zero"``: every query either side scored is a pair (0 where
+            missing); ``"skip"``: the queries both sides scored.
+        alpha: the significance level (and 1 - the difference interval's level).
+        correction: ``"holm"`` or ``"bh"``, over all candidates and measures.
+        test: which p-value marks a row significant: ``"randomization"``, ``"t"`` or
+            ``"tukey"``.
+        permutations, seed: of the randomization (and Tukey HSD) tests.
+
+    Returns:
+        One row per (candidate, measure): means, the difference with its interval, wins /
+        ties / losses, Cohen's d, the p-values and ``significant``.
+
+    Example:
+        >>> table = compare(result.per_query, baseline="system=bm25",
+        ...                 candidates=["system=dense"])
+    """
+    base = _side(baseline, per_query.columns)
+    sides = [_side(c, per_query.columns) for c in candidates]
+    keys = sorted({k for side in [base, *sides] for k in side})
+    labels = {partition_label(side, [k for k in keys if k in side]): side for side in sides}
+    settings = ComparisonSettings(permutations=permutations, seed=seed, correction=correction,
+                                  alpha=alpha, test=test)
+    return comparison.compare(per_query, baseline=base, candidates=labels,
+                              missing_queries=missing_queries, settings=settings)
+
+
+def measures() -> list[dict[str, Any]]:
+    """The measures releval computes: name, aliases, cutoff rule, formula, averagings.
+
+    Example:
+        >>> next(m for m in measures() if m["name"] == "P")["cutoff"]
+        'required'
+    """
+    return [
+        {"name": s.name, "aliases": list(s.aliases), "cutoff": s.cutoff,
+         "formula": s.description, "averaging": list(s.averaging)}
+        for s in REGISTRY.values()
+    ]
+
+
+__all__ = ["Result", "compare", "evaluate", "measures"]
