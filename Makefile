@@ -74,9 +74,9 @@ report: install $(SAMPLE_STAMP) ## HTML report with figures over the sample's ou
 	$(SPARK_SUBMIT) jobs/evaluate.py --config $(CONFIG) --pending --show 0
 	$(VENV)/bin/releval report --config $(CONFIG) --output $(REPORT)
 
-sample: $(SAMPLE_STAMP) ## generate the synthetic sample log and qrels (once) under warehouse/sample
+sample: $(SAMPLE_STAMP) ## generate the synthetic sample search log and qrels (once) under warehouse/sample
 
-$(SAMPLE_STAMP): src/releval/sample.py | $(VENV)/.installed $(JARS)
+$(SAMPLE_STAMP): src/releval/job/sample.py | $(VENV)/.installed $(JARS)
 	$(SPARK_SUBMIT) jobs/generate_sample.py --config conf/local.toml
 	touch $@
 

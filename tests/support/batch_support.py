@@ -31,7 +31,7 @@ AGGREGATE_ROWS_PER_DATE = 3 * 6
 
 def write_inputs(spark: SparkSession, folder: Path) -> tuple[str, str]:
     """The small sample as Delta tables under ``folder``: (run path, qrels path)."""
-    run, qrels = str(folder / "run_log"), str(folder / "qrels")
+    run, qrels = str(folder / "search_log"), str(folder / "qrels")
     write_sample(spark, run_path=run, qrels_path=qrels, shape=SHAPE)
     return run, qrels
 

@@ -1,5 +1,9 @@
 """A synthetic search log and graded qrels, generated with a fixed seed: several systems over
-several days, log-style columns (``item_id``), graded labels 0-3, many unjudged documents."""
+several days, log-style columns (``item_id``), graded labels 0-3, many unjudged documents.
+
+``make sample`` writes them where ``conf/local.toml`` points: the search log to
+``warehouse/sample/search_log`` (not ``run_log``: that is the name of the job's own run log,
+releval.job.lineage) and the qrels to ``warehouse/sample/qrels``."""
 
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ class SampleShape:
 
 
 def generate(shape: SampleShape = SampleShape()) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Generate (run log, qrels) as pandas frames; same seed, same data."""
+    """Generate (search log, qrels) as pandas frames; same seed, same data."""
     rng = np.random.default_rng(shape.seed)
     qrels_rows = []
     pools: dict[str, tuple[np.ndarray, np.ndarray]] = {}
