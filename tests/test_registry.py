@@ -51,3 +51,13 @@ def test_comma_separated_list_keeps_order_and_drops_repeats():
 
 def test_every_spec_documents_its_formula():
     assert all(spec.description for spec in REGISTRY.values())
+
+
+def test_the_measures_page_is_the_registrys():
+    from pathlib import Path
+
+    from releval.core.measures import page
+
+    written = (Path(__file__).resolve().parents[1] / "docs" / "measures.md").read_text()
+    assert written == page.render(), "regenerate: python -m releval.core.measures.page > docs/measures.md"
+    assert "| `P` | `Precision` | `@k` required | macro, micro | `P_k` |" in written

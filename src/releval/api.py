@@ -62,7 +62,9 @@ class Result:
 
     @property
     def per_query(self) -> DataFrame:
-        return tables.per_query_rows(self.evaluation.per_query, job_run_id=None)
+        return tables.per_query_rows(self.evaluation.per_query,
+                                     partition_columns=self.inputs.partition_columns,
+                                     job_run_id=None)
 
     @property
     def quarantine(self) -> DataFrame:
@@ -117,7 +119,11 @@ class Result:
             catalog: the names are catalog tables, not paths.
 
         Example:
-            >>> result.write(per_query=str(tmp / "pq"), aggregate=str(tmp / "agg"))
+            >>> run = spark.createDataFrame([("q1", "a", 1.0)], "query_id string, doc_id string, score double")
+            >>> qrels = spark.createDataFrame([("q1", "a", 1)], "query_id string, doc_id string, relevance int")
+            >>> evaluate(run, qrels, measures=["P@1"]).write(per_query=str(tmp / "per_query"))
+            >>> spark.read.format("delta").load(str(tmp / "per_query")).count()
+            2
         """
         fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
 
@@ -269,8 +275,17 @@ def compare(
         ties / losses, Cohen's d, the p-values and ``significant``.
 
     Example:
-        >>> table = compare(result.per_query, baseline="system=bm25",
-        ...                 candidates=["system=dense"])
+        >>> run = spark.createDataFrame([(s, q, d, float(x)) for s, q, d, x in [
+        ...     ("bm25", "q1", "a", 2), ("bm25", "q1", "b", 1), ("bm25", "q2", "c", 1),
+        ...     ("dense", "q1", "b", 2), ("dense", "q1", "a", 1), ("dense", "q2", "c", 1)]],
+        ...     "system string, query_id string, doc_id string, score double")
+        >>> qrels = spark.createDataFrame([("q1", "b", 1), ("q2", "c", 1)],
+        ...     "query_id string, doc_id string, relevance int")
+        >>> result = evaluate(run, qrels, measures=["RR"], partition_by=["system"])
+        >>> row = compare(result.per_query, baseline="system=bm25",
+        ...               candidates=["system=dense"]).where("measure_key = 'RR'").first()
+        >>> row.candidate, row.mean_diff  # RR per query: bm25 1/2, 1; dense 1, 1
+        ('system=dense', 0.25)
     """
     base = _side(baseline, per_query.columns)
     sides = [_side(c, per_query.columns) for c in candidates]

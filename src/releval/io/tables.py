@@ -242,9 +242,13 @@ def write_quarantine(
 ROWS_PER_FILE = 1_000_000
 
 
-def per_query_rows(per_query: DataFrame, *, job_run_id: str | None) -> DataFrame:
+def per_query_rows(
+    per_query: DataFrame, *, partition_columns: Sequence[str], job_run_id: str | None
+) -> DataFrame:
     """The per-query rows (:func:`releval.core.engine.long_format`) as the table holds them."""
-    return per_query.select("*", F.lit(job_run_id).cast("string").alias(C.JOB_RUN_ID))
+    fields = [per_query.schema[c] for c in partition_columns]
+    with_id = per_query.withColumn(C.JOB_RUN_ID, F.lit(job_run_id).cast("string"))
+    return with_id.select(*per_query_schema(fields).names)
 
 
 def write_per_query(
@@ -274,7 +278,8 @@ def write_per_query(
     parts = [f.name for f in fields]
     files = max(1, -(-rows // ROWS_PER_FILE))
     return replace_partitions(
-        per_query_rows(per_query.coalesce(files), job_run_id=job_run_id),
+        per_query_rows(per_query.coalesce(files), partition_columns=parts,
+                       job_run_id=job_run_id),
         path=path,
         table=table,
         schema=with_comments(per_query_schema(fields), PER_QUERY_COMMENTS),
