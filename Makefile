@@ -53,7 +53,7 @@ classes: $(CLASS_ARCHIVE) ## the driver JVM's class archive (a small evaluation,
 # an accelerator only: a JVM that cannot write the archive leaves the install as it was
 # (tests/test_session.py, which `make test` runs, says when it is missing)
 $(CLASS_ARCHIVE): $(JARS) $(VENV)/.installed
-	$(PY) -m releval.runtime.session --archive-classes $(JARS_DIR) \
+	$(PY) -m releval.job.class_archive $(JARS_DIR) \
 	  || echo "classes: no class archive written; jobs run without it (a slower start)"
 
 SAMPLE_STAMP := warehouse/sample/.generated

@@ -362,7 +362,7 @@ def test_version_1_tables_are_migrated_and_written_again(
          f"date={D27}"),
         ("qrels", "s", None, {}, {"doc_id": "d2"}, "invalid_relevance", "m", f"date={D27}"),
     ], old).write.format("delta").mode("append").save(quarantine)
-    (DeltaTable.create(spark).location(log).addColumns(lineage.RUN_LOG_SCHEMA)
+    (DeltaTable.create(spark).location(log).addColumns(tables.RUN_LOG_SCHEMA)
      .property(SCHEMA_VERSION_PROPERTY, "1").execute())
     # the aggregate table as version 1 wrote it: no negative_labels, no interval columns
     agg = config.output.aggregate_path or ""

@@ -1,33 +1,12 @@
-"""PySpark's Python worker daemon, without re-reading zip archives at every task.
+"""PySpark's Python worker daemon, with workers that start cheaply (local master only).
 
-PySpark 4.0's worker calls :func:`importlib.invalidate_caches` at the start of every task
-(``pyspark.worker_util.setup_spark_files``), so that files added to the session since
-the last task can be imported. On Python 3.11 that makes every cached
-:class:`zipimport.zipimporter` read its archive's whole directory again, and a worker's
-``sys.path`` holds three archives that never change during a session: ``pyspark.zip``,
-Py4J's zip and the ``spark-core`` jar (Spark's ``PythonUtils.sparkPythonPath``), each
-cached once per package directory imported from it. Measured on a 2-core machine: 260 ms
-of every Python task, whatever its rows (issue 11: most of a small job's Python tasks).
-
-Run as ``python -m releval.runtime.daemon pyspark.worker`` (Spark's command for the daemon module
-``spark.python.daemon.module``), this makes a zip importer re-read its archive only when
-the archive file changed (its size or modification time), which is all that re-reading
-can find, then runs PySpark's daemon, which forks PySpark's workers from this process.
-Everything else is PySpark's daemon and worker unchanged. ``releval.runtime.session.
-build_session`` names this module for a local master whose workers run this interpreter
-(where releval is importable when the daemon starts); a cluster's executors keep
-PySpark's daemon.
-
-Two more things make a new worker cheap, both measured on a 2-core machine:
-
-- PySpark's own package is imported from the installed directory, whose bytecode pip
-  compiled, instead of ``pyspark.zip``, from which every module is compiled from source
-  (importing ``pyspark.worker``: 1.4 s from the zip, 0.4 s from the directory). Only when
-  the zip is the one inside that same installed package, of the same version, and only
-  that package: ``sys.path`` is not changed, so no other module resolves differently.
-- The engine's modules (``releval.core.kernel``: NumPy, PyArrow, pandas and releval's
-  own) are imported once in the daemon, so each worker forked from it has them (about
-  0.65 s per worker otherwise).
+Run as ``python -m releval.runtime.daemon pyspark.worker`` (Spark's
+``spark.python.daemon.module``, set by :func:`releval.runtime.session.worker_daemon`), it
+runs PySpark's daemon after three changes in its own process: a zip importer re-reads its
+archive only when the file changed (PySpark's worker invalidates the import caches at every
+task), ``pyspark`` is imported from the installed package's compiled files rather than
+``pyspark.zip``, and the engine's modules are imported once, before workers are forked.
+Workers and daemon are otherwise PySpark's. See docs/performance.md.
 """
 
 from __future__ import annotations

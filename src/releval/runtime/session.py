@@ -1,11 +1,8 @@
-"""The one place a SparkSession is built, with Delta Lake configured.
+"""The one place a SparkSession is built, with Delta Lake configured, and the driver JVM's
+options for a small local job (docs/performance.md, "Runtime accelerators").
 
-Delta's jars are fetched once at install time (``make jars``, Maven) into the
-project's ``.jars/`` folder, or the folder named by ``RELEVAL_JARS``. When that
-folder holds them they are put on ``spark.jars``; otherwise Spark resolves the
-pinned Maven coordinates itself (``spark.jars.packages``) and caches them. A job
-that ``spark-submit`` started with Delta's jars (``--jars``, ``--packages``: a
-cluster's jars folder or Maven) keeps those.
+Delta's jars come from ``.jars/`` (or ``RELEVAL_JARS``), else from Maven through Spark's own
+resolver; a job that ``spark-submit`` started with Delta's jars keeps those.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ import glob
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -48,11 +45,8 @@ def delta_jars(jars_dir: str | Path | None = None) -> list[Path]:
 
 
 #: The driver JVM's class-data-sharing archive, next to Delta's jars: the classes a small
-#: job loads (Spark's, Delta's, Parquet's, Arrow's), written once at install time
-#: (``make install``: ``python -m releval.runtime.session --archive-classes``). A JVM that maps it
-#: loads them from the archive instead of the jars: a small job starts and runs faster
-#: (docs/performance.md). It is only an accelerator: a missing or stale archive (another
-#: JDK, another Spark) leaves the JVM as it was.
+#: job loads, written once at install time (``python -m releval.job.class_archive``); a JVM
+#: that cannot use it (another JDK or class path) runs without it.
 CLASS_ARCHIVE = "releval-classes.jsa"
 
 
@@ -69,18 +63,12 @@ def archive_options(archive: Path) -> str:
     return f'"-XX:SharedArchiveFile={archive}" -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off'
 
 
-#: The driver JVM's just-in-time compilation for a short local job: the quick compiler
-#: (C1) only. The optimizing compiler (C2) spends a whole core for most of a short job
-#: compiling Spark's and Delta's code, which on a small machine is the core the job needs:
-#: C1 only took `make run` on the sample from 25.5-27.0 s to 19.1-20.0 s, and `releval
-#: evaluate` on 100k TREC lines from 20-24 s to 14-18 s (docs/performance.md). A long job
-#: gains from C2's faster code (the test session's JVM, which runs for minutes, took 25%
-#: longer on C1 only), so it is used only when the inputs are small (:func:`short_job`).
+#: A short local job's driver JVM compiles with the quick compiler (C1) only: the
+#: optimizing compiler would spend most of a short job on a core the job needs, and pays
+#: off only in a long job (:func:`short_job`).
 SHORT_JOB_JIT = "-XX:TieredStopAtLevel=1"
 
-#: Local inputs of at most this many bytes (run and qrels together) make a short job: at
-#: 1M TREC lines (38 MB) C1 only was still 4-5 s faster; at 10M rows (112 MB of Parquet)
-#: it gained nothing and lost up to 8%.
+#: Local inputs of at most this many bytes (run and qrels together) make a short job.
 SHORT_JOB_BYTES = 64 * 2**20
 
 
@@ -176,13 +164,9 @@ DAEMON_MODULE = "spark.python.daemon.module"
 def worker_daemon(conf: Mapping[str, str]) -> dict[str, str]:
     """The Spark conf that starts the local Python workers from :mod:`releval.runtime.daemon`.
 
-    PySpark's worker re-reads three zip archives at every task (260 ms of each Python
-    task on a 2-core machine; see :mod:`releval.runtime.daemon`). Its daemon is replaced only
-    where it is safe: the workers run this very interpreter (``PYSPARK_PYTHON`` is
-    ``sys.executable``, as :func:`build_session` sets it on a local master), releval is
-    installed as files (not shipped in a zip, which a worker would only see after the
-    daemon started), and ``conf`` names neither another Python nor another daemon.
-    Otherwise (a cluster, another interpreter) this returns {} and PySpark's daemon runs.
+    Only where it is safe: the workers run this interpreter, releval is installed as files
+    (not shipped in a zip), and ``conf`` names neither another Python nor another daemon;
+    otherwise (a cluster, another interpreter) {}: PySpark's daemon runs.
     """
     import releval
 
@@ -222,16 +206,13 @@ def build_session(settings: SparkSettings = SparkSettings(), *, short: bool = Fa
         settings: master, application name, the cluster keys (shuffle partitions, executor
             memory and cores, adaptive execution, warehouse) and extra Spark conf.
         short: a short job (:func:`short_job`): a driver JVM this process starts on a
-            local master compiles with C1 only (:data:`SHORT_JOB_JIT`). A JVM that
-            ``spark-submit`` started keeps its options (the Makefile asks
-            ``python -m releval.runtime.session --driver-options CONFIG`` for them).
+            local master compiles with C1 only (:data:`SHORT_JOB_JIT`); a JVM that
+            ``spark-submit`` started keeps its options (``--driver-options CONFIG`` below).
 
     Returns:
         The active SparkSession.
     """
-    # On local Spark the Arrow engine's Python workers need this interpreter's packages
-    # (NumPy, PyArrow); an explicit PYSPARK_PYTHON wins. A cluster's executors have their
-    # own Python (spark.pyspark.python), which this does not touch.
+    # local workers need this interpreter's packages; an explicit PYSPARK_PYTHON wins
     if (settings.master or "").startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(settings.app_name)
@@ -247,17 +228,14 @@ def build_session(settings: SparkSettings = SparkSettings(), *, short: bool = Fa
     builder = (
         builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-        # Let the label join reuse the run's partitioning by query id (a subset of the
-        # join keys query id, doc id): the pipeline's one shuffle. See pipeline.evaluate.
+        # a join on (query id, doc id) may reuse a partitioning by query id alone
         .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
         # the Arrow engine receives a shuffle partition in batches of this many rows
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
-        # PySpark records the Python call site of every DataFrame and Column call, for
-        # the query context of Spark's own errors: 3 of 4 Py4J calls of building an
-        # evaluation (4,458 -> 1,565 for 9 measures; about 0.5 s per evaluation on 2
-        # cores). releval reports its errors itself; [spark.conf] can turn it back on.
+        # the Python call site of every DataFrame call, for Spark's error context, costs
+        # most of the Py4J calls of planning; releval names its errors itself
         .config(DATAFRAME_DEBUGGING, "false")
     )
     # shuffle partitions, executor memory and cores, adaptive execution, warehouse
@@ -265,9 +243,8 @@ def build_session(settings: SparkSettings = SparkSettings(), *, short: bool = Fa
         builder = builder.config(key, value)
     cores = local_cores(settings.master)
     if cores:
-        # Delta rebuilds each table's snapshot in 50 partitions by default: on one machine
-        # most of a small job's Delta bookkeeping (issue 11: 11 s -> 1.2 s of a 400-query
-        # run at 2). A cluster keeps Delta's default unless [spark.conf] sets it.
+        # Delta rebuilds each table's snapshot in 50 partitions by default, most of a small
+        # local job's Delta bookkeeping; a cluster keeps Delta's default.
         builder = builder.config("spark.databricks.delta.snapshotPartitions", str(2 * cores))
     starts_jvm = "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None
     conf = with_driver_options(settings.conf, driver_options(
@@ -310,50 +287,24 @@ def fetch_jars(jars_dir: str | Path) -> list[Path]:
     return copied
 
 
-def archive_classes(jars_dir: str | Path) -> Path:
-    """Write the class archive (:data:`CLASS_ARCHIVE`) into ``jars_dir``, next to Delta's jars.
+def archive_classes(jars_dir: str | Path, workload: Callable[[SparkSession], None]) -> Path:
+    """Write the class archive (:data:`CLASS_ARCHIVE`) into ``jars_dir``.
 
-    A small evaluation (TREC files in, Delta tables out, a few hundred rows) runs in a
-    driver JVM of its own that dumps the classes it loaded when it exits (JDK's dynamic
-    class-data-sharing archive); this process waits for that JVM to exit, then moves the
-    finished archive into place (a partial one is never used). Any archive already there
-    is removed first: the JVM that writes one must not map one. About a minute, once.
+    ``workload`` runs in a driver JVM of its own that dumps the classes it loaded when it
+    exits; the finished archive is then moved into place (a partial one is never used).
     """
-    import shutil
-    import tempfile
-
     folder = Path(jars_dir)
     target = folder / CLASS_ARCHIVE
     partial = folder / f"{CLASS_ARCHIVE}.partial"
-    target.unlink(missing_ok=True)
+    target.unlink(missing_ok=True)  # the JVM that writes an archive must not map one
     partial.unlink(missing_ok=True)
     os.environ["RELEVAL_JARS"] = str(folder)
-    from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
-    from releval.job import pipeline
-
-    work = Path(tempfile.mkdtemp(prefix="releval-classes-"))
-    try:
-        run, qrels = work / "run.trec", work / "qrels.trec"
-        run.write_text("".join(f"q{q} Q0 d{d} {d + 1} {10 - d} archive\n"
-                               for q in range(20) for d in range(10)))
-        qrels.write_text("".join(f"q{q} 0 d{d} {d % 3}\n" for q in range(20) for d in range(0, 10, 2)))
-        config = Config(
-            run=RunSource(path=str(run), format="trec", partition_columns=("run_id",)),
-            qrels=QrelsSource(path=str(qrels), format="trec"),
-            evaluation=EvaluationSettings(measures=("P@5", "nDCG@10", "AP", "RR")),
-            output=OutputSettings(per_query_path=str(work / "per_query"),
-                                  aggregate_path=str(work / "aggregate"),
-                                  quarantine_path=str(work / "quarantine")),
-        )
-        spark = build_session(SparkSettings(
-            master="local[2]", app_name="releval-class-archive", shuffle_partitions=2,
-            conf={DRIVER_JAVA_OPTIONS: f'"-XX:ArchiveClassesAtExit={partial}" -Xlog:cds=off'},
-        ))
-        pipeline.run(spark, config)
-        pipeline.read_per_query(spark, config).count()  # and the classes that read a table
-        stop_jvm(spark)  # the JVM writes the archive as it exits
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    spark = build_session(SparkSettings(
+        master="local[2]", app_name="releval-class-archive", shuffle_partitions=2,
+        conf={DRIVER_JAVA_OPTIONS: f'"-XX:ArchiveClassesAtExit={partial}" -Xlog:cds=off'},
+    ))
+    workload(spark)
+    stop_jvm(spark)  # the JVM writes the archive as it exits
     if not partial.is_file():
         raise RuntimeError(f"the JVM wrote no class archive at {partial}")
     partial.replace(target)
@@ -366,16 +317,13 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--fetch-jars":
         for jar in fetch_jars(sys.argv[2]):
             print(f"fetched {jar}")
-    elif len(sys.argv) == 3 and sys.argv[1] == "--archive-classes":
-        print(f"wrote {archive_classes(sys.argv[2])}")
     elif len(sys.argv) == 3 and sys.argv[1] == "--driver-options":
-        # for the Makefile's spark-submit, whose driver JVM starts before the job's Python:
-        # the options build_session gives a JVM it starts for the same config
+        # for spark-submit, whose driver JVM starts before any releval code runs
         from releval.config import load_config
 
         print(driver_options(archive=class_archive(),
                              short=short_job(load_config(sys.argv[2]))))
     else:
-        print("usage: python -m releval.runtime.session --fetch-jars DIR | --archive-classes DIR"
+        print("usage: python -m releval.runtime.session --fetch-jars DIR"
               " | --driver-options CONFIG", file=sys.stderr)
         sys.exit(2)
