@@ -1,5 +1,5 @@
-"""releval report: the page's numbers against the tables, the figures' data and layout, the
-CLI's errors, and (slow) the page in headless Chromium."""
+"""releval report: the page's numbers against the tables, the headline, the folded tables,
+the figures' data and layout, the CLI's errors, and (slow) the page in headless Chromium."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+from html import unescape
 from pathlib import Path
 
 import pandas as pd
@@ -25,11 +26,12 @@ from releval.errors import InputError
 from releval.job import compare as compare_job
 from releval.job.batch import run_job
 from releval.job.pipeline import job_measures
-from releval.report import figures
-from releval.report.data import read_report_data
+from releval.report import figures, headline
+from releval.report.data import ReportData, latest_comparison, read_report_data
+from releval.report.html import FOLD_ROWS, warnings_table
 
 JOB = "report-job-1"
-#: the README's "Which metric when" queries name these measures (and Judged@k)
+#: the queries of docs/which-measure.md name these measures (and Judged@k)
 MEASURES = ("P@5", "P@10", "R@10", "R@50", "Hit@10", "RR", "nDCG@10", "num_ret")
 
 
@@ -114,6 +116,7 @@ def test_the_page_shows_the_tables_numbers(spark, job):
         c = compared[r[1]]
         assert r[0] == f"system=hybrid/date={D29}" and int(r[2]) == c[S.NUM_PAIRS]
         assert r[5] == f"{c[S.MEAN_DIFF]:.4f}" and r[12] == ("yes" if c[S.SIGNIFICANT] else "no")
+    _check_headline(html, expected, compared)
     # the unjudged details: every (system, date, k) above 20% unjudged, from Spark's rows
     judged = aggregate.where((F.col(S.MEASURE) == "Judged") & (F.col(S.AVERAGING) == "macro"))
     above = sorted((r["system"], r["date"], str(r[S.CUTOFF]), f"{1 - r[S.VALUE]:.1%}")
@@ -131,6 +134,134 @@ def test_the_page_shows_the_tables_numbers(spark, job):
                        r'base64,', html)
     assert names == ["measure_against_k", "distribution", "differences", "unjudged", "trend"]
     assert not re.search(r'(src|href)="(https?:)?//', html)
+
+
+#: The measures with a mean, in the config's order: the headline's measures.
+HEADLINE = [m for m in MEASURES if m != "num_ret"]
+#: A mean (or a signed difference) and its interval, as the headline prints them.
+VALUE = r"([+-]?[0-9]\.[0-9]{3}) \[([+-]?[0-9]\.[0-9]{3}), ([+-]?[0-9]\.[0-9]{3})\]"
+
+
+def _check_headline(html: str, expected: dict, compared: dict) -> None:
+    """The headline above the contents: each system's means on D29 and the comparison's
+    verdict, against Spark's rows of the aggregate (``expected``) and comparison tables."""
+    head = re.search(r'<section id="headline".*?</section>', html, re.S)
+    assert head and head.start() < html.index('<ul><li><a href="#means">')
+    runs = re.findall(r'<li data-run="([^"]+)">(.*?)</li>', head.group(0), re.S)
+    assert [r for r, _ in runs] == ["bm25", "dense", "hybrid"]
+    for system, line in runs:
+        assert f"<b>{system}</b> (20 queries): " in line
+        said = re.findall(rf'<span data-measure="([^"]+)">\1 {VALUE}</span>', line)
+        assert [k for k, *_ in said] == HEADLINE
+        for key, value, low, high in said:
+            row = expected[(system, key)]
+            assert (value, low, high) == (f"{row[S.VALUE]:.3f}", f"{row[S.CI_LOW]:.3f}",
+                                          f"{row[S.CI_HIGH]:.3f}")
+    # one candidate: hybrid against bm25 on D29, Judged@k left to the table
+    (verdict,) = re.findall(r'<li data-candidate="([^"]+)"><b>([^<]+)</b>: (.*?)</li>',
+                            head.group(0), re.S)
+    assert verdict[:2] == (f"system=hybrid/date={D29}", "hybrid vs bm25")
+    significant = [k for k in HEADLINE if compared[k][S.SIGNIFICANT]]
+    rest = [k for k in HEADLINE if not compared[k][S.SIGNIFICANT]]
+    said = re.findall(rf'<span data-measure="([^"]+)" data-significant="true">\1 {VALUE}</span>',
+                      verdict[2])
+    assert [k for k, *_ in said] == significant
+    for key, diff, low, high in said:
+        c = compared[key]
+        assert (diff, low, high) == (f"{c[S.MEAN_DIFF]:+.3f}", f"{c[S.DIFF_CI_LOW]:+.3f}",
+                                     f"{c[S.DIFF_CI_HIGH]:+.3f}")
+    lead = "not significant on " if significant else "no significant difference: "
+    assert verdict[2].endswith(lead + ", ".join(rest) + ".")
+    assert (f"date={D29}), candidate minus baseline" in head.group(0)
+            and "significant by randomization, holm, alpha 0.05." in head.group(0))
+    none = "<strong>No difference is significant.</strong>"
+    assert (none in head.group(0)) == (not significant)
+
+
+def _text(html: str) -> str:
+    """The text of some HTML, one line per list item or paragraph."""
+    return re.sub(r"<[^>]+>", "", re.sub(r"</(li|p)>", "\n", html)).replace("&nbsp;", " ")
+
+
+def _comparison_rows(comparison_id: str, at: str, rows) -> list[dict]:
+    """Comparison rows of dense against bm25 on D29: (key, measure, k, diff, low, high,
+    significant) each; randomization test, holm, alpha 0.05."""
+    return [{S.COMPARISON_ID: comparison_id, S.COMPARED_AT: pd.Timestamp(at),
+             S.CANDIDATE: f"system=dense/date={D29}", S.BASELINE: f"system=bm25/date={D29}",
+             S.MEASURE_KEY: key, S.MEASURE: measure, S.CUTOFF: k, S.MEAN_DIFF: diff,
+             S.DIFF_CI_LOW: low, S.DIFF_CI_HIGH: high, S.SIGNIFICANT: significant,
+             S.TEST: "randomization", S.CORRECTION: "holm", S.ALPHA: 0.05}
+            for key, measure, k, diff, low, high, significant in rows]
+
+
+def _data(aggregate: pd.DataFrame, comparison: pd.DataFrame | None) -> ReportData:
+    return ReportData(aggregate=aggregate, per_query=pd.DataFrame(), comparison=comparison,
+                      run_log=None, run_columns=("system",), date_column="date",
+                      date=aggregate["date"].max(), tables=())
+
+
+def test_the_headline_gives_the_means_and_says_plainly_when_nothing_is_significant():
+    keys = {"P@5": ("P", 5), "AP": ("AP", None), "Judged@5": ("Judged", 5)}
+    agg = _aggregate(["bm25", "dense"], [D28, D29], keys)
+    # the latest comparison (cmp-2) finds nothing; the older one (cmp-1) did
+    cmp = pd.DataFrame(
+        _comparison_rows("cmp-1", "2026-11-30 08:00", [("P@5", "P", 5, 0.3, 0.2, 0.4, True)])
+        + _comparison_rows("cmp-2", "2026-12-01 08:00", [
+            ("AP", "AP", None, -0.05, -0.1, 0.0, False),
+            ("P@5", "P", 5, 0.02, -0.01, 0.05, False),
+            ("Judged@5", "Judged", 5, 0.1, 0.05, 0.15, True)]))
+    text = _text(headline.headline_section(_data(agg, cmp), latest_comparison(cmp), ["P@5", "AP"]))
+    # on D29 (index 1): bm25 0.1 + 0.01 = 0.11 +- 0.05, dense 0.31 +- 0.05; P@5 before AP
+    assert text.splitlines() == [
+        "HeadlineMacro mean of each measure on date = 2026-11-29, with its interval:",
+        "bm25 (100 queries): P@5 0.110 [0.060, 0.160], AP 0.110 [0.060, 0.160]",
+        "dense (100 queries): P@5 0.310 [0.260, 0.360], AP 0.310 [0.260, 0.360]",
+        "Latest comparison (cmp-2, date=2026-11-29), candidate minus baseline: the mean over "
+        "paired queries with its interval at 1 - alpha, significant by randomization, holm, "
+        "alpha 0.05. No difference is significant.",
+        # Judged@5 is significant but not a headline measure
+        "dense vs bm25: no significant difference: P@5, AP.",
+    ]
+
+
+def test_the_headline_names_each_significant_difference_with_its_interval():
+    cmp = pd.DataFrame(_comparison_rows("cmp-1", "2026-12-01 08:00", [
+        ("AP", "AP", None, -0.05, -0.1, 0.0, False),
+        ("P@5", "P", 5, 0.2, 0.1, 0.3, True)])).assign(**{S.TEST: "tukey", S.ALPHA: 0.01})
+    lines = _text(headline.comparison_verdict(cmp, ["P@5", "AP"], ("system",))).splitlines()
+    assert lines[0].endswith("significant by tukey, alpha 0.01.")
+    assert lines[1] == "dense vs bm25: significant on P@5 +0.200 [+0.100, +0.300]; " \
+        "not significant on AP."
+    assert headline.comparison_verdict(cmp.iloc[:0], ["P@5"], ("system",)) == ""
+    assert headline.comparison_verdict(None, ["P@5"], ("system",)) == ""
+    # labels that are not key=value pairs, or would read the same shortened, stay whole
+    assert headline.short_labels(["a", "b"], ("system",)) == ({"a": "a", "b": "b"}, "")
+    assert headline.short_labels(["system=x/date=1", "system=y/date=1"], ("system",)) == (
+        {"system=x/date=1": "x", "system=y/date=1": "y"}, "date=1")
+    assert headline.short_labels(["system=x/date=1", "system=x/date=2"], ("system",)) == (
+        {"system=x/date=1": "date=1", "system=x/date=2": "date=2"}, "system=x")
+
+
+def test_a_long_unjudged_list_is_summarised_by_its_worst_pairs_and_folded():
+    dates = [f"2026-11-{d:02d}" for d in range(20, 28)]
+    agg = _aggregate(["bm25", "dense"], dates, {"Judged@5": ("Judged", 5),
+                                                "Judged@100": ("Judged", 100)})
+    # unjudged share 1 - (0.1 + 0.01 * date index) for bm25, 0.2 less for dense: all 32
+    # (system, date, k) pairs above 20%; the worst: bm25's first dates, k in order
+    html = warnings_table(_data(agg, None), warning_share=0.2, few_queries=50)
+    assert "32 of 32 (run partition, k) pairs" in html
+    assert _cells(html, "unjudged-worst") == [
+        ["bm25", "2026-11-20", "5", "90.0%"], ["bm25", "2026-11-20", "100", "90.0%"],
+        ["bm25", "2026-11-21", "5", "89.0%"], ["bm25", "2026-11-21", "100", "89.0%"],
+        ["bm25", "2026-11-22", "5", "88.0%"]]
+    folded = re.search(r"<details><summary>All 32 pairs above 20%</summary>(.*?)</details>",
+                       html, re.S)
+    assert folded and len(_cells(folded.group(1), "unjudged")) == 32
+    # a short list is shown whole: no summary, nothing folded
+    short = warnings_table(_data(agg[agg["date"] == dates[0]], None), warning_share=0.2,
+                           few_queries=50)
+    assert len(_cells(short, "unjudged")) == 4 <= FOLD_ROWS
+    assert "<details>" not in short and "unjudged-worst" not in short
 
 
 def _delta_version(spark, path: str) -> int:
@@ -298,19 +429,18 @@ def test_catalog_tables_are_read_through_spark(spark, job):
         report.build(catalog)
 
 
-def _readme_queries() -> list[str]:
-    """The SQL of every ``releval sql`` command in the README's "Which metric when"."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Which metric when", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+def _which_measure_queries() -> list[str]:
+    """The SQL of every ``releval sql`` command in docs/which-measure.md."""
+    page = Path(__file__).resolve().parents[1] / "docs" / "which-measure.md"
+    blocks = re.findall(r"```sh\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
     prefix = '.venv/bin/releval sql --config conf/local.toml "'
     assert blocks and all(b.startswith(prefix) and b.rstrip().endswith('"') for b in blocks)
     return [b[len(prefix):].rstrip()[:-1] for b in blocks]
 
 
-def test_the_readme_metric_queries_run_and_name_the_samples_measures(job, capsys):
+def test_the_which_measure_queries_run_and_name_the_samples_measures(job, capsys):
     config, _, folder = job
-    queries = _readme_queries()
+    queries = _which_measure_queries()
     assert len(queries) == 6
     # the measures they name are ones the sample's job computes (conf/local.toml + Judged@k)
     sample = {m.key for m in job_measures(load_config(
@@ -340,6 +470,26 @@ def test_sql_gives_the_tables_values(spark, job, capsys):
 
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+#: The viewport the page must fit without scrolling sideways.
+VIEWPORT = 1280
+#: Appended to a copy of the page, before CHECK (whose output is wide): the page's scroll
+#: width with its tables folded and unfolded, and the headline's text and place.
+LAYOUT = """<script>
+window.addEventListener("load", () => {
+  const root = document.documentElement;
+  const r = {viewport: window.innerWidth, folded: root.scrollWidth};
+  for (const d of document.querySelectorAll("details")) d.open = true;
+  r.unfolded = root.scrollWidth;
+  const head = document.getElementById("headline");
+  const first = document.querySelector("#means");
+  r.headline = head ? head.innerText : null;
+  r.above = !!head && head.getBoundingClientRect().bottom <= first.getBoundingClientRect().top;
+  for (const d of document.querySelectorAll("details")) d.open = false;
+  const pre = document.createElement("pre");
+  pre.id = "layout-check"; pre.textContent = JSON.stringify(r);
+  document.body.appendChild(pre);
+});
+</script>"""
 #: Appended to a copy of the page: each figure's image, drawn to a canvas, is measured.
 CHECK = """<script>
 window.addEventListener("load", () => {
@@ -382,8 +532,20 @@ def test_the_page_loads_in_headless_chromium_with_every_figure(job, tmp_path):
     _, page, _ = job
     html = page.read_text(encoding="utf-8")
     checked = tmp_path / "checked.html"
-    checked.write_text(html.replace("</body>", CHECK + "</body>"), encoding="utf-8")
-    dom = _chromium("--virtual-time-budget=10000", "--dump-dom", checked.as_uri()).stdout
+    checked.write_text(html.replace("</body>", LAYOUT + CHECK + "</body>"), encoding="utf-8")
+    dom = _chromium(f"--window-size={VIEWPORT},3000", "--virtual-time-budget=10000",
+                    "--dump-dom", checked.as_uri()).stdout
+    layout = re.search(r'<pre id="layout-check">(.*?)</pre>', dom, re.S)
+    assert layout, dom[-2000:]
+    fit = json.loads(unescape(layout.group(1)))
+    # no sideways scrolling at 1280 px, with every folded table folded or open
+    assert fit["viewport"] == VIEWPORT, fit
+    assert fit["folded"] <= VIEWPORT and fit["unfolded"] <= VIEWPORT, fit
+    # the headline, above the first section, names a measure with its value and interval
+    assert fit["above"], fit
+    measure = "|".join(re.escape(m) for m in HEADLINE)
+    assert re.search(rf"\bhybrid \(20 queries\): .*\b({measure}) [01]\.[0-9]{{3}} \[",
+                     fit["headline"]), fit["headline"]
     found = re.search(r'<pre id="figure-check">(.*?)</pre>', dom, re.S)
     assert found, dom[-2000:]
     result = json.loads(found.group(1).replace("&quot;", '"'))

@@ -1,8 +1,8 @@
 """``releval report``: one self-contained HTML page over the output tables.
 
 :func:`build` reads the tables a config's batch job wrote (:mod:`releval.report.data`), draws
-the figures (:mod:`releval.report.figures`) and returns the page (:mod:`releval.report.html`);
-:func:`write` saves it.
+the figures (:mod:`releval.report.figures`) and returns the page (:mod:`releval.report.html`),
+its headline first (:mod:`releval.report.headline`); :func:`write` saves it.
 """
 
 from __future__ import annotations
@@ -14,9 +14,17 @@ from typing import TYPE_CHECKING
 from matplotlib.figure import Figure
 
 from releval.config import Config
+from releval.core import columns as S
 from releval.core.measures import parse_measures
 from releval.report import figures
-from releval.report.data import COUNT_MEASURES, JUDGED, ReportData, read_report_data
+from releval.report.data import (
+    COUNT_MEASURES,
+    JUDGED,
+    ReportData,
+    latest_comparison,
+    read_report_data,
+)
+from releval.report.headline import headline_section
 from releval.report.html import (
     Section,
     comparison_table,
@@ -60,7 +68,7 @@ def figures_of(data: ReportData, config: Config) -> dict[str, Figure | None]:
         "measure_against_k": figures.measure_against_k(data.aggregate, **where),
         "distribution": figures.per_query_distribution(
             data.per_query, run_columns=data.run_columns, measure_keys=keys),
-        "differences": figures.baseline_differences(data.comparison),
+        "differences": figures.baseline_differences(latest_comparison(data.comparison)),
         "unjudged": figures.unjudged_share(
             data.aggregate, **where, warning_share=config.evaluation.unjudged_warning_share),
         "trend": figures.trend(data.aggregate, run_columns=data.run_columns,
@@ -77,18 +85,16 @@ def build(config: Config, *, date: str | None = None, config_name: str = "",
     figs = figures_of(data, config)
     at = f" on {data.date_column} = {data.date}" if data.date_column else ""
     runs = "/".join(data.run_columns) or "run"
-    comparison = data.comparison
-    cmp_body = (
-        '<p class="note">No comparison table yet: <code>releval compare</code> (or '
-        "<code>make compare</code>) writes one.</p>"
-        if comparison is None else ""
-    )
-    if comparison is not None:
-        # the latest comparison: one run of releval compare
-        latest = comparison.sort_values("compared_at").iloc[-1]["comparison_id"]
-        comparison = comparison[comparison["comparison_id"] == latest]
+    comparison = latest_comparison(data.comparison)
+    if comparison is None:
+        cmp_body = ('<p class="note">No comparison table yet: <code>releval compare</code> (or '
+                    "<code>make compare</code>) writes one.</p>")
+    elif comparison.empty:
+        cmp_body = '<p class="note">The comparison table is empty.</p>'
+    else:
+        latest = comparison[S.COMPARISON_ID].iloc[0]
         cmp_body = _figure_html(
-            figures.baseline_differences(comparison), name="differences",
+            figs["differences"], name="differences",
             alt="mean difference against the baseline per measure, with intervals",
             caption=(f"Comparison {esc(latest)}: mean per-query difference, candidate minus "
                      "baseline, with its interval at 1 - alpha; filled markers are significant "
@@ -131,7 +137,8 @@ def build(config: Config, *, date: str | None = None, config_name: str = "",
     ]
     subtitle = (f"Tables read: {esc(table_reads(data.tables))}"
                 + (f"; config {esc(config_name)}." if config_name else "."))
-    return page("releval report", sections, subtitle=subtitle)
+    return page("releval report", sections, subtitle=subtitle,
+                headline=headline_section(data, comparison, keys))
 
 
 def write(config: Config, output: str | Path, *, date: str | None = None,

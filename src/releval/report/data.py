@@ -232,6 +232,15 @@ def read_report_data(
     )
 
 
+def latest_comparison(comparison: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The rows of the latest comparison (one run of ``releval compare``, by ``compared_at``);
+    None when there is no comparison table, an empty frame when it has no rows."""
+    if comparison is None or comparison.empty:
+        return comparison
+    latest = comparison.sort_values(S.COMPARED_AT).iloc[-1][S.COMPARISON_ID]
+    return comparison[comparison[S.COMPARISON_ID] == latest]
+
+
 def run_label(row: pd.Series | dict, run_columns: Sequence[str]) -> str:
     """A run's name in the figures: its run partition values joined by '/'."""
     return "/".join(str(row[c]) for c in run_columns) if run_columns else "run"

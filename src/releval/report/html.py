@@ -2,7 +2,8 @@
 
 Nothing in the page is fetched: the style is inline and every figure is a base64
 ``data:`` image. Values are printed to 4 decimals, with the full value in the cell's
-``title``.
+``title``. The page fits its width: a table wider than the text scrolls in its own box,
+and a long table is folded under a summary.
 """
 
 from __future__ import annotations
@@ -20,12 +21,26 @@ from matplotlib.figure import Figure
 from releval.core import columns as S
 from releval.report.data import MACRO, ReportData, TableRead, run_label
 
+#: A table with more rows than this is folded (``<details>``) under a one-line summary.
+FOLD_ROWS = 12
+#: How many of the most unjudged (run partition, k) pairs a folded list shows.
+WORST = 5
+
 STYLE = """
-body { font-family: sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; }
+body { font-family: sans-serif; margin: 1.5em auto; padding: 0 1em; max-width: 1200px;
+       color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+section.headline { background: #f6f8fa; border: 1px solid #dde3ea; padding: 0 1em 0.5em; }
+section.headline h2 { margin-top: 0.8em; }
+.headline li { margin: 0.35em 0; line-height: 1.4; }
+.headline span[data-measure] { white-space: nowrap; }
+div.wide { max-width: 100%; overflow-x: auto; }
 table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.85em; }
 th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; }
-th { background: #f3f3f3; } td.name, th.name { text-align: left; }
+th { background: #f3f3f3; vertical-align: bottom; } td.name, th.name { text-align: left; }
+td { white-space: nowrap; } td.name { white-space: normal; }
+td.long { overflow-wrap: anywhere; min-width: 6em; }
+details { margin: 0.5em 0; } summary { cursor: pointer; color: #245; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { font-size: 0.85em; color: #555; max-width: 900px; }
 p.note { color: #555; font-size: 0.9em; max-width: 900px; }
@@ -68,15 +83,32 @@ def number(value: object, *, digits: int = 4) -> str:
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], *, cls: str = "") -> str:
-    """An HTML table; ``rows`` are lists of ready ``<td>`` cells."""
-    head = "".join(f'<th class="name">{esc(h)}</th>' if i == 0 else f"<th>{esc(h)}</th>"
-                   for i, h in enumerate(header))
+    """An HTML table in a box that scrolls sideways when the table is wider than the page;
+    ``rows`` are lists of ready ``<td>`` cells; a column name breaks after an underscore."""
+    names = [esc(h).replace("_", "_<wbr>") for h in header]
+    head = "".join(f'<th class="name">{h}</th>' if i == 0 else f"<th>{h}</th>"
+                   for i, h in enumerate(names))
     body = "".join(f"<tr>{''.join(r)}</tr>" for r in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return (f'<div class="wide"><table class="{cls}"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
+
+
+def folded(summary: str, body: str, *, rows: int) -> str:
+    """``body`` as it is up to :data:`FOLD_ROWS` rows, else folded under ``summary``."""
+    if rows <= FOLD_ROWS:
+        return body
+    return f"<details><summary>{summary}</summary>{body}</details>"
+
+
+#: A text cell longer than this (a path, an id) may break anywhere; shorter ones break
+#: between words only.
+LONG_TEXT = 20
 
 
 def name_cell(value: object) -> str:
-    return f'<td class="name">{esc(value)}</td>'
+    text = esc(value)
+    cls = "name long" if len(text) > LONG_TEXT else "name"
+    return f'<td class="{cls}">{text}</td>'
 
 
 def means_table(data: ReportData, measure_keys: Sequence[str]) -> str:
@@ -122,17 +154,30 @@ def warnings_table(data: ReportData, *, warning_share: float, few_queries: int) 
              f"<td>{1.0 - r[S.VALUE]:.1%}</td>"] for _, r in high.iterrows()]
     out = [f"<p>Top k more than {warning_share:.0%} unjudged (1 - mean Judged@k, aggregate "
            f"table, macro): {len(rows)} of {len(judged)} (run partition, k) pairs.</p>"]
+    header = [*parts, "k", "unjudged share"]
+    if len(rows) > FOLD_ROWS:
+        worst = high.assign(_share=1.0 - high[S.VALUE]).sort_values(
+            ["_share", *parts, S.CUTOFF], ascending=[False, *[True] * (len(parts) + 1)],
+            kind="stable").head(WORST)
+        out.append(f"<p>The {WORST} most unjudged:</p>")
+        out.append(table(header, [[*(name_cell(r[c]) for c in parts),
+                                   f"<td>{int(r[S.CUTOFF])}</td>", f"<td>{r['_share']:.1%}</td>"]
+                                  for _, r in worst.iterrows()], cls="unjudged-worst"))
     if rows:
-        out.append(table([*parts, "k", "unjudged share"], rows, cls="unjudged"))
+        out.append(folded(f"All {len(rows)} pairs above {warning_share:.0%}",
+                          table(header, rows, cls="unjudged"), rows=len(rows)))
     few = (macro.groupby(parts)[S.NUM_QUERIES].max().reset_index() if parts
            else macro[[S.NUM_QUERIES]].max().to_frame().T)
     few = few[few[S.NUM_QUERIES] < few_queries]
     out.append(f"<p>Run partitions whose means rest on fewer than {few_queries} queries: "
                f"{len(few)}.</p>")
     if len(few):
-        out.append(table([*parts, "queries"],
-                         [[*(name_cell(r[c]) for c in parts), f"<td>{int(r[S.NUM_QUERIES])}</td>"]
-                          for _, r in few.iterrows()], cls="few"))
+        out.append(folded(
+            f"All {len(few)} run partitions",
+            table([*parts, "queries"],
+                  [[*(name_cell(r[c]) for c in parts), f"<td>{int(r[S.NUM_QUERIES])}</td>"]
+                   for _, r in few.iterrows()], cls="few"),
+            rows=len(few)))
     return "".join(out)
 
 
@@ -152,7 +197,8 @@ def comparison_table(comparison: pd.DataFrame) -> str:
             else:
                 cells.append(number(v))
         rows.append(cells)
-    return table(cols, rows, cls="comparison")
+    return folded(f"All {len(rows)} rows: each candidate and measure, with its p-value and "
+                  "wins, ties and losses", table(cols, rows, cls="comparison"), rows=len(rows))
 
 
 def lineage_tables(data: ReportData) -> str:
@@ -177,7 +223,8 @@ def lineage_tables(data: ReportData) -> str:
                     v = int(v)
                 cells.append(name_cell(v))
             rows.append(cells)
-        out.append(table(cols, rows, cls="lineage"))
+        out.append(folded(f"All {len(rows)} job runs", table(cols, rows, cls="lineage"),
+                          rows=len(rows)))
     else:
         out.append('<p class="note">No run log: these tables were not written by the batch '
                    "job (releval evaluate writes no run log).</p>")
@@ -187,8 +234,8 @@ def lineage_tables(data: ReportData) -> str:
     return "".join(out)
 
 
-def page(title: str, sections: Sequence[Section], *, subtitle: str) -> str:
-    """The whole HTML document."""
+def page(title: str, sections: Sequence[Section], *, subtitle: str, headline: str = "") -> str:
+    """The whole HTML document; ``headline`` (HTML) comes first, above the contents."""
     toc = "".join(f'<li><a href="#{s.anchor}">{esc(s.title)}</a></li>' for s in sections)
     body = "".join(f'<section id="{s.anchor}"><h2>{esc(s.title)}</h2>{s.body}</section>'
                    for s in sections)
@@ -197,7 +244,7 @@ def page(title: str, sections: Sequence[Section], *, subtitle: str) -> str:
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>"
         f"<h1>{esc(title)}</h1><p class=\"note\">{subtitle} Generated {generated}.</p>"
-        f"<ul>{toc}</ul>{body}</body></html>\n"
+        f"{headline}<ul>{toc}</ul>{body}</body></html>\n"
     )
 
 
