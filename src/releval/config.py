@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from releval.core.columns import NEGATIVE_LABEL_RULES
 from releval.errors import ConfigError
 
 FORMATS = ("delta", "parquet", "trec")
@@ -25,7 +26,7 @@ REMOVED_KEYS = {("evaluation", "engine"): (
     "partition) is the only production engine; the SQL window-function engine is kept "
     "as a test oracle only (docs/performance.md). Delete the key")}
 #: What a negative qrels label means; the first is the default (trec_eval's rule).
-NEGATIVE_LABELS = ("unjudged", "judged")
+NEGATIVE_LABELS = NEGATIVE_LABEL_RULES
 INTERVAL_METHODS = ("t", "bootstrap")
 CORRECTIONS = ("holm", "bh")
 TESTS = ("randomization", "t", "tukey")
