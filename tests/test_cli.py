@@ -11,8 +11,8 @@ import pytest
 RELEVAL = [sys.executable, "-m", "releval.cli"]
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*RELEVAL, *args], capture_output=True, text=True, timeout=600)
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*RELEVAL, *args], capture_output=True, text=True, timeout=600, cwd=cwd)
 
 
 @pytest.mark.slow  # a subprocess with its own JVM
@@ -92,3 +92,19 @@ def test_compare_names_a_side_that_is_not_one_run_partition():
         "releval: error: 'system=bm25' (with --partition {}) must name one run partition: "
         "a value for each of ['system', 'date']; missing ['date']"
     ]
+
+
+def test_views_of_path_tables_print_sql_and_nothing_else(tmp_path):
+    # no JVM starts: stderr holds none of Spark's start-up warnings
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    write_deltalake(str(tmp_path / "warehouse" / "releval" / "aggregate"),
+                    pa.table({"measure_key": ["nDCG@10", "AP"]}))
+    config = Path(__file__).resolve().parents[1] / "conf" / "local.toml"
+    result = run_cli("views", "--config", str(config), "--dialect", "duckdb", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stderr == ""
+    assert result.stdout.startswith('CREATE OR REPLACE VIEW "per_query_wide" AS\n')
+    assert "AS ap,\n  MAX(CASE WHEN measure_key = 'nDCG@10' THEN value END) AS ndcg_at_10," in (
+        result.stdout)

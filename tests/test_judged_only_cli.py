@@ -1,0 +1,99 @@
+"""``releval evaluate --judged-only --trec-eval-output F``: a drop-in for ``trec_eval -J -q -c``.
+
+Checked by hand on a small run, and against trec_eval 10.0's own ``-J`` output on three real
+TREC runs (``../shared/conformance/real``, 4 decimals: compared at 5e-5).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from releval.cli import main
+from releval.core.measures import parse_measure
+from releval.errors import MeasureError
+
+#: trec_eval rounds to 4 decimals: half a unit of the 4th, plus the float error of a value
+#: on the half (robust03's P_200 all is 0.06035: trec_eval's sum rounds up, releval's is below)
+TOLERANCE = 5e-5 + 1e-12
+REAL = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "real"
+DATASETS = ("covid-bm25-complete", "dl19-passage-splade", "robust03-rutcor03100")
+
+
+@pytest.fixture
+def shared_session(spark, monkeypatch):
+    """Make the CLI use the test session, and not stop it."""
+    monkeypatch.setattr("releval.runtime.session.build_session",
+                        lambda settings, *, short=False: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)
+    return spark
+
+
+def read_trec_eval(path: Path) -> dict[tuple[str, str], float]:
+    """{(trec_eval name, query id or 'all'): value} of a trec_eval -q file (numbers only)."""
+    values = {}
+    for line in path.read_text().splitlines():
+        name, qid, value = (part.strip() for part in line.split("\t"))
+        try:
+            values[(name, qid)] = float(value)
+        except ValueError:  # runid, relstring
+            continue
+    return values
+
+
+def implemented(names: set[str]) -> list[str]:
+    """The trec_eval names releval computes under the same name."""
+    out = []
+    for name in sorted(names):
+        try:
+            if parse_measure(name).trec_name == name:
+                out.append(name)
+        except MeasureError:
+            continue
+    return out
+
+
+def evaluate_judged_only(run: Path, qrels: Path, measures: str, tmp_path: Path) -> Path:
+    out = tmp_path / "te.txt"
+    code = main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--judged-only",
+                 "--measures", measures, "--output", str(tmp_path / "tables"),
+                 "--trec-eval-output", str(out)])
+    assert code == 0
+    return out
+
+
+def test_judged_only_values_under_trec_eval_names(shared_session, tmp_path):
+    # ranking u (unjudged), x (judged 0), r (relevant): -J keeps x r, so r is at rank 2 of 2
+    # P@1 = 0/1 = 0, P@2 = 1/2, recip_rank = 1/2, num_ret = 2 (judged), num_rel = 1
+    run = tmp_path / "run.txt"
+    run.write_text("q1 Q0 u 1 3.0 t\nq1 Q0 x 2 2.0 t\nq1 Q0 r 3 1.0 t\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 x 0\nq1 0 r 1\n")
+    out = evaluate_judged_only(run, qrels, "P@1,P@2,RR", tmp_path)
+    assert read_trec_eval(out) == {
+        ("P_1", "q1"): 0.0, ("P_2", "q1"): 0.5, ("recip_rank", "q1"): 0.5,
+        ("num_ret", "q1"): 2.0, ("num_rel", "q1"): 1.0, ("num_rel_ret", "q1"): 1.0,
+        ("P_1", "all"): 0.0, ("P_2", "all"): 0.5, ("recip_rank", "all"): 0.5,
+        ("num_ret", "all"): 2.0, ("num_rel", "all"): 1.0, ("num_rel_ret", "all"): 1.0,
+        ("num_q", "all"): 1.0,
+    }
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_judged_only_output_is_trec_eval_minus_j(shared_session, production_codegen, tmp_path,
+                                                 dataset):
+    folder = REAL / dataset
+    if not folder.is_dir():
+        pytest.skip(f"real TREC runs not found at {folder}")
+    expected = read_trec_eval(folder / "te_J.txt")
+    names = implemented({name for name, _ in expected})
+    with production_codegen():  # the production engine, as production compiles it
+        out = evaluate_judged_only(folder / "run.trec", folder / "qrels.trec", ",".join(names),
+                                   tmp_path)
+    produced = read_trec_eval(out)
+    wanted = {k: v for k, v in expected.items() if k[0] in names or k[0] == "num_q"}
+    assert produced.keys() == wanted.keys()
+    mismatches = [(k, v, produced[k]) for k, v in sorted(wanted.items())
+                  if abs(produced[k] - v) > TOLERANCE]
+    assert not mismatches, f"{len(mismatches)} of {len(wanted)}, first: {mismatches[:5]}"
