@@ -19,6 +19,7 @@ from releval.config import Config
 from releval.core import columns as S
 from releval.core.measures import parse_measure
 from releval.errors import ConfigError, InputError, MeasureError
+from releval.io.atomic import read_table, table_exists, table_name
 from releval.io.writers import absolute
 from releval.runtime.profile import Phases
 
@@ -227,8 +228,6 @@ def view_statements(
 def table_measure_keys(spark: SparkSession, config: Config) -> list[str]:
     """The aggregate table's distinct measure keys, deduplicated on the driver: ``distinct()``
     would add a shuffle, and the table has a few rows per run partition."""
-    from releval.io.atomic import read_table
-
     out = config.output
     table = read_table(spark, path=out.aggregate_path, table=out.aggregate_table)
     return sort_keys(r[0] for r in table.select(S.MEASURE_KEY).collect())
@@ -293,8 +292,6 @@ def views_command(spark: SparkSession, config: Config, *, dialect: str = "spark"
         InputError: the aggregate table does not exist yet.
         ConfigError: DuckDB asked for catalog tables (it reads Delta tables by path).
     """
-    from releval.io.atomic import table_exists, table_name
-
     out = config.output
     if dialect == "duckdb" and (out.per_query_table or out.aggregate_table):
         raise ConfigError(
@@ -302,12 +299,36 @@ def views_command(spark: SparkSession, config: Config, *, dialect: str = "spark"
             "catalog: use --dialect spark, or a config with per_query_path / aggregate_path"
         )
     if not table_exists(spark, path=out.aggregate_path, table=out.aggregate_table):
-        raise InputError(
-            f"{table_name(out.aggregate_path, out.aggregate_table)} does not exist: run the "
-            "evaluation job first (its measure keys are the views' columns)"
-        )
+        raise _not_evaluated(table_name(out.aggregate_path, out.aggregate_table))
     keys = table_measure_keys(spark, config)
     statements = view_statements(config, measure_keys=keys, dialect=dialect)
     if dialect == "spark":
         refresh_views(spark, config, measure_keys=keys, replaced_all=True)
     return ";\n\n".join(statements) + ";"
+
+
+def path_views_sql(config: Config, *, dialect: str) -> str:
+    """The views' SQL over path tables, from the aggregate table's measure keys read with
+    deltalake: no Spark.
+
+    Raises:
+        InputError: the aggregate table does not exist yet.
+    """
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    path = config.output.aggregate_path or ""
+    try:
+        table = DeltaTable(path)
+    except TableNotFoundError:
+        raise _not_evaluated(table_name(path, None)) from None
+    keys = pc.unique(table.to_pyarrow_table(columns=[S.MEASURE_KEY])[S.MEASURE_KEY])
+    statements = view_statements(config, measure_keys=sort_keys(keys.to_pylist()),
+                                 dialect=dialect)
+    return ";\n\n".join(statements) + ";"
+
+
+def _not_evaluated(name: str) -> InputError:
+    return InputError(f"{name} does not exist: run the evaluation job first (its measure keys "
+                      "are the views' columns)")

@@ -11,7 +11,7 @@ import glob
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -103,11 +103,17 @@ def short_job(config: Config) -> bool:
     The commands over a config's output tables (``releval compare``, ``views``, ``report``
     on catalog tables) take the same rule: the tables evaluated from small inputs are small.
     """
-    if not local_cores(config.spark.master):
+    return short_inputs(config.spark.master, [config.run.path, config.qrels.path])
+
+
+def short_inputs(master: str | None, paths: Sequence[str | None]) -> bool:
+    """A local master, and ``paths`` are local files of at most :data:`SHORT_JOB_BYTES`
+    together (None, a table, or a URI is of unknown size: not short)."""
+    if not local_cores(master):
         return False
-    sizes = [None if source.path is None else local_bytes(source.path)
-             for source in (config.run, config.qrels)]
-    return all(size is not None for size in sizes) and sum(sizes) <= SHORT_JOB_BYTES
+    sizes = [None if path is None else local_bytes(path) for path in paths]
+    known = [size for size in sizes if size is not None]
+    return len(known) == len(sizes) and sum(known) <= SHORT_JOB_BYTES
 
 
 def driver_options(*, archive: Path | None, short: bool) -> str:

@@ -1,0 +1,185 @@
+"""``releval compare``: sides of a config's per-query table, or run files evaluated on the spot."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from releval.cli.evaluate import DEFAULT_MEASURES, session
+from releval.config import (
+    CORRECTIONS,
+    FORMATS,
+    TESTS,
+    ComparisonSettings,
+    Config,
+    QrelsSource,
+    RunSource,
+    SparkSettings,
+    validate,
+)
+from releval.errors import ConfigError, InputError
+
+if TYPE_CHECKING:  # pyspark is imported by the commands that start Spark
+    from pyspark.sql import SparkSession
+
+
+def add_compare_arguments(cmp: argparse.ArgumentParser) -> None:
+    """The arguments of ``releval compare`` (also ``jobs/compare.py``): a config's per-query
+    table (``--config``), or run files evaluated on the spot (``--qrels``, ``--run``)."""
+    cmp.add_argument("--baseline", default=None, metavar="KEY=VALUE[,KEY=VALUE] | TAG",
+                     help="with --config: the baseline run partition, e.g. system=bm25; "
+                     "with --run: the baseline's run tag (default: the first run's)")
+    table = cmp.add_argument_group("a config's per-query table")
+    table.add_argument("--config", default=None,
+                       help="the TOML config whose per-query table to read ([comparison] settings)")
+    table.add_argument("--candidate", action="append", default=[],
+                       metavar="KEY=VALUE[,KEY=VALUE]",
+                       help="a candidate run partition (repeatable), e.g. system=hybrid")
+    table.add_argument("--partition", action="append", default=[], metavar="KEY=VALUE",
+                       help="values shared by every side, e.g. date=2026-11-28 (repeatable)")
+    table.add_argument("--comparison-id", default=None,
+                       help="the comparison's id (default: uuid4)")
+    files = cmp.add_argument_group(
+        "run files (no config)", "each run is evaluated and named by its tag: TREC's 6th "
+        "field; for Parquet and Delta the run_id column, else the file name")
+    files.add_argument("--qrels", default=None, help="qrels file, folder or Delta path")
+    files.add_argument("--run", action="append", default=[],
+                       help="a run file, folder or Delta path (repeat: two or more)")
+    files.add_argument("--format", choices=FORMATS, default=None,
+                       help="format of the runs and the qrels (default: trec)")
+    files.add_argument("--qrels-format", choices=FORMATS, default=None,
+                       help="format of the qrels when it differs from --format")
+    files.add_argument("--measures", default=None,
+                       help=f"comma-separated measures (default: {DEFAULT_MEASURES})")
+    files.add_argument("--relevance-level", type=int, default=None,
+                       help="a label >= this is relevant for binary measures (default 1)")
+    files.add_argument("--output", default=None,
+                       help="folder for the per_query, aggregate and comparison Delta tables")
+    defaults = ComparisonSettings()
+    files.add_argument("--test", choices=TESTS, default=None,
+                       help=f"whose p-value marks a difference (default {defaults.test})")
+    files.add_argument("--correction", choices=CORRECTIONS, default=None,
+                       help=f"over all candidates and measures (default {defaults.correction})")
+    files.add_argument("--alpha", type=float, default=None,
+                       help=f"significance level (default {defaults.alpha})")
+    files.add_argument("--permutations", type=int, default=None,
+                       help=f"of the randomization test (default {defaults.permutations})")
+    files.add_argument("--seed", type=int, default=None,
+                       help=f"of the randomization test (default {defaults.seed})")
+    files.add_argument("--master", default=None, help="Spark master (default local[*])")
+
+
+#: The flags of each ``releval compare`` mode: a config's per-query table, or run files.
+TABLE_FLAGS = ("--candidate", "--partition", "--comparison-id")
+
+
+FILE_FLAGS = ("--qrels", "--run", "--format", "--qrels-format", "--measures",
+              "--relevance-level", "--output", "--test", "--correction", "--alpha",
+              "--permutations", "--seed", "--master")
+
+
+def _given(args: argparse.Namespace, flags: Sequence[str]) -> list[str]:
+    """The flags among ``flags`` the command line set."""
+    def value(flag: str) -> object:
+        return getattr(args, flag.lstrip("-").replace("-", "_"))
+
+    return [f for f in flags if value(f) not in (None, [])]
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.config is not None:
+        mixed = _given(args, FILE_FLAGS)
+        if mixed:
+            raise ConfigError(
+                f"releval compare: --config compares a config's per-query table, "
+                f"{', '.join(mixed)} compare run files; use one or the other"
+            )
+        return _compare_table(args)
+    mixed = _given(args, TABLE_FLAGS)
+    if mixed:
+        raise ConfigError(f"releval compare: {', '.join(mixed)} needs --config (a config's "
+                          "per-query table); run files are compared with --qrels and --run")
+    return _compare_files(args)
+
+
+def _compare_table(args: argparse.Namespace) -> int:
+    from releval.config import load_config
+    from releval.errors import ComparisonError
+    from releval.job import compare as compare_job
+
+    if not args.baseline or not args.candidate:
+        raise ConfigError("releval compare --config needs --baseline KEY=VALUE and at least "
+                          "one --candidate KEY=VALUE")
+    config = load_config(args.config)
+    columns = config.run.partition_columns
+    shared: dict[str, str] = {}
+    for item in args.partition:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ComparisonError(f"--partition {item!r}: expected KEY=VALUE")
+        shared[key.strip()] = value.strip()
+    baseline = compare_job.parse_side(args.baseline, shared=shared, columns=columns)
+    candidates = [compare_job.parse_side(c, shared=shared, columns=columns) for c in args.candidate]
+    spark = session(config)
+    try:
+        report = compare_job.run(spark, config, baseline=baseline, candidates=candidates,
+                                comparison_id=args.comparison_id)
+    finally:
+        spark.stop()
+    print(report.render())
+    return 0
+
+
+def _compare_files(args: argparse.Namespace) -> int:
+    """``releval compare --qrels Q --run A --run B ...``: one evaluation of every run, then
+    each run against the baseline, query by query."""
+    from releval import adhoc
+    from releval.core.measures import parse_measures
+
+    if not args.qrels or len(args.run) < 2:
+        raise ConfigError("releval compare: give --qrels and two or more --run (run files), "
+                          "or --config with --baseline and --candidate (a per-query table)")
+    measures = args.measures or DEFAULT_MEASURES
+    level = 1 if args.relevance_level is None else args.relevance_level
+    parse_measures([measures], relevance_level=level)  # fail fast
+    for name in (*args.run, args.qrels):
+        if "://" not in name and not Path(name).exists():
+            raise InputError(f"input not found: {name}")
+    defaults = ComparisonSettings()
+    settings = ComparisonSettings(
+        permutations=defaults.permutations if args.permutations is None else args.permutations,
+        seed=defaults.seed if args.seed is None else args.seed,
+        correction=args.correction or defaults.correction,
+        alpha=defaults.alpha if args.alpha is None else args.alpha,
+        test=args.test or defaults.test,
+    )
+    fmt = args.format or "trec"
+    master = args.master or "local[*]"
+    validate(Config(run=RunSource(path=args.run[0], format=fmt),
+                    qrels=QrelsSource(path=args.qrels, format=args.qrels_format or fmt),
+                    comparison=settings, spark=SparkSettings(master=master)),
+             source="command line")
+    spark = _files_session(master, [*args.run, args.qrels])
+    try:
+        with tempfile.TemporaryDirectory(prefix="releval-") as tmp:
+            text = adhoc.compare_files(
+                spark, runs=args.run, qrels=args.qrels, run_format=fmt,
+                qrels_format=args.qrels_format or fmt, measures=measures, relevance_level=level,
+                baseline=args.baseline, settings=settings, folder=args.output or tmp,
+                write_comparison=args.output is not None,
+            )
+    finally:
+        spark.stop()
+    print(text)
+    return 0
+
+
+def _files_session(master: str, paths: Sequence[str]) -> SparkSession:
+    """The SparkSession of a command over input files (a short job's JVM for small ones)."""
+    from releval.runtime.session import build_session, short_inputs
+
+    settings = SparkSettings(master=master, app_name="releval-cli", shuffle_partitions=8)
+    return build_session(settings, short=short_inputs(master, paths))

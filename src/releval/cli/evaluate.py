@@ -1,0 +1,148 @@
+"""``releval evaluate``: a run file or table against qrels, through the batch job's pipeline."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from releval.config import (
+    FORMATS,
+    NEGATIVE_LABELS,
+    Config,
+    EvaluationSettings,
+    OutputSettings,
+    QrelsSource,
+    RunSource,
+    SparkSettings,
+    validate,
+)
+from releval.errors import RelevalError
+
+DEFAULT_MEASURES = "P@5,P@10,R@100,Hit@10,RR,nDCG@10,AP,AP@100"
+
+if TYPE_CHECKING:  # pyspark is imported by the commands that start Spark
+    from pyspark.sql import SparkSession
+
+
+#: trec_eval -q always prints these counts; --trec-eval-output adds them to the measures.
+TREC_EVAL_COUNTS = "num_ret,num_rel,num_rel_ret"
+
+
+def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
+    """The arguments of ``releval evaluate``."""
+    ev.add_argument("--run", required=True, help="run file, folder or Delta path")
+    ev.add_argument("--qrels", required=True, help="qrels file, folder or Delta path")
+    ev.add_argument("--format", choices=FORMATS, default="trec",
+                    help="format of both inputs (default: trec)")
+    ev.add_argument("--qrels-format", choices=FORMATS, default=None,
+                    help="format of the qrels when it differs from --format")
+    ev.add_argument("--measures", default=DEFAULT_MEASURES,
+                    help=f"comma-separated measures (default: {DEFAULT_MEASURES})")
+    ev.add_argument("--relevance-level", type=int, default=1,
+                    help="a label >= this is relevant for binary measures (default 1)")
+    ev.add_argument("--judged-only", action="store_true",
+                    help="evaluate every measure on the judged documents only (trec_eval -J); "
+                    "--trec-eval-output then prints them under trec_eval's names")
+    ev.add_argument("--rank-by", choices=["score", "rank"], default="score",
+                    help="order by score (trec_eval) or by the given rank column")
+    ev.add_argument("--missing-queries", choices=["zero", "skip"], default="zero",
+                    help="qrels queries absent from the run: score 0 (trec_eval -c) or skip")
+    ev.add_argument("--partition-columns", default="",
+                    help="comma-separated run partition columns (Parquet/Delta runs); "
+                    "a TREC run is partitioned by its tag as run_id")
+    ev.add_argument("--output", default=None,
+                    help="folder for the per_query and aggregate Delta tables "
+                    "(default: a temporary folder)")
+    ev.add_argument("--trec-eval-output", default=None,
+                    help="also write per-query and 'all' lines in trec_eval -q format")
+    ev.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    ev.add_argument("--negative-labels", choices=list(NEGATIVE_LABELS), default=NEGATIVE_LABELS[0],
+                    help="what a negative qrels label means: in the pool but not judged "
+                    "(unjudged, default, trec_eval) or judged non-relevant (judged)")
+    ev.add_argument("--explain", action="store_true",
+                    help="print the physical plan of the per-query computation and exit; "
+                    "nothing is computed or written")
+    ev.add_argument("--profile", action="store_true",
+                    help="print the wall time and Spark jobs of each phase at the end")
+    ev.add_argument("--strict", action="store_true",
+                    help="fail (exit 2) when any input row is quarantined; the quarantine "
+                    "table is written first")
+
+
+def config_from_args(args: argparse.Namespace, output: str) -> Config:
+    """The job config an ``evaluate`` command line describes."""
+    parts = tuple(p.strip() for p in args.partition_columns.split(",") if p.strip())
+    if args.format == "trec":
+        parts = ("run_id",)
+    trec_file = getattr(args, "trec_eval_output", None)
+    measures = (args.measures, TREC_EVAL_COUNTS) if trec_file else (args.measures,)
+    config = Config(
+        run=RunSource(path=args.run, format=args.format, partition_columns=parts,
+                      rank_by=args.rank_by),
+        qrels=QrelsSource(path=args.qrels, format=args.qrels_format or args.format),
+        evaluation=EvaluationSettings(
+            measures=measures,
+            relevance_level=args.relevance_level,
+            missing_queries=args.missing_queries,
+            strict=bool(getattr(args, "strict", False)),
+            judged_only=bool(getattr(args, "judged_only", False)),
+            negative_labels=getattr(args, "negative_labels", NEGATIVE_LABELS[0]),
+        ),
+        output=OutputSettings(
+            per_query_path=str(Path(output) / "per_query"),
+            aggregate_path=str(Path(output) / "aggregate"),
+            quarantine_path=str(Path(output) / "quarantine"),
+        ),
+        spark=SparkSettings(master=args.master, app_name="releval-cli", shuffle_partitions=8),
+    )
+    return validate(config, source="command line")
+
+
+def session(config: Config) -> SparkSession:
+    """A command's SparkSession: a short job's JVM (C1 only) when the inputs are small local
+    files (:func:`releval.runtime.session.short_job`)."""
+    from releval.runtime.session import build_session, short_job
+
+    return build_session(config.spark, short=short_job(config))
+
+
+def run(args: argparse.Namespace) -> int:
+    from releval.core.measures import parse_measures
+    from releval.io.trec_eval_format import write_trec_eval_file
+    from releval.job import pipeline
+    from releval.runtime.profile import Phases
+
+    parse_measures([args.measures], relevance_level=args.relevance_level)  # fail fast
+    for name in (args.run, args.qrels):
+        if "://" not in name and not Path(name).exists():
+            raise RelevalError(f"input not found: {name}")
+    with tempfile.TemporaryDirectory(prefix="releval-") as tmp:
+        config = config_from_args(args, args.output or tmp)
+        spark = session(config)
+        if args.explain:
+            try:
+                print(pipeline.explain(spark, config))
+            finally:
+                spark.stop()
+            return 0
+        phases = Phases(spark)
+        try:
+            summary = pipeline.run(spark, config, phases=phases)
+            keys = [m.key for m in pipeline.job_measures(config)]
+            print(summary.overview(keys, config.run.partition_columns))
+            if args.trec_eval_output:
+                with phases.phase("trec_eval file"):
+                    write_trec_eval_file(
+                        pipeline.read_per_query(spark, config),
+                        pipeline.read_aggregate(spark, config),
+                        args.trec_eval_output,
+                        judged_only=args.judged_only,
+                    )
+        finally:
+            spark.stop()
+    print(summary.render())
+    if getattr(args, "profile", False):
+        print(phases.render())
+    return 0

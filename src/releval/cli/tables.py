@@ -1,0 +1,79 @@
+"""``releval report``, ``sql``, ``views`` and ``measures``: the output tables and the registry."""
+
+from __future__ import annotations
+
+import argparse
+
+from releval.cli.evaluate import session
+
+
+def add_report_arguments(rep: argparse.ArgumentParser) -> None:
+    """The arguments of ``releval report`` (also ``jobs/report.py``)."""
+    rep.add_argument("--config", required=True,
+                     help="the TOML config whose output tables to read (path tables without "
+                     "Spark; catalog tables through a SparkSession built from [spark])")
+    rep.add_argument("--output", default="report.html",
+                     help="the HTML file to write (default report.html)")
+    rep.add_argument("--date", default=None,
+                     help="the date of the per-run figures (default: the latest in the tables)")
+
+
+def report(args: argparse.Namespace) -> int:
+    from releval import report
+    from releval.config import load_config
+    from releval.report.data import needs_spark
+
+    config = load_config(args.config)
+    if needs_spark(config):  # catalog tables: only Spark knows the metastore
+        spark = session(config)
+        try:
+            path = report.write(config, args.output, date=args.date, config_name=args.config,
+                                spark=spark)
+        finally:
+            spark.stop()
+    else:
+        path = report.write(config, args.output, date=args.date, config_name=args.config)
+    print(f"releval report: {path} ({path.stat().st_size // 1024} KiB)")
+    return 0
+
+
+def sql(args: argparse.Namespace) -> int:
+    from releval import sql
+    from releval.config import load_config
+
+    print(sql.render(sql.query(load_config(args.config), args.query)))
+    return 0
+
+
+def views(args: argparse.Namespace) -> int:
+    from releval.config import load_config
+
+    config = load_config(args.config)
+    out = config.output
+    if not (out.per_query_table or out.aggregate_table):
+        from releval.io.views import path_views_sql
+
+        print(path_views_sql(config, dialect=args.dialect))
+        return 0
+    from releval.io.views import views_command
+
+    spark = session(config)
+    try:
+        print(views_command(spark, config, dialect=args.dialect))
+    finally:
+        spark.stop()
+    return 0
+
+
+def list_measures() -> int:
+    from releval.core.measures import REGISTRY
+
+    for name, spec in sorted(REGISTRY.items()):
+        aliases = f" (also {', '.join(spec.aliases)})" if spec.aliases else ""
+        print(f"{name}{aliases}, cutoff {spec.cutoff}: {spec.description}")
+    print(
+        "\nSyntax: NAME[(rel=N)][@k][[judged]]: (rel=N) sets this measure's relevance "
+        "threshold; [judged] computes it on judged documents only (condensed list, "
+        "trec_eval -J). See docs/incomplete-judgments.md."
+    )
+    return 0
