@@ -77,3 +77,12 @@ def conformance_dir() -> Path:
     if not CONFORMANCE.is_dir():
         pytest.skip(f"trec_eval conformance data not found at {CONFORMANCE} (a user machine without shared/)")
     return CONFORMANCE
+
+
+@pytest.fixture
+def shared_session(spark, monkeypatch):
+    """Make the CLI use the test session, and not stop it."""
+    monkeypatch.setattr("releval.runtime.session.build_session",
+                        lambda settings, *, short=False: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)
+    return spark

@@ -13,15 +13,6 @@ ROOT = Path(__file__).resolve().parents[1]
 QUERIES = [f"q{i}" for i in range(1, 11)]
 
 
-@pytest.fixture
-def shared_session(spark, monkeypatch):
-    """Make the CLI use the test session, and not stop it."""
-    monkeypatch.setattr("releval.runtime.session.build_session",
-                        lambda settings, *, short=False: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
-    return spark
-
-
 def trec_run(path: Path, tag: str, order: tuple[str, str]) -> str:
     """Every query ranks ``order``: two documents, scores 2 and 1."""
     first, second = order

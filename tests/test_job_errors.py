@@ -18,14 +18,6 @@ QRELS_TXT = "q1 0 d1 1\nq1 0 d2 0\n"
 RUN_TXT = "q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.5 r\n"
 
 
-@pytest.fixture
-def shared_session(spark, monkeypatch):
-    """Make the CLI and the job use the test session, and not stop it."""
-    monkeypatch.setattr("releval.runtime.session.build_session", lambda settings, *, short=False: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
-    return spark
-
-
 def run_cli(argv: list[str], capsys) -> tuple[int, list[str]]:
     code = main(argv)
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]

@@ -21,15 +21,6 @@ REAL = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "
 DATASETS = ("covid-bm25-complete", "dl19-passage-splade", "robust03-rutcor03100")
 
 
-@pytest.fixture
-def shared_session(spark, monkeypatch):
-    """Make the CLI use the test session, and not stop it."""
-    monkeypatch.setattr("releval.runtime.session.build_session",
-                        lambda settings, *, short=False: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
-    return spark
-
-
 def read_trec_eval(path: Path) -> dict[tuple[str, str], float]:
     """{(trec_eval name, query id or 'all'): value} of a trec_eval -q file (numbers only)."""
     values = {}
