@@ -247,7 +247,7 @@ def long_format(
         measures: the measures of ``wide``'s array, in its order (it holds no names).
 
     Returns:
-        The columns of :func:`releval.core.columns.per_query_schema` but ``job_run_id``.
+        The columns of :func:`releval.io.tables.per_query_schema` but ``job_run_id``.
     """
     parts = list(partition_columns)
     names = F.array(*[

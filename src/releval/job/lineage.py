@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from releval.config import Config, QrelsSource, RunSource
 from releval.core.frames import local_frame
 from releval.io import tables
+from releval.io.writers import absolute
 
 #: run-log statuses
 SUCCEEDED = "succeeded"
@@ -61,8 +62,6 @@ def input_version(spark: SparkSession, src: RunSource | QrelsSource) -> int | No
     if src.format != "delta":
         return None
     from delta.tables import DeltaTable
-
-    from releval.io.writers import absolute
 
     table = DeltaTable.forName(spark, src.table) if src.table else DeltaTable.forPath(
         spark, absolute(src.path or "")

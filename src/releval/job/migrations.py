@@ -15,7 +15,9 @@ from releval.core import columns as S
 from releval.errors import SchemaVersionError
 from releval.io import tables
 from releval.io.atomic import read_table, sql_name, table_exists, table_schema_version
+from releval.io.readers import run_partition_fields
 from releval.io.writers import SCHEMA_VERSION, SCHEMA_VERSION_PROPERTY, absolute
+from releval.job.inputs import qrels_key
 from releval.job.partitions import quote_identifier, quote_literal
 
 #: The kinds of table a config writes.
@@ -43,9 +45,6 @@ def _quarantine_by_run_partition(
 
     One overwrite commit: partition columns come from each row's ``partition`` map, qrels rows
     get the config's qrels key, ``job_run_id`` is null."""
-    from releval.checks.rules import qrels_key
-    from releval.io.readers import run_partition_fields
-
     fields = run_partition_fields(spark, config.run)
     schema = tables.quarantine_table_schema(fields)
     comments = {**tables.QUARANTINE_COMMENTS,
@@ -111,7 +110,7 @@ STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
 def migrate_table(
     spark: SparkSession, *, kind: str, path: str | None, table: str | None, config: Config
 ) -> list[str]:
-    """Bring one table to :data:`releval.core.columns.SCHEMA_VERSION`.
+    """Bring one table to :data:`releval.io.writers.SCHEMA_VERSION`.
 
     Args:
         kind: one of :data:`KINDS`.

@@ -195,7 +195,7 @@ def _evaluate_job(
 def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> str:
     """The physical plan of the job's per-query measures, as Spark explains it; runs nothing.
 
-    The plan is the one :func:`run` executes: the inputs (:func:`releval.checks.rules.job_inputs`;
+    The plan is the one :func:`run` executes: the inputs (:func:`releval.job.inputs.job_inputs`;
     both labelled by the row rules, counted by the engine's ledger in the same pass) and the
     engine's computation of the per-query table. The quarantine (written from a pass of its
     own only when a row was rejected) is not shown; the job persists the engine's result,
@@ -225,7 +225,7 @@ def run(
     The inputs are read raw; the per-query statistics are computed and persisted in one
     pass that also counts every input row (the engine's ledger); the inputs' accounts are
     checked, the quarantine written and
-    strict mode enforced (:func:`releval.checks.rules.finish_checks`, ``strict`` overrides
+    strict mode enforced (:func:`releval.job.inputs.finish_checks`, ``strict`` overrides
     ``evaluation.strict``) before anything else is written. Each output table gets one
     atomic commit replacing ``write.predicate`` (the whole table when None); a concurrent
     job's conflicting commit is retried.

@@ -115,7 +115,7 @@ class Summary:
     aggregate: tuple[Row, ...] = ()
 
     def overview(self, measure_keys: Sequence[str], partition_columns: Sequence[str]) -> str:
-        """The rows written as a table for people (:func:`releval.stats.aggregate.render_overview`)."""
+        """The rows written as a table for people (:func:`render_overview`)."""
         return render_overview(
             self.aggregate, measure_keys=measure_keys, partition_columns=partition_columns
         )
