@@ -1,194 +1,43 @@
-"""Strict configuration: a TOML file parsed into frozen dataclasses; unknown keys, wrong types
-and missing keys are errors naming the file, section and key (example: ``conf/local.toml``)."""
+"""A TOML file parsed into the configuration, strictly: unknown keys, wrong types and missing
+keys are errors naming the file, section, key and line."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from releval.core.columns import NEGATIVE_LABEL_RULES
+from releval.config.settings import (
+    CORRECTIONS,
+    FORMATS,
+    INTERVAL_METHODS,
+    MISSING_QUERIES,
+    NEGATIVE_LABELS,
+    RANK_BY,
+    REMOVED_KEYS,
+    SPARK_KEYS,
+    TESTS,
+    ComparisonSettings,
+    Config,
+    EvaluationSettings,
+    IntervalSettings,
+    OutputSettings,
+    QrelsSource,
+    RunSource,
+    SparkSettings,
+)
 from releval.errors import ConfigError
-
-FORMATS = ("delta", "parquet", "trec")
-#: The format of a source given as a DataFrame (releval.evaluate), never read from a config.
-DATAFRAME = "DataFrame"
-RANK_BY = ("score", "rank")
-MISSING_QUERIES = ("zero", "skip")
-#: Keys releval refuses: (section, key) -> the error, saying what to do.
-REMOVED_KEYS = {("evaluation", "engine"): (
-    "evaluation.engine was removed: the Arrow engine (vectorized NumPy per shuffle "
-    "partition) is the only production engine; the SQL window-function engine is kept "
-    "as a test oracle only (docs/performance.md). Delete the key")}
-#: What a negative qrels label means; the first is the default (trec_eval's rule).
-NEGATIVE_LABELS = NEGATIVE_LABEL_RULES
-INTERVAL_METHODS = ("t", "bootstrap")
-CORRECTIONS = ("holm", "bh")
-TESTS = ("randomization", "t", "tukey")
-
-#: The ``[spark]`` keys that stand for one Spark setting each (``[spark.conf]`` may not set these).
-SPARK_KEYS = {
-    "shuffle_partitions": "spark.sql.shuffle.partitions",
-    "executor_memory": "spark.executor.memory", "executor_cores": "spark.executor.cores",
-    "adaptive": "spark.sql.adaptive.enabled", "warehouse": "spark.sql.warehouse.dir",
-}
-
-@dataclass(frozen=True)
-class SparkSettings:
-    """How the SparkSession is built; ``master`` None leaves it to ``spark-submit``."""
-    master: str | None = None
-    app_name: str = "releval"
-    shuffle_partitions: int | None = None
-    #: Each executor's JVM heap (``spark.executor.memory``), e.g. ``"4g"``; None: Spark's default.
-    executor_memory: str | None = None
-    #: Concurrent tasks of each executor (``spark.executor.cores``); None: Spark's default.
-    executor_cores: int | None = None
-    #: Adaptive query execution (``spark.sql.adaptive.enabled``).
-    adaptive: bool = True
-    #: Where managed tables live (``spark.sql.warehouse.dir``): any Hadoop-compatible path.
-    warehouse: str | None = None
-    conf: Mapping[str, str] = field(default_factory=dict)
-
-    def spark_conf(self) -> dict[str, str]:
-        """The dedicated keys' settings by Spark name; unset (None) keys keep Spark's default."""
-        conf = {}
-        for key, name in SPARK_KEYS.items():
-            value = getattr(self, key)
-            if isinstance(value, bool):
-                conf[name] = "true" if value else "false"
-            elif value is not None:
-                conf[name] = str(value)
-        return conf
-
-@dataclass(frozen=True)
-class RunSource:
-    """Where the run table is and how its columns map to releval's."""
-    path: str | None = None
-    table: str | None = None
-    format: str = "delta"
-    query_id: str = "query_id"
-    doc_id: str = "doc_id"
-    score: str | None = "score"
-    rank: str | None = "rank"
-    partition_columns: tuple[str, ...] = ()
-    rank_by: str = "score"
-    filter: str | None = None
-    #: Read this Delta version (time travel); the batch job pins the one it started with.
-    version: int | None = None
-
-@dataclass(frozen=True)
-class QrelsSource:
-    """Where the qrels table is and how its columns map to releval's."""
-    path: str | None = None
-    table: str | None = None
-    format: str = "delta"
-    query_id: str = "query_id"
-    doc_id: str = "doc_id"
-    relevance: str = "relevance"
-    filter: str | None = None
-    #: Read this Delta version (time travel); the batch job pins the one it started with.
-    version: int | None = None
-
-@dataclass(frozen=True)
-class EvaluationSettings:
-    """What is computed."""
-    measures: tuple[str, ...] = ("P@5", "P@10", "R@100", "Hit@10", "RR", "nDCG@10", "AP", "AP@100")
-    relevance_level: int = 1
-    missing_queries: str = "zero"
-    #: Compute every measure judged-only (trec_eval -J); ``[judged]`` does it per measure.
-    judged_only: bool = False
-    #: A negative label is "unjudged" (trec_eval) or "judged" (docs/incomplete-judgments.md).
-    negative_labels: str = "unjudged"
-    #: Warn in the job summary when more than this share of a top k is unjudged.
-    unjudged_warning_share: float = 0.2
-    #: Any quarantined input row fails the job (after the quarantine table is written).
-    strict: bool = False
-
-@dataclass(frozen=True)
-class IntervalSettings:
-    """Each macro value's interval: Student's t over queries, or a Poisson bootstrap."""
-    method: str = "t"
-    level: float = 0.95
-    resamples: int = 2000
-    seed: int = 20261130
-
-@dataclass(frozen=True)
-class ComparisonSettings:
-    """The paired comparison of run partitions (``releval compare``; docs/statistics.md).
-
-    ``alpha`` is the level of the corrected p-values (interval: 1 - alpha); ``test`` picks whose
-    p-value marks a row ("tukey": Tukey HSD over all pairs); ``correction`` is "holm"
-    (family-wise) or "bh" (false discovery rate).
-    """
-    permutations: int = 10000
-    seed: int = 20261130
-    correction: str = "holm"
-    alpha: float = 0.05
-    test: str = "randomization"
-
-@dataclass(frozen=True)
-class OutputSettings:
-    """Where the Delta tables go (a folder path, or catalog table names); the quarantine,
-    run-log and comparison tables default to ``<name>`` next to the per-query table."""
-    per_query_path: str | None = None
-    aggregate_path: str | None = None
-    per_query_table: str | None = None
-    aggregate_table: str | None = None
-    partition_columns: tuple[str, ...] | None = None
-    quarantine_path: str | None = None
-    quarantine_table: str | None = None
-    run_log_path: str | None = None
-    run_log_table: str | None = None
-    comparison_path: str | None = None
-    comparison_table: str | None = None
-
-@dataclass(frozen=True)
-class Config:
-    """The whole job configuration."""
-    run: RunSource
-    qrels: QrelsSource
-    evaluation: EvaluationSettings = EvaluationSettings()
-    output: OutputSettings = OutputSettings()
-    spark: SparkSettings = SparkSettings()
-    intervals: IntervalSettings = IntervalSettings()
-    comparison: ComparisonSettings = ComparisonSettings()
-
-    def sibling_table(self, name: str) -> tuple[str | None, str | None]:
-        """(path, table) of table ``name`` next to the per-query table (folder or catalog)."""
-        if self.output.per_query_table:
-            return None, f"{self.output.per_query_table}_{name}"
-        if self.output.per_query_path:
-            path = self.output.per_query_path.rstrip("/")
-            if URI_SCHEME.match(path):  # hdfs://, s3a://, file:/...: no local abspath
-                return f"{path.rsplit('/', 1)[0]}/{name}", None
-            return os.path.join(os.path.dirname(os.path.abspath(path)), name), None
-        return None, None
-
-    def located(self, name: str) -> tuple[str | None, str | None]:
-        """(path, table) of ``name``: ``output.<name>_path/_table``, else its sibling table."""
-        path = getattr(self.output, f"{name}_path")
-        table = getattr(self.output, f"{name}_table")
-        if path or table:
-            return path, table
-        return self.sibling_table(name)
-
-    @property
-    def output_partition_columns(self) -> tuple[str, ...]:
-        """Partition columns of the output tables (default: the run's)."""
-        if self.output.partition_columns is not None:
-            return self.output.partition_columns
-        return self.run.partition_columns
 
 _SECTION_TYPES = {
     "run": RunSource, "qrels": QrelsSource, "evaluation": EvaluationSettings,
     "output": OutputSettings, "spark": SparkSettings, "intervals": IntervalSettings,
     "comparison": ComparisonSettings,
 }
+
 
 def _build(cls: type, raw: Any, where: str, source: str) -> Any:
     """Build dataclass ``cls`` from the mapping ``raw``, strictly."""
@@ -208,6 +57,7 @@ def _build(cls: type, raw: Any, where: str, source: str) -> Any:
         return cls(**values)
     except TypeError as exc:  # a required key is missing
         raise ConfigError(f"{source}: [{where}] {exc}") from None
+
 
 def _coerce(f: dataclasses.Field[Any], value: Any, where: str, source: str) -> Any:
     type_ = str(f.type)
@@ -237,16 +87,17 @@ def _coerce(f: dataclasses.Field[Any], value: Any, where: str, source: str) -> A
         return value
     return value
 
+
 def _check_choice(value: str, choices: tuple[str, ...], where: str, source: str) -> None:
     if value not in choices:
         raise ConfigError(f"{source}: {where} = {value!r}; expected one of {list(choices)}")
 
-#: A Hadoop path with a scheme (``hdfs://``, ``s3a://``, ``file:/``), not a local path.
-URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
+
 #: A JVM memory size with its unit, as Spark reads it: ``512m``, ``4g``, ``1t``.
 MEMORY_SIZE = re.compile(r"^[1-9][0-9]*[kmgtp]b?$", re.IGNORECASE)
 #: A column or table-name part that may appear in SQL text: letters, digits, underscores.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
 
 def _check_spark(spark: SparkSettings, source: str) -> None:
     """Positive counts, a memory size with a unit, no ``[spark.conf]`` for a dedicated key."""
@@ -262,6 +113,7 @@ def _check_spark(spark: SparkSettings, source: str) -> None:
         name, key = sorted(owned.items())[0]
         raise ConfigError(f"{source}: spark.conf sets {name!r}, which the key spark.{key} "
                           f"stands for; set spark.{key} instead")
+
 
 def _check_identifiers(config: Config, source: str) -> None:
     """Refuse table names and partition columns that SQL text could not carry safely."""
@@ -290,6 +142,7 @@ def _check_identifiers(config: Config, source: str) -> None:
                 raise ConfigError(f"{source}: {key} names {name!r}: a partition column must be "
                                   "letters, digits and underscores, not starting with a digit "
                                   "(rename or alias it)")
+
 
 def validate(config: Config, source: str = "config") -> Config:
     """Check the cross-field rules of a config and return it; a ConfigError names the key."""
@@ -336,6 +189,7 @@ def validate(config: Config, source: str = "config") -> Config:
                           f"run.partition_columns {list(config.run.partition_columns)}")
     return config
 
+
 def config_from_dict(raw: Mapping[str, Any], source: str = "config") -> Config:
     """Parse a mapping (a parsed TOML document) into a validated :class:`Config`."""
     sections = {f.name: f for f in fields(Config)}
@@ -347,6 +201,7 @@ def config_from_dict(raw: Mapping[str, Any], source: str = "config") -> Config:
             raise ConfigError(f"{source}: missing section [{required}]")
     built = {name: _build(_SECTION_TYPES[name], value, name, source) for name, value in raw.items()}
     return validate(Config(**built), source)
+
 
 def load_config(path: str | Path) -> Config:
     """Read and validate a TOML config file; ConfigError if missing, not TOML, or wrong."""
@@ -361,6 +216,7 @@ def load_config(path: str | Path) -> Config:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     check_unknown_keys(raw, text, str(path))
     return config_from_dict(raw, source=str(path))
+
 
 def key_line(text: str, section: str | None, key: str) -> int | None:
     """1-based line of ``key`` in ``[section]`` of TOML ``text`` (section None: a header)."""
@@ -378,6 +234,7 @@ def key_line(text: str, section: str | None, key: str) -> int | None:
         ):
             return number
     return None
+
 
 def check_unknown_keys(raw: Mapping[str, Any], text: str, source: str) -> None:
     """Raise ConfigError (``file:line: unknown key ...``) on the first unknown section or key."""

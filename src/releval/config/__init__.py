@@ -1,0 +1,63 @@
+"""Strict configuration: a TOML file (``conf/local.toml``) parsed into frozen dataclasses."""
+
+from __future__ import annotations
+
+from releval.config.parse import (
+    IDENTIFIER,
+    MEMORY_SIZE,
+    check_unknown_keys,
+    config_from_dict,
+    key_line,
+    load_config,
+    validate,
+)
+from releval.config.settings import (
+    CORRECTIONS,
+    DATAFRAME,
+    FORMATS,
+    INTERVAL_METHODS,
+    MISSING_QUERIES,
+    NEGATIVE_LABELS,
+    RANK_BY,
+    REMOVED_KEYS,
+    SPARK_KEYS,
+    TESTS,
+    URI_SCHEME,
+    ComparisonSettings,
+    Config,
+    EvaluationSettings,
+    IntervalSettings,
+    OutputSettings,
+    QrelsSource,
+    RunSource,
+    SparkSettings,
+)
+
+__all__ = [
+    "CORRECTIONS",
+    "ComparisonSettings",
+    "Config",
+    "DATAFRAME",
+    "EvaluationSettings",
+    "FORMATS",
+    "IDENTIFIER",
+    "INTERVAL_METHODS",
+    "IntervalSettings",
+    "MEMORY_SIZE",
+    "MISSING_QUERIES",
+    "NEGATIVE_LABELS",
+    "OutputSettings",
+    "QrelsSource",
+    "RANK_BY",
+    "REMOVED_KEYS",
+    "RunSource",
+    "SPARK_KEYS",
+    "SparkSettings",
+    "TESTS",
+    "URI_SCHEME",
+    "check_unknown_keys",
+    "config_from_dict",
+    "key_line",
+    "load_config",
+    "validate",
+]

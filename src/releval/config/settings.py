@@ -1,0 +1,189 @@
+"""The configuration's frozen dataclasses and the choices each key takes."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from releval.core.columns import NEGATIVE_LABEL_RULES
+
+FORMATS = ("delta", "parquet", "trec")
+#: The format of a source given as a DataFrame (releval.evaluate), never read from a config.
+DATAFRAME = "DataFrame"
+RANK_BY = ("score", "rank")
+MISSING_QUERIES = ("zero", "skip")
+#: Keys releval refuses: (section, key) -> the error, saying what to do.
+REMOVED_KEYS = {("evaluation", "engine"): (
+    "evaluation.engine was removed: the Arrow engine (vectorized NumPy per shuffle "
+    "partition) is the only production engine; the SQL window-function engine is kept "
+    "as a test oracle only (docs/performance.md). Delete the key")}
+#: What a negative qrels label means; the first is the default (trec_eval's rule).
+NEGATIVE_LABELS = NEGATIVE_LABEL_RULES
+INTERVAL_METHODS = ("t", "bootstrap")
+CORRECTIONS = ("holm", "bh")
+TESTS = ("randomization", "t", "tukey")
+
+#: The ``[spark]`` keys that stand for one Spark setting each (``[spark.conf]`` may not set these).
+SPARK_KEYS = {
+    "shuffle_partitions": "spark.sql.shuffle.partitions",
+    "executor_memory": "spark.executor.memory", "executor_cores": "spark.executor.cores",
+    "adaptive": "spark.sql.adaptive.enabled", "warehouse": "spark.sql.warehouse.dir",
+}
+#: A Hadoop path with a scheme (``hdfs://``, ``s3a://``, ``file:/``), not a local path.
+URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """How the SparkSession is built; ``master`` None leaves it to ``spark-submit``."""
+    master: str | None = None
+    app_name: str = "releval"
+    shuffle_partitions: int | None = None
+    #: Each executor's JVM heap (``spark.executor.memory``), e.g. ``"4g"``; None: Spark's default.
+    executor_memory: str | None = None
+    #: Concurrent tasks of each executor (``spark.executor.cores``); None: Spark's default.
+    executor_cores: int | None = None
+    #: Adaptive query execution (``spark.sql.adaptive.enabled``).
+    adaptive: bool = True
+    #: Where managed tables live (``spark.sql.warehouse.dir``): any Hadoop-compatible path.
+    warehouse: str | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+    def spark_conf(self) -> dict[str, str]:
+        """The dedicated keys' settings by Spark name; unset (None) keys keep Spark's default."""
+        conf = {}
+        for key, name in SPARK_KEYS.items():
+            value = getattr(self, key)
+            if isinstance(value, bool):
+                conf[name] = "true" if value else "false"
+            elif value is not None:
+                conf[name] = str(value)
+        return conf
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """Where the run table is and how its columns map to releval's."""
+    path: str | None = None
+    table: str | None = None
+    format: str = "delta"
+    query_id: str = "query_id"
+    doc_id: str = "doc_id"
+    score: str | None = "score"
+    rank: str | None = "rank"
+    partition_columns: tuple[str, ...] = ()
+    rank_by: str = "score"
+    filter: str | None = None
+    #: Read this Delta version (time travel); the batch job pins the one it started with.
+    version: int | None = None
+
+
+@dataclass(frozen=True)
+class QrelsSource:
+    """Where the qrels table is and how its columns map to releval's."""
+    path: str | None = None
+    table: str | None = None
+    format: str = "delta"
+    query_id: str = "query_id"
+    doc_id: str = "doc_id"
+    relevance: str = "relevance"
+    filter: str | None = None
+    #: Read this Delta version (time travel); the batch job pins the one it started with.
+    version: int | None = None
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """What is computed."""
+    measures: tuple[str, ...] = ("P@5", "P@10", "R@100", "Hit@10", "RR", "nDCG@10", "AP", "AP@100")
+    relevance_level: int = 1
+    missing_queries: str = "zero"
+    #: Compute every measure judged-only (trec_eval -J); ``[judged]`` does it per measure.
+    judged_only: bool = False
+    #: A negative label is "unjudged" (trec_eval) or "judged" (docs/incomplete-judgments.md).
+    negative_labels: str = "unjudged"
+    #: Warn in the job summary when more than this share of a top k is unjudged.
+    unjudged_warning_share: float = 0.2
+    #: Any quarantined input row fails the job (after the quarantine table is written).
+    strict: bool = False
+
+
+@dataclass(frozen=True)
+class IntervalSettings:
+    """Each macro value's interval: Student's t over queries, or a Poisson bootstrap."""
+    method: str = "t"
+    level: float = 0.95
+    resamples: int = 2000
+    seed: int = 20261130
+
+
+@dataclass(frozen=True)
+class ComparisonSettings:
+    """The paired comparison of run partitions (``releval compare``; docs/statistics.md).
+
+    ``alpha`` is the level of the corrected p-values (interval: 1 - alpha); ``test`` picks whose
+    p-value marks a row ("tukey": Tukey HSD over all pairs); ``correction`` is "holm"
+    (family-wise) or "bh" (false discovery rate).
+    """
+    permutations: int = 10000
+    seed: int = 20261130
+    correction: str = "holm"
+    alpha: float = 0.05
+    test: str = "randomization"
+
+
+@dataclass(frozen=True)
+class OutputSettings:
+    """Where the Delta tables go (a folder path, or catalog table names); the quarantine,
+    run-log and comparison tables default to ``<name>`` next to the per-query table."""
+    per_query_path: str | None = None
+    aggregate_path: str | None = None
+    per_query_table: str | None = None
+    aggregate_table: str | None = None
+    partition_columns: tuple[str, ...] | None = None
+    quarantine_path: str | None = None
+    quarantine_table: str | None = None
+    run_log_path: str | None = None
+    run_log_table: str | None = None
+    comparison_path: str | None = None
+    comparison_table: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole job configuration."""
+    run: RunSource
+    qrels: QrelsSource
+    evaluation: EvaluationSettings = EvaluationSettings()
+    output: OutputSettings = OutputSettings()
+    spark: SparkSettings = SparkSettings()
+    intervals: IntervalSettings = IntervalSettings()
+    comparison: ComparisonSettings = ComparisonSettings()
+
+    def sibling_table(self, name: str) -> tuple[str | None, str | None]:
+        """(path, table) of table ``name`` next to the per-query table (folder or catalog)."""
+        if self.output.per_query_table:
+            return None, f"{self.output.per_query_table}_{name}"
+        if self.output.per_query_path:
+            path = self.output.per_query_path.rstrip("/")
+            if URI_SCHEME.match(path):  # hdfs://, s3a://, file:/...: no local abspath
+                return f"{path.rsplit('/', 1)[0]}/{name}", None
+            return os.path.join(os.path.dirname(os.path.abspath(path)), name), None
+        return None, None
+
+    def located(self, name: str) -> tuple[str | None, str | None]:
+        """(path, table) of ``name``: ``output.<name>_path/_table``, else its sibling table."""
+        path = getattr(self.output, f"{name}_path")
+        table = getattr(self.output, f"{name}_table")
+        if path or table:
+            return path, table
+        return self.sibling_table(name)
+
+    @property
+    def output_partition_columns(self) -> tuple[str, ...]:
+        """Partition columns of the output tables (default: the run's)."""
+        if self.output.partition_columns is not None:
+            return self.output.partition_columns
+        return self.run.partition_columns
