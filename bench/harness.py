@@ -8,7 +8,8 @@ size of the whole process tree (the Python process plus, for Spark, the JVM it
 starts) every ``POLL_S`` seconds. A runner whose tree goes above the memory cap
 (``--memory-cap-gib``) or runs longer than the size's timeout is killed, tree and
 all, and reported as stopped: that is where the in-memory peers stop at 30m and
-100m. Results go to ``bench/results/<size>.md`` and ``bench/results/<size>.json``.
+100m. Results go to ``bench/results/<size>.md`` and ``bench/results/<size>.json``;
+a run of the ``notebook`` runner alone to ``<size>-notebook.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,11 @@ SIZE_SETTINGS: dict[str, dict[str, Any]] = {
     "full": {"timeout_s": 3600, "driver_memory": "8g"},
     "30m": {"timeout_s": 2 * 3600, "driver_memory": "4g"},
     "100m": {"timeout_s": 6 * 3600, "driver_memory": "4g"},
+    "q400": {"timeout_s": 600, "driver_memory": "8g"},
 }
+#: Sizes of the harness beside the generator's ``SIZES`` (queries): a short run, for
+#: the notebook runner's comparison at a few hundred queries.
+EXTRA_SIZES: dict[str, int] = {"q400": 400}
 #: The size the growth ratio compares to, and the sizes of the across-sizes table.
 BASE_SIZE = "full"
 SCALE_SIZES = ("full", "30m", "100m")
@@ -53,14 +58,24 @@ BENCH_PACKAGES = ("psutil", "pytrec_eval", "pytrec_eval-terrier", "ir_measures",
 ORDER = (
     "pyarrow-read", "numpy", "pytrec_eval", "ir_measures", "ranx",
     "spark-RankingEvaluator", "spark-sql", "spark-sql-tables", "releval", "releval-5",
-    "releval-cli-trec", "releval-cli-parquet",
+    "releval-cli-trec", "releval-cli-parquet", "notebook",
 )
+#: Runners that run only when named in ``--runners``: ``notebook`` times eight
+#: evaluations in one session, a comparison of its own rather than a peer's row.
+OPT_IN = frozenset({"notebook"})
+#: A run of only these runners writes ``<size>-notebook.md``, beside the size's report.
+OWN_FILE = frozenset({"notebook"})
 #: Module each optional runner needs.
 NEEDS = {"pytrec_eval": "pytrec_eval", "ir_measures": "ir_measures", "ranx": "ranx"}
 #: Measures a peer computes with another definition than trec_eval's (not checked).
 DIFFERENT_DEFINITION = {
     ("spark-RankingEvaluator", "nDCG@10"): "binary gain (RankingEvaluator takes no graded labels)",
 }
+
+
+def results_name(size: str, runners: Sequence[str]) -> str:
+    """The results files' name: ``<size>``, or ``<size>-notebook`` for the notebook runner alone."""
+    return f"{size}-notebook" if runners and set(runners) <= OWN_FILE else size
 
 
 def shuffle_partitions(run_rows: int) -> int:
@@ -239,7 +254,8 @@ def agreement(rows: dict[str, dict[str, Any]], tolerance: float) -> dict[str, An
     ref = rows.get("releval", {}).get("means") or {}
     out: dict[str, Any] = {"reference": "releval", "tolerance": tolerance, "peers": {}}
     if not ref:
-        out["error"] = "releval produced no aggregate values"
+        if "releval" in rows:
+            out["error"] = "releval produced no aggregate values"
         return out
     for name, row in rows.items():
         if name == "releval" or not row.get("means"):
@@ -261,6 +277,13 @@ def agreement(rows: dict[str, dict[str, Any]], tolerance: float) -> dict[str, An
 
 def _ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 2) if a is not None and b not in (None, 0) else None
+
+
+#: The notebook runner's ratio of medians (its label in the report).
+NOTEBOOK_RATIO = (
+    "notebook: releval.evaluate / RankingEvaluator (nDCG@10, MAP), medians in one warm "
+    "session (target: <= 1.5)"
+)
 
 
 def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float | None]:
@@ -288,6 +311,7 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float | None]:
             get("releval", "work_s"), get("spark-sql-tables", "work_s")),
         "releval evaluate: TREC text / Parquet, wall (target: <= 1.3)": _ratio(
             get("releval-cli-trec", "wall_s"), get("releval-cli-parquet", "wall_s")),
+        NOTEBOOK_RATIO: (get("notebook", "notebook") or {}).get("ratio"),
     }
 
 
@@ -300,7 +324,8 @@ def across_sizes(report: dict[str, Any], results: Path) -> dict[str, Any]:
     against ``BASE_SIZE`` (10M rows), for the target "at most linear".
     """
     reports: dict[str, dict[str, Any]] = {}
-    for size in SCALE_SIZES if report["size"] in SCALE_SIZES else ():
+    own_file = report.get("results_name", report["size"]) != report["size"]
+    for size in SCALE_SIZES if report["size"] in SCALE_SIZES and not own_file else ():
         path = results / f"{size}.json"
         if size == report["size"]:
             reports[size] = report
@@ -347,7 +372,7 @@ def render(report: dict[str, Any]) -> str:
     data = report["data"]
     ref = rows.get("releval", {})
     lines = [
-        f"# releval benchmark: `{report['size']}`",
+        f"# releval benchmark: `{report.get('results_name', report['size'])}`",
         "",
         f"{data['queries']:,} queries, {data['run_rows']:,} run rows, {data['qrels_rows']:,} "
         f"qrels rows (seed {data['seed']}). Machine: {report['machine']['cpus']} CPUs, "
@@ -377,16 +402,20 @@ def render(report: dict[str, Any]) -> str:
             f"| {_fmt(_ratio(row.get('wall_s'), ref.get('wall_s')))} "
             f"| {_fmt(_ratio(row.get('work_s'), ref.get('work_s')))} | {row_status} |"
         )
+    own_file = report.get("results_name", report["size"]) != report["size"]
     lines += ["", "## Ratios", "", "| ratio | value |", "|---|--:|"]
-    lines += [f"| {k} | {_fmt(v)} |" for k, v in report["ratios"].items()]
+    lines += [f"| {k} | {_fmt(v)} |" for k, v in report["ratios"].items()
+              if v is not None or not own_file]  # a notebook file: its own ratio
     lines += [
         f"| Spark jobs of `{name}` (its --profile; target at tiny: <= 15) | {row['spark_jobs']} |"
         for name, row in rows.items()
         if row.get("spark_jobs") is not None
     ]
     lines += _render_across_sizes(report.get("across_sizes"))
+    if rows.get("notebook", {}).get("notebook"):
+        lines += _render_notebook(rows["notebook"]["notebook"])
     agree = report["agreement"]
-    lines += [
+    lines += [] if "releval" not in rows else [
         "",
         "## Agreement with releval",
         "",
@@ -398,7 +427,7 @@ def render(report: dict[str, Any]) -> str:
         "| peer | " + " | ".join(MEASURES) + " |",
         "|---|" + "---|" * len(MEASURES),
     ]
-    if "releval" in rows and rows["releval"].get("means"):
+    if rows.get("releval", {}).get("means"):
         lines.append("| releval (value) | " + " | ".join(
             _fmt(rows["releval"]["means"].get(m), ".6f") for m in MEASURES) + " |")
     for peer, checks in agree.get("peers", {}).items():
@@ -436,6 +465,55 @@ def render(report: dict[str, Any]) -> str:
         phases = ", ".join(f"{k} {v:.2f}" for k, v in row.get("phases", {}).items())
         lines.append(f"- {name}: {phases or '–'}")
     return "\n".join(lines) + "\n"
+
+
+def _render_notebook(nb: dict[str, Any]) -> list[str]:
+    """The notebook runner's section: each timed run, the medians, their ratio, the means."""
+    n = nb["repeats"]
+    what = {
+        "releval": "`releval.evaluate(run, qrels, measures=<16>).aggregate.collect()`",
+        "RankingEvaluator": "arrays built and cached, then RankingEvaluator's nDCG@10 and MAP",
+    }
+    lines = [
+        "",
+        "## One warm session: releval.evaluate against RankingEvaluator",
+        "",
+        f"One SparkSession; the run ({nb['rows']['run']:,} rows) and qrels "
+        f"({nb['rows']['qrels']:,} rows) read from Parquet, cached and counted before the "
+        f"clock starts. After one untimed warm-up of each, {n} timed runs of each, alternated "
+        "(releval, RankingEvaluator, releval, ...)."
+        + (" The machine's 1-minute load average: {before:g} before the timed runs, {after:g} "
+           "after.".format(**nb["load_average_1min"]) if nb.get("load_average_1min") else ""),
+        "",
+        "| timed | warm-up s | " + " | ".join(f"run {i + 1} s" for i in range(n))
+        + " | median s | Spark jobs |",
+        "|---|--:|" + "--:|" * n + "--:|--:|",
+    ]
+    for side, label in what.items():
+        lines.append(
+            f"| {label} | {_fmt(nb['warm_up_s'][side])} | "
+            + " | ".join(_fmt(t) for t in nb["times_s"][side])
+            + f" | {_fmt(nb['median_s'][side])} | {nb.get('spark_jobs', {}).get(side, '–')} |"
+        )
+    lines += [
+        "",
+        f"**releval / RankingEvaluator, medians: {_fmt(nb['ratio'])}** (target: <= 1.5).",
+        "",
+        "| mean over queries | releval | RankingEvaluator | diff | |",
+        "|---|--:|--:|--:|---|",
+    ]
+    for m, a in nb["agreement"].items():
+        lines.append(f"| {m} | {a['releval']:.6f} | {a['RankingEvaluator']:.6f} "
+                     f"| {a['diff']:+.1e} | {a['status']} |")
+    lines += [
+        "",
+        "RankingEvaluator takes no graded labels: its nDCG gives every relevant document "
+        "gain 1, releval's (trec_eval's) gives it its label, so the two agree only when the "
+        f"labels are 0/1 (here: {'yes' if nb['binary_labels'] else 'no, 0-3'}). Its MAP is "
+        "trec_eval's AP over the queries with a relevant document. Largest change of a "
+        f"mean between the runs: {nb['largest_change_between_runs']:.1e}.",
+    ]
+    return lines
 
 
 def _limits(limits: dict[str, Any] | None) -> str:
@@ -496,6 +574,7 @@ DESCRIPTIONS = {
     "releval-5": "pipeline.run, the 5 measures only (Arrow engine)",
     "releval-cli-trec": "`releval evaluate` on the TREC files, defaults, JVM start included",
     "releval-cli-parquet": "`releval evaluate --format parquet` on the Parquet copies, the same",
+    "notebook": "one warm session: releval.evaluate and RankingEvaluator, alternated",
 }
 
 
@@ -508,8 +587,9 @@ def _memory_gib() -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the releval benchmark.")
     parser.add_argument("--size", default=os.environ.get("BENCH_SIZE", "quick"),
-                        choices=sorted([*SIZES, *ALIASES]))
-    parser.add_argument("--runners", help=f"comma-separated subset of {','.join(ORDER)}")
+                        choices=sorted([*SIZES, *EXTRA_SIZES, *ALIASES]))
+    parser.add_argument("--runners", help=f"comma-separated subset of {','.join(ORDER)} "
+                        f"(default: all but {', '.join(sorted(OPT_IN))})")
     parser.add_argument("--data-root", type=Path, default=Path("bench/data"))
     parser.add_argument("--results", type=Path, default=Path("bench/results"))
     parser.add_argument("--install", action="store_true", help="pip install the peers first")
@@ -527,12 +607,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shuffle-partitions", type=int,
                         help="default: about one per 250k run rows (see shuffle_partitions)")
     parser.add_argument("--render-only", action="store_true",
-                        help="recompute ratios/agreement and rewrite the .md from the .json")
+                        help="recompute ratios/agreement and rewrite the .md from the .json "
+                        "(with --runners notebook: the <size>-notebook files)")
     args = parser.parse_args(argv)
     args.size = ALIASES.get(args.size, args.size)
+    wanted = args.runners.split(",") if args.runners else [n for n in ORDER if n not in OPT_IN]
+    stem = results_name(args.size, wanted)
     if args.render_only:
-        path = args.results / f"{args.size}.json"
+        path = args.results / f"{stem}.json"
         report = json.loads(path.read_text())
+        report.setdefault("results_name", stem)
         finish(report, args.results, args.tolerance)
         return 0
 
@@ -545,7 +629,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     data = args.data_root / args.size
     t0 = time.perf_counter()
-    info = generate(args.size, data)
+    info = generate(args.size, data, queries=EXTRA_SIZES.get(args.size))
     print(f"data {args.size}: {info.run_rows:,} run rows in {data} ({time.perf_counter() - t0:.1f} s)")
     partitions = args.shuffle_partitions or shuffle_partitions(info.run_rows)
     settings = SIZE_SETTINGS.get(args.size, {"timeout_s": RUNNER_TIMEOUT_S, "driver_memory": "8g"})
@@ -557,7 +641,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = (args.data_root / f"{args.size}-work").resolve()
     work.mkdir(parents=True, exist_ok=True)
 
-    wanted = args.runners.split(",") if args.runners else list(ORDER)
     unknown = sorted(set(wanted) - set(RUNNERS))
     if unknown:
         parser.error(f"unknown runners {unknown}")
@@ -578,6 +661,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     report = {
         "size": args.size,
+        "results_name": stem,
         "generated_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "data": asdict(info),
         "machine": {
@@ -610,11 +694,11 @@ def finish(report: dict[str, Any], results: Path, tolerance: float) -> None:
     growth = report["across_sizes"].get("growth")
     if growth:
         report["ratios"][growth["label"]] = growth["wall_ratio"]
-    size = report["size"]
+    name = report.get("results_name", report["size"])
     results.mkdir(parents=True, exist_ok=True)
-    (results / f"{size}.json").write_text(json.dumps(report, indent=2) + "\n")
-    (results / f"{size}.md").write_text(render(report))
-    print(f"wrote {results / (size + '.md')} and .json")
+    (results / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
+    (results / f"{name}.md").write_text(render(report))
+    print(f"wrote {results / (name + '.md')} and .json")
     failed = [n for n, c in report["agreement"].get("peers", {}).items()
               if any(v["status"] == "MISMATCH" for v in c.values())]
     if failed:

@@ -12,7 +12,9 @@ queries of P@10, R@100, nDCG@10, AP, RR, where the tool computes them) and
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -298,43 +300,195 @@ def _spark(res: Result, shuffle_partitions: int) -> Any:
     return spark
 
 
-def run_spark_ranking_evaluator(data: Path, res: Result, work: Path, partitions: int) -> None:
-    """pyspark.ml.evaluation.RankingEvaluator: four aggregate metrics, binary relevance."""
-    from pyspark.ml.evaluation import RankingEvaluator
+def ranking_arrays(run: Any, qrels: Any) -> Any:
+    """RankingEvaluator's input: per query, the run's doc numbers in score order
+    (``prediction``) and the relevant ones, label >= 1 (``label``); queries in both only.
+
+    Doc ids are ``D<number>``; the evaluator takes numeric arrays, so the number is cast to
+    a double.
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    def doc_num(c: str) -> Any:
+        return F.substring(F.col(c), 2, 20).cast("double")
+
+    w = Window.partitionBy("query_id").orderBy(F.col("score").desc())
+    predicted = (
+        run.withColumn("_pos", F.row_number().over(w))
+        .groupBy("query_id")
+        .agg(F.sort_array(F.collect_list(F.struct("_pos", doc_num("doc_id").alias("d")))).alias("s"))
+        .select("query_id", F.col("s.d").alias("prediction"))
+    )
+    labels = (
+        qrels.where(F.col("relevance") >= 1)
+        .groupBy("query_id")
+        .agg(F.collect_list(doc_num("doc_id")).alias("label"))
+    )
+    return predicted.join(labels, "query_id")
+
+
+#: RankingEvaluator's metrics, by releval's name: (metricName, k). k is ignored by
+#: meanAveragePrecision, which ranks the whole prediction array (trec_eval's AP).
+RANKING_EVALUATOR_METRICS = {
+    "P@10": ("precisionAtK", 10), "R@100": ("recallAtK", 100),
+    "nDCG@10": ("ndcgAtK", 10), "AP": ("meanAveragePrecision", 10),
+}
+
+
+def ranking_evaluator_means(table: Any, names: Sequence[str]) -> dict[str, float]:
+    """RankingEvaluator's value of each metric ``names`` (keys of RANKING_EVALUATOR_METRICS)."""
+    from pyspark.ml.evaluation import RankingEvaluator
+
+    means = {}
+    for name in names:
+        metric, k = RANKING_EVALUATOR_METRICS[name]
+        ev = RankingEvaluator(predictionCol="prediction", labelCol="label", metricName=metric, k=k)
+        means[name] = float(ev.evaluate(table))
+    return means
+
+
+def run_spark_ranking_evaluator(data: Path, res: Result, work: Path, partitions: int) -> None:
+    """pyspark.ml.evaluation.RankingEvaluator: four aggregate metrics, binary relevance."""
     spark = _spark(res, partitions)
     with res.phase("compute"):
-        def doc_num(c: str) -> Any:
-            return F.substring(F.col(c), 2, 20).cast("double")
-
         run = spark.read.parquet(str(data / "run.parquet"))
         qrels = spark.read.parquet(str(data / "qrels.parquet"))
-        w = Window.partitionBy("query_id").orderBy(F.col("score").desc())
-        predicted = (
-            run.withColumn("_pos", F.row_number().over(w))
-            .groupBy("query_id")
-            .agg(F.sort_array(F.collect_list(F.struct("_pos", doc_num("doc_id").alias("d")))).alias("s"))
-            .select("query_id", F.col("s.d").alias("prediction"))
-        )
-        labels = (
-            qrels.where(F.col("relevance") >= 1)
-            .groupBy("query_id")
-            .agg(F.collect_list(doc_num("doc_id")).alias("label"))
-        )
-        table = predicted.join(labels, "query_id").cache()
+        table = ranking_arrays(run, qrels).cache()
         table.count()
-        evaluators = {
-            "P@10": ("precisionAtK", 10), "R@100": ("recallAtK", 100),
-            "nDCG@10": ("ndcgAtK", 10), "AP": ("meanAveragePrecision", 10),
-        }
-        for name, (metric, k) in evaluators.items():
-            ev = RankingEvaluator(predictionCol="prediction", labelCol="label", metricName=metric, k=k)
-            res.means[name] = float(ev.evaluate(table))
+        res.means = ranking_evaluator_means(table, list(RANKING_EVALUATOR_METRICS))
     with res.phase("stop"):
         spark.stop()
     res.notes.append("no reciprocal rank in RankingEvaluator; nDCG is binary (no graded labels)")
+
+
+# --- one warm session, as a notebook: releval.evaluate against RankingEvaluator --------
+
+#: Timed runs of each side in the notebook runner, after one untimed warm-up of each.
+NOTEBOOK_REPEATS = 3
+#: What RankingEvaluator computes in the notebook runner (releval computes RELEVAL_MEASURES).
+NOTEBOOK_METRICS = ("nDCG@10", "AP")
+#: |releval - RankingEvaluator| below which a mean of the notebook runner agrees.
+NOTEBOOK_TOLERANCE = 1e-9
+
+
+def notebook_session(spark: Any, data: Path, res: Result, repeats: int = NOTEBOOK_REPEATS) -> None:
+    """releval.evaluate and RankingEvaluator alternated in one warm session, on the same
+    cached DataFrames; records each side's timings, their medians and their means.
+
+    Untimed: reading both Parquet files, ``cache()`` + ``count()``, one warm-up of each.
+    Timed, ``repeats`` times each, alternated (releval, RankingEvaluator, releval, ...):
+    ``releval.evaluate(run, qrels, measures=RELEVAL_MEASURES).aggregate.collect()``, and
+    RankingEvaluator's arrays built (:func:`ranking_arrays`, cached and counted as the
+    ``spark-RankingEvaluator`` runner does) then nDCG@10 and MAP evaluated. Each arrays
+    table is unpersisted after its clock stops, so the next run builds its own.
+
+    The cached inputs are unpersisted at the end; the session is left running.
+    """
+    from statistics import median
+
+    from pyspark.sql import functions as F
+
+    import releval
+
+    sc = spark.sparkContext
+    started = itertools.count()
+    seconds: dict[str, float] = {}  # of each side's last run
+    jobs: dict[str, int] = {}
+
+    @contextmanager
+    def clock(side: str) -> Iterator[None]:
+        # the block's Spark jobs form a job group of their own, counted by the status tracker
+        group = f"bench-notebook-{side}-{next(started)}"
+        sc.setJobGroup(group, f"bench notebook {side}")
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            seconds[side] = time.perf_counter() - start
+            jobs[side] = len(sc.statusTracker().getJobIdsForGroup(group))
+            sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+            sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+
+    def run_releval() -> tuple[float, dict[str, float]]:
+        with clock("releval"):
+            rows = releval.evaluate(run, qrels, measures=list(RELEVAL_MEASURES)).aggregate.collect()
+        means = {r["measure_key"]: float(r["value"]) for r in rows if r["averaging"] == "macro"}
+        return seconds["releval"], means
+
+    def run_ranking_evaluator() -> tuple[float, dict[str, float]]:
+        with clock("RankingEvaluator"):
+            table = ranking_arrays(run, qrels).cache()
+            table.count()
+            means = ranking_evaluator_means(table, NOTEBOOK_METRICS)
+        table.unpersist(blocking=True)
+        return seconds["RankingEvaluator"], means
+
+    with res.phase("read and cache inputs"):
+        run = spark.read.parquet(str(data / "run.parquet")).cache()
+        qrels = spark.read.parquet(str(data / "qrels.parquet")).cache()
+        rows = {"run": run.count(), "qrels": qrels.count()}
+        top_label = qrels.agg(F.max("relevance")).first()[0]
+    try:
+        with res.phase("warm-up: releval"):
+            warm_releval, releval_means = run_releval()
+        with res.phase("warm-up: RankingEvaluator"):
+            warm_re, re_means = run_ranking_evaluator()
+        times: dict[str, list[float]] = {"releval": [], "RankingEvaluator": []}
+        drift = 0.0  # the largest change of a mean from the warm-up's, over the timed runs
+        load = [os.getloadavg()[0]]  # the machine's other work, beside this one's 2 cores
+        with res.phase(f"timed: {repeats} x (releval, RankingEvaluator)"):
+            for _ in range(repeats):
+                took, means = run_releval()
+                times["releval"].append(round(took, 3))
+                drift = max([drift, *(abs(means[m] - releval_means[m]) for m in RELEVAL_MEASURES)])
+                took, means = run_ranking_evaluator()
+                times["RankingEvaluator"].append(round(took, 3))
+                drift = max([drift, *(abs(means[m] - re_means[m]) for m in NOTEBOOK_METRICS)])
+        load.append(os.getloadavg()[0])
+    finally:
+        run.unpersist()
+        qrels.unpersist()
+    medians = {side: round(median(t), 3) for side, t in times.items()}
+    binary = top_label is not None and top_label <= 1
+    agreement = {}
+    for m in NOTEBOOK_METRICS:
+        diff = releval_means[m] - re_means[m]
+        # RankingEvaluator's nDCG has binary gain: it is releval's linear-gain nDCG only
+        # when every label is 0 or 1
+        comparable = m != "nDCG@10" or binary
+        status = ("ok" if abs(diff) <= NOTEBOOK_TOLERANCE else "MISMATCH") if comparable else (
+            "differs by definition (binary gain; the labels are graded)")
+        agreement[m] = {"releval": releval_means[m], "RankingEvaluator": re_means[m],
+                        "diff": diff, "status": status}
+    res.means = {m: releval_means[m] for m in RELEVAL_MEASURES}  # all 16 of releval.evaluate
+    res.extra["notebook"] = {
+        "repeats": repeats,
+        "rows": rows,
+        "binary_labels": binary,
+        "warm_up_s": {"releval": round(warm_releval, 3), "RankingEvaluator": round(warm_re, 3)},
+        "times_s": times,
+        "median_s": medians,
+        "spark_jobs": jobs,  # of the last timed run of each
+        "ratio": round(medians["releval"] / medians["RankingEvaluator"], 2)
+        if medians["RankingEvaluator"] > 0 else None,
+        "largest_change_between_runs": drift,
+        "load_average_1min": {"before": round(load[0], 2), "after": round(load[1], 2)},
+        "agreement": agreement,
+    }
+    res.notes.append(
+        f"one session, inputs cached before the clock; releval.evaluate(16 measures)"
+        f".aggregate.collect() and RankingEvaluator (arrays built, cached, nDCG@10 + MAP) "
+        f"alternated {repeats} times each after a warm-up of each; after start-up = all of it"
+    )
+
+
+def run_notebook(data: Path, res: Result, work: Path, partitions: int) -> None:
+    """releval.evaluate against RankingEvaluator in one warm session (:func:`notebook_session`)."""
+    spark = _spark(res, partitions)
+    notebook_session(spark, data, res)
+    with res.phase("stop"):
+        spark.stop()
 
 
 SQL_JOB = """
@@ -584,8 +738,11 @@ RUNNERS: dict[str, Callable[..., None]] = {
     "releval-5": lambda d, r, w, p: run_releval(d, r, w, p, MEASURES),
     "releval-cli-trec": lambda d, r, w: run_releval_cli(d, r, w, "trec"),
     "releval-cli-parquet": lambda d, r, w: run_releval_cli(d, r, w, "parquet"),
+    "notebook": run_notebook,
 }
-SPARK_RUNNERS = {"spark-RankingEvaluator", "spark-sql", "spark-sql-tables", "releval", "releval-5"}
+SPARK_RUNNERS = {
+    "spark-RankingEvaluator", "spark-sql", "spark-sql-tables", "releval", "releval-5", "notebook",
+}
 #: Runners timed as a whole command, JVM start included (their work_s is their wall time).
 COMMAND_RUNNERS = {"releval-cli-trec", "releval-cli-parquet"}
 

@@ -36,8 +36,17 @@ from bench.generate import (  # noqa: E402
     generate,
     generate_arrays,
 )
-from bench.harness import SIZE_SETTINGS, across_sizes, measure, shuffle_partitions, status  # noqa: E402
-from bench.runners import RELEVAL_MEASURES, TABLES_SQL, numpy_measures  # noqa: E402
+from bench.harness import (  # noqa: E402
+    EXTRA_SIZES,
+    NOTEBOOK_RATIO,
+    SIZE_SETTINGS,
+    across_sizes,
+    measure,
+    results_name,
+    shuffle_partitions,
+    status,
+)
+from bench.runners import RELEVAL_MEASURES, TABLES_SQL, Result, notebook_session, numpy_measures  # noqa: E402
 
 
 def reference(run: dict[str, list[tuple[float, str]]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
@@ -66,6 +75,17 @@ def reference(run: dict[str, list[tuple[float, str]]], qrels: dict[str, dict[str
     return {m: v / len(queries) for m, v in sums.items()}
 
 
+def _as_dicts(run: pa.Table, qrels: pa.Table) -> tuple[dict[str, list[tuple[float, str]]], dict[str, dict[str, int]]]:
+    """The run as ``{query: [(score, doc)]}``, the qrels as ``{query: {doc: label}}``."""
+    run_d: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for q, d, s in zip(*(run[c].to_pylist() for c in ("query_id", "doc_id", "score")), strict=True):
+        run_d[q].append((s, d))
+    qrels_d: dict[str, dict[str, int]] = defaultdict(dict)
+    for q, d, r in zip(*(qrels[c].to_pylist() for c in ("query_id", "doc_id", "relevance")), strict=True):
+        qrels_d[q][d] = r
+    return run_d, qrels_d
+
+
 def test_generator_is_seeded_and_untied() -> None:
     run, qrels = generate_arrays(50, seed=7)
     again, _ = generate_arrays(50, seed=7)
@@ -80,13 +100,7 @@ def test_generator_is_seeded_and_untied() -> None:
 def test_numpy_floor_matches_plain_python() -> None:
     run, qrels = generate_arrays(200, seed=11)
     per_query = numpy_measures(run, qrels)
-    run_d: dict[str, list[tuple[float, str]]] = defaultdict(list)
-    for q, d, s in zip(*(run[c].to_pylist() for c in ("query_id", "doc_id", "score")), strict=True):
-        run_d[q].append((s, d))
-    qrels_d: dict[str, dict[str, int]] = defaultdict(dict)
-    for q, d, r in zip(*(qrels[c].to_pylist() for c in ("query_id", "doc_id", "relevance")), strict=True):
-        qrels_d[q][d] = r
-    expected = reference(run_d, qrels_d)
+    expected = reference(*_as_dicts(run, qrels))
     for name, values in per_query.items():
         assert values.mean() == pytest.approx(expected[name], abs=1e-12), name
 
@@ -269,7 +283,7 @@ def test_shuffle_partitions_keep_about_250k_rows_each() -> None:
 def test_large_sizes_run_spark_with_a_4g_driver() -> None:
     assert {s: SIZE_SETTINGS[s]["driver_memory"] for s in ("full", "30m", "100m")} == {
         "full": "8g", "30m": "4g", "100m": "4g"}
-    assert set(SIZE_SETTINGS) == set(SIZES)
+    assert set(SIZE_SETTINGS) == set(SIZES) | set(EXTRA_SIZES)
 
 
 def _report(size: str, run_rows: int, rows: dict[str, dict[str, object]]) -> dict[str, object]:
@@ -300,3 +314,128 @@ def test_growth_ratio_and_across_sizes_table(tmp_path: Path) -> None:
     md = "\n".join(harness._render_across_sizes(out))
     assert "**releval wall at 100m / releval wall at full: 8.00** for 10x the run rows (at most linear" in md
     assert "| ranx | 72 s / 5629 MiB / ok | 300 s / 20481 MiB / stopped: peak RSS > 20 GiB cap |" in md
+
+
+# --- bench.runners: the notebook runner (one warm session) ------------------------------
+
+
+def binary_ndcg10(run: dict[str, list[tuple[float, str]]], qrels: dict[str, dict[str, int]]) -> float:
+    """nDCG@10 with gain 1 for every document labelled >= 1 (RankingEvaluator's), averaged
+    over the queries with a relevant document."""
+    values = []
+    for q, labels in qrels.items():
+        relevant = {d for d, v in labels.items() if v >= 1}
+        if not relevant:
+            continue
+        ranked = [d for _, d in sorted(run[q], reverse=True)][:10]
+        dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked) if d in relevant)
+        idcg = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
+        values.append(dcg / idcg)
+    return sum(values) / len(values)
+
+
+def _notebook(spark, tmp_path: Path, run: pa.Table, qrels: pa.Table, repeats: int) -> dict[str, object]:
+    pq.write_table(run, tmp_path / "run.parquet")
+    pq.write_table(qrels, tmp_path / "qrels.parquet")
+    res = Result("notebook")
+    notebook_session(spark, tmp_path, res, repeats=repeats)
+    assert set(res.means) == set(RELEVAL_MEASURES)
+    for name in ("run.parquet", "qrels.parquet"):  # the cached inputs are released
+        level = spark.read.parquet(str(tmp_path / name)).storageLevel
+        assert not (level.useMemory or level.useDisk), name
+    return res.extra["notebook"]
+
+
+def test_notebook_runner_times_both_and_their_ap_agrees(spark, tmp_path: Path) -> None:
+    """30 generated queries, labels 0-3: both sides timed 2 times after a warm-up; AP is
+    the same measure in both tools; nDCG@10 is not (RankingEvaluator's gain is binary),
+    and each tool's value is its own definition's, computed here in plain Python."""
+    run, qrels = generate_arrays(30, seed=7)
+    nb = _notebook(spark, tmp_path, run, qrels, repeats=2)
+    assert nb["rows"] == {"run": 3000, "qrels": 600}
+    for side in ("releval", "RankingEvaluator"):
+        assert len(nb["times_s"][side]) == 2 and all(t > 0 for t in nb["times_s"][side])
+        assert nb["median_s"][side] == pytest.approx(sum(nb["times_s"][side]) / 2, abs=1e-3)
+        assert nb["warm_up_s"][side] > 0
+    assert nb["ratio"] == pytest.approx(nb["median_s"]["releval"] / nb["median_s"]["RankingEvaluator"], abs=0.01)
+    assert nb["largest_change_between_runs"] < 1e-12
+    assert nb["spark_jobs"]["releval"] > 0 and nb["spark_jobs"]["RankingEvaluator"] > 0
+    assert not nb["binary_labels"]
+    ap, ndcg = nb["agreement"]["AP"], nb["agreement"]["nDCG@10"]
+    run_d, qrels_d = _as_dicts(run, qrels)
+    expected = reference(run_d, qrels_d)  # trec_eval's definitions
+    assert ap["status"] == "ok"
+    assert ap["releval"] == pytest.approx(expected["AP"], abs=1e-12)
+    assert ap["RankingEvaluator"] == pytest.approx(expected["AP"], abs=1e-12)
+    assert ndcg["status"].startswith("differs by definition")
+    assert ndcg["releval"] == pytest.approx(expected["nDCG@10"], abs=1e-12)  # linear gain
+    assert ndcg["RankingEvaluator"] == pytest.approx(binary_ndcg10(run_d, qrels_d), abs=1e-12)
+    assert abs(ndcg["releval"] - ndcg["RankingEvaluator"]) > 1e-3
+
+
+def test_notebook_runner_ndcg_agrees_when_the_labels_are_binary(spark, tmp_path: Path) -> None:
+    """Labels 2 and 3 made 1: linear gain is binary gain, so both means agree."""
+    import pyarrow.compute as pc
+
+    run, qrels = generate_arrays(30, seed=7)
+    qrels = qrels.set_column(2, "relevance", pc.min_element_wise(qrels["relevance"], pa.scalar(1, pa.int32())))
+    nb = _notebook(spark, tmp_path, run, qrels, repeats=1)
+    assert nb["binary_labels"]
+    for m in ("nDCG@10", "AP"):
+        a = nb["agreement"][m]
+        assert a["status"] == "ok" and abs(a["diff"]) <= 1e-12, (m, a)
+    run_d, qrels_d = _as_dicts(run, qrels)
+    assert nb["agreement"]["nDCG@10"]["releval"] == pytest.approx(binary_ndcg10(run_d, qrels_d), abs=1e-12)
+
+
+def test_a_notebook_run_has_its_own_results_files(tmp_path: Path) -> None:
+    """--runners notebook writes <size>-notebook.md/.json with the ratio of the medians;
+    the size's own report and the other sizes' files are not touched or read."""
+    assert results_name("full", ["notebook"]) == "full-notebook"
+    assert results_name("full", ["releval", "notebook"]) == results_name("full", []) == "full"
+    (tmp_path / "full.md").write_text("the other runners")
+    (tmp_path / "30m.json").write_text("not read")
+    nb = {
+        "repeats": 3, "rows": {"run": 10, "qrels": 2}, "binary_labels": False,
+        "warm_up_s": {"releval": 9.0, "RankingEvaluator": 5.0},
+        "times_s": {"releval": [4.0, 3.0, 3.5], "RankingEvaluator": [2.0, 2.5, 1.5]},
+        "median_s": {"releval": 3.5, "RankingEvaluator": 2.0}, "ratio": 1.75,
+        "largest_change_between_runs": 0.0,
+        "agreement": {"AP": {"releval": 0.4, "RankingEvaluator": 0.4, "diff": 0.0, "status": "ok"}},
+    }
+    report = {
+        "size": "full", "results_name": "full-notebook", "generated_at": "now",
+        "data": {"queries": 1, "run_rows": 10, "qrels_rows": 2, "seed": 1},
+        "machine": {"cpus": 2, "memory_gib": 1, "python": "3", "platform": "x"},
+        "spark": {"master": "local[2]", "shuffle_partitions": 4, "driver_memory": "8g"},
+        "install": {},
+        "runners": {"notebook": {"runner": "notebook", "ok": True, "phases": {"startup": 1.0},
+                                 "means": {"AP": 0.4}, "notebook": nb}},
+    }
+    harness.finish(report, tmp_path, 1e-6)
+    assert (tmp_path / "full.md").read_text() == "the other runners"
+    md = (tmp_path / "full-notebook.md").read_text()
+    assert json.loads((tmp_path / "full-notebook.json").read_text())["ratios"][NOTEBOOK_RATIO] == 1.75
+    assert f"| {NOTEBOOK_RATIO} | 1.75 |" in md
+    assert "| 9.00 | 4.00 | 3.00 | 3.50 | 3.50 |" in md  # warm-up, runs 1-3, median
+    assert "**releval / RankingEvaluator, medians: 1.75** (target: <= 1.5)." in md
+    assert "Across sizes" not in md and "## Agreement with releval" not in md
+
+
+@pytest.mark.slow  # a subprocess with its own JVM, eight evaluations
+def test_notebook_runner_as_the_harness_starts_it(tmp_path: Path) -> None:
+    import subprocess
+
+    generate("tiny", tmp_path / "data", seed=7, queries=20)
+    result = tmp_path / "notebook.json"
+    subprocess.run(
+        [sys.executable, "-m", "bench.runners", "notebook", "--data", str(tmp_path / "data"),
+         "--result", str(result), "--work", str(tmp_path / "work"), "--shuffle-partitions", "2"],
+        check=True, cwd=Path(__file__).resolve().parents[1],
+    )
+    row = json.loads(result.read_text())
+    assert row["ok"], row["error"]
+    nb = row["notebook"]
+    assert [len(nb["times_s"][s]) for s in ("releval", "RankingEvaluator")] == [3, 3]
+    assert nb["ratio"] > 0 and nb["agreement"]["AP"]["status"] == "ok"
+    assert row["startup_s"] > 0 and "stop" in row["phases"]
