@@ -17,6 +17,7 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from support.batch_support import (
     AGGREGATE_ROWS_PER_DATE,
     D27,
@@ -164,7 +165,7 @@ def test_two_jobs_on_disjoint_dates_run_at_once_and_both_commit(
     config = config_at(config_path)
     pq, agg = config.output.per_query_path or "", config.output.aggregate_path or ""
     # the nightly case: the tables exist (created here empty, as a first run would)
-    parts = [S.T.StructField("system", S.T.StringType()), S.T.StructField("date", S.T.StringType())]
+    parts = [T.StructField("system", T.StringType()), T.StructField("date", T.StringType())]
     for path, schema, comments in ((pq, tables.per_query_schema(parts), tables.PER_QUERY_COMMENTS),
                                    (agg, tables.aggregate_schema(parts), tables.AGGREGATE_COMMENTS)):
         ensure_table(spark, path=path, table=None, schema=with_comments(schema, comments),

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
 from releval.checks.accounts import QualityReport
 from releval.config import DATAFRAME, ComparisonSettings, IntervalSettings, QrelsSource, RunSource
 from releval.core import columns as S
+from releval.core.engine import long_format
 from releval.core.frames import local_frame
 from releval.core.measures import REGISTRY
 from releval.core.measures.judged import with_judged_measures
@@ -22,7 +25,7 @@ from releval.io.readers import raw_qrels_input, raw_run_input
 from releval.job.counts import Counts, query_counts
 from releval.job.inputs import JobInputs, account, checked_inputs, rejected_rows
 from releval.job.partitions import partition_label
-from releval.job.pipeline import Evaluation, evaluate_inputs
+from releval.job.pipeline import Evaluation, evaluate_inputs, keeper
 from releval.stats import comparison
 from releval.stats.aggregate import bootstrap, rows
 
@@ -59,6 +62,7 @@ class Result:
     missing_queries: str
     run_name: str
     qrels_name: str
+    persisted: tuple[DataFrame, ...] = ()
 
     @property
     def per_query(self) -> DataFrame:
@@ -102,6 +106,12 @@ class Result:
             ev.queries.sparkSession,
             [tuple(r.get(f.name) for f in schema.fields) for r in found], schema,
         )
+
+    def unpersist(self) -> None:
+        """Drop what the evaluation keeps in Spark's cache (its per-query rows, a few per
+        query) once the result is no longer needed."""
+        for df in reversed(self.persisted):
+            df.unpersist()
 
     def write(
         self,
@@ -224,11 +234,18 @@ def evaluate(
         parse_measures(list(measures), relevance_level=relevance_level, judged_only=judged_only),
         relevance_level=relevance_level,
     )
+    kept: list[DataFrame] = []
     evaluation = evaluate_inputs(
         inputs, measures=parsed, missing_queries=missing_queries,
         negative_labels=negative_labels, intervals=IntervalSettings(level=ci_level),
+        keep=keeper(kept),
     )
-    return Result(evaluation, inputs, missing_queries, "run DataFrame", "qrels DataFrame")
+    queries = evaluation.queries.persist(StorageLevel.MEMORY_AND_DISK)  # read by each table
+    kept.append(queries)
+    evaluation = dataclasses.replace(evaluation, queries=queries, per_query=long_format(
+        queries, partition_columns=parts, measures=evaluation.measures))
+    return Result(evaluation, inputs, missing_queries, "run DataFrame", "qrels DataFrame",
+                  tuple(kept))
 
 
 def _side(value: Mapping[str, str] | str, columns: Sequence[str]) -> dict[str, str]:

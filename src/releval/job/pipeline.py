@@ -183,6 +183,19 @@ def evaluate_inputs(
     )
 
 
+def keeper(kept: list[DataFrame]) -> Callable[[DataFrame], DataFrame]:
+    """The ``keep`` of :func:`evaluate`: persist the engine's result, which the steps after it
+    read more than once, and read it as one partition per core (it holds a row or two per
+    query, and a task per shuffle partition would cost more than its rows). Each persisted
+    DataFrame is appended to ``kept``, to be unpersisted when done."""
+
+    def keep(df: DataFrame) -> DataFrame:
+        kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        return kept[-1].coalesce(df.sparkSession.sparkContext.defaultParallelism)
+
+    return keep
+
+
 def _evaluate_job(
     config: Config, inputs: JobInputs, keep: Callable[[DataFrame], DataFrame] | None = None
 ) -> Evaluation:
@@ -242,15 +255,7 @@ def run(
         inputs = job_inputs(spark, config)
     part_fields = _partition_fields(inputs.run, parts)
     kept: list[DataFrame] = []
-
-    def keep(df: DataFrame) -> DataFrame:
-        # the engine's result is persisted as its stage made it, one partition per shuffle
-        # partition (adaptive execution materializes the cache in a job of its own, with
-        # as many tasks); what reads it after (a row or two per query) reads it as one
-        # partition per core: at 10M run rows each of those stages took 1.4-3.2 s for
-        # 100k rows in 40-80 tasks, the tasks' fixed cost (docs/performance.md)
-        kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
-        return kept[-1].coalesce(spark.sparkContext.defaultParallelism)
+    keep = keeper(kept)
 
     out_parts = config.output_partition_columns
     try:
