@@ -79,3 +79,10 @@ def test_negative_labels_from_the_command_line(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_config(tmp_path / "nope.toml")
+
+
+def test_the_corrections_the_config_accepts_are_the_ones_the_kernel_has():
+    from releval.config import CORRECTIONS
+    from releval.stats import kernel
+
+    assert set(CORRECTIONS) == set(kernel.CORRECTIONS)

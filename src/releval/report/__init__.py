@@ -16,10 +16,10 @@ from matplotlib.figure import Figure
 from releval.config import Config
 from releval.core import columns as S
 from releval.core.measures import parse_measures
+from releval.core.measures.judged import JUDGED
 from releval.report import figures
 from releval.report.data import (
     COUNT_MEASURES,
-    JUDGED,
     ReportData,
     latest_comparison,
     read_report_data,
@@ -36,12 +36,10 @@ from releval.report.html import (
     table_reads,
     warnings_table,
 )
+from releval.stats.intervals import FEW_QUERIES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-#: Below this many queries a mean gets a warning (as in the job summary).
-FEW_QUERIES = 50
 
 
 def headline_measures(config: Config) -> list[str]:

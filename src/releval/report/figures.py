@@ -24,7 +24,8 @@ from matplotlib.text import Text
 from matplotlib.ticker import PercentFormatter
 
 from releval.core import columns as S
-from releval.report.data import COUNT_MEASURES, JUDGED, MACRO, run_label
+from releval.core.measures.judged import JUDGED
+from releval.report.data import COUNT_MEASURES, MACRO, run_label
 
 #: Panel size (inches) of a subplot grid, and the widest grid.
 PANEL = (3.6, 2.6)

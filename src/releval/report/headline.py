@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from releval.core import columns as S
-from releval.report.data import COUNT_MEASURES, JUDGED, MACRO, ReportData, run_label
+from releval.core.measures.judged import JUDGED
+from releval.report.data import COUNT_MEASURES, MACRO, ReportData, run_label
 from releval.report.html import esc
 
 
