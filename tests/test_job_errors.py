@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from releval.cli import main
-from releval.config import ConfigError, load_config
+from releval.config import load_config
 from releval.core import columns as S
+from releval.errors import ConfigError
 from releval.runtime.session import SHORT_JOB_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
