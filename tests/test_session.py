@@ -1,5 +1,4 @@
-"""The session's driver JVM (the class archive ``make install`` writes, and its options) and
-its local Python workers' daemon (``releval.runtime.daemon``)."""
+"""The session's driver JVM: the class archive ``make install`` writes, and its options."""
 
 from __future__ import annotations
 
@@ -7,15 +6,11 @@ import os
 import subprocess
 import sys
 import textwrap
-import zipfile
-import zipimport
 from pathlib import Path
 
 import pytest
 
-from releval.runtime import daemon
 from releval.runtime.session import (
-    DAEMON_MODULE,
     DATAFRAME_DEBUGGING,
     DRIVER_JAVA_OPTIONS,
     SHORT_JOB_BYTES,
@@ -25,7 +20,6 @@ from releval.runtime.session import (
     local_bytes,
     short_job,
     with_driver_options,
-    worker_daemon,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -172,118 +166,6 @@ def test_a_driver_jvm_started_by_build_session_loads_spark_from_the_archive(tmp_
     assert len(from_archive) > 9 * len(from_jars), (len(from_archive), len(from_jars))
     # and nothing about the archive reached the user's terminal
     assert "cds" not in done.stderr.lower() and "shared archive" not in done.stderr.lower()
-
-
-def test_the_workers_daemon_is_releval_s_only_for_this_interpreter(monkeypatch):
-    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
-    assert worker_daemon({"a": "b"}) == {DAEMON_MODULE: "releval.runtime.daemon"}
-    # the user's own daemon or Python wins; another interpreter may not have releval
-    assert worker_daemon({DAEMON_MODULE: "my.daemon"}) == {}
-    assert worker_daemon({"spark.pyspark.python": "/opt/py/bin/python3"}) == {}
-    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/py/bin/python3")
-    assert worker_daemon({}) == {}
-    monkeypatch.delenv("PYSPARK_PYTHON")
-    assert worker_daemon({}) == {}
-
-
-def _archive(path: Path, source: str) -> None:
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("mod.py", source)
-
-
-def test_a_zip_importer_rereads_its_archive_only_when_the_file_changed(tmp_path, monkeypatch):
-    archive = tmp_path / "lib.zip"
-    _archive(archive, "X = 1\n")
-    reads: list[str] = []
-    reread = daemon._reread
-    monkeypatch.setattr(daemon, "_reread", lambda self: (reads.append(self.archive), reread(self)))
-    # on this process only, undone after the test (the daemon installs it in its own)
-    monkeypatch.setattr(zipimport.zipimporter, "invalidate_caches", daemon._invalidate_if_changed)
-    importer = zipimport.zipimporter(str(archive))
-    importer.invalidate_caches()  # first call: the file's stamp is not known yet
-    importer.invalidate_caches()  # unchanged: nothing read
-    importer.invalidate_caches()
-    assert reads == [str(archive)]
-    _archive(archive, "X = 2  # a longer file\n")  # changed: read again, the new file seen
-    importer.invalidate_caches()
-    assert reads == [str(archive)] * 2
-    assert b"X = 2" in importer.get_data(str(archive / "mod.py"))
-    archive.unlink()  # gone: read again (the standard method empties the importer)
-    importer.invalidate_caches()
-    assert len(reads) == 3
-    assert importer.find_spec("mod") is None
-
-
-def test_the_test_session_s_workers_run_from_releval_s_daemon(spark):
-    def where(_rows):
-        import sys
-        import zipimport
-
-        main = sys.modules["__main__"]
-        yield (main.__spec__.name, zipimport.zipimporter.invalidate_caches.__name__)
-
-    got = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
-    assert got == [("releval.runtime.daemon", "_invalidate_if_changed")]
-
-
-def test_the_workers_have_the_engine_s_modules_and_pyspark_from_its_folder(spark):
-    def what(_rows):
-        import sys
-
-        import pyspark
-
-        yield (pyspark.__file__, "releval.core.kernel" in sys.modules)
-
-    (pyspark_file, preloaded), = spark.sparkContext.parallelize([0], 1).mapPartitions(
-        what).collect()
-    # the installed package (pip's bytecode), not .../pyspark/python/lib/pyspark.zip
-    assert ".zip" not in pyspark_file and pyspark_file.endswith("pyspark/__init__.py")
-    assert preloaded  # imported by the daemon before it forked the worker
-
-
-def _pyspark_install(root: Path, *, installed: str, zipped: str) -> Path:
-    """``root/pyspark`` with a version.py, and its python/lib/pyspark.zip with another."""
-    (root / "pyspark" / "python" / "lib").mkdir(parents=True)
-    (root / "pyspark" / "version.py").write_text(f'__version__: str = "{installed}"\n')
-    archive = root / "pyspark" / "python" / "lib" / "pyspark.zip"
-    with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("pyspark/version.py", f"__version__: str = '{zipped}'\n")
-    return archive
-
-
-def test_pyspark_zip_gives_way_to_the_installed_package_of_the_same_version(tmp_path):
-    same = _pyspark_install(tmp_path / "a", installed="4.0.1", zipped="4.0.1")
-    other = _pyspark_install(tmp_path / "b", installed="4.0.1", zipped="3.5.0")
-    # the folder holding the package beside its own zip
-    assert daemon.installed_pyspark(["/y/site", str(same), "/x/py4j-0.10.9.9-src.zip"]) == str(
-        tmp_path / "a")
-    # another version inside the zip, no zip, or no package beside it: none
-    assert daemon.installed_pyspark([str(other)]) is None
-    assert daemon.installed_pyspark(["/y/site"]) is None
-    (tmp_path / "a" / "pyspark" / "version.py").unlink()
-    assert daemon.installed_pyspark([str(same)]) is None
-
-
-def test_pyspark_is_imported_from_the_folder_and_the_path_is_left_alone(tmp_path):
-    # in a fresh interpreter, as the daemon does: a zip first on the path, then the folder
-    archive = _pyspark_install(tmp_path, installed="4.0.1", zipped="4.0.1")
-    (tmp_path / "pyspark" / "__init__.py").write_text("from pyspark import version\n")
-    with zipfile.ZipFile(archive, "a") as zf:
-        zf.writestr("pyspark/__init__.py", "")
-    code = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(archive)!r})
-        before = list(sys.path)
-        from releval.runtime import daemon
-        daemon.import_pyspark_from(daemon.installed_pyspark(sys.path))
-        import pyspark.version
-        assert sys.path == before, sys.path
-        print(pyspark.__file__, pyspark.version.__file__)
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    init, version = out.stdout.split()
-    assert init == str(tmp_path / "pyspark" / "__init__.py")
-    assert version == str(tmp_path / "pyspark" / "version.py")
 
 
 def test_the_session_does_not_record_python_call_sites(spark):

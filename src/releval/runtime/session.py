@@ -163,31 +163,6 @@ def local_cores(master: str | None) -> int | None:
 #: PySpark's key for recording the Python call site of each DataFrame and Column call.
 DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
 
-#: Spark's key for the Python module that starts the Python workers' daemon.
-DAEMON_MODULE = "spark.python.daemon.module"
-
-
-def worker_daemon(conf: Mapping[str, str]) -> dict[str, str]:
-    """The Spark conf that starts the local Python workers from :mod:`releval.runtime.daemon`.
-
-    Only where it is safe: the workers run this interpreter, releval is installed as files
-    (not shipped in a zip), and ``conf`` names neither another Python nor another daemon;
-    otherwise (a cluster, another interpreter) {}: PySpark's daemon runs.
-    """
-    import releval
-
-    same_python = os.path.abspath(os.environ.get("PYSPARK_PYTHON", "")) == os.path.abspath(
-        sys.executable
-    )
-    if (
-        same_python
-        and Path(releval.__file__).is_file()
-        and not {"spark.pyspark.python", DAEMON_MODULE} & set(conf)
-    ):
-        return {DAEMON_MODULE: "releval.runtime.daemon"}
-    return {}
-
-
 def submitted_delta() -> bool:
     """Whether ``spark-submit`` already gave Delta's jars (``--jars`` or ``--packages``).
 
@@ -257,8 +232,6 @@ def build_session(settings: SparkSettings = SparkSettings(), *, short: bool = Fa
         archive=class_archive() if starts_jvm else None,
         short=starts_jvm and short and cores is not None,
     ))
-    if cores:
-        conf = {**worker_daemon(conf), **conf}
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
