@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from releval.cli import main as releval_main
+from releval.cli import run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -18,4 +19,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(["report", *sys.argv[1:]])

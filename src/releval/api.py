@@ -107,11 +107,11 @@ class Result:
             [tuple(r.get(f.name) for f in schema.fields) for r in found], schema,
         )
 
-    def unpersist(self) -> None:
+    def unpersist(self, blocking: bool = False) -> None:
         """Drop what the evaluation keeps in Spark's cache (its per-query rows, a few per
         query) once the result is no longer needed."""
         for df in reversed(self.persisted):
-            df.unpersist()
+            df.unpersist(blocking)
 
     def write(
         self,

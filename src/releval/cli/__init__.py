@@ -13,6 +13,7 @@ User errors (bad measure, missing file or column) print one line on stderr and e
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -82,6 +83,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def run(argv: Sequence[str] | None = None) -> None:
+    """The ``releval`` command as a process: :func:`main`, then exit with its code.
+
+    deltalake (the tables read without Spark) can abort the interpreter's teardown, so once
+    it was imported the process exits right after flushing its output."""
+    code = main(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if "deltalake" in sys.modules:
+        os._exit(code)
+    sys.exit(code)
+
+
 #: Spark exceptions caused by user input (bad table, column or expression), not by a bug.
 SPARK_USER_ERRORS = ("AnalysisException", "ParseException", "IllegalArgumentException")
 
@@ -92,4 +106,4 @@ def one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-__all__ = ["add_compare_arguments", "add_report_arguments", "config_from_args", "main"]
+__all__ = ["add_compare_arguments", "add_report_arguments", "config_from_args", "main", "run"]

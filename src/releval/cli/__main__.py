@@ -1,7 +1,5 @@
 """``python -m releval.cli``."""
 
-import sys
+from releval.cli import run
 
-from releval.cli import main
-
-sys.exit(main())
+run()

@@ -314,7 +314,6 @@ def path_views_sql(config: Config, *, dialect: str) -> str:
     Raises:
         InputError: the aggregate table does not exist yet.
     """
-    import pyarrow.compute as pc
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
@@ -323,9 +322,8 @@ def path_views_sql(config: Config, *, dialect: str) -> str:
         table = DeltaTable(path)
     except TableNotFoundError:
         raise _not_evaluated(table_name(path, None)) from None
-    keys = pc.unique(table.to_pyarrow_table(columns=[S.MEASURE_KEY])[S.MEASURE_KEY])
-    statements = view_statements(config, measure_keys=sort_keys(keys.to_pylist()),
-                                 dialect=dialect)
+    keys = set(table.to_pyarrow_table(columns=[S.MEASURE_KEY])[S.MEASURE_KEY].to_pylist())
+    statements = view_statements(config, measure_keys=sort_keys(keys), dialect=dialect)
     return ";\n\n".join(statements) + ";"
 
 
