@@ -12,6 +12,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
 from releval.checks.accounts import QualityReport
+from releval.checks.rules import QRELS_RAW_COLUMNS, RUN_RAW_COLUMNS
 from releval.config import DATAFRAME, ComparisonSettings, IntervalSettings, QrelsSource, RunSource
 from releval.core import columns as S
 from releval.core.engine import long_format
@@ -28,9 +29,6 @@ from releval.job.partitions import partition_label
 from releval.job.pipeline import Evaluation, evaluate_inputs, keeper
 from releval.stats import comparison
 from releval.stats.aggregate import bootstrap, rows
-
-RUN_COLUMNS = (S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK)
-QRELS_COLUMNS = (S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
 
 
 def _mapping(given: Mapping[str, str] | None, known: Sequence[str], name: str,
@@ -91,20 +89,24 @@ class Result:
                        qrels_name=self.qrels_name)
 
     @cached_property
-    def aggregate(self) -> DataFrame:
-        """One row per (run partition, measure, averaging): the aggregate table's schema
-        (``job_run_id`` null). Computed when first read, with :attr:`accounts`."""
+    def _aggregate_rows(self) -> list[dict[str, Any]]:
         self.accounts  # noqa: B018 - the same aggregation; its check comes first
         ev, parts = self.evaluation, list(self.inputs.partition_columns)
         boot = (bootstrap(ev.queries, measures=ev.measures, partition_columns=parts,
                           intervals=ev.intervals)
                 if ev.intervals.method == "bootstrap" else None)
-        found = rows(self._counts.sums, measures=ev.measures, partition_columns=parts,
-                     intervals=ev.intervals, bootstrap=boot)
-        schema = tables.aggregate_schema([self.inputs.run.schema[c] for c in parts])
+        return rows(self._counts.sums, measures=ev.measures, partition_columns=parts,
+                    intervals=ev.intervals, bootstrap=boot)
+
+    @cached_property
+    def aggregate(self) -> DataFrame:
+        """One row per (run partition, measure, averaging): the aggregate table's schema
+        (``job_run_id`` null). Computed when first read, with :attr:`accounts`."""
+        fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
+        schema = tables.aggregate_schema(fields)
         return local_frame(
-            ev.queries.sparkSession,
-            [tuple(r.get(f.name) for f in schema.fields) for r in found], schema,
+            self.evaluation.queries.sparkSession,
+            [tuple(r.get(f.name) for f in schema.fields) for r in self._aggregate_rows], schema,
         )
 
     def unpersist(self, blocking: bool = False) -> None:
@@ -150,7 +152,7 @@ class Result:
             )
         if aggregate:
             tables.write_aggregate(
-                self.evaluation.queries.sparkSession, [r.asDict() for r in self.aggregate.collect()],
+                self.evaluation.queries.sparkSession, self._aggregate_rows,
                 **where(aggregate), partition_fields=fields, output_partition_columns=(),
                 predicate=None, job_run_id=None,
             )
@@ -215,8 +217,8 @@ def evaluate(
         [('Judged@1', 0.0), ('P@1', 0.0), ('RR', 0.5)]
     """
     parts = tuple(partition_by)
-    run_map = _mapping(columns, RUN_COLUMNS, "columns", run)
-    qrels_map = _mapping(qrels_columns, QRELS_COLUMNS, "qrels_columns", qrels)
+    run_map = _mapping(columns, RUN_RAW_COLUMNS, "columns", run)
+    qrels_map = _mapping(qrels_columns, QRELS_RAW_COLUMNS, "qrels_columns", qrels)
     if rank_by not in ("score", "rank"):
         raise ConfigError(f"rank_by must be 'score' or 'rank', got {rank_by!r}")
     run_src = RunSource(
