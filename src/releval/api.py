@@ -317,7 +317,8 @@ def compare(
 
 
 def measures() -> list[dict[str, Any]]:
-    """The measures releval computes: name, aliases, cutoff rule, formula, averagings.
+    """The measures releval computes: name, aliases, cutoff rule, parameters (name -> default,
+    None if required), formula, averagings.
 
     Example:
         >>> next(m for m in measures() if m["name"] == "P")["cutoff"]
@@ -325,7 +326,8 @@ def measures() -> list[dict[str, Any]]:
     """
     return [
         {"name": s.name, "aliases": list(s.aliases), "cutoff": s.cutoff,
-         "formula": s.description, "averaging": list(s.averaging)}
+         "parameters": dict(s.params), "formula": s.description,
+         "averaging": list(s.averaging)}
         for s in REGISTRY.values()
     ]
 

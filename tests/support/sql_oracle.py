@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from releval.core import columns as S
 from releval.core.engine import IN_QRELS, IN_RUN, REPEATED, RETRIEVED_BY, arrow_run_stats
 from releval.core.layout import by_query
+from releval.core.measures.registry import Measure
 from releval.core.measures.stats import QrelsStat, RunStat, Stats
 
 _OCCURRENCES = "_occurrences"
@@ -182,6 +183,13 @@ _QRELS_SQL: dict[str, Callable[[QrelsStat], Column]] = {
 
 
 # --- the oracle -----------------------------------------------------------------------------
+
+
+def oracle_supports(measure: Measure) -> bool:
+    """Whether the oracle has SQL for every statistic of ``measure`` (not the walks)."""
+    stats = Stats(partition_columns=())
+    measure.spec.value(measure, stats)
+    return all(spec.kind in _RUN_SQL for spec in stats.run_spec.values())
 
 
 def deduplicate(

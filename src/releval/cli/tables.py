@@ -70,10 +70,13 @@ def list_measures() -> int:
 
     for name, spec in sorted(REGISTRY.items()):
         aliases = f" (also {', '.join(spec.aliases)})" if spec.aliases else ""
-        print(f"{name}{aliases}, cutoff {spec.cutoff}: {spec.description}")
+        params = ", ".join(f"{k}={'?' if v is None else f'{v:g}'}" for k, v in spec.params)
+        params = f", parameters {params}" if params else ""
+        print(f"{name}{aliases}, cutoff {spec.cutoff}{params}: {spec.description}")
     print(
-        "\nSyntax: NAME[(rel=N)][@k][[judged]]: (rel=N) sets this measure's relevance "
-        "threshold; [judged] computes it on judged documents only (condensed list, "
-        "trec_eval -J). See docs/incomplete-judgments.md."
+        "\nSyntax: NAME[(rel=N, param=x)][@k][[judged]]: (rel=N) sets this measure's relevance "
+        "threshold, param=x one of its parameters (? = required); [judged] computes it on "
+        "judged documents only (condensed list, trec_eval -J). The names trec_eval and "
+        "all_trec stand for trec_eval's default set and all its measures. See docs/measures.md."
     )
     return 0

@@ -38,6 +38,7 @@ from releval.core.ledger import (
 from releval.core.measures.stats import QrelsStat, RunStat
 from releval.core.ranking import best_first
 from releval.core.repeats import highest_labels, repeated_documents
+from releval.core.walks import walk
 
 _COUNT_KINDS = ("num_ret", "ret", "judged_ret", "rel_ret")
 _LIST_KINDS = ("rel_pos", "nonrel_above")
@@ -66,6 +67,9 @@ class _Ranked:
         self.groups = groups
         self.starts = np.searchsorted(group, np.arange(groups))
         self.judged_position = self.running(judged.astype(np.int64))
+        self.pooled = judged  # set wider by the caller when a walk asks (walks.Rankings)
+        self.judgments: _Judgments | None = None
+        self.group_query = np.zeros(0, dtype=np.int64)
 
     def running(self, values: np.ndarray) -> np.ndarray:
         """Running sum of ``values`` within each group, current row included."""
@@ -157,6 +161,7 @@ KINDS: dict[str, Callable[[_Ranked, RunStat], Any]] = {
     "prec_sum": _prec_sum,
     "rel_pos": _rel_pos,
     "nonrel_above": _nonrel_above,
+    "walk": walk,
 }
 
 
@@ -312,6 +317,10 @@ def _query_stats(
     judged = (qrels_key[at] == run_key) if len(qrels_key) else np.zeros(len(run_key), dtype=bool)
     label = np.where(judged, qrels_label[at] if len(qrels_key) else 0, 0)
     ranked = _Ranked(group, position, label, judged, groups)
+    if any(spec.kind == "walk" for spec in specs.values()):
+        # in the qrels without a judgment (a negative label read as unjudged): infAP's pool
+        pool = np.unique(query_all[~is_run] * docs + doc_all[~is_run])
+        ranked.pooled = judged | np.isin(run_key, pool)
 
     # the qrels statistics of every query of the partition, from its judgments
     queries = len(query_dictionary)
@@ -321,6 +330,7 @@ def _query_stats(
     per_query = {name: QRELS_KINDS[spec.kind](judgments, spec) for name, spec in qrels_specs.items()}
 
     group_query = run_query[starts] if groups else np.zeros(0, dtype=np.int64)
+    ranked.judgments, ranked.group_query = judgments, group_query
     scored = in_qrels[group_query]
     columns: dict[str, Any] = {k: run.column(k).take(pa.array(first_row)) for k in keys}
     columns[IN_RUN] = pa.array(np.ones(groups, dtype=bool))

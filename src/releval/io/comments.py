@@ -42,7 +42,8 @@ AGGREGATE_COMMENTS = {
     C.AVERAGING: (
         "macro: mean over queries of the per-query values; micro: pooled counts over "
         "queries (P: sum num_rel_ret / (k * queries), R: sum num_rel_ret / sum num_rel); "
-        "sum: total over queries (the num_* counts)."
+        "sum: total over queries (the num_* counts); geometric: geometric mean over queries, "
+        "each value floored at 0.00001 (GMAP, GM_bpref)."
     ),
     C.VALUE: "The aggregate value.",
     C.NUM_QUERIES: "Queries that entered the aggregate.",

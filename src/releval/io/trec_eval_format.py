@@ -30,9 +30,9 @@ def _trec_name(key: str, judged_only: bool) -> str | None:
     """trec_eval's name of a measure key, or None: none for an explicit level (``(rel=N)``);
     with ``judged_only`` the name of each ``[judged]`` key, and none for a plain key of a
     measure that has a judged-only variant (it is not what ``-J`` prints)."""
-    if "(" in key:
-        return None
     measure = parse_measure(key)
+    if measure.rel_explicit:
+        return None
     if not judged_only:
         return measure.trec_name
     if measure.judged_only:
@@ -67,10 +67,12 @@ def trec_eval_lines(
     )
     for row in rows.toLocalIterator():
         name = _trec_name(row[S.MEASURE_KEY], judged_only)
-        if name:
+        if name and not REGISTRY[row[S.MEASURE]].trec_all_only:
             value = _format_value(row[S.MEASURE], row[S.VALUE])
             lines.append(f"{name:<{_NAME_WIDTH}}\t{row[S.QUERY_ID]}\t{value}")
-    summary = aggregate.where(F.col(S.AVERAGING).isin("macro", "sum")).orderBy(S.MEASURE_KEY)
+    summary = aggregate.where(F.col(S.AVERAGING).isin("macro", "sum", "geometric")).orderBy(
+        S.MEASURE_KEY
+    )
     num_q = None
     for row in summary.collect():
         name = _trec_name(row[S.MEASURE_KEY], judged_only)

@@ -32,35 +32,39 @@ CI_LOW_SUFFIX = "_ci_low"
 CI_HIGH_SUFFIX = "_ci_high"
 
 _KEY = re.compile(
-    r"(?P<name>[A-Za-z][A-Za-z0-9_]*)(?:\(rel=(?P<rel>-?\d+)\))?(?:@(?P<cutoff>\d+))?"
+    r"(?P<name>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<args>[^)]*)\))?(?:@(?P<cutoff>\d+))?"
     r"(?P<judged>\[judged\])?"
 )
+_ARG = re.compile(r"\s*(?P<name>[a-z]+)=(?P<value>-?\d+(?:\.\d+)?)\s*")
 
 
-def _key_parts(measure_key: str) -> tuple[str, int | None, int | None, bool]:
+def _key_parts(measure_key: str) -> tuple[str, list[tuple[str, str]], int | None, bool]:
+    """(name, [(parameter, value as written)...], cutoff, judged) of a measure key."""
     match = _KEY.fullmatch(measure_key)
-    if not match:
+    args = [_ARG.fullmatch(a) for a in match["args"].split(",")] if match and match["args"] else []
+    if not match or not all(args):
         raise MeasureError(
-            f"measure_key {measure_key!r} has no column name: expected NAME[(rel=N)][@k][[judged]]"
+            f"measure_key {measure_key!r} has no column name: expected "
+            "NAME[(rel=N, param=x...)][@k][[judged]]"
         )
-    rel = int(match["rel"]) if match["rel"] is not None else None
     cutoff = int(match["cutoff"]) if match["cutoff"] is not None else None
-    return match["name"], rel, cutoff, match["judged"] is not None
+    pairs = [(a["name"], a["value"]) for a in args if a is not None]
+    return match["name"], pairs, cutoff, match["judged"] is not None
 
 
 def column_name(measure_key: str) -> str:
     """The view column of a measure key: lower case, letters, digits and underscores.
 
-    ``NAME[(rel=N)][@k][[judged]]`` becomes ``name[_rel_N][_at_k][_judged]`` (negative ``N``
-    as ``minus_N``); distinct keys get distinct names.
+    ``NAME[(rel=N, p=x)][@k][[judged]]`` becomes ``name[_rel_N][_p_x][_at_k][_judged]``
+    (``-`` as ``minus_``, ``.`` as ``_``); distinct keys get distinct names.
 
     Raises:
         MeasureError: the key does not follow the measure syntax.
     """
-    name, rel, cutoff, judged = _key_parts(measure_key)
+    name, args, cutoff, judged = _key_parts(measure_key)
     parts = [name.lower()]
-    if rel is not None:
-        parts.append(f"rel_{rel}" if rel >= 0 else f"rel_minus_{-rel}")
+    for arg, value in args:
+        parts.append(f"{arg}_{value.replace('-', 'minus_').replace('.', '_')}")
     if cutoff is not None:
         parts.append(f"at_{cutoff}")
     if judged:
@@ -72,8 +76,9 @@ def sort_keys(measure_keys: Iterable[str]) -> list[str]:
     """Distinct measure keys in reading order: by name, level, cutoff (as a number), judged."""
 
     def order(key: str) -> tuple:
-        name, rel, cutoff, judged = _key_parts(key)
-        return (name.lower(), rel is not None, rel or 0, cutoff is not None, cutoff or 0, judged)
+        name, args, cutoff, judged = _key_parts(key)
+        values = [(arg, float(value)) for arg, value in args]
+        return (name.lower(), values, cutoff is not None, cutoff or 0, judged)
 
     return sorted(set(measure_keys), key=order)
 
@@ -160,7 +165,7 @@ def aggregate_view_sql(spec: ViewSpec) -> str:
     keys = sort_keys(spec.measure_keys)
     group = [quote(c, spec.dialect) for c in spec.partition_columns]
     values = [
-        f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k, spec.dialect)} AND {S.AVERAGING} IN ('macro', 'sum') "
+        f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k, spec.dialect)} AND {S.AVERAGING} IN ('macro', 'sum', 'geometric') "
         f"THEN {S.VALUE} END) AS {column_name(k)}"
         for k in keys
     ]

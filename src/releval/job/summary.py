@@ -171,7 +171,7 @@ def render_overview(
     parts = list(partition_columns)
     table: dict[tuple[object, ...], dict[str, object]] = {}
     for row in rows:
-        if row[S.AVERAGING] not in ("macro", "sum"):
+        if row[S.AVERAGING] not in ("macro", "sum", "geometric"):
             continue
         key = tuple(row[c] for c in parts)
         line = table.setdefault(key, {**{c: row[c] for c in parts}, S.NUM_QUERIES: row[S.NUM_QUERIES]})

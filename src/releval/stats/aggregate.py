@@ -1,10 +1,11 @@
 """The wide per-query table -> aggregate rows per (run partition, measure, averaging):
-``macro`` (mean, with its interval), ``micro`` (pooled counts) and ``sum``.
+``macro`` (mean, with its interval), ``micro`` (pooled counts), ``sum`` and ``geometric``.
 
 One ``groupBy`` (:func:`sums`) then :func:`rows` on the driver. See docs/design/aggregate.md."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,6 +27,9 @@ N = "_agg_n"
 INDEX = "_agg_i"
 #: the measure's entry (value and counts) of a row of :func:`by_measure`
 ENTRY = "_agg_entry"
+
+#: the floor of a value in a geometric mean (trec_eval's, so that a 0 does not make it 0)
+MIN_GEO_MEAN = 0.00001
 
 #: a bootstrap interval per (run partition values, measure key)
 Bootstrap = Mapping[tuple[tuple[Any, ...], str], tuple[float | None, float | None]]
@@ -63,6 +67,9 @@ def sums(*, intervals: IntervalSettings) -> list[Column]:
         *([F.greatest(F.stddev_samp(value), F.lit(0.0)).alias(sum_column("sd"))]
           if intervals.method == "t" else []),
         F.sum(value).alias(sum_column("sum")),
+        F.sum(F.when(scored, F.log(F.greatest(entry[S.VALUE], F.lit(MIN_GEO_MEAN))))).alias(
+            sum_column("log")
+        ),
         F.sum(F.when(scored, entry[S.NUM_REL_RET])).alias(sum_column("rel_ret")),
         F.sum(F.when(scored, entry[S.NUM_REL])).alias(sum_column("rel")),
     ]
@@ -120,6 +127,8 @@ def rows(
                     method, level = intervals.method, float(intervals.level)
                 elif averaging == "sum":
                     value = row[sum_column("sum")]
+                elif averaging == "geometric":
+                    value = math.exp(row[sum_column("log")] / n)
                 elif spec.micro == "num_rel":
                     value = _ratio(row[sum_column("rel_ret")], row[sum_column("rel")])
                 elif spec.micro == "cutoff_x_queries":

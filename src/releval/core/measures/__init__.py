@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from releval.core.measures import counts, dcg, incomplete, rank_based, set_based  # noqa: F401  (register specs)
+from releval.core.measures import (  # noqa: F401  (register specs)
+    counts,
+    dcg,
+    gain_based,
+    incomplete,
+    interpolated,
+    rank_based,
+    set_based,
+    whole_set,
+)
 from releval.core.measures.registry import (
     REGISTRY,
     Measure,

@@ -1,4 +1,5 @@
-"""Counts that explain the other measures (trec_eval's num_ret, num_rel, num_rel_ret)."""
+"""Counts that explain the other measures (trec_eval's num_ret, num_rel, num_rel_ret,
+num_nonrel_judged_ret)."""
 
 from __future__ import annotations
 
@@ -42,5 +43,20 @@ register(
         averaging=("sum",),
         trec_name=lambda m: "num_rel_ret",
         description="Relevant documents retrieved (all ranks). Aggregated as a sum.",
+    )
+)
+
+register(
+    MetricSpec(
+        name="num_nonrel_judged_ret",
+        aliases=(),
+        cutoff="none",
+        value=lambda m, s: (
+            s.judged_ret(cutoff=None) - s.rel_ret(level=m.rel_level, cutoff=None)
+        ).cast("double"),
+        num_rel_ret=lambda m, s: s.rel_ret(level=m.rel_level, cutoff=None),
+        averaging=("sum",),
+        trec_name=lambda m: "num_nonrel_judged_ret",
+        description="Judged non-relevant documents retrieved (all ranks). Aggregated as a sum.",
     )
 )

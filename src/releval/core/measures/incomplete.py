@@ -70,3 +70,59 @@ register(
         "pool, not judged; negative_labels = 'judged' counts them as non-relevant).",
     )
 )
+
+register(
+    MetricSpec(
+        name="GM_bpref",
+        aliases=(),
+        cutoff="none",
+        value=_bpref,
+        num_rel_ret=_bpref_rel_ret,
+        averaging=("geometric",),
+        trec_name=lambda m: "gm_bpref",
+        trec_all_only=True,
+        description="GM_bpref = the geometric mean of bpref over queries, each floored at "
+        "0.00001 (trec_eval's gm_bpref). Per query it is bpref.",
+    )
+)
+
+
+def _unjudged(m: Measure, s: Stats) -> Column:
+    unjudged = s.ret(cutoff=m.cutoff) - s.judged_ret(cutoff=m.cutoff)
+    return unjudged.cast("double") / F.lit(float(m.cutoff or 1))
+
+
+register(
+    MetricSpec(
+        name="unj",
+        aliases=(),
+        cutoff="required",
+        value=_unjudged,
+        num_rel_ret=lambda m, s: s.rel_ret(level=m.rel_level, cutoff=m.cutoff),
+        trec_name=lambda m: f"unj_{m.cutoff}",
+        description="unj@k = (documents at ranks 1..k without a judgment) / k; divides by k "
+        "even when fewer were retrieved (trec_eval's unj; Judged@k divides by the documents "
+        "retrieved). 0 under [judged], where every document is judged.",
+    )
+)
+
+
+def _inf_ap(m: Measure, s: Stats) -> Column:
+    return s.walk("infAP", level=m.rel_level)
+
+
+register(
+    MetricSpec(
+        name="infAP",
+        aliases=(),
+        cutoff="none",
+        value=_inf_ap,
+        num_rel_ret=lambda m, s: s.rel_ret(level=m.rel_level, cutoff=None),
+        trec_name=lambda m: "infAP",
+        description="infAP (Yilmaz and Aslam) = (1/R) * sum over relevant retrieved documents "
+        "at rank k of 1/k + ((k - 1)/k) * (d/(k - 1)) * ((r + e)/(r + n + 2e)), with d the "
+        "documents above in the pool (judged or not), r and n the relevant and judged "
+        "non-relevant ones above, e = 0.00001; the first term alone at rank 1. For sampled "
+        "judgments: a qrels row with a negative label is in the pool but not judged.",
+    )
+)

@@ -11,8 +11,11 @@ Generated from the measure registry (`python -m releval.core.measures.page > doc
 a test keeps this page and the registry the same). `releval measures` prints the same list,
 `releval.measures()` returns it.
 
-A measure is written `NAME[(rel=N)][@k][[judged]]`: `P@10`, `P(rel=2)@5`, `AP`, `nDCG@10[judged]`.
-Names are case-insensitive and trec_eval's names are accepted too (`P_5`, `ndcg_cut_10`, `map`).
+A measure is written `NAME[(rel=N, param=x)][@k][[judged]]`: `P@10`, `P(rel=2)@5`, `AP`,
+`nDCG@10[judged]`, `rbp(p=0.8)`. Names are case-insensitive and trec_eval's names are accepted
+too (`P_5`, `ndcg_cut_10`, `map`, `iprec_at_recall_0.10`, `11pt_avg`). Two names stand for
+trec_eval's sets: `trec_eval` (its default measures) and `all_trec` (every measure it has; of
+its text output only `runid` and `relstring` are not measures, and `relstring` is left out).
 
 - **Relevant**: a document whose label is at least the relevance level (default 1;
   `(rel=N)` per measure, `--relevance-level` for all). Gains of nDCG use the label itself.
@@ -26,36 +29,54 @@ Names are case-insensitive and trec_eval's names are accepted too (`P_5`, `ndcg_
   counts in the means (trec_eval `-c`; `missing_queries = "skip"` leaves it out); a run query
   without judgments is not scored.
 - **Averaging**: `macro` is the mean over queries (trec_eval's `all`), with a confidence
-  interval; `micro` pools the counts over queries; `sum` totals a count.
+  interval; `micro` pools the counts over queries; `sum` totals a count; `geometric` is the
+  geometric mean, each value floored at 0.00001 (trec_eval's `gm_map`, `gm_bpref`: they have
+  only an `all` line in trec_eval's output).
 """
 
 _CUTOFF = {"required": "`@k` required", "optional": "`@k` optional", "none": "no cutoff"}
 
 
+#: a parameter's value in a sample measure: shown as ``x`` in trec_eval's name
+_SAMPLE = 7.77
+
+
 def _trec_names(spec: MetricSpec) -> str:
-    """trec_eval's names of the family, ``k`` standing for the cutoff."""
+    """trec_eval's names of the family, ``k`` standing for the cutoff, ``x`` a parameter."""
     if spec.trec_name is None:
         return "-"
+    params = tuple((k, _SAMPLE if v is None else v) for k, v in spec.params)
+
+    def name(cutoff: int | None) -> str | None:
+        found = spec.trec_name(Measure(name=spec.name, cutoff=cutoff, rel_level=1, params=params))
+        return found.replace(f"{_SAMPLE:.2f}", "x") if found else None
+
     names = []
     if spec.cutoff != "required":
-        names.append(spec.trec_name(Measure(name=spec.name, cutoff=None, rel_level=1)))
+        names.append(name(None))
     if spec.cutoff != "none":
-        cut = spec.trec_name(Measure(name=spec.name, cutoff=1000003, rel_level=1))
+        cut = name(1000003)
         names.append(cut.replace("1000003", "k") if cut else None)
     return ", ".join(f"`{n}`" for n in names if n) or "-"
+
+
+def _parameters(spec: MetricSpec) -> str:
+    return ", ".join(f"`{k}`" + (" (required)" if v is None else f" = {v:g}")
+                     for k, v in spec.params) or "-"
 
 
 def render() -> str:
     """The measures page: the conventions, then one row per registered family."""
     rows = [
-        "| measure | aliases | cutoff | averaging | trec_eval | formula |",
-        "|---|---|---|---|---|---|",
+        "| measure | aliases | cutoff | parameters | averaging | trec_eval | formula |",
+        "|---|---|---|---|---|---|---|",
     ]
     for spec in REGISTRY.values():
         aliases = ", ".join(f"`{a}`" for a in spec.aliases) or "-"
         formula = spec.description.replace("|", "\\|")
         rows.append(
-            f"| `{spec.name}` | {aliases} | {_CUTOFF[spec.cutoff]} | {', '.join(spec.averaging)} "
+            f"| `{spec.name}` | {aliases} | {_CUTOFF[spec.cutoff]} | {_parameters(spec)} "
+            f"| {', '.join(spec.averaging)} "
             f"| {_trec_names(spec)} | {formula} |"
         )
     return INTRO + "\n" + "\n".join(rows) + "\n"

@@ -75,3 +75,49 @@ register(
         "by R even when fewer than R documents were retrieved; 0 when R = 0.",
     )
 )
+
+register(
+    MetricSpec(
+        name="GMAP",
+        aliases=("gm_map", "gm_ap"),
+        cutoff="none",
+        value=_average_precision,
+        num_rel_ret=_rel_ret,
+        averaging=("geometric",),
+        trec_name=lambda m: "gm_map",
+        trec_all_only=True,
+        description="GMAP = the geometric mean of AP over queries, each AP floored at 0.00001 "
+        "(trec_eval's gm_map; rewards systems that do not fail on any query). Per query it "
+        "is AP; trec_eval prints only its mean.",
+    )
+)
+
+
+def _rprec_mult_cut(m: Measure, s: Stats) -> Column:
+    # trec_eval: (long) (x * R + 0.9)
+    return F.floor(F.lit(m.param("mult")) * s.num_rel(level=m.rel_level) + F.lit(0.9))
+
+
+def _rprec_mult_hits(m: Measure, s: Stats) -> Column:
+    cut = _rprec_mult_cut(m, s)
+    positions = s.rel_positions(level=m.rel_level)
+    return F.size(F.filter(positions, lambda p: p <= cut)).cast("long")
+
+
+def _rprec_mult(m: Measure, s: Stats) -> Column:
+    return safe_divide(_rprec_mult_hits(m, s), _rprec_mult_cut(m, s))
+
+
+register(
+    MetricSpec(
+        name="Rprec_mult",
+        aliases=(),
+        cutoff="none",
+        value=_rprec_mult,
+        num_rel_ret=_rprec_mult_hits,
+        params=(("mult", None),),
+        trec_name=lambda m: f"Rprec_mult_{m.param('mult'):.2f}",
+        description="Rprec_mult(mult=x) = precision at rank floor(x * R + 0.9), R = relevant "
+        "documents of the query (Rprec at a multiple of R); 0 when that rank is 0.",
+    )
+)

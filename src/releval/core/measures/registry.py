@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Literal
 
 from pyspark.sql import Column
 
+from releval.core.measures.trec_sets import MEASURE_SETS
 from releval.errors import MeasureError
 
 if TYPE_CHECKING:
     from releval.core.measures.stats import Stats
 
 CutoffRule = Literal["required", "optional", "none"]
-Averaging = Literal["macro", "micro", "sum"]
+Averaging = Literal["macro", "micro", "sum", "geometric"]
 #: What a micro average divides the pooled relevant-retrieved count by.
 MicroDenominator = Literal["cutoff_x_queries", "num_rel"]
 
@@ -35,6 +36,12 @@ class Measure:
     rel_explicit: bool = False
     #: Unjudged documents removed before cutting at k (trec_eval ``-J``); key suffix ``[judged]``.
     judged_only: bool = False
+    #: The spec's parameters (``rbp``'s ``p``), every declared one, in the spec's order.
+    params: tuple[tuple[str, float], ...] = ()
+
+    def param(self, name: str) -> float:
+        """The value of one of the spec's parameters."""
+        return dict(self.params)[name]
 
     @property
     def spec(self) -> MetricSpec:
@@ -43,7 +50,9 @@ class Measure:
     @property
     def key(self) -> str:
         """Canonical form, as written in the output (``P@10``, ``AP(rel=2)``, ``P@5[judged]``)."""
-        rel = f"(rel={self.rel_level})" if self.rel_explicit else ""
+        args = [f"rel={self.rel_level}"] if self.rel_explicit else []
+        args += [f"{k}={_number(v)}" for k, v in self.params]
+        rel = f"({', '.join(args)})" if args else ""
         cut = f"@{self.cutoff}" if self.cutoff is not None else ""
         judged = JUDGED_SUFFIX if self.judged_only else ""
         return f"{self.name}{rel}{cut}{judged}"
@@ -67,6 +76,9 @@ class MetricSpec:
         micro: the pooled num_rel_ret's denominator: k * queries (P@k) or summed num_rel (R@k).
         description: the formula, shown by ``releval measures``.
         judged_variant: whether a ``[judged]`` variant makes sense (not for Judged@k).
+        params: the parameters ``NAME(p=0.9)`` takes, with their defaults (None: required),
+            in key order.
+        trec_all_only: trec_eval prints only the ``all`` line (a geometric mean).
     """
 
     name: str
@@ -79,6 +91,8 @@ class MetricSpec:
     trec_name: Callable[[Measure], str | None] | None = None
     description: str = ""
     judged_variant: bool = True
+    params: tuple[tuple[str, float | None], ...] = ()
+    trec_all_only: bool = False
 
 
 REGISTRY: dict[str, MetricSpec] = {}
@@ -97,7 +111,7 @@ def register(spec: MetricSpec) -> MetricSpec:
 
 _MEASURE_RE = re.compile(
     r"^(?P<name>[A-Za-z_][A-Za-z_0-9]*?)"
-    r"(?:\(\s*rel\s*=\s*(?P<rel>[^)]*)\))?"
+    r"(?:\((?P<args>[^)]*)\))?"
     r"(?:@(?P<cutoff>[^\[]*))?"
     r"(?:\[(?P<flag>[^\]]*)\])?$"
 )
@@ -107,6 +121,42 @@ JUDGED_SUFFIX = "[judged]"
 
 
 _TREC_RE = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<cutoff>\d+)$")
+_TREC_PARAM_RE = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<value>\d+\.\d+)$")
+#: trec_eval names that are not NAME, NAME_k or NAME_x.xx of a registered name or alias.
+TREC_ONLY_NAMES = {"11pt_avg": "iprec_avg"}
+
+
+def _number(value: float) -> str:
+    """A parameter as written in a key: ``0.9``, ``1`` (no trailing ``.0``)."""
+    return f"{value:g}" if value == float(f"{value:g}") else repr(value)
+
+
+def _parse_args(text: str, raw: str, spec: MetricSpec) -> tuple[int | None, dict[str, float]]:
+    """``rel=2, p=0.8`` -> (2, {"p": 0.8}); each name once, ``rel`` an integer."""
+    rel: int | None = None
+    values: dict[str, float] = {}
+    declared = dict(spec.params)
+    for part in (p.strip() for p in raw.split(",")):
+        name, eq, value = (x.strip() for x in part.partition("="))
+        if not eq or not name:
+            raise MeasureError(f"measure {text!r}: expected NAME=VALUE in (...), got {part!r}")
+        if name == "rel":
+            if not re.fullmatch(r"-?\d+", value):
+                raise MeasureError(f"measure {text!r}: rel must be an integer, got {value!r}")
+            rel = int(value)
+        elif name in declared:
+            try:
+                values[name] = float(value)
+            except ValueError:
+                raise MeasureError(
+                    f"measure {text!r}: {name} must be a number, got {value!r}"
+                ) from None
+        else:
+            valid = ", ".join(["rel", *declared])
+            raise MeasureError(
+                f"measure {text!r}: {spec.name} has no parameter {name!r} (it takes: {valid})"
+            )
+    return rel, values
 
 
 def _all_names() -> list[str]:
@@ -126,9 +176,15 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
     Raises:
         MeasureError: unknown name (with the closest valid names), bad cutoff or level.
     """
+    text = TREC_ONLY_NAMES.get(text.strip(), text)
     trec_style = _TREC_RE.match(text.strip())
     if trec_style and trec_style["name"].lower() in _BY_LOWER_NAME:
         text = f"{trec_style['name']}@{trec_style['cutoff']}"
+    trec_param = _TREC_PARAM_RE.match(text.strip())
+    if trec_param and trec_param["name"].lower() in _BY_LOWER_NAME:
+        spec = REGISTRY[_BY_LOWER_NAME[trec_param["name"].lower()]]
+        if spec.params:
+            text = f"{trec_param['name']}({spec.params[0][0]}={trec_param['value']})"
     match = _MEASURE_RE.match(text.strip())
     if not match:
         raise MeasureError(
@@ -156,12 +212,16 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
         raise MeasureError(f"measure {text!r}: {name} takes no cutoff")
     rel_level = relevance_level
     rel_explicit = False
-    if match["rel"] is not None:
-        raw_rel = match["rel"].strip()
-        if not re.fullmatch(r"-?\d+", raw_rel):
-            raise MeasureError(f"measure {text!r}: rel must be an integer, got {raw_rel!r}")
-        rel_level = int(raw_rel)
-        rel_explicit = True
+    values: dict[str, float] = {}
+    if match["args"] is not None:
+        rel, values = _parse_args(text, match["args"], spec)
+        if rel is not None:
+            rel_level, rel_explicit = rel, True
+    missing = [k for k, default in spec.params if default is None and k not in values]
+    if missing:
+        raise MeasureError(
+            f"measure {text!r}: {name} needs {missing[0]}, for example {name}({missing[0]}=0.5)"
+        )
     judged = judged_only and spec.judged_variant
     if match["flag"] is not None:
         if f"[{match['flag'].strip().lower()}]" != JUDGED_SUFFIX:
@@ -181,17 +241,23 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
         rel_level=rel_level,
         rel_explicit=rel_explicit,
         judged_only=judged,
+        params=tuple((k, float(values.get(k, default or 0.0))) for k, default in spec.params),
     )
 
 
 def parse_measures(
     texts: Sequence[str], *, relevance_level: int = 1, judged_only: bool = False
 ) -> list[Measure]:
-    """Parse measure strings (comma-separated allowed), dropping repeats; ``judged_only``: -J."""
+    """Parse measure strings (comma-separated allowed), dropping repeats; ``judged_only``: -J.
+
+    A set name stands for its measures: ``trec_eval`` (trec_eval's default set) or
+    ``all_trec`` (:mod:`releval.core.measures.trec_sets`).
+    """
     measures: list[Measure] = []
     for text in texts:
-        for part in text.split(","):
-            if part.strip():
+        parts = [p.strip() for p in re.split(r",(?![^()]*\))", text)]
+        for part in (n for p in parts for n in MEASURE_SETS.get(p.lower(), (p,))):
+            if part:
                 measure = parse_measure(
                     part, relevance_level=relevance_level, judged_only=judged_only
                 )

@@ -67,3 +67,22 @@ register(
         description="Hit@k = 1 if a relevant document is at ranks 1..k, else 0.",
     )
 )
+
+
+def _relative_precision(m: Measure, s: Stats) -> Column:
+    denominator = F.least(F.lit(m.cutoff or 1), s.num_rel(level=m.rel_level))
+    return safe_divide(_rel_ret(m, s), denominator)
+
+
+register(
+    MetricSpec(
+        name="relative_P",
+        aliases=(),
+        cutoff="required",
+        value=_relative_precision,
+        num_rel_ret=_rel_ret,
+        trec_name=lambda m: f"relative_P_{m.cutoff}",
+        description="relative_P@k = (relevant documents at ranks 1..k) / min(k, R): P@k "
+        "relative to the best a run could do; 0 when R = 0.",
+    )
+)

@@ -32,6 +32,9 @@ class RunStat:
     level: int | None = None
     cutoff: int | None = None
     gain: str = "linear"
+    #: a ``walk``'s walker (:data:`releval.core.walks.WALKERS`) and its parameter
+    walker: str | None = None
+    param: float | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,14 @@ class Stats:
         return self._run_stat(
             f"_nonrel_above_l{_level(level)}", F.array().cast("array<long>"),
             RunStat("nonrel_above", level=level),
+        )
+
+    def walk(self, walker: str, *, level: int, param: float | None = None) -> Column:
+        """A value computed by walking the ranking in order (:mod:`releval.core.walks`)."""
+        suffix = "" if param is None else "_p" + f"{param:g}".replace(".", "d").replace("-", "m")
+        return self._run_stat(
+            self._name(f"_walk_{walker}_l{_level(level)}{suffix}"), F.lit(0.0),
+            RunStat("walk", judged=self.judged_only, level=level, walker=walker, param=param),
         )
 
     def _qrels_stat(self, name: str, spec: QrelsStat) -> Column:

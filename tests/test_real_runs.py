@@ -1,7 +1,6 @@
-"""``releval evaluate --judged-only --trec-eval-output F``: a drop-in for ``trec_eval -J -q -c``.
-
-Checked by hand on a small run, and against trec_eval 10.0's own ``-J`` output on three real
-TREC runs (``../shared/conformance/real``, 4 decimals: compared at 5e-5).
+"""``releval evaluate --trec-eval-output F`` against trec_eval 10.0 on three real TREC runs
+(``../shared/conformance/real``, ``-q -c -m all_trec`` at ``-l1``, ``-l2`` and ``-J``; 4
+decimals: compared at 5e-5), every measure of ``all_trec``; and ``--judged-only`` by hand.
 """
 
 from __future__ import annotations
@@ -45,9 +44,10 @@ def implemented(names: set[str]) -> list[str]:
     return out
 
 
-def evaluate_judged_only(run: Path, qrels: Path, measures: str, tmp_path: Path) -> Path:
+def evaluate_judged_only(run: Path, qrels: Path, measures: str, tmp_path: Path,
+                         options: tuple[str, ...] = ("--judged-only",)) -> Path:
     out = tmp_path / "te.txt"
-    code = main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--judged-only",
+    code = main(["evaluate", "--run", str(run), "--qrels", str(qrels), *options,
                  "--measures", measures, "--output", str(tmp_path / "tables"),
                  "--trec-eval-output", str(out)])
     assert code == 0
@@ -71,20 +71,30 @@ def test_judged_only_values_under_trec_eval_names(shared_session, tmp_path):
     }
 
 
+#: trec_eval output file -> the options that reproduce it
+OUTPUTS = {"te_l1.txt": (), "te_l2.txt": ("--relevance-level", "2"),
+           "te_J.txt": ("--judged-only",)}
+
+
+@pytest.mark.parametrize("output", sorted(OUTPUTS))
 @pytest.mark.parametrize("dataset", DATASETS)
-def test_judged_only_output_is_trec_eval_minus_j(shared_session, production_codegen, tmp_path,
-                                                 dataset):
+def test_every_measure_agrees_with_trec_eval_on_real_runs(shared_session, production_codegen,
+                                                          tmp_path, dataset, output):
     folder = REAL / dataset
     if not folder.is_dir():
         pytest.skip(f"real TREC runs not found at {folder}")
-    expected = read_trec_eval(folder / "te_J.txt")
-    names = implemented({name for name, _ in expected})
+    expected = read_trec_eval(folder / output)
+    numeric = {name for name, _ in expected} - {"num_q"}
+    names = implemented(numeric)
+    assert sorted(numeric - set(names)) == []  # every numeric line of all_trec
     with production_codegen():  # the production engine, as production compiles it
-        out = evaluate_judged_only(folder / "run.trec", folder / "qrels.trec", ",".join(names),
-                                   tmp_path)
+        out = evaluate_judged_only(folder / "run.trec", folder / "qrels.trec", "all_trec",
+                                   tmp_path, OUTPUTS[output])
     produced = read_trec_eval(out)
-    wanted = {k: v for k, v in expected.items() if k[0] in names or k[0] == "num_q"}
-    assert produced.keys() == wanted.keys()
-    mismatches = [(k, v, produced[k]) for k, v in sorted(wanted.items())
+    if output == "te_l2.txt":
+        # trec_eval's -c recounts num_rel's all line from the raw qrels as label > 0, not -l
+        del expected[("num_rel", "all")], produced[("num_rel", "all")]
+    assert produced.keys() == expected.keys()
+    mismatches = [(k, v, produced[k]) for k, v in sorted(expected.items())
                   if abs(produced[k] - v) > TOLERANCE]
-    assert not mismatches, f"{len(mismatches)} of {len(wanted)}, first: {mismatches[:5]}"
+    assert not mismatches, f"{len(mismatches)} of {len(expected)}, first: {mismatches[:5]}"
