@@ -18,7 +18,6 @@ from support.sql_oracle import ENGINES, oracle_supports
 
 from releval.config import QrelsSource, RunSource
 from releval.core import columns as S
-from releval.core.engine import long_format
 from releval.core.measures import parse_measure
 from releval.errors import MeasureError
 from releval.io.readers import read_qrels, read_run
@@ -84,8 +83,7 @@ def case(request, spark, conformance_dir, production_codegen):
         # computed once for the module's tests: the tables and the text output all read the
         # persisted wide table (without it each of them would run the whole evaluation again)
         queries = ev.queries.persist()
-        long_rows = long_format(queries, partition_columns=[], measures=ev.measures)
-        ev = replace(ev, queries=queries, per_query=long_rows)
+        ev = replace(ev, queries=queries)
         per_query = ev.per_query.toPandas()
         aggregate = ev.aggregate.toPandas()
     yield expected_file, expected, mapping, per_query, aggregate, ev

@@ -15,7 +15,6 @@ from releval.checks.accounts import QualityReport
 from releval.checks.rules import QRELS_RAW_COLUMNS, RUN_RAW_COLUMNS
 from releval.config import DATAFRAME, ComparisonSettings, IntervalSettings, QrelsSource, RunSource
 from releval.core import columns as S
-from releval.core.engine import long_format
 from releval.core.frames import local_frame
 from releval.core.measures import REGISTRY
 from releval.core.measures.judged import with_judged_measures
@@ -26,7 +25,7 @@ from releval.io.readers import raw_qrels_input, raw_run_input
 from releval.job.counts import Counts, query_counts
 from releval.job.inputs import JobInputs, account, checked_inputs, rejected_rows
 from releval.job.partitions import partition_label
-from releval.job.pipeline import Evaluation, evaluate_inputs, keeper
+from releval.job.pipeline import Evaluation, evaluate_inputs, keeper, materialize
 from releval.stats import comparison
 from releval.stats.aggregate import bootstrap, rows
 
@@ -76,6 +75,7 @@ class Result:
 
     @cached_property
     def _counts(self) -> Counts:
+        materialize(self.persisted)
         return query_counts(
             self.evaluation.queries, list(self.inputs.partition_columns),
             missing_queries=self.missing_queries, measures=self.evaluation.measures,
@@ -244,8 +244,7 @@ def evaluate(
     )
     queries = evaluation.queries.persist(StorageLevel.MEMORY_AND_DISK)  # read by each table
     kept.append(queries)
-    evaluation = dataclasses.replace(evaluation, queries=queries, per_query=long_format(
-        queries, partition_columns=parts, measures=evaluation.measures))
+    evaluation = dataclasses.replace(evaluation, queries=queries)
     return Result(evaluation, inputs, missing_queries, "run DataFrame", "qrels DataFrame",
                   tuple(kept))
 

@@ -39,7 +39,8 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--qrels-format", choices=FORMATS, default=None,
                     help="format of the qrels when it differs from --format")
     ev.add_argument("--measures", default=DEFAULT_MEASURES,
-                    help=f"comma-separated measures (default: {DEFAULT_MEASURES})")
+                    help="comma-separated measures, or trec_eval / all_trec for trec_eval's "
+                    f"default set / all its measures (default: {DEFAULT_MEASURES})")
     ev.add_argument("--relevance-level", type=int, default=1,
                     help="a label >= this is relevant for binary measures (default 1)")
     ev.add_argument("--judged-only", action="store_true",

@@ -159,13 +159,20 @@ def per_query_view_sql(spec: ViewSpec) -> str:
     return _render(select, spec.source, group)
 
 
+def _headline(measure_key: str) -> str:
+    """The averagings a view column reads: the geometric mean of GMAP and GM_bpref, else the
+    macro mean (the sum for the counts)."""
+    averaging = parse_measure(measure_key).spec.averaging
+    return "('geometric')" if "geometric" in averaging else "('macro', 'sum')"
+
+
 def aggregate_view_sql(spec: ViewSpec) -> str:
     """The aggregate view: one row per run partition, each measure's macro value (the sum for
     the counts) and interval."""
     keys = sort_keys(spec.measure_keys)
     group = [quote(c, spec.dialect) for c in spec.partition_columns]
     values = [
-        f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k, spec.dialect)} AND {S.AVERAGING} IN ('macro', 'sum', 'geometric') "
+        f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k, spec.dialect)} AND {S.AVERAGING} IN {_headline(k)} "
         f"THEN {S.VALUE} END) AS {column_name(k)}"
         for k in keys
     ]

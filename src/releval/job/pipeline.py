@@ -39,15 +39,20 @@ class Evaluation:
     Attributes:
         queries: one row per (run partition, query) with the ``_in_run`` / ``_in_qrels``
             flags and the measures in an array (the wide table the aggregate reads).
-        per_query: the per-query table's rows.
-        measures, partition_columns, intervals: what :attr:`aggregate` needs.
+        measures, partition_columns, intervals: what :attr:`per_query` and
+            :attr:`aggregate` need.
     """
 
     queries: DataFrame
-    per_query: DataFrame
     measures: tuple[Measure, ...]
     partition_columns: tuple[str, ...]
     intervals: IntervalSettings
+
+    @property
+    def per_query(self) -> DataFrame:
+        """The per-query table's rows, without ``job_run_id`` (planned when read)."""
+        return long_format(self.queries, partition_columns=self.partition_columns,
+                           measures=self.measures)
 
     @property
     def aggregate(self) -> DataFrame:
@@ -120,7 +125,6 @@ def evaluate(
     )
     return Evaluation(
         queries=queries,
-        per_query=long_format(queries, partition_columns=parts, measures=measures),
         measures=tuple(measures),
         partition_columns=tuple(parts),
         intervals=intervals,
@@ -196,6 +200,16 @@ def keeper(kept: list[DataFrame]) -> Callable[[DataFrame], DataFrame]:
     return keep
 
 
+def materialize(kept: Sequence[DataFrame]) -> None:
+    """Build the engine's persisted result (the first of ``kept``) in one pass of its own.
+
+    The first plan that reads it reads it twice (the queries' rows and, for the missing
+    queries, the run partitions), and adaptive execution would compute a cache that is not
+    built yet once for each read, the engine's work twice over."""
+    if kept:
+        kept[0].count()
+
+
 def _evaluate_job(
     config: Config, inputs: JobInputs, keep: Callable[[DataFrame], DataFrame] | None = None
 ) -> Evaluation:
@@ -264,6 +278,7 @@ def run(
             # optimizer and the inputs' file listing run on the driver, seconds for a
             # small run), which is the evaluation's time as much as its Spark jobs are
             result = _evaluate_job(config, inputs, keep=keep)
+            materialize(kept)
             queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
             kept.append(queries)
             found = query_counts(
