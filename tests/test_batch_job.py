@@ -158,7 +158,7 @@ def test_an_old_schema_version_is_refused_until_migrated(
     pq = config.output.per_query_path or ""
     # a per-query table of schema version 0 (no job_run_id column, no version property)
     old_fields = [f for f in tables.per_query_schema([]).fields
-                  if f.name not in (S.JOB_RUN_ID, S.NEGATIVE_LABELS)]
+                  if f.name not in (S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH)]
     (DeltaTable.create(spark).location(pq)
      .addColumn("system", "STRING").addColumn("date", "STRING").addColumns(old_fields)
      .partitionedBy("date").execute())
@@ -172,15 +172,18 @@ def test_an_old_schema_version_is_refused_until_migrated(
     log = read(spark, str(tmp_path / "out" / "run_log"))
     assert [tuple(r) for r in log.select(S.JOB_RUN_ID, "status").collect()] == [("refused", "failed")]
 
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["0", "1", "2"]
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["2"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None,
+                         config=config) == ["0", "1", "2", "3"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["3"]
     run_job(spark, config, select(f"date={D27}"), job_run_id="migrated")
     table = read(spark, pq)
-    assert table.columns[-2:] == [S.JOB_RUN_ID, S.NEGATIVE_LABELS]
+    assert table.columns[-3:] == [S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH]
     assert dates(spark, pq) == {D27: PER_QUERY_ROWS_PER_DATE, D29: 1}
-    # the old row: no job run id, and the rule it was computed with (negative label = judged)
+    # the old row: no job run id, the rule it was computed with (negative label = judged)
+    # and no depth (every document)
     old = table.where(F.col("date") == D29).first()
-    assert (old[S.VALUE], old[S.JOB_RUN_ID], old[S.NEGATIVE_LABELS]) == (0.2, None, "judged")
+    assert (old[S.VALUE], old[S.JOB_RUN_ID], old[S.NEGATIVE_LABELS], old[S.DEPTH]) == (
+        0.2, None, "judged", None)
 
 
 def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
@@ -193,9 +196,12 @@ def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
     def rows(job: str):  # noqa: ANN202
         # 2 rows for date 29 per writer
         return spark.createDataFrame(
-            # ..., num_queries, job_run_id, negative_labels, ci_low, ci_high, ci_method, ci_level
-            [(D29, "P", 5, 1, False, "P@5", "macro", 0.5, 10, job, "unjudged", 0.2, 0.8, "t", 0.95),
-             (D29, "AP", None, 1, False, "AP", "macro", 0.25, 10, job, "unjudged", 0.1, 0.4, "t", 0.95)],
+            # ..., num_queries, job_run_id, negative_labels, ci_low, ci_high, ci_method,
+            # ci_level, depth
+            [(D29, "P", 5, 1, False, "P@5", "macro", 0.5, 10, job, "unjudged", 0.2, 0.8, "t", 0.95,
+              None),
+             (D29, "AP", None, 1, False, "AP", "macro", 0.25, 10, job, "unjudged", 0.1, 0.4, "t",
+              0.95, None)],
             schema,
         )
 
@@ -232,7 +238,8 @@ def test_a_folder_that_is_not_a_delta_table_fails_with_deltas_error(
     (tmp_path / "table" / "part-0.parquet").write_bytes(b"not delta")
     schema = with_comments(tables.aggregate_schema([]), tables.AGGREGATE_COMMENTS)
     rows = spark.createDataFrame(
-        [("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j", "unjudged", None, None, None, None)], schema
+        [("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j", "unjudged", None, None, None, None, None)],
+        schema
     )
     with pytest.raises(Exception, match=r"DELTA_\w+.*table.*is not a Delta table") as caught:
         replace_partitions(rows, path=str(tmp_path / "table"), table=None, schema=schema,
