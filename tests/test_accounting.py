@@ -2,8 +2,9 @@
 
 The evaluation counts every run and qrels row it receives first, before anything can drop
 one (nothing filters between the scan and the engine); then the rejected rows, the
-repeated documents and ``used`` (for the run, the sum of ``num_ret`` per run partition; for
-the qrels, the clean rows the engine keeps less the conflicting labels) are counted apart.
+repeated documents and ``used`` (for the run, the sum of ``num_ret`` per run partition plus
+the rows past the depth; for the qrels, the clean rows the engine keeps less the
+conflicting labels) are counted apart.
 A fault that loses rows between receiving and using them must fail the job before
 anything is written.
 """
@@ -38,14 +39,14 @@ q2 0 c 1
 """
 
 
-def _config(tmp_path: Path) -> Config:
+def _config(tmp_path: Path, depth: int | None = None) -> Config:
     (tmp_path / "run.txt").write_text(RUN, encoding="utf-8")
     (tmp_path / "qrels.txt").write_text(QRELS, encoding="utf-8")
     out = tmp_path / "out"
     return Config(
         run=RunSource(path=str(tmp_path / "run.txt"), format="trec", partition_columns=("run_id",)),
         qrels=QrelsSource(path=str(tmp_path / "qrels.txt"), format="trec"),
-        evaluation=EvaluationSettings(measures=("P@2",)),
+        evaluation=EvaluationSettings(measures=("P@2",), depth=depth),
         output=OutputSettings(per_query_path=str(out / "per_query"),
                               aggregate_path=str(out / "aggregate")),
     )
@@ -65,8 +66,21 @@ def test_the_used_rows_are_what_the_evaluation_ranked(spark: SparkSession, tmp_p
     }
 
 
+def test_rows_past_the_depth_are_used_rows(spark: SparkSession, tmp_path: Path) -> None:
+    summary = pipeline.run(spark, _config(tmp_path, depth=1))
+    run = {p.partition: (p.input, p.used, p.quarantined) for p in summary.quality.run.partitions}
+    # depth 1: r1 evaluates a (q1) and c (q2); b is past the depth, still a used row:
+    # 4 = 3 + 1 as without the depth. r2: one document per query, nothing cut.
+    assert run == {
+        "run_id=r1": (4, 3, {"duplicate_doc": 1}),
+        "run_id=r2": (2, 2, {}),
+    }
+    assert summary.rows_beyond_depth == 1
+
+
 def _fails_with_nothing_written(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, fault: object
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, fault: object,
+    depth: int | None = None,
 ) -> str:
     """Run the job with the kernel's function ``name`` replaced by ``fault``: it must fail
     with an AccountingError before anything is written; returns the error's message."""
@@ -75,7 +89,7 @@ def _fails_with_nothing_written(
     cloudpickle.register_pickle_by_value(kernel)
     try:
         with pytest.raises(AccountingError) as error:
-            pipeline.run(spark, _config(tmp_path))
+            pipeline.run(spark, _config(tmp_path, depth))
     finally:
         cloudpickle.unregister_pickle_by_value(kernel)
     assert not (tmp_path / "out" / "per_query").exists()
@@ -110,3 +124,20 @@ def test_qrels_rows_lost_inside_the_engine_fail_the_job_and_nothing_is_written(
     message = _fails_with_nothing_written(spark, tmp_path, monkeypatch, "qrels_kept", lossy)
     # 2 qrels rows received, 1 used, none rejected
     assert "qrels.txt: input rows 2 (received by the evaluation) != used 1 + quarantined 0" in message
+
+
+def test_rows_past_the_depth_left_uncounted_fail_the_job(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rank = kernel._query_stats
+
+    def uncounted(table: pa.Table, **kwargs: object) -> pa.Table:
+        # the fault: the engine cuts at the depth but forgets the rows it cut
+        stats = rank(table, **kwargs)
+        at = stats.schema.get_field_index("_beyond_depth")
+        return stats.set_column(at, "_beyond_depth", pa.array([0] * stats.num_rows, pa.int64()))
+
+    message = _fails_with_nothing_written(spark, tmp_path, monkeypatch, "_query_stats", uncounted,
+                                          depth=1)
+    # r1: 4 rows received, 2 evaluated (a, c), b past the depth not counted, 1 quarantined
+    assert "partition run_id=r1: input rows 4 (received by the evaluation) != used 2" in message

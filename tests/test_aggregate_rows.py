@@ -33,12 +33,14 @@ def test_rows_from_the_sums_by_hand():
         {"mean": 0.5, "sd": 0.0, "rel_ret": 9, "rel": 20},  # R@10
         {"sum": 20.0},  # num_rel
     )
-    a = summed({"system": "a", S.NEGATIVE_LABELS: "unjudged"}, 4, *per_measure)
+    # (evaluated at depth 100: the setting each row carries)
+    a = summed({"system": "a", S.NEGATIVE_LABELS: "unjudged", S.DEPTH: 100}, 4, *per_measure)
     # system b: no scored query (every query without qrels): no rows
-    b = summed({"system": "b", S.NEGATIVE_LABELS: "unjudged"}, 0, *per_measure)
+    b = summed({"system": "b", S.NEGATIVE_LABELS: "unjudged", S.DEPTH: 100}, 0, *per_measure)
     # a row with no measure position (by_measure's row for a wide row without measures)
     # is not a measure's sums
-    ledger = Row(**{"system": "a", S.NEGATIVE_LABELS: "unjudged", INDEX: None, N: 0})
+    ledger = Row(**{"system": "a", S.NEGATIVE_LABELS: "unjudged", S.DEPTH: 100, INDEX: None,
+                    N: 0})
     made = rows([*b, ledger, *a], measures=measures, partition_columns=["system"])
     got = {(r[S.MEASURE_KEY], r[S.AVERAGING]): r for r in made}
     # the partitions in the order the sums come, then the measures in their order
@@ -68,11 +70,12 @@ def test_rows_from_the_sums_by_hand():
     for key in (("P@5", "micro"), ("R@10", "micro"), ("num_rel", "sum")):
         assert [got[key][c] for c in (S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL)] == [None] * 4
     assert {r[S.NEGATIVE_LABELS] for r in got.values()} == {"unjudged"}
+    assert {r[S.DEPTH] for r in got.values()} == {100}
 
 
 def test_one_query_has_no_interval_and_a_zero_denominator_gives_zero():
     measures = parse_measures(["P@5", "R@10"])
-    one = summed({"date": None, S.NEGATIVE_LABELS: "judged"}, 1,
+    one = summed({"date": None, S.NEGATIVE_LABELS: "judged", S.DEPTH: None}, 1,
                  {"mean": 0.2, "sd": 0.0, "rel_ret": 1},
                  {"mean": 0.0, "sd": 0.0, "rel_ret": 0, "rel": 0})
     got = {(r[S.MEASURE_KEY], r[S.AVERAGING]): r
@@ -83,4 +86,4 @@ def test_one_query_has_no_interval_and_a_zero_denominator_gives_zero():
     # R@10 micro: 0 relevant documents in the qrels -> 0.0 (safe_divide), not an error
     assert got["R@10", "micro"][S.VALUE] == 0.0
     assert got["P@5", "micro"][S.VALUE] == pytest.approx(1 / 5)
-    assert got["P@5", "macro"]["date"] is None
+    assert got["P@5", "macro"]["date"] is None and got["P@5", "macro"][S.DEPTH] is None

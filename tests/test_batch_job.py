@@ -5,6 +5,7 @@ The crash, re-run and concurrent-process tests are in test_batch_job_processes.p
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from releval.errors import SchemaVersionError, WriteConflictError
 from releval.io import tables
 from releval.io.atomic import replace_partitions
 from releval.io.readers import read_qrels, read_run
-from releval.io.writers import with_comments
+from releval.io.writers import SCHEMA_VERSION_PROPERTY, with_comments
 from releval.job import lineage
 from releval.job.batch import run_job
 from releval.job.migrations import migrate_table
@@ -158,7 +159,7 @@ def test_an_old_schema_version_is_refused_until_migrated(
     pq = config.output.per_query_path or ""
     # a per-query table of schema version 0 (no job_run_id column, no version property)
     old_fields = [f for f in tables.per_query_schema([]).fields
-                  if f.name not in (S.JOB_RUN_ID, S.NEGATIVE_LABELS)]
+                  if f.name not in (S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH)]
     (DeltaTable.create(spark).location(pq)
      .addColumn("system", "STRING").addColumn("date", "STRING").addColumns(old_fields)
      .partitionedBy("date").execute())
@@ -172,15 +173,72 @@ def test_an_old_schema_version_is_refused_until_migrated(
     log = read(spark, str(tmp_path / "out" / "run_log"))
     assert [tuple(r) for r in log.select(S.JOB_RUN_ID, "status").collect()] == [("refused", "failed")]
 
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["0", "1", "2"]
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["2"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None,
+                         config=config) == ["0", "1", "2", "3"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["3"]
     run_job(spark, config, select(f"date={D27}"), job_run_id="migrated")
     table = read(spark, pq)
-    assert table.columns[-2:] == [S.JOB_RUN_ID, S.NEGATIVE_LABELS]
+    assert table.columns[-3:] == [S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH]
     assert dates(spark, pq) == {D27: PER_QUERY_ROWS_PER_DATE, D29: 1}
-    # the old row: no job run id, and the rule it was computed with (negative label = judged)
+    # the old row: no job run id, the rule it was computed with (negative label = judged)
+    # and no depth (every document)
     old = table.where(F.col("date") == D29).first()
-    assert (old[S.VALUE], old[S.JOB_RUN_ID], old[S.NEGATIVE_LABELS]) == (0.2, None, "judged")
+    assert (old[S.VALUE], old[S.JOB_RUN_ID], old[S.NEGATIVE_LABELS], old[S.DEPTH]) == (
+        0.2, None, "judged", None)
+
+
+def test_version_2_tables_get_the_depth_column_and_a_job_with_a_depth_fills_it(
+    spark: SparkSession, inputs: tuple[str, str], tmp_path: Path
+) -> None:
+    config = config_at(write_config(tmp_path, *inputs))
+    text = T.StringType()
+    parts = [T.StructField("system", text), T.StructField("date", text)]
+    # both tables as version 2 wrote them (no depth), each with a row of D29
+    old_rows = {
+        "per_query": (config.output.per_query_path or "", tables.per_query_schema(parts),
+                      ("bm25", D29, "q1", "P", 5, 1, False, "P@5", 0.2, 10, 3, 1, "old",
+                       "unjudged")),
+        "aggregate": (config.output.aggregate_path or "", tables.aggregate_schema(parts),
+                      ("bm25", D29, "P", 5, 1, False, "P@5", "macro", 0.2, 20, "old", "unjudged",
+                       0.1, 0.3, "t", 0.95)),
+    }
+    for kind, (path, schema, row) in old_rows.items():
+        v2_fields = [f for f in schema.fields if f.name != S.DEPTH]
+        (DeltaTable.create(spark).location(path).addColumns(v2_fields).partitionedBy("date")
+         .property(SCHEMA_VERSION_PROPERTY, "2").execute())
+        spark.createDataFrame([row], T.StructType(v2_fields)).write.format("delta").mode(
+            "append").save(path)
+        with pytest.raises(SchemaVersionError, match=r"releval.schema_version = '2'"):
+            run_job(spark, config, select(f"date={D27}"), job_run_id="refused")
+        assert migrate_table(spark, kind=kind, path=path, table=None, config=config) == ["2", "3"]
+        table = read(spark, path)
+        field = table.schema[S.DEPTH]
+        # the last column, a nullable int with its comment; the old row: no depth (all)
+        assert table.columns[-1] == S.DEPTH and field.nullable
+        assert field.dataType == T.IntegerType()
+        assert field.metadata["comment"] == tables.PER_QUERY_COMMENTS[S.DEPTH]
+        assert [(r[S.VALUE], r[S.DEPTH]) for r in table.collect()] == [(0.2, None)]
+
+    whole = run_job(spark, config, select(f"date={D27}"), job_run_id="whole").summary
+    deep = dataclasses.replace(config, evaluation=dataclasses.replace(config.evaluation, depth=3))
+    cut = run_job(spark, deep, select(f"date={D27}"), job_run_id="deep").summary
+    assert whole is not None and cut is not None
+    # the same rows read and used: the ones past the depth are used, not quarantined
+    assert whole.rows_beyond_depth == 0 and cut.rows_beyond_depth > 0
+    assert (cut.quality.run.input, cut.quality.run.used, cut.quality.run.quarantined) == (
+        whole.quality.run.input, whole.quality.run.used, whole.quality.run.quarantined)
+    assert (f"depth 3: each ranking evaluated at its first 3 documents; {cut.rows_beyond_depth} "
+            "ranked run rows beyond it (used, not evaluated)") in cut.render()
+    per_query = read(spark, config.output.per_query_path or "")
+    new = per_query.where(F.col("date") == D27)
+    # D27 replaced (not appended to), every row cut at 3; D29's migrated row untouched
+    assert new.count() == PER_QUERY_ROWS_PER_DATE
+    assert {r[S.DEPTH] for r in new.collect()} == {3}
+    assert max(r[S.NUM_RET] for r in new.collect()) == 3
+    old = per_query.where(F.col("date") == D29).collect()
+    assert [(r[S.JOB_RUN_ID], r[S.DEPTH]) for r in old] == [("old", None)]
+    aggregate = read(spark, config.output.aggregate_path or "").where(F.col("date") == D27)
+    assert {r[S.DEPTH] for r in aggregate.collect()} == {3}
 
 
 def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
@@ -193,9 +251,12 @@ def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
     def rows(job: str):  # noqa: ANN202
         # 2 rows for date 29 per writer
         return spark.createDataFrame(
-            # ..., num_queries, job_run_id, negative_labels, ci_low, ci_high, ci_method, ci_level
-            [(D29, "P", 5, 1, False, "P@5", "macro", 0.5, 10, job, "unjudged", 0.2, 0.8, "t", 0.95),
-             (D29, "AP", None, 1, False, "AP", "macro", 0.25, 10, job, "unjudged", 0.1, 0.4, "t", 0.95)],
+            # ..., num_queries, job_run_id, negative_labels, ci_low, ci_high, ci_method,
+            # ci_level, depth
+            [(D29, "P", 5, 1, False, "P@5", "macro", 0.5, 10, job, "unjudged", 0.2, 0.8, "t", 0.95,
+              None),
+             (D29, "AP", None, 1, False, "AP", "macro", 0.25, 10, job, "unjudged", 0.1, 0.4, "t",
+              0.95, None)],
             schema,
         )
 
@@ -232,7 +293,8 @@ def test_a_folder_that_is_not_a_delta_table_fails_with_deltas_error(
     (tmp_path / "table" / "part-0.parquet").write_bytes(b"not delta")
     schema = with_comments(tables.aggregate_schema([]), tables.AGGREGATE_COMMENTS)
     rows = spark.createDataFrame(
-        [("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j", "unjudged", None, None, None, None)], schema
+        [("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j", "unjudged", None, None, None, None, None)],
+        schema
     )
     with pytest.raises(Exception, match=r"DELTA_\w+.*table.*is not a Delta table") as caught:
         replace_partitions(rows, path=str(tmp_path / "table"), table=None, schema=schema,

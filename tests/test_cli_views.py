@@ -22,7 +22,8 @@ SELECT
   MAX(CASE WHEN measure_key = 'P@5' THEN value END) AS p_at_5,
   MAX(CASE WHEN measure_key = 'RR' THEN value END) AS rr,
   MAX(job_run_id) AS job_run_id,
-  MAX(negative_labels) AS negative_labels
+  MAX(negative_labels) AS negative_labels,
+  MAX(depth) AS depth
 FROM delta_scan('warehouse/releval/per_query')
 GROUP BY "system", "date", query_id;
 
@@ -41,7 +42,8 @@ SELECT
   MAX(ci_method) AS ci_method,
   MAX(ci_level) AS ci_level,
   MAX(job_run_id) AS job_run_id,
-  MAX(negative_labels) AS negative_labels
+  MAX(negative_labels) AS negative_labels,
+  MAX(depth) AS depth
 FROM delta_scan('warehouse/releval/aggregate')
 GROUP BY "system", "date";
 '''

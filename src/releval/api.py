@@ -13,7 +13,14 @@ from pyspark.sql import DataFrame
 
 from releval.checks.accounts import QualityReport
 from releval.checks.rules import QRELS_RAW_COLUMNS, RUN_RAW_COLUMNS
-from releval.config import DATAFRAME, ComparisonSettings, IntervalSettings, QrelsSource, RunSource
+from releval.config import (
+    DATAFRAME,
+    ComparisonSettings,
+    IntervalSettings,
+    QrelsSource,
+    RunSource,
+    check_depth,
+)
 from releval.core import columns as S
 from releval.core.frames import local_frame
 from releval.core.measures import REGISTRY
@@ -177,6 +184,7 @@ def evaluate(
     judged_only: bool = False,
     missing_queries: str = "zero",
     negative_labels: str = "unjudged",
+    depth: int | None = None,
     ci_level: float = 0.95,
 ) -> Result:
     """Evaluate a run DataFrame against a qrels DataFrame, query by query.
@@ -200,6 +208,8 @@ def evaluate(
         missing_queries: ``"zero"``: a judged query a run did not retrieve scores 0
             (trec_eval -c); ``"skip"``: it is left out.
         negative_labels: ``"unjudged"`` (trec_eval) or ``"judged"``.
+        depth: evaluate only each ranking's first ``depth`` documents (a positive integer;
+            trec_eval -M); None: all. Recorded in the ``depth`` column of both tables.
         ci_level: the level of each macro value's t interval.
 
     Returns:
@@ -221,6 +231,7 @@ def evaluate(
     qrels_map = _mapping(qrels_columns, QRELS_RAW_COLUMNS, "qrels_columns", qrels)
     if rank_by not in ("score", "rank"):
         raise ConfigError(f"rank_by must be 'score' or 'rank', got {rank_by!r}")
+    check_depth(depth, "depth")
     run_src = RunSource(
         format=DATAFRAME, query_id=run_map[S.QUERY_ID], doc_id=run_map[S.DOC_ID],
         score=run_map[S.SCORE], rank=run_map[S.RANK], partition_columns=parts, rank_by=rank_by,
@@ -239,7 +250,7 @@ def evaluate(
     kept: list[DataFrame] = []
     evaluation = evaluate_inputs(
         inputs, measures=parsed, missing_queries=missing_queries,
-        negative_labels=negative_labels, intervals=IntervalSettings(level=ci_level),
+        negative_labels=negative_labels, depth=depth, intervals=IntervalSettings(level=ci_level),
         keep=keeper(kept),
     )
     queries = evaluation.queries.persist(StorageLevel.MEMORY_AND_DISK)  # read by each table

@@ -20,12 +20,21 @@ from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from releval.core import columns as S
-from releval.core.engine import IN_QRELS, IN_RUN, REPEATED, RETRIEVED_BY, arrow_run_stats
+from releval.core.engine import (
+    BEYOND_DEPTH,
+    IN_QRELS,
+    IN_RUN,
+    REPEATED,
+    RETRIEVED_BY,
+    arrow_run_stats,
+)
 from releval.core.layout import by_query
 from releval.core.measures.registry import Measure
 from releval.core.measures.stats import QrelsStat, RunStat, Stats
 
 _OCCURRENCES = "_occurrences"
+_ORDINAL = "_ordinal"
+_ALL_REPEATS = "_all_repeats"
 IDEAL_POSITION = "_ideal_position"
 #: Rank among the query's judged documents (null for unjudged rows); a row column.
 JUDGED_POSITION = "_judged_position"
@@ -205,6 +214,21 @@ def deduplicate(
     return run.groupBy(*keys).agg(best, *counted)
 
 
+def cut_at_depth(unique: DataFrame, *, stats: Stats, partition_columns: Sequence[str]) -> DataFrame:
+    """The first ``stats.depth`` rows of each query's ranking (of :func:`deduplicate`'s rows),
+    each with ``_beyond_depth`` (its query's rows past the depth) and ``_all_repeats`` (its
+    query's repeats, those of the rows past the depth included), by window functions."""
+    whole = Window.partitionBy(*partition_columns, S.QUERY_ID)
+    ordinal = F.row_number().over(
+        query_window(rank_by=stats.rank_by, partition_columns=partition_columns)
+    )
+    return unique.withColumn(_ORDINAL, ordinal).select(
+        "*",
+        F.sum((F.col(_ORDINAL) > stats.depth).cast("long")).over(whole).alias(BEYOND_DEPTH),
+        F.sum(F.col(_OCCURRENCES) - 1).over(whole).alias(_ALL_REPEATS),
+    ).where(F.col(_ORDINAL) <= stats.depth)
+
+
 def prepare_qrels(qrels: DataFrame) -> DataFrame:
     """One label per (query, doc): the highest, when a document was judged twice (a null
     label: not a judgment, kept so that its query is in the query set)."""
@@ -241,6 +265,10 @@ def sql_run_stats(
     if not laid_out_by_query:
         run, qrels = by_query(run), by_query(qrels)
     unique = deduplicate(run, rank_by=stats.rank_by, partition_columns=parts, count_as=_OCCURRENCES)
+    repeated, beyond = F.sum(F.col(_OCCURRENCES) - 1), F.lit(0).cast("long")
+    if stats.depth is not None:
+        unique = cut_at_depth(unique, stats=stats, partition_columns=parts)
+        repeated, beyond = F.max(_ALL_REPEATS), F.max(BEYOND_DEPTH)
     judgments = prepare_qrels(qrels)
     judged = judge(unique, judgments)
     rank = position(rank_by=stats.rank_by, partition_columns=parts).alias(S.POSITION)
@@ -250,7 +278,8 @@ def sql_run_stats(
     rows = judged.select("*", rank, *[c.alias(n) for n, c in sql.rows.items()])
     run_q = rows.groupBy(*parts, S.QUERY_ID).agg(
         F.first(F.lit(True)).alias(IN_RUN),
-        F.sum(F.col(_OCCURRENCES) - 1).alias(REPEATED),
+        repeated.alias(REPEATED),
+        beyond.alias(BEYOND_DEPTH),
         *aggregates,
     )
     per_query = qrels_stats(judgments, stats)
@@ -262,6 +291,7 @@ def sql_run_stats(
     queries = per_query.join(retrieved_by, on=S.QUERY_ID, how="left").select(
         *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
         S.QUERY_ID, F.lit(False).alias(IN_RUN), IN_QRELS, F.lit(0).cast("long").alias(REPEATED),
+        F.lit(0).cast("long").alias(BEYOND_DEPTH),
         F.coalesce(F.col(RETRIEVED_BY), F.lit(0)).alias(RETRIEVED_BY),
         *stats.qrels_spec.keys(),
     )

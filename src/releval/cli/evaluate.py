@@ -62,6 +62,9 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--negative-labels", choices=list(NEGATIVE_LABELS), default=NEGATIVE_LABELS[0],
                     help="what a negative qrels label means: in the pool but not judged "
                     "(unjudged, default, trec_eval) or judged non-relevant (judged)")
+    ev.add_argument("--depth", type=positive_int, default=None, metavar="M",
+                    help="evaluate only the top M documents of each ranking, after the "
+                    "tie-break (trec_eval -M; default: all)")
     ev.add_argument("--explain", action="store_true",
                     help="print the physical plan of the per-query computation and exit; "
                     "nothing is computed or written")
@@ -70,6 +73,17 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--strict", action="store_true",
                     help="fail (exit 2) when any input row is quarantined; the quarantine "
                     "table is written first")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a positive integer, else the argument's error (exit code 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def config_from_args(args: argparse.Namespace, output: str) -> Config:
@@ -90,6 +104,7 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
             strict=bool(getattr(args, "strict", False)),
             judged_only=bool(getattr(args, "judged_only", False)),
             negative_labels=getattr(args, "negative_labels", NEGATIVE_LABELS[0]),
+            depth=getattr(args, "depth", None),
         ),
         output=OutputSettings(
             per_query_path=str(Path(output) / "per_query"),

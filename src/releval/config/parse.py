@@ -8,6 +8,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import fields
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,15 @@ def _check_choice(value: str, choices: tuple[str, ...], where: str, source: str)
         raise ConfigError(f"{source}: {where} = {value!r}; expected one of {list(choices)}")
 
 
+def check_depth(depth: object, where: str) -> None:
+    """ConfigError naming ``where`` unless ``depth`` is None (every document) or a positive
+    integer (a bool is not one)."""
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, Integral)
+                              or depth < 1):
+        raise ConfigError(f"{where} = {depth!r}; expected a positive integer, the documents "
+                          "evaluated at the top of each ranking (trec_eval -M); unset: all")
+
+
 #: A JVM memory size with its unit, as Spark reads it: ``512m``, ``4g``, ``1t``.
 MEMORY_SIZE = re.compile(r"^[1-9][0-9]*[kmgtp]b?$", re.IGNORECASE)
 #: A column or table-name part that may appear in SQL text: letters, digits, underscores.
@@ -162,6 +172,7 @@ def validate(config: Config, source: str = "config") -> Config:
     _check_choice(config.evaluation.missing_queries, MISSING_QUERIES, "evaluation.missing_queries", source)
     _check_choice(config.evaluation.negative_labels, NEGATIVE_LABELS,
                   "evaluation.negative_labels", source)
+    check_depth(config.evaluation.depth, f"{source}: evaluation.depth")
     if not config.evaluation.measures:
         raise ConfigError(f"{source}: evaluation.measures is empty")
     if not 0.0 <= config.evaluation.unjudged_warning_share <= 1.0:

@@ -104,6 +104,8 @@ class EvaluationSettings:
     judged_only: bool = False
     #: A negative label is "unjudged" (trec_eval) or "judged" (docs/incomplete-judgments.md).
     negative_labels: str = "unjudged"
+    #: Evaluate each ranking's first ``depth`` documents only (trec_eval -M); None: all.
+    depth: int | None = None
     #: Warn in the job summary when more than this share of a top k is unjudged.
     unjudged_warning_share: float = 0.2
     #: Any quarantined input row fails the job (after the quarantine table is written).

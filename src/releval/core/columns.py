@@ -29,6 +29,8 @@ CI_LEVEL = "ci_level"
 JOB_RUN_ID = "job_run_id"
 #: The row's negative-label rule: "unjudged" or "judged" (evaluation.negative_labels).
 NEGATIVE_LABELS = "negative_labels"
+#: The row's depth: each ranking evaluated at its first ``depth`` documents (null: all).
+DEPTH = "depth"
 INPUT = "input"
 SOURCE = "source"
 LINE = "line"
@@ -84,6 +86,8 @@ IN_RUN = "_in_run"
 IN_QRELS = "_in_qrels"
 #: Per (run partition, query): run rows dropped as a repeated document.
 REPEATED = "_repeated"
+#: Per (run partition, query): ranked rows beyond the depth (read, not evaluated).
+BEYOND_DEPTH = "_beyond_depth"
 #: On a query's qrels row: how many run partitions retrieved it.
 RETRIEVED_BY = "_retrieved_by"
 #: On a ledger row: the tag (what was counted) and the count.

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from releval.core import columns as S
 from releval.core.columns import (
+    BEYOND_DEPTH,
     IN_QRELS,
     IN_RUN,
     IS_RUN,
@@ -32,6 +33,7 @@ from releval.core.kernel import partition_stats, qrels_ddl, run_ddl
 from releval.core.layout import by_query
 from releval.core.measures.registry import Measure
 from releval.core.measures.stats import Stats
+from releval.core.ranking import check_depth
 
 
 def judgment(negative_labels: str) -> Column:
@@ -66,8 +68,8 @@ def arrow_run_stats(
         ledger: the inputs are every row with its ``_reason``; the result adds ledger rows.
 
     Returns:
-        Partition columns, query_id, ``_in_run``, ``_repeated``, ``_retrieved_by`` and the
-        statistics; with ``ledger`` also ``_ledger`` and ``_rows``.
+        Partition columns, query_id, ``_in_run``, ``_repeated``, ``_beyond_depth``,
+        ``_retrieved_by`` and the statistics; with ``ledger`` also ``_ledger`` and ``_rows``.
     """
     parts = list(partition_columns)
     order_column = S.SCORE if stats.rank_by == "score" else S.RANK
@@ -88,11 +90,11 @@ def arrow_run_stats(
     )
     specs = dict(stats.run_spec)
     qrels_specs = dict(stats.qrels_spec)
-    rank_by = stats.rank_by
+    rank_by, depth = stats.rank_by, stats.depth
     part_ddl = [f"{quote_identifier(c)} {run.schema[c].dataType.simpleString()}" for c in parts]
     schema = ", ".join([
         *part_ddl, f"`{S.QUERY_ID}` string", f"`{IN_RUN}` boolean", f"`{IN_QRELS}` boolean",
-        f"`{REPEATED}` bigint", f"`{RETRIEVED_BY}` bigint",
+        f"`{REPEATED}` bigint", f"`{BEYOND_DEPTH}` bigint", f"`{RETRIEVED_BY}` bigint",
         *[f"`{n}` {run_ddl(s)}" for n, s in specs.items()],
         *[f"`{n}` {qrels_ddl(s)}" for n, s in qrels_specs.items()],
         *([f"`{LEDGER}` string", f"`{LEDGER_ROWS}` bigint"] if ledger else []),
@@ -104,7 +106,7 @@ def arrow_run_stats(
             return
         table = partition_stats(
             pa.Table.from_batches(collected), specs=specs, partition_columns=parts, rank_by=rank_by,
-            qrels_specs=qrels_specs,
+            qrels_specs=qrels_specs, depth=depth,
         )
         yield from table.to_batches()
 
@@ -154,6 +156,7 @@ def query_table(
         F.coalesce(F.col(IN_RUN), F.lit(False)).alias(IN_RUN),
         F.coalesce(F.col(IN_QRELS), F.lit(False)).alias(IN_QRELS),
         F.coalesce(F.col(REPEATED), F.lit(0)).cast("long").alias(REPEATED),
+        F.coalesce(F.col(BEYOND_DEPTH), F.lit(0)).cast("long").alias(BEYOND_DEPTH),
         *filled,
         *stats.qrels_spec.keys(),
         *[c for c in (LEDGER, LEDGER_ROWS) if c in run_q.columns],
@@ -171,6 +174,7 @@ def query_measures(
     run_stats: RunStatsEngine = arrow_run_stats,
     laid_out_by_query: bool = False,
     negative_labels: str = "unjudged",
+    depth: int | None = None,
     ledger: bool = False,
     keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
@@ -184,14 +188,19 @@ def query_measures(
         run_stats: the statistics' engine; tests pass the SQL oracle.
         laid_out_by_query: both inputs are already partitioned by query (:mod:`.layout`).
         negative_labels: ``"unjudged"`` (trec_eval) or ``"judged"`` (see :func:`judgment`).
+        depth: evaluate each ranking's first ``depth`` documents (trec_eval ``-M``), after
+            the tie-break and before the judged-only condensation; None: all; else
+            ValueError (:func:`releval.core.ranking.check_depth`).
         ledger: the inputs are every row with its ``_reason``; the engine counts them.
         keep: applied to the engine's result, which is read more than once.
 
     Returns:
-        Partition columns, query_id, the flags, ``num_ret``, ``negative_labels`` and
-        ``_measures`` (value, num_rel, num_rel_ret per measure); with ``ledger`` the ledger.
+        Partition columns, query_id, the flags, ``_repeated``, ``_beyond_depth`` (rows past
+        the depth), ``num_ret``, ``negative_labels``, ``depth`` and ``_measures`` (value,
+        num_rel, num_rel_ret per measure); with ``ledger`` the ledger.
     """
-    stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by)
+    depth = check_depth(depth)
+    stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by, depth=depth)
     num_ret = stats.num_ret()
     entries = []
     for m in measures:
@@ -231,8 +240,10 @@ def query_measures(
         IN_RUN,
         IN_QRELS,
         REPEATED,
+        BEYOND_DEPTH,
         num_ret.alias(S.NUM_RET),
         F.lit(negative_labels).alias(S.NEGATIVE_LABELS),
+        F.lit(depth).cast("int").alias(S.DEPTH),
         F.array(*entries).alias(MEASURES),
         *[c for c in (LEDGER, LEDGER_ROWS) if c in table.columns],
     )
@@ -263,7 +274,7 @@ def long_format(
     m = F.posexplode(F.col(MEASURES)).alias("_i", "_m")
     return (
         wide.where(F.col(IN_QRELS))
-        .select(*parts, S.QUERY_ID, S.NUM_RET, S.NEGATIVE_LABELS, m)
+        .select(*parts, S.QUERY_ID, S.NUM_RET, S.NEGATIVE_LABELS, S.DEPTH, m)
         .select("*", names[F.col("_i")].alias("_name"))
         .select(
             *parts,
@@ -278,5 +289,6 @@ def long_format(
             f"_m.{S.NUM_REL}",
             f"_m.{S.NUM_REL_RET}",
             S.NEGATIVE_LABELS,
+            S.DEPTH,
         )
     )

@@ -19,6 +19,7 @@ from releval.core.arrays import codes as _codes
 from releval.core.arrays import group_ids as _group_ids
 from releval.core.arrays import to_numpy as _numpy
 from releval.core.columns import (
+    BEYOND_DEPTH,
     IN_QRELS,
     IN_RUN,
     IS_RUN,
@@ -36,7 +37,7 @@ from releval.core.ledger import (
     set_aside_repeats_by_rank,
 )
 from releval.core.measures.stats import QrelsStat, RunStat
-from releval.core.ranking import best_first
+from releval.core.ranking import best_first, beyond_depth
 from releval.core.repeats import highest_labels, repeated_documents
 from releval.core.walks import walk
 
@@ -219,7 +220,7 @@ def _labels(qrels: pa.Table, query: np.ndarray, doc: np.ndarray, docs: int) -> t
 
 def partition_stats(
     table: pa.Table, *, specs: dict[str, RunStat], partition_columns: Sequence[str], rank_by: str,
-    qrels_specs: dict[str, QrelsStat] | None = None,
+    qrels_specs: dict[str, QrelsStat] | None = None, depth: int | None = None,
 ) -> pa.Table:
     """The statistics of every (run partition, query) in one shuffle partition.
 
@@ -229,12 +230,13 @@ def partition_stats(
         specs: run statistic name -> what to compute.
         rank_by: "score" or "rank" (:mod:`releval.core.ranking`).
         qrels_specs: qrels statistic name -> what to compute.
+        depth: evaluate only each ranking's first ``depth`` documents (None: all).
 
     Returns:
         A row per (run partition, query) of the run, then a row per qrels query (``_in_run``
         false, ``_retrieved_by``: the run partitions that retrieved it), with the flags,
-        ``_repeated`` and one column per statistic; when ``table`` has ``_reason``, also
-        ``_ledger``, ``_rows`` and the partition's ledger rows.
+        ``_repeated``, ``_beyond_depth`` and one column per statistic; when ``table`` has
+        ``_reason``, also ``_ledger``, ``_rows`` and the partition's ledger rows.
     """
     ledger = None
     if REASON in table.column_names:
@@ -259,7 +261,7 @@ def partition_stats(
         kept = qrels_kept(table.filter(pc.invert(pc.equal(table.column(IS_RUN), True))))
         ledger = pa.concat_tables([*received, kept], promote_options="default")
     stats = _query_stats(table, specs=specs, qrels_specs=qrels_specs or {},
-                         partition_columns=partition_columns, rank_by=rank_by)
+                         partition_columns=partition_columns, rank_by=rank_by, depth=depth)
     if ledger is None:
         return stats
     n = stats.num_rows
@@ -271,7 +273,7 @@ def partition_stats(
     filled = [
         ledger.column(f.name).cast(f.type) if f.name in ledger.column_names
         else pa.array(np.zeros(m, dtype=bool)) if f.name in (IN_RUN, IN_QRELS)
-        else pa.array(np.zeros(m, dtype=np.int64)) if f.name == REPEATED
+        else pa.array(np.zeros(m, dtype=np.int64)) if f.name in (REPEATED, BEYOND_DEPTH)
         else pa.nulls(m, f.type)
         for f in stats.schema
     ]
@@ -280,7 +282,7 @@ def partition_stats(
 
 def _query_stats(
     table: pa.Table, *, specs: dict[str, RunStat], qrels_specs: dict[str, QrelsStat],
-    partition_columns: Sequence[str], rank_by: str,
+    partition_columns: Sequence[str], rank_by: str, depth: int | None,
 ) -> pa.Table:
     """:func:`partition_stats` of clean rows: one row per (run partition, query)."""
     is_run = _numpy(table.column(IS_RUN)).astype(bool)
@@ -304,6 +306,11 @@ def _query_stats(
     dropped = np.bincount(group[order][repeated], minlength=groups).astype(np.int64)
     if repeated.any():
         order = order[~repeated]
+    # then each ranking's first ``depth`` rows (trec_eval -M); the rest are counted, not evaluated
+    beyond = beyond_depth(group[order], depth)
+    cut = np.bincount(group[order][beyond], minlength=groups).astype(np.int64)
+    if beyond.any():
+        order = order[~beyond]
     group, run_query, run_doc, order_value = group[order], run_query[order], run_doc[order], order_value[order]
     starts = np.searchsorted(group, np.arange(groups))
     first_row = order[starts]
@@ -336,6 +343,7 @@ def _query_stats(
     columns[IN_RUN] = pa.array(np.ones(groups, dtype=bool))
     columns[IN_QRELS] = pa.array(scored)
     columns[REPEATED] = pa.array(dropped)
+    columns[BEYOND_DEPTH] = pa.array(cut)
     columns[RETRIEVED_BY] = pa.nulls(groups, pa.int64())  # said on the qrels' rows only
     for name, spec in specs.items():
         columns[name] = KINDS[spec.kind](ranked, spec)
@@ -353,6 +361,7 @@ def _query_stats(
         IN_RUN: pa.array(np.zeros(n, dtype=bool)),
         IN_QRELS: pa.array(np.ones(n, dtype=bool)),
         REPEATED: pa.array(np.zeros(n, dtype=np.int64)),
+        BEYOND_DEPTH: pa.array(np.zeros(n, dtype=np.int64)),
         RETRIEVED_BY: pa.array(retrieved_by[judged_queries]),
         **{name: pa.nulls(n, _arrow_type(spec)) for name, spec in specs.items()},
         **{name: pa.array(values[judged_queries]) for name, values in per_query.items()},

@@ -2,13 +2,17 @@
 
 ``rank_by = "score"`` (trec_eval's rule): score descending, ties by doc id descending in
 byte order; the run's rank column is ignored. ``rank_by = "rank"`` (production logs): the
-logged rank is the position, gaps kept; ties by doc id descending.
+logged rank is the position, gaps kept; ties by doc id descending. A depth (trec_eval
+``-M``) keeps each ranking's first documents in that order: the cut comes after the
+tie-break, and before anything else reads the ranking.
 
 :func:`best_first` is used by the engine and the checks' labelling; the tests' SQL oracle
 writes the same rule as a Spark window order. See docs/design/engine.md.
 """
 
 from __future__ import annotations
+
+from numbers import Integral
 
 import numpy as np
 import pyarrow as pa
@@ -33,4 +37,27 @@ def best_first(group: np.ndarray, primary: np.ndarray, doc: np.ndarray, docs: pa
     return np.lexsort((-doc_rank[doc], primary, group))
 
 
-__all__ = ["best_first"]
+def check_depth(depth: object) -> int | None:
+    """``depth`` as an int when it is a positive integer; None (no depth) stays None.
+
+    Raises:
+        ValueError: anything else (0, a negative number, a float, a bool, a string).
+    """
+    if depth is None:
+        return None
+    if isinstance(depth, bool) or not isinstance(depth, Integral) or depth < 1:
+        raise ValueError(f"depth must be a positive integer (the documents evaluated per "
+                         f"ranking) or None (all), got {depth!r}")
+    return int(depth)
+
+
+def beyond_depth(group: np.ndarray, depth: int | None) -> np.ndarray:
+    """For rows in ranking order (``group`` ascending): True at the rows after each group's
+    first ``depth`` (all False when ``depth`` is None)."""
+    if depth is None or not len(group):
+        return np.zeros(len(group), dtype=bool)
+    ordinal = np.arange(len(group)) - np.searchsorted(group, group)
+    return ordinal >= depth
+
+
+__all__ = ["best_first", "beyond_depth", "check_depth"]

@@ -19,7 +19,7 @@ PER_QUERY_COMMENTS = {
     ),
     C.MEASURE_KEY: "The measure as written in the measure list, canonical form: P@10, nDCG@10, AP.",
     C.VALUE: "The measure's value for this query.",
-    C.NUM_RET: "Documents the run retrieved for this query (all ranks).",
+    C.NUM_RET: "Documents the run retrieved for this query (all ranks; at most depth when set).",
     C.NUM_REL: "Documents of this query judged relevant (label >= rel_level) in the qrels.",
     C.NUM_REL_RET: "Relevant documents retrieved within the cutoff (all ranks when no cutoff).",
     C.JOB_RUN_ID: "Id of the job run that wrote this row; joins to the run-log table's job_run_id.",
@@ -29,6 +29,11 @@ PER_QUERY_COMMENTS = {
         "measures, unjudged in Judged, skipped by bpref, never relevant. judged: a judgment, "
         "the document judged non-relevant (unless rel_level <= its label). Set on every row "
         "this release writes; rows migrated from schema version 1 hold judged."
+    ),
+    C.DEPTH: (
+        "Each ranking was evaluated at its first depth documents (evaluation.depth, trec_eval "
+        "-M): cut after the tie-break, before the judged-only condensation; every measure, "
+        "num_ret included, saw only those. Null: every document (no depth)."
     ),
 }
 
@@ -49,6 +54,7 @@ AGGREGATE_COMMENTS = {
     C.NUM_QUERIES: "Queries that entered the aggregate.",
     C.JOB_RUN_ID: PER_QUERY_COMMENTS[C.JOB_RUN_ID],
     C.NEGATIVE_LABELS: PER_QUERY_COMMENTS[C.NEGATIVE_LABELS],
+    C.DEPTH: PER_QUERY_COMMENTS[C.DEPTH],
     C.CI_LOW: (
         "Lower end of the confidence interval of a macro value (ci_method, ci_level); "
         "null for micro and sum rows and when num_queries < 2."

@@ -72,6 +72,7 @@ def per_query_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(C.NUM_REL_RET, T.LongType(), False),
             T.StructField(C.JOB_RUN_ID, T.StringType(), True),
             T.StructField(C.NEGATIVE_LABELS, T.StringType(), True),
+            T.StructField(C.DEPTH, T.IntegerType(), True),
         ]
     )
 
@@ -107,6 +108,7 @@ def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(C.CI_HIGH, T.DoubleType(), True),
             T.StructField(C.CI_METHOD, T.StringType(), True),
             T.StructField(C.CI_LEVEL, T.DoubleType(), True),
+            T.StructField(C.DEPTH, T.IntegerType(), True),
         ]
     )
 

@@ -152,10 +152,10 @@ def per_query_view_sql(spec: ViewSpec) -> str:
         for k in keys
     ]
     columns = [*spec.partition_columns, S.QUERY_ID, *(column_name(k) for k in keys),
-               S.JOB_RUN_ID, S.NEGATIVE_LABELS]
+               S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH]
     _check_columns(columns, {column_name(k): k for k in keys}, "per-query view")
-    select = [*group, *measures, f"MAX({S.JOB_RUN_ID}) AS {S.JOB_RUN_ID}",
-              f"MAX({S.NEGATIVE_LABELS}) AS {S.NEGATIVE_LABELS}"]
+    select = [*group, *measures,
+              *(f"MAX({c}) AS {c}" for c in (S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH))]
     return _render(select, spec.source, group)
 
 
@@ -183,7 +183,7 @@ def aggregate_view_sql(spec: ViewSpec) -> str:
         for k in with_ci
         for bound, suffix in ((S.CI_LOW, CI_LOW_SUFFIX), (S.CI_HIGH, CI_HIGH_SUFFIX))
     ]
-    fixed = [S.CI_METHOD, S.CI_LEVEL, S.JOB_RUN_ID, S.NEGATIVE_LABELS]
+    fixed = [S.CI_METHOD, S.CI_LEVEL, S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH]
     columns = [
         *spec.partition_columns, S.NUM_QUERIES, *(column_name(k) for k in keys),
         *(column_name(k) + s for k in with_ci for s in (CI_LOW_SUFFIX, CI_HIGH_SUFFIX)), *fixed,

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from releval.config import IntervalSettings
 from releval.core import columns as S
 from releval.core.columns import (
+    BEYOND_DEPTH,
     IN_QRELS,
     IN_RUN,
     LEDGER,
@@ -87,7 +88,10 @@ def query_counts(
         F.count_if(once & F.col(IN_RUN) & ~F.col(IN_QRELS)).alias("without_qrels"),
         F.count_if(once & ~F.col(IN_RUN) & F.col(IN_QRELS)).alias("missing"),
         F.sum(F.when(once, F.col(REPEATED))).alias("repeated"),
-        F.sum(F.when(once & F.col(IN_RUN), F.col(S.NUM_RET))).alias("evaluated"),
+        # the rows ranked: those evaluated (num_ret) and those past the depth
+        F.sum(F.when(once & F.col(IN_RUN), F.col(S.NUM_RET) + F.col(BEYOND_DEPTH)))
+        .alias("evaluated"),
+        F.sum(F.when(once & F.col(IN_RUN), F.col(BEYOND_DEPTH))).alias("beyond_depth"),
         # per measure: the same for each; Judged@k's mean is the judged share of the top k
         F.count_if(with_results).alias("with_results"),
         F.avg(F.when(with_results, F.col(AGGREGATE_ENTRY)[S.VALUE])).alias("judged"),
@@ -95,7 +99,8 @@ def query_counts(
     ).collect()
     by_index = [r for r in found if r[LEDGER] is None]  # a row per (partition, measure)
     rows = [r for r in by_index if r[AGGREGATE_INDEX] in (None, 0)]  # a row per partition
-    counts = {k: sum(int(r[k]) for r in rows) for k in ("scored", "without_qrels", "missing")}
+    counts = {k: sum(int(r[k] or 0) for r in rows)
+              for k in ("scored", "without_qrels", "missing", "beyond_depth")}
     # the queries each partition's means rest on: scored ones, plus missing ones scored 0
     in_means = [
         int(r["scored"]) + (int(r["missing"]) if missing_queries == "zero" else 0) for r in rows

@@ -99,11 +99,26 @@ def _add_intervals(
     spark.sql(f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS ({columns})")
 
 
+def _add_depth(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """2 -> 3, per-query and aggregate: add ``depth`` (the last column, nullable).
+
+    Existing rows evaluated every document of each ranking: null, the value for no depth,
+    is what they were computed with, so nothing is back-filled (metadata only)."""
+    comment = quote_literal(tables.PER_QUERY_COMMENTS[S.DEPTH])
+    spark.sql(
+        f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS "
+        f"({quote_identifier(S.DEPTH)} INT COMMENT {comment})"
+    )
+
+
 #: version found -> ({kind: step}, next version); a kind without a step only moves its version.
 STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "0": ({"per_query": _add_job_run_id, "aggregate": _add_job_run_id}, "1"),
     "1": ({"per_query": _add_negative_labels, "aggregate": _add_intervals,
            "quarantine": _quarantine_by_run_partition}, "2"),
+    "2": ({"per_query": _add_depth, "aggregate": _add_depth}, "3"),
 }
 
 

@@ -83,6 +83,7 @@ def evaluate(
     laid_out_by_query: bool = False,
     run_stats: RunStatsEngine = arrow_run_stats,
     negative_labels: str = "unjudged",
+    depth: int | None = None,
     intervals: IntervalSettings = IntervalSettings(),
     ledger: bool = False,
     keep: Callable[[DataFrame], DataFrame] | None = None,
@@ -102,6 +103,8 @@ def evaluate(
             tests pass their SQL oracle (``releval.core.engine.RunStatsEngine``).
         negative_labels: what a negative label means, "unjudged" (trec_eval) or "judged"
             (:func:`releval.core.engine.judgment`); recorded in both tables.
+        depth: evaluate each ranking's first ``depth`` documents (trec_eval ``-M``); None:
+            all; recorded in both tables.
         intervals: the confidence intervals of the aggregate's macro values.
         ledger: ``run`` holds every run row with the row rules' ``_reason``; the engine
             ranks the clean ones and counts all of them in the same pass (the job's input
@@ -120,6 +123,7 @@ def evaluate(
         run_stats=run_stats,
         laid_out_by_query=laid_out_by_query,
         negative_labels=negative_labels,
+        depth=depth,
         ledger=ledger,
         keep=keep,
     )
@@ -168,6 +172,7 @@ def evaluate_inputs(
     measures: Sequence[Measure],
     missing_queries: str = "zero",
     negative_labels: str = "unjudged",
+    depth: int | None = None,
     intervals: IntervalSettings = IntervalSettings(),
     keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> Evaluation:
@@ -181,6 +186,7 @@ def evaluate_inputs(
         partition_columns=inputs.partition_columns,
         missing_queries=missing_queries,
         negative_labels=negative_labels,
+        depth=depth,
         intervals=intervals,
         ledger=True,
         keep=keep,
@@ -215,7 +221,8 @@ def _evaluate_job(
 ) -> Evaluation:
     return evaluate_inputs(
         inputs, measures=job_measures(config), missing_queries=config.evaluation.missing_queries,
-        negative_labels=config.evaluation.negative_labels, intervals=config.intervals, keep=keep,
+        negative_labels=config.evaluation.negative_labels, depth=config.evaluation.depth,
+        intervals=config.intervals, keep=keep,
     )
 
 
@@ -337,6 +344,8 @@ def run(
         partitions_with_few_queries=counts["few_queries"],
         intervals=config.intervals,
         missing_queries=config.evaluation.missing_queries,
+        depth=config.evaluation.depth,
+        rows_beyond_depth=int(counts["beyond_depth"]),
         per_query_rows=per_query_written.rows,
         aggregate_rows=aggregate_written.rows,
         per_query_version=per_query_written.version,

@@ -111,6 +111,10 @@ class Summary:
     #: run partitions whose means rest on fewer than FEW_QUERIES queries
     partitions_with_few_queries: int = 0
     intervals: IntervalSettings = IntervalSettings()
+    #: each ranking's first ``depth`` documents were evaluated (None: all)
+    depth: int | None = None
+    #: ranked run rows past the depth: read and used (in the accounts), not evaluated
+    rows_beyond_depth: int = 0
     #: the aggregate table's rows this job wrote (a few per run partition), as written
     aggregate: tuple[Row, ...] = ()
 
@@ -142,6 +146,12 @@ class Summary:
                 f"  WARNING: {self.partitions_with_few_queries} run partition(s) rest on fewer "
                 f"than {FEW_QUERIES} queries: their intervals are wide, and differences between "
                 "systems there are weak evidence"
+            )
+        if self.depth is not None:
+            lines.append(
+                f"  depth {self.depth}: each ranking evaluated at its first {self.depth} "
+                f"documents; {self.rows_beyond_depth} ranked run rows beyond it (used, not "
+                "evaluated)"
             )
         if self.quality is not None:
             lines.append(self.quality.render())

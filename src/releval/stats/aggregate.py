@@ -50,9 +50,9 @@ def by_measure(queries: DataFrame) -> DataFrame:
 
 
 def group_columns(partition_columns: Sequence[str]) -> list[str]:
-    """The grouping of :func:`sums`; the negative-label rule (one per job) is grouped by
-    because an aggregated string would make Spark sort instead of hash."""
-    return [*partition_columns, S.NEGATIVE_LABELS, INDEX]
+    """The grouping of :func:`sums`; the negative-label rule and the depth (one each per job)
+    are grouped by, not aggregated: an aggregated string would make Spark sort, not hash."""
+    return [*partition_columns, S.NEGATIVE_LABELS, S.DEPTH, INDEX]
 
 
 def sums(*, intervals: IntervalSettings) -> list[Column]:
@@ -103,11 +103,11 @@ def rows(
     partitions: dict[tuple[Any, ...], dict[int, Row]] = {}
     for row in summed:
         if row[INDEX] is not None:
-            key = (*(row[c] for c in parts), row[S.NEGATIVE_LABELS])
+            key = (*(row[c] for c in parts), row[S.NEGATIVE_LABELS], row[S.DEPTH])
             partitions.setdefault(key, {})[int(row[INDEX])] = row
     out: list[dict[str, Any]] = []
     for key, by_index in partitions.items():
-        values, negative_labels = key[:-1], key[-1]
+        values, negative_labels, depth = key[:-2], key[-2], key[-1]
         for i, m in enumerate(measures):
             row = by_index.get(i)
             n = 0 if row is None else int(row[N] or 0)
@@ -142,6 +142,7 @@ def rows(
                     S.VALUE: None if value is None else float(value),
                     S.NUM_QUERIES: n,
                     S.NEGATIVE_LABELS: negative_labels,
+                    S.DEPTH: depth,
                     S.CI_LOW: low, S.CI_HIGH: high, S.CI_METHOD: method, S.CI_LEVEL: level,
                 })
     return out

@@ -49,10 +49,12 @@ class QrelsStat:
 
 @dataclass
 class Stats:
-    """Collects named statistics; ``run_default``: each one's value for a query not in the run."""
+    """Collects named statistics; ``run_default``: each one's value for a query not in the run;
+    ``depth``: every run statistic reads each ranking's first ``depth`` documents (None: all)."""
 
     partition_columns: tuple[str, ...]
     rank_by: str = "score"
+    depth: int | None = None
     run_default: dict[str, Column | None] = field(default_factory=dict)
     run_spec: dict[str, RunStat] = field(default_factory=dict)
     qrels_spec: dict[str, QrelsStat] = field(default_factory=dict)
