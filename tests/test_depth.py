@@ -18,8 +18,8 @@ import pyarrow as pa
 import pytest
 from support.helpers import evaluate_rows, values
 from support.sql_oracle import ENGINES
-from test_judged_only_cli import DATASETS, REAL, TOLERANCE, implemented, read_trec_eval
 from test_kernel import SPECS, by_run, partition
+from test_real_runs import DATASETS, REAL, TOLERANCE, implemented, read_trec_eval
 
 import releval
 from releval.cli import _parser, config_from_args, main
