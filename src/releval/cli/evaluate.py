@@ -57,7 +57,7 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
                     help="folder for the per_query and aggregate Delta tables "
                     "(default: a temporary folder)")
     ev.add_argument("--trec-eval-output", default=None,
-                    help="also write per-query and 'all' lines in trec_eval -q format")
+                    help="also write trec_eval -q's text: per-query and 'all' lines, in its order")
     ev.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     ev.add_argument("--negative-labels", choices=list(NEGATIVE_LABELS), default=NEGATIVE_LABELS[0],
                     help="what a negative qrels label means: in the pool but not judged "
@@ -144,18 +144,22 @@ def run(args: argparse.Namespace) -> int:
                 spark.stop()
             return 0
         phases = Phases(spark)
+
+        def trec_eval_file(done: pipeline.Results) -> None:
+            # from the job's persisted rows and its aggregate rows: the tables are not read back
+            with phases.phase("trec_eval file"):
+                write_trec_eval_file(
+                    done.queries, done.measures, done.aggregate, args.trec_eval_output,
+                    partition_columns=done.partition_columns, judged_only=args.judged_only,
+                )
+
         try:
-            summary = pipeline.run(spark, config, phases=phases)
+            summary = pipeline.run(
+                spark, config, phases=phases,
+                then=trec_eval_file if args.trec_eval_output else None,
+            )
             keys = [m.key for m in pipeline.job_measures(config)]
             print(summary.overview(keys, config.run.partition_columns))
-            if args.trec_eval_output:
-                with phases.phase("trec_eval file"):
-                    write_trec_eval_file(
-                        pipeline.read_per_query(spark, config),
-                        pipeline.read_aggregate(spark, config),
-                        args.trec_eval_output,
-                        judged_only=args.judged_only,
-                    )
         finally:
             spark.stop()
     print(summary.render())

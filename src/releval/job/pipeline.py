@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import types as T
 
 from releval.config import Config, IntervalSettings
@@ -149,6 +149,22 @@ class WriteOptions:
     job_run_id: str | None = None
 
 
+@dataclass(frozen=True)
+class Results:
+    """What :func:`run` computed and wrote, handed to its ``then`` while the engine's result
+    is still persisted.
+
+    Attributes:
+        queries: the engine's wide rows (as :attr:`Evaluation.queries`), persisted.
+        measures: the measures of ``queries``' array, in its order.
+        partition_columns: the run partition columns.
+        aggregate: the aggregate table's rows as written.
+    """
+
+    queries: DataFrame
+    measures: tuple[Measure, ...]
+    partition_columns: tuple[str, ...]
+    aggregate: tuple[Row, ...]
 
 
 def _partition_fields(run: DataFrame, columns: Sequence[str]) -> list[T.StructField]:
@@ -253,6 +269,7 @@ def run(
     strict: bool | None = None,
     write: WriteOptions = WriteOptions(),
     phases: Phases | None = None,
+    then: Callable[[Results], None] | None = None,
 ) -> Summary:
     """Run the evaluation job a config describes; write both Delta tables.
 
@@ -265,6 +282,8 @@ def run(
     job's conflicting commit is retried.
 
     ``phases`` (default: a new :class:`releval.runtime.profile.Phases`) times each phase.
+    ``then``, when given, is called with the :class:`Results` once both tables are written
+    (e.g. to write another output from the persisted rows without reading the tables back).
 
     Returns:
         The job summary.
@@ -326,6 +345,8 @@ def run(
                 output_partition_columns=out_parts, predicate=write.predicate,
                 job_run_id=write.job_run_id,
             )
+        if then is not None:
+            then(Results(queries, tuple(measures), tuple(parts), aggregate_rows))
         # the qrels' highest used label, from the engine's qrels ledger
         binary_labels = (report.qrels.used_max or 0) <= 1
     finally:
