@@ -163,3 +163,29 @@ def test_the_file_is_trec_eval_q_line_for_line(shared_session, conformance_dir, 
     found = re.search(r"^  trec_eval file\s+[\d.]+ s\s+(\d+) jobs$", profile, re.MULTILINE)
     assert found, profile[-2000:]
     assert 1 <= int(found[1]) <= 2
+
+
+@pytest.mark.parametrize(("run", "qrels", "published", "full"), [
+    ("results.test", "qrels.test", "out.test", "full.test.q"),
+    ("results.comment.test", "qrels.comment.test", "out.comment.test", "full.comment.q"),
+])
+def test_measures_trec_eval_is_trec_eval_s_default_output(shared_session, conformance_dir,
+                                                          tmp_path, run, qrels, published,
+                                                          full):
+    out = tmp_path / "releval.q"
+    code = main(["evaluate", "--run", str(conformance_dir / run),
+                 "--qrels", str(conformance_dir / qrels), "--measures", "trec_eval",
+                 "--output", str(tmp_path / "tables"), "--trec-eval-output", str(out)])
+    assert code == 0
+    produced = out.read_text().splitlines()
+    # the all block is trec_eval's default output (no -q), printed there to 4 decimals
+    summary = [line for line in produced if line.split("\t")[1] == "all"]
+    assert_same_lines(summary, (conformance_dir / published).read_text().splitlines(),
+                      tol=5e-5 + 1e-12)
+    # each query's lines are trec_eval -q's for the same measures, at full precision
+    per_query = [line for line in produced if line.split("\t")[1] != "all"]
+    names = {name_of(line) for line in per_query}
+    assert len(names) == 27  # the 28 default measures but gm_map, which has only an all line
+    wanted = [line for line in expected_lines(conformance_dir / full, names)
+              if line.split("\t")[1] != "all"]
+    assert_same_lines(per_query, wanted)
