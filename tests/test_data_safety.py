@@ -32,6 +32,7 @@ from releval.config import config_from_dict
 from releval.core import columns as S
 from releval.errors import ConfigError, InputError
 from releval.io import tables
+from releval.io.run_log import RUN_LOG_SCHEMA
 from releval.io.writers import SCHEMA_VERSION_PROPERTY
 from releval.job import lineage
 from releval.job.batch import run_job
@@ -362,7 +363,7 @@ def test_version_1_tables_are_migrated_and_written_again(
          f"date={D27}"),
         ("qrels", "s", None, {}, {"doc_id": "d2"}, "invalid_relevance", "m", f"date={D27}"),
     ], old).write.format("delta").mode("append").save(quarantine)
-    (DeltaTable.create(spark).location(log).addColumns(tables.RUN_LOG_SCHEMA)
+    (DeltaTable.create(spark).location(log).addColumns(RUN_LOG_SCHEMA)
      .property(SCHEMA_VERSION_PROPERTY, "1").execute())
     # the aggregate table as version 1 wrote it: no negative_labels, no interval columns
     agg = config.output.aggregate_path or ""

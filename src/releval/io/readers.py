@@ -15,6 +15,16 @@ from releval.core.columns import RAW_BLOCK, RAW_LINE, RAW_MALFORMED, RAW_ROW, RA
 from releval.errors import InputError
 from releval.io.trec import RawInput, trec_fields, trec_input
 
+#: The canonical run and qrels rows the casting readers return (without partition columns).
+RUN_SCHEMA = T.StructType([
+    T.StructField(S.QUERY_ID, T.StringType(), True), T.StructField(S.DOC_ID, T.StringType(), True),
+    T.StructField(S.SCORE, T.DoubleType(), True), T.StructField(S.RANK, T.IntegerType(), True),
+])
+QRELS_SCHEMA = T.StructType([
+    T.StructField(S.QUERY_ID, T.StringType(), True), T.StructField(S.DOC_ID, T.StringType(), True),
+    T.StructField(S.RELEVANCE, T.IntegerType(), True),
+])
+
 #: The partition column a TREC run file provides: its tag (6th field).
 TREC_RUN_ID = "run_id"
 

@@ -14,7 +14,6 @@ from releval.core.columns import quote_identifier, quote_literal
 from releval.core.frames import local_frame
 from releval.io.atomic import (
     WriteResult,
-    append_row,
     check_schema_version,
     read_table,
     replace_partitions,
@@ -25,26 +24,8 @@ from releval.io.comments import (
     PER_QUERY_COMMENTS,
     QUARANTINE_COMMENTS,
     QUARANTINE_PARTITION_COMMENT,
-    RUN_LOG_COMMENTS,
 )
 from releval.io.writers import with_comments
-
-RUN_SCHEMA = T.StructType(
-    [
-        T.StructField(C.QUERY_ID, T.StringType(), True),
-        T.StructField(C.DOC_ID, T.StringType(), True),
-        T.StructField(C.SCORE, T.DoubleType(), True),
-        T.StructField(C.RANK, T.IntegerType(), True),
-    ]
-)
-
-QRELS_SCHEMA = T.StructType(
-    [
-        T.StructField(C.QUERY_ID, T.StringType(), True),
-        T.StructField(C.DOC_ID, T.StringType(), True),
-        T.StructField(C.RELEVANCE, T.IntegerType(), True),
-    ]
-)
 
 #: The measure columns shared by the per-query and the aggregate tables.
 MEASURE_FIELDS = [
@@ -352,45 +333,4 @@ def write_comparison(
         description="releval comparisons: one row per baseline, candidate and measure.",
         predicate=predicate,
         user_metadata=f"releval comparison_id={comparison_id}",
-    )
-
-
-RUN_LOG_SCHEMA = T.StructType(
-    [
-        T.StructField(C.JOB_RUN_ID, T.StringType(), False),
-        T.StructField("status", T.StringType(), False),
-        T.StructField("started_at", T.TimestampType(), False),
-        T.StructField("finished_at", T.TimestampType(), False),
-        T.StructField("releval_version", T.StringType(), False),
-        T.StructField("config_hash", T.StringType(), False),
-        T.StructField("config_json", T.StringType(), False),
-        T.StructField("run_source", T.StringType(), False),
-        T.StructField("run_version", T.LongType(), True),
-        T.StructField("run_filter", T.StringType(), True),
-        T.StructField("qrels_source", T.StringType(), False),
-        T.StructField("qrels_version", T.LongType(), True),
-        T.StructField("qrels_filter", T.StringType(), True),
-        T.StructField("selection", T.StringType(), False),
-        T.StructField("replace_predicate", T.StringType(), True),
-        T.StructField(
-            "partitions", T.ArrayType(T.MapType(T.StringType(), T.StringType()), False), False
-        ),
-        T.StructField("per_query_version", T.LongType(), True),
-        T.StructField("aggregate_version", T.LongType(), True),
-        T.StructField("per_query_rows", T.LongType(), True),
-        T.StructField("aggregate_rows", T.LongType(), True),
-        T.StructField("error", T.StringType(), True),
-    ]
-)
-
-
-def write_run_log(row: DataFrame, *, path: str | None, table: str | None, job_run_id: str) -> int:
-    """Append the run-log row ``row`` (:data:`RUN_LOG_SCHEMA`) in one commit; its version."""
-    return append_row(
-        row,
-        path=path,
-        table=table,
-        schema=with_comments(RUN_LOG_SCHEMA, RUN_LOG_COMMENTS),
-        description="releval run log: one row per batch job run (lineage of the output rows).",
-        user_metadata=f"releval job_run_id={job_run_id}",
     )

@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 from releval.config import Config, RunSource
 from releval.core.frames import local_frame
 from releval.errors import ConfigError
-from releval.io import tables, views
+from releval.io import run_log, views
 from releval.io.atomic import read_table, table_exists
 from releval.io.readers import read_run, run_partition_fields
 from releval.job import lineage, pipeline
@@ -220,7 +220,7 @@ def run_job(
             **base, status=status, finished_at=datetime.now(UTC), **fields  # type: ignore[arg-type]
         )
         with phases.phase("run log"):
-            tables.write_run_log(record.to_frame(spark), path=log_path, table=log_table,
+            run_log.write_run_log(record.to_frame(spark), path=log_path, table=log_table,
                                  job_run_id=job_run_id)
         return record
 

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from releval.config import Config, QrelsSource, RunSource
 from releval.core.frames import local_frame
-from releval.io import tables
+from releval.io import run_log
 from releval.io.writers import absolute
 
 #: run-log statuses
@@ -77,7 +77,7 @@ def run_log_location(config: Config) -> tuple[str | None, str | None]:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run-log row (fields: :data:`releval.io.tables.RUN_LOG_SCHEMA`)."""
+    """One run-log row (fields: :data:`releval.io.run_log.RUN_LOG_SCHEMA`)."""
 
     job_run_id: str
     status: str
@@ -102,8 +102,8 @@ class RunRecord:
     error: str | None = None
 
     def to_frame(self, spark: SparkSession) -> DataFrame:
-        """A one-row DataFrame of :data:`releval.io.tables.RUN_LOG_SCHEMA`."""
+        """A one-row DataFrame of :data:`releval.io.run_log.RUN_LOG_SCHEMA`."""
         values = dataclasses.asdict(self)
         values["partitions"] = [dict(p) for p in self.partitions]
-        return local_frame(spark, [tuple(values[f.name] for f in tables.RUN_LOG_SCHEMA.fields)],
-                           tables.RUN_LOG_SCHEMA)
+        return local_frame(spark, [tuple(values[f.name] for f in run_log.RUN_LOG_SCHEMA.fields)],
+                           run_log.RUN_LOG_SCHEMA)
