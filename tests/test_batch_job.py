@@ -158,7 +158,7 @@ def test_an_old_schema_version_is_refused_until_migrated(
     pq = config.output.per_query_path or ""
     # a per-query table of schema version 0 (no job_run_id column, no version property)
     old_fields = [f for f in tables.per_query_schema([]).fields
-                  if f.name not in (S.JOB_RUN_ID, S.NEGATIVE_LABELS)]
+                  if f.name not in (S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.ANSWER_SCORE)]
     (DeltaTable.create(spark).location(pq)
      .addColumn("system", "STRING").addColumn("date", "STRING").addColumns(old_fields)
      .partitionedBy("date").execute())
@@ -172,11 +172,11 @@ def test_an_old_schema_version_is_refused_until_migrated(
     log = read(spark, str(tmp_path / "out" / "run_log"))
     assert [tuple(r) for r in log.select(S.JOB_RUN_ID, "status").collect()] == [("refused", "failed")]
 
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["0", "1", "2"]
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["2"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["0", "1", "2", "3"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["3"]
     run_job(spark, config, select(f"date={D27}"), job_run_id="migrated")
     table = read(spark, pq)
-    assert table.columns[-2:] == [S.JOB_RUN_ID, S.NEGATIVE_LABELS]
+    assert table.columns[-3:] == [S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.ANSWER_SCORE]
     assert dates(spark, pq) == {D27: PER_QUERY_ROWS_PER_DATE, D29: 1}
     # the old row: no job run id, and the rule it was computed with (negative label = judged)
     old = table.where(F.col("date") == D29).first()

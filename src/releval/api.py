@@ -10,15 +10,25 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
+from releval.checks.answers import ANSWERS_RAW_COLUMNS
 from releval.checks.rules import QRELS_RAW_COLUMNS, RUN_RAW_COLUMNS
-from releval.config import DATAFRAME, ComparisonSettings, IntervalSettings, QrelsSource, RunSource
+from releval.config import (
+    DATAFRAME,
+    AnswersSource,
+    ComparisonSettings,
+    IntervalSettings,
+    QrelsSource,
+    RunSource,
+    check_correct_at,
+)
 from releval.core import columns as S
 from releval.core.engine import long_format
 from releval.core.measures import REGISTRY
 from releval.core.measures.judged import with_judged_measures
 from releval.core.measures.registry import parse_measures
 from releval.errors import ConfigError, InputError
-from releval.io.readers import raw_qrels_input, raw_run_input
+from releval.io.readers import raw_answers_input, raw_qrels_input, raw_run_input
+from releval.job import answers as job_answers
 from releval.job.inputs import checked_inputs
 from releval.job.partitions import partition_label
 from releval.job.pipeline import evaluate_inputs, keeper
@@ -53,6 +63,11 @@ def evaluate(
     missing_queries: str = "zero",
     negative_labels: str = "unjudged",
     ci_level: float = 0.95,
+    answers: DataFrame | None = None,
+    answers_columns: Mapping[str, str] | None = None,
+    correct_at: float = 0.5,
+    retrieved_by: str = "Hit@10",
+    retrieved_at: float = 1.0,
 ) -> Result:
     """Evaluate a run DataFrame against a qrels DataFrame, query by query.
 
@@ -75,10 +90,19 @@ def evaluate(
         missing_queries: ``"zero"``: a judged query a run did not retrieve scores 0
             (trec_eval -c); ``"skip"``: it is left out.
         negative_labels: ``"unjudged"`` (trec_eval) or ``"judged"``.
-        ci_level: the level of each macro value's t interval.
+        ci_level: the level of each macro value's t interval (and of the attribution's
+            Wilson intervals).
+        answers: one answer score in [0, 1] per run partition and query (the
+            ``partition_by`` columns, query id, score): the per-query rows gain
+            ``answer_score`` and the result an ``attribution`` (docs/answers.md).
+        answers_columns: releval's answers column -> yours (``query_id``, ``answer_score``).
+        correct_at: an answer is correct when its score >= this.
+        retrieved_by, retrieved_at: its evidence was retrieved when this measure (added to
+            ``measures`` if missing) >= ``retrieved_at``.
 
     Returns:
-        A :class:`Result`: ``per_query``, ``aggregate``, ``quarantine``, ``accounts``.
+        A :class:`Result`: ``per_query``, ``aggregate``, ``quarantine``, ``accounts`` and,
+        with answers, ``attribution``.
 
     Example:
         >>> run = spark.createDataFrame(
@@ -107,10 +131,23 @@ def evaluate(
     inputs = checked_inputs(raw_run_input(run, run_src, section="columns"),
                             raw_qrels_input(qrels, qrels_src, section="qrels_columns"),
                             rank_by=rank_by, partition_columns=parts)
-    parsed = with_judged_measures(
-        parse_measures(list(measures), relevance_level=relevance_level, judged_only=judged_only),
-        relevance_level=relevance_level,
-    )
+    parsed = parse_measures(list(measures), relevance_level=relevance_level,
+                            judged_only=judged_only)
+    thresholds, index = None, 0
+    if answers is not None:
+        src = AnswersSource(format=DATAFRAME, **_mapping(answers_columns, ANSWERS_RAW_COLUMNS,
+                                                         "answers_columns", answers),
+                            correct_at=correct_at, retrieved_by=retrieved_by,
+                            retrieved_at=retrieved_at)
+        check_correct_at(correct_at, "correct_at")
+        fields = [inputs.run.schema[c] for c in parts]
+        inputs = dataclasses.replace(inputs, answers=raw_answers_input(
+            answers, src, partition_fields=fields, section="answers_columns"))
+        measure = job_answers.retrieval_measure(retrieved_by, relevance_level=relevance_level)
+        parsed = job_answers.with_retrieval_measure(parsed, measure)
+        index = job_answers.measure_index(parsed, measure)
+        thresholds = job_answers.thresholds(src, measure, level=ci_level)
+    parsed = with_judged_measures(parsed, relevance_level=relevance_level)
     kept: list[DataFrame] = []
     evaluation = evaluate_inputs(
         inputs, measures=parsed, missing_queries=missing_queries,
@@ -122,7 +159,7 @@ def evaluate(
     evaluation = dataclasses.replace(evaluation, queries=queries, per_query=long_format(
         queries, partition_columns=parts, measures=evaluation.measures))
     return Result(evaluation, inputs, missing_queries, "run DataFrame", "qrels DataFrame",
-                  tuple(kept))
+                  kept, thresholds, index)
 
 
 def _side(value: Mapping[str, str] | str, columns: Sequence[str]) -> dict[str, str]:

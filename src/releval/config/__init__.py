@@ -5,6 +5,7 @@ from __future__ import annotations
 from releval.config.parse import (
     IDENTIFIER,
     MEMORY_SIZE,
+    check_correct_at,
     check_unknown_keys,
     config_from_dict,
     key_line,
@@ -12,6 +13,7 @@ from releval.config.parse import (
     validate,
 )
 from releval.config.settings import (
+    ANSWER_FORMATS,
     CORRECTIONS,
     DATAFRAME,
     FORMATS,
@@ -23,6 +25,7 @@ from releval.config.settings import (
     SPARK_KEYS,
     TESTS,
     URI_SCHEME,
+    AnswersSource,
     ComparisonSettings,
     Config,
     EvaluationSettings,
@@ -34,6 +37,8 @@ from releval.config.settings import (
 )
 
 __all__ = [
+    "ANSWER_FORMATS",
+    "AnswersSource",
     "CORRECTIONS",
     "ComparisonSettings",
     "Config",
@@ -55,6 +60,7 @@ __all__ = [
     "SparkSettings",
     "TESTS",
     "URI_SCHEME",
+    "check_correct_at",
     "check_unknown_keys",
     "config_from_dict",
     "key_line",

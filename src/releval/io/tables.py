@@ -20,6 +20,7 @@ from releval.io.atomic import (
 )
 from releval.io.comments import (
     AGGREGATE_COMMENTS,
+    ATTRIBUTION_COMMENTS,
     COMPARISON_COMMENTS,
     PER_QUERY_COMMENTS,
     QUARANTINE_COMMENTS,
@@ -53,6 +54,7 @@ def per_query_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(C.NUM_REL_RET, T.LongType(), False),
             T.StructField(C.JOB_RUN_ID, T.StringType(), True),
             T.StructField(C.NEGATIVE_LABELS, T.StringType(), True),
+            T.StructField(C.ANSWER_SCORE, T.DoubleType(), True),
         ]
     )
 
@@ -88,6 +90,31 @@ def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(C.CI_HIGH, T.DoubleType(), True),
             T.StructField(C.CI_METHOD, T.StringType(), True),
             T.StructField(C.CI_LEVEL, T.DoubleType(), True),
+        ]
+    )
+
+def attribution_schema(partition_fields: list[T.StructField]) -> T.StructType:
+    """Schema of the attribution table: partition columns first, then one row per cell of
+    retrieval x answer, each with its run partition's figures."""
+    double, long_, string = T.DoubleType(), T.LongType(), T.StringType()
+    return T.StructType(
+        [
+            *partition_fields,
+            T.StructField(C.CELL, string, False),
+            T.StructField(C.QUERIES, long_, False),
+            T.StructField(C.SHARE, double, True),
+            T.StructField(C.SHARE_CI_LOW, double, True),
+            T.StructField(C.SHARE_CI_HIGH, double, True),
+            T.StructField(C.ATTRIBUTED, long_, False),
+            T.StructField(C.RETRIEVED_BY_MEASURE, string, False),
+            T.StructField(C.RETRIEVED_AT, double, False),
+            T.StructField(C.CORRECT_AT, double, False),
+            T.StructField(C.KENDALL_TAU_B, double, True),
+            T.StructField(C.KENDALL_P_VALUE, double, True),
+            T.StructField(C.MEAN_SCORE_WITH_EVIDENCE, double, True),
+            T.StructField(C.MEAN_SCORE_WITHOUT_EVIDENCE, double, True),
+            T.StructField(C.CI_LEVEL, double, False),
+            T.StructField(C.JOB_RUN_ID, string, True),
         ]
     )
 
@@ -157,13 +184,14 @@ def comparison_schema(partition_fields: list[T.StructField]) -> T.StructType:
     )
 
 
-def quarantine_predicate(*, run_predicate: str | None, qrels: str) -> str:
-    """The quarantine rows a job replaces: the run rows of the evaluated partitions
-    (``run_predicate``, the outputs' replaceWhere; None: every run row) and the qrels rows
-    of the qrels key ``qrels`` it read."""
-    run_rows = f"{C.INPUT} = 'run'" + (f" AND ({run_predicate})" if run_predicate else "")
+def quarantine_predicate(*, run_predicate: str | None, qrels: str, answers: bool = False) -> str:
+    """The quarantine rows a job replaces: the run rows (and with ``answers`` the answers
+    rows) of the evaluated partitions (``run_predicate``, the outputs' replaceWhere; None:
+    every such row) and the qrels rows of the qrels key ``qrels`` it read."""
+    where = f" AND ({run_predicate})" if run_predicate else ""
     qrels_rows = f"{C.INPUT} = 'qrels' AND {C.QRELS_KEY} = {quote_literal(qrels)}"
-    return f"({run_rows}) OR ({qrels_rows})"
+    answers_rows = f" OR ({C.INPUT} = 'answers'{where})" if answers else ""
+    return f"({C.INPUT} = 'run'{where}) OR ({qrels_rows}){answers_rows}"
 
 
 def quarantine_rows(
@@ -173,7 +201,7 @@ def quarantine_rows(
     """Rejected rows (:data:`QUARANTINE_SCHEMA`) as the quarantine table holds them: the run
     partition columns first, ``qrels_key`` on qrels rows, ``job_run_id`` on every row."""
     return rejected.select(
-        *[F.col(C.PARTITION)[f.name].cast(f.dataType).alias(f.name) for f in partition_fields],
+        *[F.col(C.PARTITION)[f.name].try_cast(f.dataType).alias(f.name) for f in partition_fields],
         *QUARANTINE_SCHEMA.names,
         F.when(F.col(C.INPUT) == "qrels", F.lit(qrels)).alias(C.QRELS_KEY),
         F.lit(job_run_id).cast("string").alias(C.JOB_RUN_ID),
@@ -191,13 +219,15 @@ def write_quarantine(
     run_predicate: str | None,
     qrels: str,
     job_run_id: str | None = None,
+    answers: bool = False,
 ) -> None:
-    """Replace the job's rows (:func:`quarantine_predicate`) of the quarantine table.
+    """Replace the job's rows (:func:`quarantine_predicate`; ``answers``: the job read
+    answers) of the quarantine table.
 
     With ``rejected`` None the job's old rows are removed, so no stale rejection stays;
     nothing is written when there are none or no table, as an empty write costs Spark jobs.
     """
-    predicate = quarantine_predicate(run_predicate=run_predicate, qrels=qrels)
+    predicate = quarantine_predicate(run_predicate=run_predicate, qrels=qrels, answers=answers)
     fields = list(partition_fields)
     if rejected is None:
         if not check_schema_version(spark, path=path, table=table):
@@ -272,6 +302,26 @@ def write_per_query(
     )
 
 
+def _write_rows(
+    spark: SparkSession, rows: Sequence[Mapping[str, Any]], schema: T.StructType, *,
+    path: str | None, table: str | None, output_partition_columns: Sequence[str],
+    predicate: str | None, job_run_id: str | None, description: str,
+) -> tuple[tuple[Row, ...], WriteResult]:
+    """Replace ``predicate``'s rows of a table with rows made on the driver, in one commit."""
+    written = tuple(
+        Row(**{f.name: job_run_id if f.name == C.JOB_RUN_ID else r[f.name]
+               for f in schema.fields})
+        for r in rows
+    )
+    result = replace_partitions(
+        local_frame(spark, [tuple(r) for r in written], schema),
+        path=path, table=table, schema=schema, partition_columns=output_partition_columns,
+        description=description, predicate=predicate,
+        user_metadata=f"releval job_run_id={job_run_id}",
+    )
+    return written, result
+
+
 def write_aggregate(
     spark: SparkSession,
     rows: Sequence[Mapping[str, Any]],
@@ -295,22 +345,30 @@ def write_aggregate(
         The rows as written (``job_run_id`` set) and the commit.
     """
     schema = with_comments(aggregate_schema(list(partition_fields)), AGGREGATE_COMMENTS)
-    written = tuple(
-        Row(**{f.name: job_run_id if f.name == C.JOB_RUN_ID else r[f.name]
-               for f in schema.fields})
-        for r in rows
-    )
-    result = replace_partitions(
-        local_frame(spark, [tuple(r) for r in written], schema),
-        path=path,
-        table=table,
-        schema=schema,
-        partition_columns=output_partition_columns,
+    return _write_rows(
+        spark, rows, schema, path=path, table=table,
+        output_partition_columns=output_partition_columns, predicate=predicate,
+        job_run_id=job_run_id,
         description="releval aggregate measures: one row per run partition, measure, averaging.",
-        predicate=predicate,
-        user_metadata=f"releval job_run_id={job_run_id}",
     )
-    return written, result
+
+
+def write_attribution(
+    spark: SparkSession, rows: Sequence[Mapping[str, Any]], *, path: str | None,
+    table: str | None, partition_fields: Sequence[T.StructField],
+    output_partition_columns: Sequence[str], predicate: str | None, job_run_id: str | None,
+) -> tuple[tuple[Row, ...], WriteResult]:
+    """Replace ``predicate``'s rows of the attribution table with ``rows``
+    (:func:`releval.stats.attribution.rows`) in one commit; arguments and result as
+    :func:`write_aggregate`."""
+    schema = with_comments(attribution_schema(list(partition_fields)), ATTRIBUTION_COMMENTS)
+    return _write_rows(
+        spark, rows, schema, path=path, table=table,
+        output_partition_columns=output_partition_columns, predicate=predicate,
+        job_run_id=job_run_id,
+        description="releval attribution: one row per run partition and cell of retrieval "
+        "x answer.",
+    )
 
 
 def write_comparison(

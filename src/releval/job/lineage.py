@@ -18,7 +18,7 @@ from importlib import metadata
 
 from pyspark.sql import DataFrame, SparkSession
 
-from releval.config import Config, QrelsSource, RunSource
+from releval.config import AnswersSource, Config, QrelsSource, RunSource
 from releval.core.frames import local_frame
 from releval.io import run_log
 from releval.io.writers import absolute
@@ -49,7 +49,7 @@ def config_hash(config: Config) -> str:
     return hashlib.sha256(canonical_config(config).encode("utf-8")).hexdigest()
 
 
-def source_label(src: RunSource | QrelsSource) -> str:
+def source_label(src: RunSource | QrelsSource | AnswersSource) -> str:
     """``delta:/abs/path`` or ``delta:table:db.name``."""
     if src.table:
         return f"{src.format}:table:{src.table}"
@@ -57,7 +57,9 @@ def source_label(src: RunSource | QrelsSource) -> str:
     return f"{src.format}:{path if '://' in path else os.path.abspath(path)}"
 
 
-def input_version(spark: SparkSession, src: RunSource | QrelsSource) -> int | None:
+def input_version(
+    spark: SparkSession, src: RunSource | QrelsSource | AnswersSource
+) -> int | None:
     """The latest Delta version of an input (to pin it for the whole job); None if not Delta."""
     if src.format != "delta":
         return None

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import types as T
 
 from releval.config import Config, IntervalSettings
@@ -22,6 +22,7 @@ from releval.core.measures import Measure, parse_measures
 from releval.core.measures.judged import with_judged_measures
 from releval.io import tables
 from releval.io.atomic import read_table
+from releval.job.answers import job_answers, retrieval_measure, with_retrieval_measure
 from releval.job.counts import query_counts
 from releval.job.inputs import JobInputs, finish_checks, job_inputs
 from releval.job.summary import Summary, aggregate_order
@@ -141,21 +142,24 @@ class WriteOptions:
     job_run_id: str | None = None
 
 
-
-
 def _partition_fields(run: DataFrame, columns: Sequence[str]) -> list[T.StructField]:
     by_name = {f.name: f for f in run.schema.fields}
     return [by_name[c] for c in columns]
 
 
 def job_measures(config: Config) -> list[Measure]:
-    """The measures a job computes: the configured ones plus Judged@k for each cutoff."""
+    """The measures a job computes: the configured ones, the answers' retrieval measure
+    (``answers.retrieved_by``) when answers are configured and it is not among them, and
+    Judged@k for each cutoff."""
+    level = config.evaluation.relevance_level
     measures = parse_measures(
-        config.evaluation.measures,
-        relevance_level=config.evaluation.relevance_level,
+        config.evaluation.measures, relevance_level=level,
         judged_only=config.evaluation.judged_only,
     )
-    return with_judged_measures(measures, relevance_level=config.evaluation.relevance_level)
+    if config.answers is not None:
+        measure = retrieval_measure(config.answers.retrieved_by, relevance_level=level)
+        measures = with_retrieval_measure(measures, measure)
+    return with_judged_measures(measures, relevance_level=level)
 
 
 def evaluate_inputs(
@@ -271,15 +275,20 @@ def run(
                 measures=measures, intervals=config.intervals,
             )
         counts = found.queries
+        answers = None
+        if inputs.answers is not None:
+            with phases.phase("answers"):
+                answers = job_answers(config, inputs, queries, found.run_ledger, measures, kept)
         with phases.phase("quarantine"):
             report = finish_checks(
                 spark, config, inputs, found, strict=strict, replace=write.predicate,
-                job_run_id=write.job_run_id,
+                job_run_id=write.job_run_id, answers=answers,
             )
         pause("before_write")
         with phases.phase("write per-query"):
             per_query_written = tables.write_per_query(
-                long_format(queries, partition_columns=parts, measures=measures),
+                long_format(answers.per_query(queries) if answers else queries,
+                            partition_columns=parts, measures=measures),
                 rows=(counts["scored"] + counts["missing"]) * len(measures),
                 path=config.output.per_query_path, table=config.output.per_query_table,
                 partition_fields=part_fields, output_partition_columns=out_parts,
@@ -304,6 +313,16 @@ def run(
                 output_partition_columns=out_parts, predicate=write.predicate,
                 job_run_id=write.job_run_id,
             )
+        attribution: tuple[Row, ...] = ()
+        attribution_written = None
+        path, table = config.located("attribution")
+        if answers is not None and (path or table):
+            with phases.phase("write attribution"):
+                attribution, attribution_written = tables.write_attribution(
+                    spark, answers.rows, path=path, table=table, partition_fields=part_fields,
+                    output_partition_columns=out_parts, predicate=write.predicate,
+                    job_run_id=write.job_run_id,
+                )
         # the qrels' highest used label, from the engine's qrels ledger
         binary_labels = (report.qrels.used_max or 0) <= 1
     finally:
@@ -332,6 +351,9 @@ def run(
         measures=tuple(measures),
         quality=report,
         aggregate=tuple(sorted(aggregate_rows, key=aggregate_order(parts))),
+        attribution=attribution,
+        attribution_rows=attribution_written.rows if attribution_written else None,
+        attribution_version=attribution_written.version if attribution_written else None,
     )
 
 
