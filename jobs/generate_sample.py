@@ -25,13 +25,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     spark = build_session(config.spark)
     try:
-        run_rows, qrels_rows = write_sample(
-            spark, run_path=config.run.path, qrels_path=config.qrels.path
+        answers = config.answers.path if config.answers else None
+        run_rows, qrels_rows, answers_rows = write_sample(
+            spark, run_path=config.run.path, qrels_path=config.qrels.path, answers_path=answers
         )
     finally:
         spark.stop()
     print(f"sample written: {run_rows} run rows to {config.run.path}, "
-          f"{qrels_rows} qrels rows to {config.qrels.path}")
+          f"{qrels_rows} qrels rows to {config.qrels.path}"
+          + (f", {answers_rows} answers rows to {answers}" if answers else ""))
     return 0
 
 

@@ -33,6 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ("quarantine", quarantine_target(config)),
                 ("run_log", run_log_location(config)),
                 ("comparison", comparison_location(config)),
+                ("attribution", config.located("attribution")),
             ):
                 steps = migrate_table(spark, kind=kind, path=path, table=table, config=config)
                 print(f"{kind}: " + (" -> ".join(steps) if steps else "no table"))

@@ -14,6 +14,7 @@ from scipy import stats
 
 import releval
 from releval import api
+from releval import result as result_module
 from releval.core import columns as S
 from releval.errors import AccountingError, ConfigError, InputError
 from releval.io import tables
@@ -139,7 +140,7 @@ def test_nothing_runs_until_a_table_is_used(spark, monkeypatch):
     def fail(*args, **kwargs):
         raise AccountingError("the counts ran")
 
-    monkeypatch.setattr(api, "query_counts", fail)
+    monkeypatch.setattr(result_module, "query_counts", fail)
     run = spark.createDataFrame([("q1", "a", 1.0)], "query_id string, doc_id string, score double")
     qrels = spark.createDataFrame([("q1", "a", 1)], "query_id string, doc_id string, relevance int")
     result = releval.evaluate(run, qrels, measures=["P@1"])  # no Spark job, no counts
@@ -173,8 +174,10 @@ def test_the_public_docstrings_examples_run(spark, tmp_path):
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     globs = {**vars(api), "spark": spark, "tmp": tmp_path}
-    found = [t for t in finder.find(api, globs=globs) if t.examples]
-    assert {t.name.rsplit(".", 1)[-1] for t in found} >= {"evaluate", "compare", "measures"}
+    found = [t for module in (api, result_module) for t in finder.find(module, globs=globs)
+             if t.examples]
+    assert {t.name.rsplit(".", 1)[-1] for t in found} >= {"evaluate", "compare", "measures",
+                                                          "write"}
     for test in found:
         runner.run(test)
     assert runner.failures == 0

@@ -23,7 +23,8 @@ SELECT
   MAX(CASE WHEN measure_key = 'RR' THEN value END) AS rr,
   MAX(job_run_id) AS job_run_id,
   MAX(negative_labels) AS negative_labels,
-  MAX(depth) AS depth
+  MAX(depth) AS depth,
+  MAX(answer_score) AS answer_score
 FROM delta_scan('warehouse/releval/per_query')
 GROUP BY "system", "date", query_id;
 

@@ -55,6 +55,14 @@ def test_defaults(tmp_path):
         # evaluation.engine (it chose the SQL engine) is refused, naming the Arrow engine
         (MINIMAL + "[evaluation]\nengine = 'sql'\n",
          "job.toml:7: evaluation.engine was removed: the Arrow engine"),
+        (MINIMAL + "[answers]\npath = 'a'\nformat = 'json'\n",
+         "answers.format = 'json'; expected one of ['delta', 'parquet', 'csv']"),
+        (MINIMAL + "[answers]\nformat = 'csv'\n", "[answers] needs exactly one of 'path' or"),
+        (MINIMAL + "[answers]\ntable = 't'\nformat = 'csv'\n", "format must be delta"),
+        (MINIMAL + "[answers]\npath = 'a'\ncorrect_at = 50\n",
+         "answers.correct_at = 50.0; expected an answer score between 0 and 1"),
+        (MINIMAL + "[answers]\npath = 'a'\nscore = 's'\n", "job.toml:8: unknown key 'score' in [answers]"),
+        (MINIMAL + "[answers]\ntable = 'db.a`b'\n", "answers.table = 'db.a`b' is not a table name"),
     ],
 )
 def test_invalid_configs_name_the_key(tmp_path, text, message):
@@ -74,6 +82,27 @@ def test_negative_labels_from_the_command_line(tmp_path):
     assert judged.evaluation.negative_labels == "judged"
     with pytest.raises(SystemExit):  # argparse: invalid choice, exit 2
         _parser().parse_args([*base, "--negative-labels", "skip"])
+
+
+def test_answers_from_the_file_and_the_command_line(tmp_path):
+    config = load_config(write(tmp_path, MINIMAL + "[answers]\npath = 'a.csv'\nformat = 'csv'\n"))
+    answers = config.answers
+    assert (answers.query_id, answers.answer_score, answers.correct_at, answers.retrieved_by,
+            answers.retrieved_at) == ("query_id", "answer_score", 0.5, "Hit@10", 1.0)
+    assert load_config(write(tmp_path, MINIMAL)).answers is None
+    base = ["evaluate", "--run", "r.txt", "--qrels", "q.txt"]
+    assert config_from_args(_parser().parse_args(base), str(tmp_path)).answers is None
+    (tmp_path / "delta" / "_delta_log").mkdir(parents=True)
+    for path, expected in [("a.csv", "csv"), ("a.parquet", "parquet"), (str(tmp_path), "parquet"),
+                           (str(tmp_path / "delta"), "delta")]:
+        cli = config_from_args(_parser().parse_args([*base, "--answers", path]), str(tmp_path))
+        assert cli.answers.format == expected, path
+    cli = config_from_args(_parser().parse_args(
+        [*base, "--answers", "a.csv", "--correct-at", "0.7", "--retrieved-by", "nDCG@10",
+         "--retrieved-at", "0.5"]), str(tmp_path))
+    assert (cli.answers.correct_at, cli.answers.retrieved_by, cli.answers.retrieved_at) == (
+        0.7, "nDCG@10", 0.5)
+    assert cli.output.attribution_path == str(tmp_path / "attribution")
 
 
 def test_missing_file(tmp_path):

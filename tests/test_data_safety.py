@@ -32,6 +32,7 @@ from releval.config import config_from_dict
 from releval.core import columns as S
 from releval.errors import ConfigError, InputError
 from releval.io import tables
+from releval.io.run_log import RUN_LOG_SCHEMA
 from releval.io.writers import SCHEMA_VERSION_PROPERTY
 from releval.job import lineage
 from releval.job.batch import run_job
@@ -362,7 +363,7 @@ def test_version_1_tables_are_migrated_and_written_again(
          f"date={D27}"),
         ("qrels", "s", None, {}, {"doc_id": "d2"}, "invalid_relevance", "m", f"date={D27}"),
     ], old).write.format("delta").mode("append").save(quarantine)
-    (DeltaTable.create(spark).location(log).addColumns(tables.RUN_LOG_SCHEMA)
+    (DeltaTable.create(spark).location(log).addColumns(RUN_LOG_SCHEMA)
      .property(SCHEMA_VERSION_PROPERTY, "1").execute())
     # the aggregate table as version 1 wrote it: no negative_labels, no interval columns,
     # no depth (version 3)
@@ -377,9 +378,11 @@ def test_version_1_tables_are_migrated_and_written_again(
                           T.StructType(v1_fields)).write.format("delta").mode("append").save(agg)
 
     assert migrate_table(spark, kind="quarantine", path=quarantine, table=None,
-                         config=config) == ["1", "2", "3"]
-    assert migrate_table(spark, kind="run_log", path=log, table=None, config=config) == ["1", "2", "3"]
-    assert migrate_table(spark, kind="quarantine", path=quarantine, table=None, config=config) == ["3"]
+                         config=config) == ["1", "2", "3", "4"]
+    assert migrate_table(spark, kind="run_log", path=log, table=None,
+                         config=config) == ["1", "2", "3", "4"]
+    assert migrate_table(spark, kind="quarantine", path=quarantine, table=None,
+                         config=config) == ["4"]
     table = read(spark, quarantine)
     assert table.columns == [*PARTS, *tables.QUARANTINE_SCHEMA.names, S.QRELS_KEY, S.JOB_RUN_ID]
     rows = sorted(((r["system"], r["date"], r[S.INPUT], r[S.QRELS_KEY]) for r in table.collect()),
@@ -388,9 +391,9 @@ def test_version_1_tables_are_migrated_and_written_again(
                           key=str)
     detail = DeltaTable.forPath(spark, quarantine).detail().first()
     assert list(detail["partitionColumns"]) == [S.INPUT, "date"]
-    assert table_schema_version(spark, path=log, table=None) == "3"
+    assert table_schema_version(spark, path=log, table=None) == "4"
     assert migrate_table(spark, kind="aggregate", path=agg, table=None,
-                         config=config) == ["1", "2", "3"]
+                         config=config) == ["1", "2", "3", "4"]
     old = read(spark, agg).first()
     assert read(spark, agg).columns[-7:] == [S.JOB_RUN_ID, *v2_only, S.DEPTH]
     # the old row: computed with negative labels judged, no interval recorded, no depth

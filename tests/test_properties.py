@@ -23,7 +23,7 @@ from releval.core import columns as S
 from releval.core.measures import parse_measures
 from releval.core.measures.judged import with_judged_measures
 from releval.errors import InputError
-from releval.io import tables
+from releval.io.readers import QRELS_SCHEMA
 from releval.job import pipeline
 from releval.job.pipeline import evaluate
 
@@ -168,7 +168,7 @@ def test_job_metrics_equal_the_metrics_of_the_model_clean_rows(spark, rows, qrel
         [(r, q, d, float(s), None) for r, q, d, s, _ in model_run(rows, "score")],
         "run_id string, query_id string, doc_id string, score double, rank int",
     )
-    typed_qrels = spark.createDataFrame(model_qrels(qrels), tables.QRELS_SCHEMA)
+    typed_qrels = spark.createDataFrame(model_qrels(qrels), QRELS_SCHEMA)
     measures = with_judged_measures(parse_measures([MEASURES]), relevance_level=1)  # as the job
     expected = evaluate(typed_run, typed_qrels, measures=measures, partition_columns=["run_id"])
     want = per_query(expected.per_query.collect())

@@ -48,3 +48,38 @@ def test_the_batch_job_names_four_partitions_and_counts_the_rest():
                     "date=2026-12-01/system=dense, date=2026-12-01/system=hybrid, "
                     "date=2026-12-02/system=bm25 and 20 more (run log)")
     assert len(text.splitlines()) == 6
+
+
+def test_the_attribution_is_one_line_per_run_partition_up_to_a_screen():
+    from pyspark.sql import Row
+
+    from releval.job.summary import render_attribution
+    from releval.stats.attribution import Thresholds, rows
+
+    def summary(system: str, date: str, counts: list[int], tau: float | None) -> Row:
+        cells = ["success", "generation_miss", "retrieval_miss", "answered_without_evidence",
+                 "no_qrels"]
+        return Row(system=system, date=date, _string_system=system, _string_date=date,
+                   **{f"_n_{c}": n for c, n in zip(cells, counts, strict=True)},
+                   _tau=tau, _p=None, _with=None, _without=None, _covered=sum(counts))
+
+    found = [summary(s, d, [2, 1, 1, 0, 3], 0.5) for d in DATES for s in SYSTEMS]
+    found[0] = summary("bm25", DATES[0], [0, 0, 0, 0, 3], None)  # no query with qrels
+    written = [Row(**r, job_run_id="j") for r in rows(found, partition_columns=["system", "date"],
+                                                      thresholds=Thresholds("Hit@10"))]
+    lines = render_attribution(written, shown=4)
+    assert lines[0].startswith("  retrieval and the answer: evidence retrieved when Hit@10 >= 1, "
+                               "correct when answer_score >= 0.5")
+    # the thresholds, the table's 3 rules and header, 4 run partitions, the rest counted
+    assert len(lines) == 1 + 4 + 4 + 1
+    assert lines[2].split("|")[1:-1] == [
+        " system ", " date       ", " attributed ", " success ", " generation_miss ",
+        " retrieval_miss ", " answered_without_evidence ", " no_qrels ", " kendall_tau_b "]
+    # by system, then date: bm25 on the first date has no share without an attributed query;
+    # on the next, 2/4, 1/4, 1/4, 0/4
+    assert [c.strip() for c in lines[4].split("|")[1:-1]] == [
+        "bm25", DATES[0], "0", "NULL", "NULL", "NULL", "NULL", "3", "NULL"]
+    assert [c.strip() for c in lines[5].split("|")[1:-1]] == [
+        "bm25", DATES[1], "4", "50.0%", "25.0%", "25.0%", "0.0%", "3", "0.500"]
+    assert lines[-1] == "  and 20 more run partition(s): the attribution table"
+    assert render_attribution([]) == []

@@ -7,8 +7,10 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from releval.checks.answers import answers_quarantine, label_answers
 from releval.checks.rules import REASONS, split_qrels, split_run
 from releval.core import columns as S
+from releval.core.columns import UNCAST_PARTITION
 from releval.errors import AccountingError
 
 RAW_RUN = "run_id string, query_id string, doc_id string, score string, rank string"
@@ -135,8 +137,63 @@ def test_qrels_reason(spark, code):
     check(spark, clean, quarantined, kept, reasons)
 
 
+# Each case: raw answers rows (run_id, query_id, answer_score, a partition value that did not
+# cast), kept (run_id, query_id), rejected (reason, run_id, query_id); the run has run_id r.
+ANSWERS_CASES = {
+    "missing_query_id": (
+        [("r", None, "0.5", False), ("r", " ", "0.5", False), ("r", "q", "0.5", False)],
+        [("r", "q")],
+        [("missing_query_id", "r", None), ("missing_query_id", "r", " ")],
+    ),
+    "invalid_answer_score": (
+        # null, non-numeric, NaN and outside [0, 1] are rejected; 0 and 1 are scores
+        [("r", "q1", None, False), ("r", "q2", "x", False), ("r", "q3", "NaN", False),
+         ("r", "q4", "1.01", False), ("r", "q5", "-0.1", False), ("r", "q6", "0", False),
+         ("r", "q7", "1", False)],
+        [("r", "q6"), ("r", "q7")],
+        [("invalid_answer_score", "r", q) for q in ("q1", "q2", "q3", "q4", "q5")],
+    ),
+    "unknown_partition": (
+        # another run id, a null one (the run has none), a value that did not cast
+        [("zz", "q", "0.5", False), (None, "q", "0.5", False), ("r", "q2", "0.5", True),
+         ("r", "q", "0.5", False)],
+        [("r", "q")],
+        [("unknown_partition", "zz", "q"), ("unknown_partition", None, "q"),
+         ("unknown_partition", "r", "q2")],
+    ),
+    "duplicate_answer": (
+        # q scored twice, even alike: neither is used; q2's second row has no score, so its
+        # first is its only clean row and is used
+        [("r", "q", "0.5", False), ("r", "q", "0.5", False), ("r", "q2", "0.3", False),
+         ("r", "q2", None, False)],
+        [("r", "q2")],
+        [("duplicate_answer", "r", "q"), ("duplicate_answer", "r", "q"),
+         ("invalid_answer_score", "r", "q2")],
+    ),
+}
+
+
+@pytest.mark.parametrize("code", sorted(ANSWERS_CASES))
+def test_answers_reason(spark, code):
+    rows, kept, reasons = ANSWERS_CASES[code]
+    raw = spark.createDataFrame(
+        rows, f"run_id string, query_id string, answer_score string, {UNCAST_PARTITION} boolean")
+    known = spark.createDataFrame([("r",)], "run_id string")
+    labelled = label_answers(raw, partition_columns=["run_id"], known=known)
+    clean = labelled.where(F.col(S.REASON).isNull()).select("run_id", S.QUERY_ID)
+    assert_df_equality(clean, spark.createDataFrame(kept, "run_id string, query_id string"),
+                       ignore_row_order=True, ignore_nullable=True)
+    quarantined = answers_quarantine(labelled, partition_columns=["run_id"]).select(
+        S.REASON_CODE, F.col(S.PARTITION)["run_id"].alias("run_id"),
+        F.col(S.RAW)[S.QUERY_ID].alias(S.QUERY_ID))
+    assert_df_equality(
+        quarantined,
+        spark.createDataFrame(reasons, "reason_code string, run_id string, query_id string"),
+        ignore_row_order=True, ignore_nullable=True)
+
+
 def test_every_reason_code_has_a_test():
-    assert set(REASONS) == set(RUN_CASES) | set(QRELS_CASES)
+    assert set(REASONS) == set(RUN_CASES) | set(QRELS_CASES) | set(ANSWERS_CASES)
 
 
 def test_quarantine_row_keeps_partition_source_line_and_message(spark):

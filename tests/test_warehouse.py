@@ -136,13 +136,16 @@ def sample_job(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) ->
         local,
         run=dataclasses.replace(local.run, path=str(folder / local.run.path)),
         qrels=dataclasses.replace(local.qrels, path=str(folder / local.qrels.path)),
+        answers=dataclasses.replace(local.answers, path=str(folder / local.answers.path)),
         output=dataclasses.replace(
             local.output,
             **{k: str(folder / getattr(local.output, k)) for k in
-               ("per_query_path", "aggregate_path", "quarantine_path", "comparison_path")},
+               ("per_query_path", "aggregate_path", "quarantine_path", "comparison_path",
+                "attribution_path")},
         ),
     )
-    write_sample(spark, run_path=config.run.path, qrels_path=config.qrels.path, shape=SHAPE)
+    write_sample(spark, run_path=config.run.path, qrels_path=config.qrels.path,
+                 answers_path=config.answers.path, shape=SHAPE)
     phases = Phases(spark, announce=False)
     run_job(spark, config, job_run_id="sample", phases=phases)
     return Written(folder, config, phases)
@@ -353,8 +356,11 @@ def assert_three_readers_agree(spark: SparkSession, path: str) -> int:
 
 def test_deltalake_and_duckdb_read_what_spark_reads(spark: SparkSession, sample_job: Written) -> None:
     out = sample_job.config.output
-    # 24 partitions x 30 queries x 15 measures (12 + Judged@5, @10, @50)
-    assert assert_three_readers_agree(spark, out.per_query_path) == 24 * 30 * 15
+    # 24 partitions x 30 queries x 16 measures (12, the answers' Hit(rel=3)@5, Judged@5, @10,
+    # @50)
+    assert assert_three_readers_agree(spark, out.per_query_path) == 24 * 30 * 16
+    # 24 partitions x 5 cells
+    assert assert_three_readers_agree(spark, out.attribution_path) == 24 * 5
     assert assert_three_readers_agree(spark, out.aggregate_path) > 24 * 15
 
 

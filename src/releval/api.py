@@ -1,40 +1,40 @@
-"""The public face: evaluate runs and compare them on DataFrames, and list the measures."""
+"""The public face: evaluate runs and compare them on DataFrames, and list the measures
+(:func:`evaluate` returns a :class:`releval.result.Result`)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
-from releval.checks.accounts import QualityReport
+from releval.checks.answers import ANSWERS_RAW_COLUMNS
 from releval.checks.rules import QRELS_RAW_COLUMNS, RUN_RAW_COLUMNS
 from releval.config import (
     DATAFRAME,
+    AnswersSource,
     ComparisonSettings,
     IntervalSettings,
     QrelsSource,
     RunSource,
+    check_correct_at,
     check_depth,
 )
 from releval.core import columns as S
-from releval.core.frames import local_frame
 from releval.core.measures import REGISTRY
 from releval.core.measures.judged import with_judged_measures
 from releval.core.measures.registry import parse_measures
 from releval.errors import ConfigError, InputError
-from releval.io import tables
-from releval.io.readers import raw_qrels_input, raw_run_input
-from releval.job.counts import Counts, query_counts
-from releval.job.inputs import JobInputs, account, checked_inputs, rejected_rows
+from releval.io.readers import raw_answers_input, raw_qrels_input, raw_run_input
+from releval.job import answers as job_answers
+from releval.job.inputs import checked_inputs
 from releval.job.partitions import partition_label
-from releval.job.pipeline import Evaluation, evaluate_inputs, keeper, materialize
+from releval.job.persisted import keeper
+from releval.job.pipeline import evaluate_inputs
+from releval.result import Result
 from releval.stats import comparison
-from releval.stats.aggregate import bootstrap, rows
 
 
 def _mapping(given: Mapping[str, str] | None, known: Sequence[str], name: str,
@@ -48,127 +48,6 @@ def _mapping(given: Mapping[str, str] | None, known: Sequence[str], name: str,
             f"(map them to the DataFrame's columns {df.columns})"
         )
     return {c: given.get(c, c) for c in known}
-
-
-@dataclass(frozen=True)
-class Result:
-    """An evaluation on DataFrames: lazy until one of its tables or its accounts is used.
-
-    Attributes:
-        per_query: one row per (run partition, query, measure): the per-query table's
-            schema (``job_run_id`` null).
-        quarantine: one row per rejected input row, with the reason: the quarantine
-            table's schema.
-    """
-
-    evaluation: Evaluation
-    inputs: JobInputs
-    missing_queries: str
-    run_name: str
-    qrels_name: str
-    persisted: tuple[DataFrame, ...] = ()
-
-    @property
-    def per_query(self) -> DataFrame:
-        return tables.per_query_rows(self.evaluation.per_query,
-                                     partition_columns=self.inputs.partition_columns,
-                                     job_run_id=None)
-
-    @property
-    def quarantine(self) -> DataFrame:
-        fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
-        return tables.quarantine_rows(rejected_rows(self.inputs), partition_fields=fields,
-                                      qrels=self.qrels_name, job_run_id=None)
-
-    @cached_property
-    def _counts(self) -> Counts:
-        materialize(self.persisted)
-        return query_counts(
-            self.evaluation.queries, list(self.inputs.partition_columns),
-            missing_queries=self.missing_queries, measures=self.evaluation.measures,
-            intervals=self.evaluation.intervals,
-        )
-
-    @cached_property
-    def accounts(self) -> QualityReport:
-        """The row accounting of both inputs: ``input = used + quarantined`` (checked)."""
-        return account(self.inputs, self._counts, run_name=self.run_name,
-                       qrels_name=self.qrels_name)
-
-    @cached_property
-    def _aggregate_rows(self) -> list[dict[str, Any]]:
-        self.accounts  # noqa: B018 - the same aggregation; its check comes first
-        ev, parts = self.evaluation, list(self.inputs.partition_columns)
-        boot = (bootstrap(ev.queries, measures=ev.measures, partition_columns=parts,
-                          intervals=ev.intervals)
-                if ev.intervals.method == "bootstrap" else None)
-        return rows(self._counts.sums, measures=ev.measures, partition_columns=parts,
-                    intervals=ev.intervals, bootstrap=boot)
-
-    @cached_property
-    def aggregate(self) -> DataFrame:
-        """One row per (run partition, measure, averaging): the aggregate table's schema
-        (``job_run_id`` null). Computed when first read, with :attr:`accounts`."""
-        fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
-        schema = tables.aggregate_schema(fields)
-        return local_frame(
-            self.evaluation.queries.sparkSession,
-            [tuple(r.get(f.name) for f in schema.fields) for r in self._aggregate_rows], schema,
-        )
-
-    def unpersist(self, blocking: bool = False) -> None:
-        """Drop what the evaluation keeps in Spark's cache (its per-query rows, a few per
-        query) once the result is no longer needed."""
-        for df in reversed(self.persisted):
-            df.unpersist(blocking)
-
-    def write(
-        self,
-        *,
-        per_query: str | None = None,
-        aggregate: str | None = None,
-        quarantine: str | None = None,
-        catalog: bool = False,
-    ) -> None:
-        """Write the tables asked for as Delta tables, replacing their contents.
-
-        Args:
-            per_query, aggregate, quarantine: where each goes: a path, or with ``catalog``
-                a table name; None: not written.
-            catalog: the names are catalog tables, not paths.
-
-        Example:
-            >>> run = spark.createDataFrame([("q1", "a", 1.0)], "query_id string, doc_id string, score double")
-            >>> qrels = spark.createDataFrame([("q1", "a", 1)], "query_id string, doc_id string, relevance int")
-            >>> evaluate(run, qrels, measures=["P@1"]).write(per_query=str(tmp / "per_query"))
-            >>> spark.read.format("delta").load(str(tmp / "per_query")).count()
-            2
-        """
-        fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
-
-        def where(name: str | None) -> dict[str, str | None]:
-            return {"path": None, "table": name} if catalog else {"path": name, "table": None}
-
-        if per_query:
-            counts = self._counts.queries
-            tables.write_per_query(
-                self.evaluation.per_query,
-                rows=(counts["scored"] + counts["missing"]) * len(self.evaluation.measures),
-                **where(per_query), partition_fields=fields,
-                output_partition_columns=(), predicate=None, job_run_id=None,
-            )
-        if aggregate:
-            tables.write_aggregate(
-                self.evaluation.queries.sparkSession, self._aggregate_rows,
-                **where(aggregate), partition_fields=fields, output_partition_columns=(),
-                predicate=None, job_run_id=None,
-            )
-        if quarantine:
-            tables.write_quarantine(
-                rejected_rows(self.inputs), spark=self.evaluation.queries.sparkSession,
-                **where(quarantine), partition_fields=fields, output_partition_columns=(),
-                run_predicate=None, qrels=self.qrels_name,
-            )
 
 
 def evaluate(
@@ -186,6 +65,11 @@ def evaluate(
     negative_labels: str = "unjudged",
     depth: int | None = None,
     ci_level: float = 0.95,
+    answers: DataFrame | None = None,
+    answers_columns: Mapping[str, str] | None = None,
+    correct_at: float = 0.5,
+    retrieved_by: str = "Hit@10",
+    retrieved_at: float = 1.0,
 ) -> Result:
     """Evaluate a run DataFrame against a qrels DataFrame, query by query.
 
@@ -210,10 +94,19 @@ def evaluate(
         negative_labels: ``"unjudged"`` (trec_eval) or ``"judged"``.
         depth: evaluate only each ranking's first ``depth`` documents (a positive integer;
             trec_eval -M); None: all. Recorded in the ``depth`` column of both tables.
-        ci_level: the level of each macro value's t interval.
+        ci_level: the level of each macro value's t interval (and of the attribution's
+            Wilson intervals).
+        answers: one answer score in [0, 1] per run partition and query (the
+            ``partition_by`` columns, query id, score): the per-query rows gain
+            ``answer_score`` and the result an ``attribution`` (docs/answers.md).
+        answers_columns: releval's answers column -> yours (``query_id``, ``answer_score``).
+        correct_at: an answer is correct when its score >= this.
+        retrieved_by, retrieved_at: its evidence was retrieved when this measure (added to
+            ``measures`` if missing) >= ``retrieved_at``.
 
     Returns:
-        A :class:`Result`: ``per_query``, ``aggregate``, ``quarantine``, ``accounts``.
+        A :class:`Result`: ``per_query``, ``aggregate``, ``quarantine``, ``accounts`` and,
+        with answers, ``attribution``.
 
     Example:
         >>> run = spark.createDataFrame(
@@ -243,10 +136,23 @@ def evaluate(
     inputs = checked_inputs(raw_run_input(run, run_src, section="columns"),
                             raw_qrels_input(qrels, qrels_src, section="qrels_columns"),
                             rank_by=rank_by, partition_columns=parts)
-    parsed = with_judged_measures(
-        parse_measures(list(measures), relevance_level=relevance_level, judged_only=judged_only),
-        relevance_level=relevance_level,
-    )
+    parsed = parse_measures(list(measures), relevance_level=relevance_level,
+                            judged_only=judged_only)
+    thresholds, index = None, 0
+    if answers is not None:
+        src = AnswersSource(format=DATAFRAME, **_mapping(answers_columns, ANSWERS_RAW_COLUMNS,
+                                                         "answers_columns", answers),
+                            correct_at=correct_at, retrieved_by=retrieved_by,
+                            retrieved_at=retrieved_at)
+        check_correct_at(correct_at, "correct_at")
+        fields = [inputs.run.schema[c] for c in parts]
+        inputs = dataclasses.replace(inputs, answers=raw_answers_input(
+            answers, src, partition_fields=fields, section="answers_columns"))
+        measure = job_answers.retrieval_measure(retrieved_by, relevance_level=relevance_level)
+        parsed = job_answers.with_retrieval_measure(parsed, measure)
+        index = job_answers.measure_index(parsed, measure)
+        thresholds = job_answers.thresholds(src, measure, level=ci_level)
+    parsed = with_judged_measures(parsed, relevance_level=relevance_level)
     kept: list[DataFrame] = []
     evaluation = evaluate_inputs(
         inputs, measures=parsed, missing_queries=missing_queries,
@@ -257,7 +163,7 @@ def evaluate(
     kept.append(queries)
     evaluation = dataclasses.replace(evaluation, queries=queries)
     return Result(evaluation, inputs, missing_queries, "run DataFrame", "qrels DataFrame",
-                  tuple(kept))
+                  kept, thresholds, index)
 
 
 def _side(value: Mapping[str, str] | str, columns: Sequence[str]) -> dict[str, str]:

@@ -36,12 +36,14 @@ def write_inputs(spark: SparkSession, folder: Path) -> tuple[str, str]:
     return run, qrels
 
 
-def write_config(folder: Path, run: str, qrels: str, run_filter: str | None = None) -> Path:
+def write_config(folder: Path, run: str, qrels: str, run_filter: str | None = None,
+                 answers: str | None = None) -> Path:
     """A job config reading the sample and writing under ``folder/out`` (``run.filter``
-    when given)."""
+    when given; ``answers``: the TOML lines of an ``[answers]`` section)."""
     out = folder / "out"
     measures = ", ".join(f'"{m}"' for m in MEASURES)
     filter_line = f"filter = {run_filter!r}" if run_filter else ""
+    answers_section = f"[answers]\n{answers}\n" if answers else ""
     text = f"""
 [spark]
 master = "local[1]"
@@ -62,6 +64,7 @@ filter = "qrels_version = 'v1'"
 [evaluation]
 measures = [{measures}]
 
+{answers_section}
 [output]
 per_query_path = "{out / 'per_query'}"
 aggregate_path = "{out / 'aggregate'}"

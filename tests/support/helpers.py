@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from releval.core import columns as S
 from releval.core.engine import IN_QRELS, MEASURES
 from releval.core.measures import Measure, parse_measures
-from releval.io import tables
+from releval.io.readers import QRELS_SCHEMA, RUN_SCHEMA
 from releval.job.pipeline import Evaluation, evaluate
 from support.sql_oracle import ENGINES
 
@@ -22,11 +22,11 @@ ENGINE = "arrow"
 def run_df(spark: SparkSession, rows: Sequence[tuple]) -> DataFrame:
     """Rows of (query_id, doc_id, score[, rank])."""
     full = [(*r, None) if len(r) == 3 else r for r in rows]
-    return spark.createDataFrame(full, tables.RUN_SCHEMA)
+    return spark.createDataFrame(full, RUN_SCHEMA)
 
 
 def qrels_df(spark: SparkSession, rows: Sequence[tuple[str, str, int]]) -> DataFrame:
-    return spark.createDataFrame(rows, tables.QRELS_SCHEMA)
+    return spark.createDataFrame(rows, QRELS_SCHEMA)
 
 
 def evaluate_rows(

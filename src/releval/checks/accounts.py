@@ -99,8 +99,9 @@ def account_ledger(
     ledger: Mapping[tuple[str | None, ...], Mapping[str, int]],
     *,
     partition_columns: Sequence[str],
+    used_as: str = " (ranked)",
 ) -> InputAccount:
-    """The run's account from the evaluation's ledger, with the invariant checked.
+    """The run's (or the answers') account from a ledger, with the invariant checked.
 
     ``received`` is counted before anything drops a row, apart from ``used`` (the rows
     ranked) and the reasons, so a row the engine loses or adds breaks the invariant.
@@ -108,6 +109,7 @@ def account_ledger(
     Args:
         ledger: partition values as strings, in ``partition_columns`` order -> counts by
             tag (``received``, ``used`` and the reason codes).
+        used_as: what ``used`` means, in the error message.
 
     Raises:
         AccountingError: naming the first partition whose counts disagree.
@@ -120,7 +122,7 @@ def account_ledger(
         tags = {_INPUT_TAG: int(counts.get(RECEIVED, 0)), _USED_TAG: int(counts.get(USED, 0))}
         tags.update({c: int(n) for c, n in counts.items() if c not in (RECEIVED, USED) and n})
         by_key[key] = tags
-    return _input_account(name, source, by_key, used_as=" (ranked)")
+    return _input_account(name, source, by_key, used_as=used_as)
 
 
 def account_qrels_ledger(name: str, source: str, ledger: Iterable[tuple[str, int]]) -> InputAccount:
@@ -185,16 +187,23 @@ class QualityReport:
     qrels: InputAccount
     quarantine: str | None
     strict: bool
+    #: The answers' account; None when the job read no answers.
+    answers: InputAccount | None = None
+
+    @property
+    def inputs(self) -> tuple[InputAccount, ...]:
+        """The accounts of the inputs read: run, qrels and, when read, answers."""
+        return (self.run, self.qrels, *([self.answers] if self.answers else []))
 
     @property
     def quarantined(self) -> int:
-        return self.run.quarantined_total + self.qrels.quarantined_total
+        return sum(account.quarantined_total for account in self.inputs)
 
     def render(self) -> str:
         """One line per input; a partition is named only when it does not balance."""
         where = f" -> {self.quarantine}" if self.quarantine else ""
         lines = [f"  row accounting   {'input':>10} {'used':>10} {'quarantined':>11}"]
-        for account in (self.run, self.qrels):
+        for account in self.inputs:
             reasons = ", ".join(f"{c} {n}" for c, n in account.quarantined.items()) or "none"
             ok = sum(1 for p in account.partitions if p.balanced)
             dups = (f"; exact duplicate judgments (kept, counted once): {account.exact_duplicates}"

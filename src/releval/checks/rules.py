@@ -2,7 +2,8 @@
 
 :func:`typed_run` (what the engine reads), :func:`label_run` (plus repeated-row reasons),
 :func:`split_run` (clean and quarantined rows), the same for the qrels; :data:`REASONS`
-declares every reason. See docs/design/checks.md.
+declares every reason (the answers' rules are in :mod:`releval.checks.answers`). See
+docs/design/checks.md.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ from releval.core.repeats import DUPLICATE_DOC, DUPLICATE_RANK, highest_labels, 
 
 RUN = "run"
 QRELS = "qrels"
+ANSWERS = "answers"
+INVALID_ANSWER_SCORE = "invalid_answer_score"
+UNKNOWN_PARTITION = "unknown_partition"
+DUPLICATE_ANSWER = "duplicate_answer"
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,7 @@ class Reason:
 REASONS: dict[str, Reason] = {
     r.code: r
     for r in (
-        Reason("missing_query_id", "run, qrels", "the query id is null or empty"),
+        Reason("missing_query_id", "run, qrels, answers", "the query id is null or empty"),
         Reason("missing_doc_id", "run, qrels", "the doc id is null or empty"),
         Reason("invalid_score", RUN, "ranking by score: the score is null, non-numeric, NaN or infinite"),
         Reason("invalid_rank", RUN, "ranking by rank: the rank is null, not an integer, zero or negative"),
@@ -64,6 +69,12 @@ REASONS: dict[str, Reason] = {
             "conflicting_label", QRELS,
             "the (query, doc) is judged again with a higher label; the highest label is used",
         ),
+        Reason(INVALID_ANSWER_SCORE, ANSWERS,
+               "the answer score is null, non-numeric, NaN or outside [0, 1]"),
+        Reason(UNKNOWN_PARTITION, ANSWERS,
+               "the run has no such run partition (or the value does not cast to the run's type)"),
+        Reason(DUPLICATE_ANSWER, ANSWERS,
+               "another answers row scores this query of this run partition; none is used"),
     )
 }
 
@@ -81,7 +92,8 @@ def partition_map(partition_columns: Sequence[str]) -> Column:
     return F.create_map(*pairs).cast("map<string,string>")
 
 
-def _blank(col: Column) -> Column:
+def blank(col: Column) -> Column:
+    """True when ``col`` is null or only white space."""
     return col.isNull() | (F.trim(col) == "")
 
 
@@ -91,7 +103,7 @@ def _bad_integer(value: Column, *, minimum: int) -> Column:
     return d.isNull() | F.isnan(d) | (d < minimum) | (d > _INT_MAX) | (d != F.floor(d))
 
 
-def _meta(df: DataFrame) -> list[Column]:
+def meta_columns(df: DataFrame) -> list[Column]:
     """``_source``, ``_line`` (null when absent) and the position columns ``df`` has."""
     source = F.col(RAW_SOURCE) if RAW_SOURCE in df.columns else F.lit(None)
     line = F.col(RAW_LINE) if RAW_LINE in df.columns else F.lit(None)
@@ -109,7 +121,7 @@ RUN_RAW_COLUMNS = (S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK)
 QRELS_RAW_COLUMNS = (S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
 
 
-def _kept_raw(df: DataFrame, column: str, *, identity_for: str | None) -> list[Column]:
+def kept_raw(df: DataFrame, column: str, *, identity_for: str | None) -> list[Column]:
     """The original ``column`` as ``_raw_<column>``, unless its typed column renders the same.
 
     ``identity_for``: the source type (``"*"``: any) for which the typed column is the
@@ -130,7 +142,7 @@ def _raw_map(labelled: DataFrame, columns: Sequence[str]) -> Column:
     return F.create_map(*pairs).cast("map<string,string>")
 
 
-def _first_reason(*rules: tuple[Column, str]) -> Column:
+def first_reason(*rules: tuple[Column, str]) -> Column:
     """The code of the first rule that holds, else null (a short fixed chain)."""
     out: Column | None = None
     for cond, code in rules:
@@ -147,20 +159,20 @@ def typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
     bad_score = score.isNull() | F.isnan(score) | (F.abs(score) == float("inf"))
     rules = [
         *_malformed_rule(run),
-        (_blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
-        (_blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
+        (blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
+        (blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
     ]
     rules.append((bad_score, "invalid_score") if rank_by == "score" else (bad_rank, "invalid_rank"))
     return run.select(
         *parts,
-        *_meta(run),
+        *meta_columns(run),
         F.col(S.QUERY_ID).cast("string").alias(S.QUERY_ID),
         F.col(S.DOC_ID).cast("string").alias(S.DOC_ID),
         score.alias(S.SCORE),
         F.when(~bad_rank, F.col(S.RANK).try_cast("double").cast("int")).alias(S.RANK),
-        *_kept_raw(run, S.SCORE, identity_for="double"),
-        *_kept_raw(run, S.RANK, identity_for=None),
-        _first_reason(*rules).alias(REASON),
+        *kept_raw(run, S.SCORE, identity_for="double"),
+        *kept_raw(run, S.RANK, identity_for=None),
+        first_reason(*rules).alias(REASON),
     )
 
 
@@ -233,15 +245,15 @@ def typed_qrels(qrels: DataFrame) -> DataFrame:
     relevance = F.col(S.RELEVANCE)
     bad_label = _bad_integer(relevance, minimum=-_INT_MAX)
     return qrels.select(
-        *_meta(qrels),
+        *meta_columns(qrels),
         F.col(S.QUERY_ID).cast("string").alias(S.QUERY_ID),
         F.col(S.DOC_ID).cast("string").alias(S.DOC_ID),
         F.when(~bad_label, relevance.try_cast("double").cast("int")).alias(S.RELEVANCE),
-        *_kept_raw(qrels, S.RELEVANCE, identity_for=None),
-        _first_reason(
+        *kept_raw(qrels, S.RELEVANCE, identity_for=None),
+        first_reason(
             *_malformed_rule(qrels),
-            (_blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
-            (_blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
+            (blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
+            (blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
             (bad_label, "invalid_relevance"),
         ).alias(REASON),
     )
@@ -267,7 +279,7 @@ def label_qrels(qrels: DataFrame) -> DataFrame:
     return _whole_partitions(by_query(typed_qrels(qrels)), _label_conflicting_qrels_rows)
 
 
-def _quarantine(
+def quarantined(
     labelled: DataFrame,
     *,
     input_name: str,
@@ -312,7 +324,7 @@ def split_run(
     clean = labelled.where(F.col(REASON).isNull()).select(
         *parts, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK
     )
-    return clean, _quarantine(
+    return clean, quarantined(
         labelled, input_name=RUN, partition_columns=parts, raw_columns=RUN_RAW_COLUMNS,
         number_lines=number_lines,
     )
@@ -330,7 +342,7 @@ def split_qrels(
     """
     labelled = label_qrels(qrels)
     clean = labelled.where(F.col(REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
-    return clean, _quarantine(
+    return clean, quarantined(
         labelled, input_name=QRELS, partition_columns=(), raw_columns=QRELS_RAW_COLUMNS,
         number_lines=number_lines,
     )

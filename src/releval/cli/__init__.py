@@ -34,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
         "report", help="write an HTML report with figures over the output tables"))
     sql = sub.add_parser("sql", help="SQL over the output tables, without Spark (deltalake)")
     sql.add_argument("--config", required=True, help="the TOML config whose output tables to read")
-    sql.add_argument("query", help="the SQL; tables: per_query, aggregate, run_log, comparison")
+    sql.add_argument("query", help="the SQL; tables: per_query, aggregate, run_log, comparison, "
+                     "attribution")
     sub.add_parser("measures", help="list the measures and their formulas")
     views = sub.add_parser("views", help="the wide views of the output tables (docs/warehouse.md): "
                            "created for catalog tables, printed as SQL for paths")

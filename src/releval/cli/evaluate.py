@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from releval.config import (
+    ANSWER_FORMATS,
     FORMATS,
     NEGATIVE_LABELS,
+    AnswersSource,
     Config,
     EvaluationSettings,
     OutputSettings,
@@ -54,8 +56,8 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
                     help="comma-separated run partition columns (Parquet/Delta runs); "
                     "a TREC run is partitioned by its tag as run_id")
     ev.add_argument("--output", default=None,
-                    help="folder for the per_query and aggregate Delta tables "
-                    "(default: a temporary folder)")
+                    help="folder for the per_query, aggregate, quarantine (and with "
+                    "--answers attribution) Delta tables (default: a temporary folder)")
     ev.add_argument("--trec-eval-output", default=None,
                     help="also write trec_eval -q's text: per-query and 'all' lines, in its order")
     ev.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
@@ -73,6 +75,37 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--strict", action="store_true",
                     help="fail (exit 2) when any input row is quarantined; the quarantine "
                     "table is written first")
+    ev.add_argument("--answers", default=None,
+                    help="answer scores in [0, 1] per run partition and query (columns "
+                    "query_id, answer_score and the run partition columns; run_id for a TREC "
+                    "run): adds answer_score to the per-query table and writes the "
+                    "attribution table (docs/answers.md)")
+    ev.add_argument("--answers-format", choices=ANSWER_FORMATS, default=None,
+                    help="format of --answers (default: delta for a folder with a _delta_log, "
+                    "parquet for a .parquet path or another folder, else csv)")
+    ev.add_argument("--correct-at", type=float, default=AnswersSource.correct_at,
+                    help="an answer is correct when its score >= this (default 0.5)")
+    ev.add_argument("--retrieved-by", default=AnswersSource.retrieved_by,
+                    help="the measure that says the evidence was retrieved (default Hit@10)")
+    ev.add_argument("--retrieved-at", type=float, default=AnswersSource.retrieved_at,
+                    help="the evidence was retrieved when --retrieved-by >= this (default 1)")
+
+
+def answers_format(path: str) -> str:
+    """The format of an answers path given without ``--answers-format``."""
+    folder = Path(path)
+    if (folder / "_delta_log").is_dir():
+        return "delta"
+    return "parquet" if path.endswith(".parquet") or folder.is_dir() else "csv"
+
+
+def _answers(args: argparse.Namespace) -> AnswersSource | None:
+    path = getattr(args, "answers", None)
+    if path is None:
+        return None
+    return AnswersSource(path=path, format=args.answers_format or answers_format(path),
+                         correct_at=args.correct_at, retrieved_by=args.retrieved_by,
+                         retrieved_at=args.retrieved_at)
 
 
 def positive_int(text: str) -> int:
@@ -110,8 +143,10 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
             per_query_path=str(Path(output) / "per_query"),
             aggregate_path=str(Path(output) / "aggregate"),
             quarantine_path=str(Path(output) / "quarantine"),
+            attribution_path=str(Path(output) / "attribution"),
         ),
         spark=SparkSettings(master=args.master, app_name="releval-cli", shuffle_partitions=8),
+        answers=_answers(args),
     )
     return validate(config, source="command line")
 
@@ -131,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     from releval.runtime.profile import Phases
 
     parse_measures([args.measures], relevance_level=args.relevance_level)  # fail fast
-    for name in (args.run, args.qrels):
+    for name in (args.run, args.qrels, *([args.answers] if args.answers else [])):
         if "://" not in name and not Path(name).exists():
             raise RelevalError(f"input not found: {name}")
     with tempfile.TemporaryDirectory(prefix="releval-") as tmp:

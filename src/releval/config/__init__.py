@@ -5,6 +5,7 @@ from __future__ import annotations
 from releval.config.parse import (
     IDENTIFIER,
     MEMORY_SIZE,
+    check_correct_at,
     check_depth,
     check_unknown_keys,
     config_from_dict,
@@ -13,6 +14,7 @@ from releval.config.parse import (
     validate,
 )
 from releval.config.settings import (
+    ANSWER_FORMATS,
     CORRECTIONS,
     DATAFRAME,
     FORMATS,
@@ -24,6 +26,7 @@ from releval.config.settings import (
     SPARK_KEYS,
     TESTS,
     URI_SCHEME,
+    AnswersSource,
     ComparisonSettings,
     Config,
     EvaluationSettings,
@@ -35,6 +38,8 @@ from releval.config.settings import (
 )
 
 __all__ = [
+    "ANSWER_FORMATS",
+    "AnswersSource",
     "CORRECTIONS",
     "ComparisonSettings",
     "Config",
@@ -57,6 +62,7 @@ __all__ = [
     "TESTS",
     "URI_SCHEME",
     "check_depth",
+    "check_correct_at",
     "check_unknown_keys",
     "config_from_dict",
     "key_line",

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from releval.config.settings import (
+    ANSWER_FORMATS,
     CORRECTIONS,
     FORMATS,
     INTERVAL_METHODS,
@@ -22,6 +23,7 @@ from releval.config.settings import (
     REMOVED_KEYS,
     SPARK_KEYS,
     TESTS,
+    AnswersSource,
     ComparisonSettings,
     Config,
     EvaluationSettings,
@@ -36,7 +38,7 @@ from releval.errors import ConfigError
 _SECTION_TYPES = {
     "run": RunSource, "qrels": QrelsSource, "evaluation": EvaluationSettings,
     "output": OutputSettings, "spark": SparkSettings, "intervals": IntervalSettings,
-    "comparison": ComparisonSettings,
+    "comparison": ComparisonSettings, "answers": AnswersSource,
 }
 
 
@@ -135,6 +137,8 @@ def _check_identifiers(config: Config, source: str) -> None:
         "output.quarantine_table": out.quarantine_table,
         "output.run_log_table": out.run_log_table,
         "output.comparison_table": out.comparison_table,
+        "output.attribution_table": out.attribution_table,
+        "answers.table": config.answers.table if config.answers else None,
     }
     for key, name in tables.items():
         if name is None:
@@ -154,6 +158,22 @@ def _check_identifiers(config: Config, source: str) -> None:
                                   "(rename or alias it)")
 
 
+def _check_answers(answers: AnswersSource, source: str) -> None:
+    """A path or a table, a known format, and thresholds an answer score can meet."""
+    _check_choice(answers.format, ANSWER_FORMATS, "answers.format", source)
+    if (answers.path is None) == (answers.table is None):
+        raise ConfigError(f"{source}: [answers] needs exactly one of 'path' or 'table'")
+    if answers.table is not None and answers.format != "delta":
+        raise ConfigError(f"{source}: [answers] 'table' is a catalog table: format must be delta")
+    check_correct_at(answers.correct_at, f"{source}: answers.correct_at")
+
+
+def check_correct_at(value: float, where: str) -> None:
+    """Refuse a correctness threshold no answer score in [0, 1] is compared with sensibly."""
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{where} = {value!r}; expected an answer score between 0 and 1")
+
+
 def validate(config: Config, source: str = "config") -> Config:
     """Check the cross-field rules of a config and return it; a ConfigError names the key."""
     for name, src in (("run", config.run), ("qrels", config.qrels)):
@@ -162,6 +182,8 @@ def validate(config: Config, source: str = "config") -> Config:
             raise ConfigError(f"{source}: [{name}] needs exactly one of 'path' or 'table'")
         if src.table is not None and src.format != "delta":
             raise ConfigError(f"{source}: [{name}] 'table' is a catalog table: format must be delta")
+    if config.answers is not None:
+        _check_answers(config.answers, source)
     _check_identifiers(config, source)
     _check_spark(config.spark, source)
     _check_choice(config.run.rank_by, RANK_BY, "run.rank_by", source)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from releval.core.columns import NEGATIVE_LABEL_RULES
 
 FORMATS = ("delta", "parquet", "trec")
+#: The formats of the answers input (an evaluator's output: a table or a CSV file).
+ANSWER_FORMATS = ("delta", "parquet", "csv")
 #: The format of a source given as a DataFrame (releval.evaluate), never read from a config.
 DATAFRAME = "DataFrame"
 RANK_BY = ("score", "rank")
@@ -95,6 +97,25 @@ class QrelsSource:
 
 
 @dataclass(frozen=True)
+class AnswersSource:
+    """Where the answers are (one score in [0, 1] per run partition and query, from any
+    evaluator), how their columns map to releval's, and when an answer is correct
+    (``answer_score >= correct_at``) and its evidence retrieved (the measure
+    ``retrieved_by >= retrieved_at``). The run partition columns keep the run's names."""
+    path: str | None = None
+    table: str | None = None
+    format: str = "delta"
+    query_id: str = "query_id"
+    answer_score: str = "answer_score"
+    filter: str | None = None
+    #: Read this Delta version (time travel); the batch job pins the one it started with.
+    version: int | None = None
+    correct_at: float = 0.5
+    retrieved_by: str = "Hit@10"
+    retrieved_at: float = 1.0
+
+
+@dataclass(frozen=True)
 class EvaluationSettings:
     """What is computed."""
     measures: tuple[str, ...] = ("P@5", "P@10", "R@100", "Hit@10", "RR", "nDCG@10", "AP", "AP@100")
@@ -139,7 +160,7 @@ class ComparisonSettings:
 @dataclass(frozen=True)
 class OutputSettings:
     """Where the Delta tables go (a folder path, or catalog table names); the quarantine,
-    run-log and comparison tables default to ``<name>`` next to the per-query table."""
+    run-log, comparison and attribution tables default to ``<name>`` next to the per-query table."""
     per_query_path: str | None = None
     aggregate_path: str | None = None
     per_query_table: str | None = None
@@ -151,6 +172,8 @@ class OutputSettings:
     run_log_table: str | None = None
     comparison_path: str | None = None
     comparison_table: str | None = None
+    attribution_path: str | None = None
+    attribution_table: str | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +186,8 @@ class Config:
     spark: SparkSettings = SparkSettings()
     intervals: IntervalSettings = IntervalSettings()
     comparison: ComparisonSettings = ComparisonSettings()
+    #: The answers input; None: no answers, no attribution table.
+    answers: AnswersSource | None = None
 
     def sibling_table(self, name: str) -> tuple[str | None, str | None]:
         """(path, table) of table ``name`` next to the per-query table (folder or catalog)."""

@@ -68,6 +68,22 @@ PERMUTATIONS = "permutations"
 SEED = "seed"
 BASELINE_JOB_RUN_ID = "baseline_job_run_id"
 CANDIDATE_JOB_RUN_ID = "candidate_job_run_id"
+#: An answer's score in [0, 1] from any evaluator, 1 = correct (the answers input).
+ANSWER_SCORE = "answer_score"
+#: The attribution table's columns (releval.stats.attribution).
+CELL = "cell"
+QUERIES = "queries"
+SHARE = "share"
+SHARE_CI_LOW = "share_ci_low"
+SHARE_CI_HIGH = "share_ci_high"
+ATTRIBUTED = "attributed"
+RETRIEVED_BY_MEASURE = "retrieved_by"
+RETRIEVED_AT = "retrieved_at"
+CORRECT_AT = "correct_at"
+KENDALL_TAU_B = "kendall_tau_b"
+KENDALL_P_VALUE = "kendall_p_value"
+MEAN_SCORE_WITH_EVIDENCE = "mean_score_with_evidence"
+MEAN_SCORE_WITHOUT_EVIDENCE = "mean_score_without_evidence"
 #: The measure columns shared by the per-query, aggregate and comparison tables.
 MEASURE_COLUMNS = (MEASURE, CUTOFF, REL_LEVEL, JUDGED_ONLY, MEASURE_KEY)
 
@@ -99,6 +115,12 @@ IS_RUN = "_is_run"
 #: On a run row sent to the engine: the value it is ranked by (score or rank).
 ORDER = "_order"
 MEASURES = "_measures"
+#: On an answers row: the retrieval measure's value for its query (null: no qrels), and
+#: whether the run retrieved or the qrels judged the query (the answers cover the run).
+RETRIEVAL = "_retrieval"
+COVERED = "_covered"
+#: On an answers row: a run partition value as read does not cast to the run's type.
+UNCAST_PARTITION = "_uncast_partition"
 
 # The ledger's tags.
 RECEIVED = "received"

@@ -255,6 +255,7 @@ def long_format(
     """Scored queries only (those in the qrels), one row per measure.
 
     Args:
+        wide: the wide table; with an ``answer_score`` column when answers were given.
         measures: the measures of ``wide``'s array, in its order (it holds no names).
 
     Returns:
@@ -272,9 +273,11 @@ def long_format(
         for m in measures
     ])
     m = F.posexplode(F.col(MEASURES)).alias("_i", "_m")
+    answer = (F.col(S.ANSWER_SCORE) if S.ANSWER_SCORE in wide.columns
+              else F.lit(None)).cast("double").alias(S.ANSWER_SCORE)
     return (
         wide.where(F.col(IN_QRELS))
-        .select(*parts, S.QUERY_ID, S.NUM_RET, S.NEGATIVE_LABELS, S.DEPTH, m)
+        .select(*parts, S.QUERY_ID, S.NUM_RET, S.NEGATIVE_LABELS, S.DEPTH, answer, m)
         .select("*", names[F.col("_i")].alias("_name"))
         .select(
             *parts,
@@ -290,5 +293,6 @@ def long_format(
             f"_m.{S.NUM_REL_RET}",
             S.NEGATIVE_LABELS,
             S.DEPTH,
+            S.ANSWER_SCORE,
         )
     )

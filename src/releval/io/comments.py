@@ -35,6 +35,10 @@ PER_QUERY_COMMENTS = {
         "-M): cut after the tie-break, before the judged-only condensation; every measure, "
         "num_ret included, saw only those. Null: every document (no depth)."
     ),
+    C.ANSWER_SCORE: (
+        "The answer's score in [0, 1] for this run partition and query, from the answers input "
+        "(1 = correct); null when it has none (not configured, or its row was quarantined)."
+    ),
 }
 
 
@@ -72,7 +76,7 @@ AGGREGATE_COMMENTS = {
 
 
 QUARANTINE_COMMENTS = {
-    C.INPUT: "Which input the rejected row came from: run or qrels.",
+    C.INPUT: "Which input the rejected row came from: run, qrels or answers.",
     C.SOURCE: "The file (TREC text) or table/path the row was read from.",
     C.LINE: "1-based line number in a TREC text file; null for tables.",
     C.PARTITION: "The row's run partition (run partition column -> value); empty for qrels.",
@@ -141,6 +145,43 @@ COMPARISON_COMMENTS = {
     C.SEED: "Seed of the randomization test (hashed with each query id).",
     C.BASELINE_JOB_RUN_ID: "Evaluation run that wrote the baseline's per-query rows (run log).",
     C.CANDIDATE_JOB_RUN_ID: "Evaluation run that wrote the candidate's per-query rows (run log).",
+}
+
+
+ATTRIBUTION_COMMENTS = {
+    C.CELL: (
+        "success: evidence retrieved, answer correct; generation_miss: retrieved, wrong; "
+        "retrieval_miss: not retrieved, wrong; answered_without_evidence: not retrieved, "
+        "correct; no_qrels: answered queries the qrels do not judge (outside the shares)."
+    ),
+    C.QUERIES: "Answered queries of the run partition in this cell.",
+    C.SHARE: "queries / attributed; null for no_qrels and when attributed = 0.",
+    C.SHARE_CI_LOW: "Lower end of the Wilson score interval of share (ci_level).",
+    C.SHARE_CI_HIGH: "Upper end of the Wilson score interval of share (ci_level).",
+    C.ATTRIBUTED: (
+        "Answered queries with qrels in the run partition: the four cells but no_qrels, the "
+        "shares' denominator (the same on every row of the partition)."
+    ),
+    C.RETRIEVED_BY_MEASURE: (
+        "The retrieval measure (answers.retrieved_by): evidence retrieved when its value >= "
+        "retrieved_at; 0 for a judged query the run partition did not retrieve."
+    ),
+    C.RETRIEVED_AT: "The retrieval measure's threshold (answers.retrieved_at).",
+    C.CORRECT_AT: "An answer is correct when answer_score >= correct_at (answers.correct_at).",
+    C.KENDALL_TAU_B: (
+        "Kendall's tau-b between the retrieval measure and the answer score over the attributed "
+        "queries of the run partition; null below 2 queries or when either side is constant."
+    ),
+    C.KENDALL_P_VALUE: "Two-sided p-value of kendall_tau_b (scipy.stats.kendalltau).",
+    C.MEAN_SCORE_WITH_EVIDENCE: (
+        "Mean answer score of the attributed queries whose evidence was retrieved; null if none."
+    ),
+    C.MEAN_SCORE_WITHOUT_EVIDENCE: (
+        "Mean answer score of the attributed queries whose evidence was not retrieved; null if "
+        "none."
+    ),
+    C.CI_LEVEL: "Coverage of the Wilson intervals (intervals.level), e.g. 0.95.",
+    C.JOB_RUN_ID: PER_QUERY_COMMENTS[C.JOB_RUN_ID],
 }
 
 

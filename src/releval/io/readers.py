@@ -3,33 +3,59 @@ canonical columns of ``releval.core.columns`` (plus the run's partition columns)
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from releval.config import DATAFRAME, QrelsSource, RunSource
+from releval.config import DATAFRAME, AnswersSource, QrelsSource, RunSource
 from releval.core import columns as S
-from releval.core.columns import RAW_BLOCK, RAW_LINE, RAW_MALFORMED, RAW_ROW, RAW_SOURCE
+from releval.core.columns import (
+    RAW_BLOCK,
+    RAW_LINE,
+    RAW_MALFORMED,
+    RAW_ROW,
+    RAW_SOURCE,
+    UNCAST_PARTITION,
+)
 from releval.errors import InputError
 from releval.io.trec import RawInput, trec_fields, trec_input
+
+#: The canonical run and qrels rows the casting readers return (without partition columns).
+RUN_SCHEMA = T.StructType([
+    T.StructField(S.QUERY_ID, T.StringType(), True), T.StructField(S.DOC_ID, T.StringType(), True),
+    T.StructField(S.SCORE, T.DoubleType(), True), T.StructField(S.RANK, T.IntegerType(), True),
+])
+QRELS_SCHEMA = T.StructType([
+    T.StructField(S.QUERY_ID, T.StringType(), True), T.StructField(S.DOC_ID, T.StringType(), True),
+    T.StructField(S.RELEVANCE, T.IntegerType(), True),
+])
 
 #: The partition column a TREC run file provides: its tag (6th field).
 TREC_RUN_ID = "run_id"
 
 
-def source_name(src: RunSource | QrelsSource) -> str:
+Source = RunSource | QrelsSource | AnswersSource
+
+
+def source_name(src: Source) -> str:
     """How a source is named in messages: its path or table name, or "run DataFrame"."""
     if src.format == DATAFRAME:
-        return f"{'run' if isinstance(src, RunSource) else 'qrels'} {DATAFRAME}"
+        kind = {RunSource: "run", QrelsSource: "qrels", AnswersSource: "answers"}[type(src)]
+        return f"{kind} {DATAFRAME}"
     return f"{src.format} {'table ' + src.table if src.table else src.path}"
 
 
-def _load(spark: SparkSession, src: RunSource | QrelsSource, version: int | None = None) -> DataFrame:
-    """Load a Delta/Parquet path or a catalog table, at ``version`` (default: the source's)."""
+def _load(spark: SparkSession, src: Source, version: int | None = None) -> DataFrame:
+    """Load a Delta/Parquet path, a CSV file with a header or a catalog table, at ``version``
+    (default: the source's)."""
     version = src.version if version is None else version
     try:
+        if src.format == "csv":
+            return spark.read.option("header", "true").csv(src.path)
         reader = spark.read.format(src.format)
         if version is not None:
             reader = reader.option("versionAsOf", version)
@@ -42,7 +68,7 @@ def _load(spark: SparkSession, src: RunSource | QrelsSource, version: int | None
 
 
 def _require_columns(
-    df: DataFrame, mapping: dict[str, str | None], src: RunSource | QrelsSource, section: str
+    df: DataFrame, mapping: dict[str, str | None], src: Source, section: str
 ) -> None:
     """Fail with the expected and found columns when a mapped column is missing."""
     missing = {key: col for key, col in mapping.items() if col and col not in df.columns}
@@ -139,7 +165,7 @@ _NUMERIC_OR_STRING = (T.StringType, T.NumericType)
 
 
 def _require_types(
-    df: DataFrame, mapping: dict[str, str | None], src: RunSource | QrelsSource, section: str
+    df: DataFrame, mapping: dict[str, str | None], src: Source, section: str
 ) -> None:
     """Fail when a mapped column has a type that cannot be read as its canonical column."""
     types = {f.name: f.dataType for f in df.schema.fields}
@@ -155,7 +181,7 @@ def _require_types(
             )
 
 
-def _apply_filter(df: DataFrame, src: RunSource | QrelsSource, section: str, parts: Sequence[str]) -> DataFrame:
+def _apply_filter(df: DataFrame, src: Source, section: str, parts: Sequence[str]) -> DataFrame:
     """``df.where(src.filter)``, with an InputError naming the filter and the columns."""
     if not src.filter:
         return df
@@ -257,6 +283,61 @@ def raw_qrels_input(df: DataFrame, src: QrelsSource, *, section: str = "qrels") 
         F.col(src.doc_id).alias(S.DOC_ID),
         F.col(src.relevance).alias(S.RELEVANCE),
     ))
+
+
+def read_answers_raw(
+    spark: SparkSession, src: AnswersSource, *, partition_fields: Sequence[T.StructField],
+    run_filter: str | None = None,
+) -> RawInput:
+    """Read the answers keeping raw values (:func:`raw_answers_input`).
+
+    Raises:
+        InputError: as :func:`read_run_raw`.
+    """
+    return raw_answers_input(_load(spark, src), src, partition_fields=partition_fields,
+                             run_filter=run_filter)
+
+
+def raw_answers_input(
+    df: DataFrame, src: AnswersSource, *, partition_fields: Sequence[T.StructField],
+    run_filter: str | None = None, section: str = "answers",
+) -> RawInput:
+    """The answers of a loaded table (or a caller's DataFrame): the run partition columns
+    cast to the run's types (``_uncast_partition``: a value that does not cast), ``_source``,
+    ``_line``, ``query_id`` and ``answer_score`` as read; ``answers.filter`` applied, then
+    ``run_filter`` (the run's, on its partition columns: the job reads the answers of the
+    run partitions it evaluates)."""
+    mapping = {"query_id": src.query_id, "answer_score": src.answer_score}
+    _require_columns(df, dict(mapping), src, section)
+    _require_types(df, dict(mapping), src, section)
+    parts = [f.name for f in partition_fields]
+    missing = [c for c in parts if c not in df.columns]
+    if missing:
+        raise InputError(
+            f"{source_name(src)}: missing run partition column(s) {missing} (the answers "
+            f"name each run partition as the run does); found columns {df.columns}"
+        )
+    df = _apply_filter(df, src, "answers", parts)
+    typed = [F.col(f.name).try_cast(f.dataType) for f in partition_fields]
+    uncast = [F.col(f.name).isNotNull() & t.isNull() for f, t in zip(partition_fields, typed,
+                                                                    strict=True)]
+    rows = df.select(
+        *[t.alias(c) for t, c in zip(typed, parts, strict=True)],
+        F.lit(source_name(src)).alias(RAW_SOURCE),
+        F.lit(None).cast("long").alias(RAW_LINE),
+        F.col(src.query_id).alias(S.QUERY_ID),
+        F.col(src.answer_score).alias(S.ANSWER_SCORE),
+        reduce(operator.or_, uncast, F.lit(False)).alias(UNCAST_PARTITION),
+    )
+    if run_filter:
+        try:
+            rows = rows.where(run_filter)
+        except Exception as exc:  # AnalysisException / ParseException, as in _apply_filter
+            raise InputError(
+                f"{source_name(src)}: run.filter {run_filter!r} does not match the answers' "
+                f"run partition columns {parts}: {str(exc).splitlines()[0]}"
+            ) from None
+    return RawInput(rows)
 
 
 def run_partition_fields(spark: SparkSession, src: RunSource) -> list[T.StructField]:

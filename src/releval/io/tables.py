@@ -14,37 +14,19 @@ from releval.core.columns import quote_identifier, quote_literal
 from releval.core.frames import local_frame
 from releval.io.atomic import (
     WriteResult,
-    append_row,
     check_schema_version,
     read_table,
     replace_partitions,
 )
 from releval.io.comments import (
     AGGREGATE_COMMENTS,
+    ATTRIBUTION_COMMENTS,
     COMPARISON_COMMENTS,
     PER_QUERY_COMMENTS,
     QUARANTINE_COMMENTS,
     QUARANTINE_PARTITION_COMMENT,
-    RUN_LOG_COMMENTS,
 )
 from releval.io.writers import with_comments
-
-RUN_SCHEMA = T.StructType(
-    [
-        T.StructField(C.QUERY_ID, T.StringType(), True),
-        T.StructField(C.DOC_ID, T.StringType(), True),
-        T.StructField(C.SCORE, T.DoubleType(), True),
-        T.StructField(C.RANK, T.IntegerType(), True),
-    ]
-)
-
-QRELS_SCHEMA = T.StructType(
-    [
-        T.StructField(C.QUERY_ID, T.StringType(), True),
-        T.StructField(C.DOC_ID, T.StringType(), True),
-        T.StructField(C.RELEVANCE, T.IntegerType(), True),
-    ]
-)
 
 #: The measure columns shared by the per-query and the aggregate tables.
 MEASURE_FIELDS = [
@@ -73,6 +55,7 @@ def per_query_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(C.JOB_RUN_ID, T.StringType(), True),
             T.StructField(C.NEGATIVE_LABELS, T.StringType(), True),
             T.StructField(C.DEPTH, T.IntegerType(), True),
+            T.StructField(C.ANSWER_SCORE, T.DoubleType(), True),
         ]
     )
 
@@ -109,6 +92,31 @@ def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(C.CI_METHOD, T.StringType(), True),
             T.StructField(C.CI_LEVEL, T.DoubleType(), True),
             T.StructField(C.DEPTH, T.IntegerType(), True),
+        ]
+    )
+
+def attribution_schema(partition_fields: list[T.StructField]) -> T.StructType:
+    """Schema of the attribution table: partition columns first, then one row per cell of
+    retrieval x answer, each with its run partition's figures."""
+    double, long_, string = T.DoubleType(), T.LongType(), T.StringType()
+    return T.StructType(
+        [
+            *partition_fields,
+            T.StructField(C.CELL, string, False),
+            T.StructField(C.QUERIES, long_, False),
+            T.StructField(C.SHARE, double, True),
+            T.StructField(C.SHARE_CI_LOW, double, True),
+            T.StructField(C.SHARE_CI_HIGH, double, True),
+            T.StructField(C.ATTRIBUTED, long_, False),
+            T.StructField(C.RETRIEVED_BY_MEASURE, string, False),
+            T.StructField(C.RETRIEVED_AT, double, False),
+            T.StructField(C.CORRECT_AT, double, False),
+            T.StructField(C.KENDALL_TAU_B, double, True),
+            T.StructField(C.KENDALL_P_VALUE, double, True),
+            T.StructField(C.MEAN_SCORE_WITH_EVIDENCE, double, True),
+            T.StructField(C.MEAN_SCORE_WITHOUT_EVIDENCE, double, True),
+            T.StructField(C.CI_LEVEL, double, False),
+            T.StructField(C.JOB_RUN_ID, string, True),
         ]
     )
 
@@ -178,13 +186,14 @@ def comparison_schema(partition_fields: list[T.StructField]) -> T.StructType:
     )
 
 
-def quarantine_predicate(*, run_predicate: str | None, qrels: str) -> str:
-    """The quarantine rows a job replaces: the run rows of the evaluated partitions
-    (``run_predicate``, the outputs' replaceWhere; None: every run row) and the qrels rows
-    of the qrels key ``qrels`` it read."""
-    run_rows = f"{C.INPUT} = 'run'" + (f" AND ({run_predicate})" if run_predicate else "")
+def quarantine_predicate(*, run_predicate: str | None, qrels: str, answers: bool = False) -> str:
+    """The quarantine rows a job replaces: the run rows (and with ``answers`` the answers
+    rows) of the evaluated partitions (``run_predicate``, the outputs' replaceWhere; None:
+    every such row) and the qrels rows of the qrels key ``qrels`` it read."""
+    where = f" AND ({run_predicate})" if run_predicate else ""
     qrels_rows = f"{C.INPUT} = 'qrels' AND {C.QRELS_KEY} = {quote_literal(qrels)}"
-    return f"({run_rows}) OR ({qrels_rows})"
+    answers_rows = f" OR ({C.INPUT} = 'answers'{where})" if answers else ""
+    return f"({C.INPUT} = 'run'{where}) OR ({qrels_rows}){answers_rows}"
 
 
 def quarantine_rows(
@@ -194,7 +203,7 @@ def quarantine_rows(
     """Rejected rows (:data:`QUARANTINE_SCHEMA`) as the quarantine table holds them: the run
     partition columns first, ``qrels_key`` on qrels rows, ``job_run_id`` on every row."""
     return rejected.select(
-        *[F.col(C.PARTITION)[f.name].cast(f.dataType).alias(f.name) for f in partition_fields],
+        *[F.col(C.PARTITION)[f.name].try_cast(f.dataType).alias(f.name) for f in partition_fields],
         *QUARANTINE_SCHEMA.names,
         F.when(F.col(C.INPUT) == "qrels", F.lit(qrels)).alias(C.QRELS_KEY),
         F.lit(job_run_id).cast("string").alias(C.JOB_RUN_ID),
@@ -212,13 +221,15 @@ def write_quarantine(
     run_predicate: str | None,
     qrels: str,
     job_run_id: str | None = None,
+    answers: bool = False,
 ) -> None:
-    """Replace the job's rows (:func:`quarantine_predicate`) of the quarantine table.
+    """Replace the job's rows (:func:`quarantine_predicate`; ``answers``: the job read
+    answers) of the quarantine table.
 
     With ``rejected`` None the job's old rows are removed, so no stale rejection stays;
     nothing is written when there are none or no table, as an empty write costs Spark jobs.
     """
-    predicate = quarantine_predicate(run_predicate=run_predicate, qrels=qrels)
+    predicate = quarantine_predicate(run_predicate=run_predicate, qrels=qrels, answers=answers)
     fields = list(partition_fields)
     if rejected is None:
         if not check_schema_version(spark, path=path, table=table):
@@ -293,6 +304,26 @@ def write_per_query(
     )
 
 
+def _write_rows(
+    spark: SparkSession, rows: Sequence[Mapping[str, Any]], schema: T.StructType, *,
+    path: str | None, table: str | None, output_partition_columns: Sequence[str],
+    predicate: str | None, job_run_id: str | None, description: str,
+) -> tuple[tuple[Row, ...], WriteResult]:
+    """Replace ``predicate``'s rows of a table with rows made on the driver, in one commit."""
+    written = tuple(
+        Row(**{f.name: job_run_id if f.name == C.JOB_RUN_ID else r[f.name]
+               for f in schema.fields})
+        for r in rows
+    )
+    result = replace_partitions(
+        local_frame(spark, [tuple(r) for r in written], schema),
+        path=path, table=table, schema=schema, partition_columns=output_partition_columns,
+        description=description, predicate=predicate,
+        user_metadata=f"releval job_run_id={job_run_id}",
+    )
+    return written, result
+
+
 def write_aggregate(
     spark: SparkSession,
     rows: Sequence[Mapping[str, Any]],
@@ -316,22 +347,30 @@ def write_aggregate(
         The rows as written (``job_run_id`` set) and the commit.
     """
     schema = with_comments(aggregate_schema(list(partition_fields)), AGGREGATE_COMMENTS)
-    written = tuple(
-        Row(**{f.name: job_run_id if f.name == C.JOB_RUN_ID else r[f.name]
-               for f in schema.fields})
-        for r in rows
-    )
-    result = replace_partitions(
-        local_frame(spark, [tuple(r) for r in written], schema),
-        path=path,
-        table=table,
-        schema=schema,
-        partition_columns=output_partition_columns,
+    return _write_rows(
+        spark, rows, schema, path=path, table=table,
+        output_partition_columns=output_partition_columns, predicate=predicate,
+        job_run_id=job_run_id,
         description="releval aggregate measures: one row per run partition, measure, averaging.",
-        predicate=predicate,
-        user_metadata=f"releval job_run_id={job_run_id}",
     )
-    return written, result
+
+
+def write_attribution(
+    spark: SparkSession, rows: Sequence[Mapping[str, Any]], *, path: str | None,
+    table: str | None, partition_fields: Sequence[T.StructField],
+    output_partition_columns: Sequence[str], predicate: str | None, job_run_id: str | None,
+) -> tuple[tuple[Row, ...], WriteResult]:
+    """Replace ``predicate``'s rows of the attribution table with ``rows``
+    (:func:`releval.stats.attribution.rows`) in one commit; arguments and result as
+    :func:`write_aggregate`."""
+    schema = with_comments(attribution_schema(list(partition_fields)), ATTRIBUTION_COMMENTS)
+    return _write_rows(
+        spark, rows, schema, path=path, table=table,
+        output_partition_columns=output_partition_columns, predicate=predicate,
+        job_run_id=job_run_id,
+        description="releval attribution: one row per run partition and cell of retrieval "
+        "x answer.",
+    )
 
 
 def write_comparison(
@@ -354,45 +393,4 @@ def write_comparison(
         description="releval comparisons: one row per baseline, candidate and measure.",
         predicate=predicate,
         user_metadata=f"releval comparison_id={comparison_id}",
-    )
-
-
-RUN_LOG_SCHEMA = T.StructType(
-    [
-        T.StructField(C.JOB_RUN_ID, T.StringType(), False),
-        T.StructField("status", T.StringType(), False),
-        T.StructField("started_at", T.TimestampType(), False),
-        T.StructField("finished_at", T.TimestampType(), False),
-        T.StructField("releval_version", T.StringType(), False),
-        T.StructField("config_hash", T.StringType(), False),
-        T.StructField("config_json", T.StringType(), False),
-        T.StructField("run_source", T.StringType(), False),
-        T.StructField("run_version", T.LongType(), True),
-        T.StructField("run_filter", T.StringType(), True),
-        T.StructField("qrels_source", T.StringType(), False),
-        T.StructField("qrels_version", T.LongType(), True),
-        T.StructField("qrels_filter", T.StringType(), True),
-        T.StructField("selection", T.StringType(), False),
-        T.StructField("replace_predicate", T.StringType(), True),
-        T.StructField(
-            "partitions", T.ArrayType(T.MapType(T.StringType(), T.StringType()), False), False
-        ),
-        T.StructField("per_query_version", T.LongType(), True),
-        T.StructField("aggregate_version", T.LongType(), True),
-        T.StructField("per_query_rows", T.LongType(), True),
-        T.StructField("aggregate_rows", T.LongType(), True),
-        T.StructField("error", T.StringType(), True),
-    ]
-)
-
-
-def write_run_log(row: DataFrame, *, path: str | None, table: str | None, job_run_id: str) -> int:
-    """Append the run-log row ``row`` (:data:`RUN_LOG_SCHEMA`) in one commit; its version."""
-    return append_row(
-        row,
-        path=path,
-        table=table,
-        schema=with_comments(RUN_LOG_SCHEMA, RUN_LOG_COMMENTS),
-        description="releval run log: one row per batch job run (lineage of the output rows).",
-        user_metadata=f"releval job_run_id={job_run_id}",
     )

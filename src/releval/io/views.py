@@ -151,11 +151,10 @@ def per_query_view_sql(spec: ViewSpec) -> str:
         f"AS {column_name(k)}"
         for k in keys
     ]
-    columns = [*spec.partition_columns, S.QUERY_ID, *(column_name(k) for k in keys),
-               S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH]
+    fixed = [S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE]
+    columns = [*spec.partition_columns, S.QUERY_ID, *(column_name(k) for k in keys), *fixed]
     _check_columns(columns, {column_name(k): k for k in keys}, "per-query view")
-    select = [*group, *measures,
-              *(f"MAX({c}) AS {c}" for c in (S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH))]
+    select = [*group, *measures, *(f"MAX({c}) AS {c}" for c in fixed)]
     return _render(select, spec.source, group)
 
 

@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 from releval.config import Config, RunSource
 from releval.core.frames import local_frame
 from releval.errors import ConfigError
-from releval.io import tables, views
+from releval.io import run_log, views
 from releval.io.atomic import read_table, table_exists
 from releval.io.readers import read_run, run_partition_fields
 from releval.job import lineage, pipeline
@@ -52,6 +52,9 @@ class JobResult:
         r = self.record
         evaluated = [self.summary.render()] if self.summary else []
         labels = [partition_label(p, sorted(p)) for p in r.partitions]
+        s = self.summary
+        attribution = (f", attribution {s.attribution_rows} (v{s.attribution_version})"
+                       if s is not None and s.attribution_rows is not None else "")
         parts = ", ".join(labels[:SHOWN_PARTITIONS]) or "none"
         if len(labels) > SHOWN_PARTITIONS:  # all of them are in the run log
             parts = f"{len(labels)}: {parts} and {len(labels) - SHOWN_PARTITIONS} more (run log)"
@@ -64,7 +67,7 @@ class JobResult:
                 f"  selection: {r.selection}",
                 f"  partitions evaluated: {parts}",
                 f"  rows written: per-query {r.per_query_rows} (v{r.per_query_version}), "
-                f"aggregate {r.aggregate_rows} (v{r.aggregate_version})",
+                f"aggregate {r.aggregate_rows} (v{r.aggregate_version}){attribution}",
                 *evaluated,
             ]
         )
@@ -199,6 +202,9 @@ def run_job(
     with phases.phase("input versions"):
         run_version = lineage.input_version(spark, config.run)
         qrels_version = lineage.input_version(spark, config.qrels)
+        answers = config.answers
+        if answers is not None:
+            answers = dataclasses.replace(answers, version=lineage.input_version(spark, answers))
     run_filter = _and(config.run.filter, selection_predicate(selection))
     base = dict(
         job_run_id=job_run_id,
@@ -220,7 +226,7 @@ def run_job(
             **base, status=status, finished_at=datetime.now(UTC), **fields  # type: ignore[arg-type]
         )
         with phases.phase("run log"):
-            tables.write_run_log(record.to_frame(spark), path=log_path, table=log_table,
+            run_log.write_run_log(record.to_frame(spark), path=log_path, table=log_table,
                                  job_run_id=job_run_id)
         return record
 
@@ -244,6 +250,7 @@ def run_job(
             config,
             run=dataclasses.replace(config.run, filter=run_filter, version=run_version),
             qrels=dataclasses.replace(config.qrels, version=qrels_version),
+            answers=answers,
         )
         summary = pipeline.run(
             spark, pinned, strict=strict,

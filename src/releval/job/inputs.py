@@ -3,8 +3,10 @@ then the accounts, the quarantine and strict mode before any output is written."
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -18,8 +20,15 @@ from releval.checks.rules import split_qrels, split_run, typed_qrels, typed_run
 from releval.config import Config
 from releval.core.columns import MALFORMED
 from releval.errors import InputError, QualityError
-from releval.io.readers import RawInput, read_qrels_raw, read_run_raw, source_name
+from releval.io.readers import (
+    RawInput,
+    read_answers_raw,
+    read_qrels_raw,
+    read_run_raw,
+    source_name,
+)
 from releval.io.tables import write_quarantine
+from releval.job.answers import Answers
 from releval.job.counts import Counts
 from releval.job.lineage import source_label
 
@@ -42,7 +51,9 @@ def _empty_error(name: str, src_name: str, filter_: str | None) -> InputError:
 @dataclass(frozen=True)
 class JobInputs:
     """The lazy plans of a job's inputs: ``run`` and ``qrels`` hold every row with the row
-    rules' ``_reason``; ``raw_run``/``raw_qrels`` name malformed TREC lines and number lines."""
+    rules' ``_reason``; ``raw_run``/``raw_qrels`` name malformed TREC lines and number lines;
+    ``answers``, when given, the answers as read (labelled after the evaluation, which
+    tells the run partitions the run has)."""
 
     run: DataFrame
     qrels: DataFrame
@@ -50,6 +61,7 @@ class JobInputs:
     raw_qrels: RawInput
     rank_by: str
     partition_columns: tuple[str, ...]
+    answers: RawInput | None = None
 
 
 def checked_inputs(
@@ -66,11 +78,18 @@ def checked_inputs(
 
 
 def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
-    """The inputs a config names, read raw once and labelled (:func:`checked_inputs`)."""
-    return checked_inputs(
+    """The inputs a config names, read raw once and labelled (:func:`checked_inputs`); the
+    answers of the run partitions the run filter selects, when configured."""
+    inputs = checked_inputs(
         read_run_raw(spark, config.run), read_qrels_raw(spark, config.qrels),
         rank_by=config.run.rank_by, partition_columns=config.run.partition_columns,
     )
+    if config.answers is None:
+        return inputs
+    fields = [inputs.run.schema[c] for c in inputs.partition_columns]
+    answers = read_answers_raw(spark, config.answers, partition_fields=fields,
+                               run_filter=config.run.filter)
+    return dataclasses.replace(inputs, answers=answers)
 
 
 def _fail_on_malformed(account: InputAccount, raw: RawInput) -> None:
@@ -121,6 +140,19 @@ def rejected_rows(inputs: JobInputs) -> DataFrame:
     return run.unionByName(qrels)
 
 
+def rejected_inputs(
+    inputs: JobInputs, report: QualityReport, answers: Answers | None = None
+) -> DataFrame | None:
+    """Every rejected row of the inputs, for the quarantine; None when none was rejected (an
+    input without rejected rows is not read again)."""
+    found = []
+    if report.run.quarantined_total or report.qrels.quarantined_total:
+        found.append(rejected_rows(inputs))
+    if answers is not None and answers.account.quarantined_total:
+        found.append(answers.rejected)
+    return reduce(DataFrame.unionByName, found) if found else None
+
+
 def finish_checks(
     spark: SparkSession,
     config: Config,
@@ -130,6 +162,7 @@ def finish_checks(
     strict: bool | None = None,
     replace: str | None = None,
     job_run_id: str | None = None,
+    answers: Answers | None = None,
 ) -> QualityReport:
     """The job's checks after the evaluation: the accounts, the quarantine, strict mode.
 
@@ -137,9 +170,10 @@ def finish_checks(
         counts: the evaluation's counts (:func:`releval.job.counts.query_counts`).
         strict: overrides ``evaluation.strict`` (``--strict``).
         replace: the outputs' replaceWhere predicate (None: whole tables), the quarantine's too.
+        answers: the answers' evaluation, when the job reads answers.
 
     Raises:
-        AccountingError, InputError: as :func:`account`.
+        AccountingError, InputError: as :func:`account`, and :meth:`Answers.check`.
         QualityError: strict mode and rows were quarantined (after the quarantine is written).
     """
     strict = config.evaluation.strict if strict is None else strict
@@ -149,18 +183,21 @@ def finish_checks(
         run_filter=config.run.filter, qrels_filter=config.qrels.filter,
         quarantine=table or path, strict=strict,
     )
+    if answers is not None:
+        answers.check()
+        report = dataclasses.replace(report, answers=answers.account)
     if path or table:
         write_quarantine(
             # nothing rejected: the inputs are not read again
-            rejected_rows(inputs) if report.quarantined else None,
+            rejected_inputs(inputs, report, answers),
             spark=spark, path=path, table=table,
             partition_fields=[inputs.run.schema[c] for c in inputs.partition_columns],
             output_partition_columns=config.output_partition_columns,
             run_predicate=replace, qrels=qrels_key(config), job_run_id=job_run_id,
+            answers=answers is not None,
         )
     if strict and report.quarantined:
-        reasons = {**{f"run {k}": v for k, v in report.run.quarantined.items()},
-                   **{f"qrels {k}": v for k, v in report.qrels.quarantined.items()}}
+        reasons = {f"{a.name} {k}": v for a in report.inputs for k, v in a.quarantined.items()}
         listed = ", ".join(f"{k} {v}" for k, v in reasons.items())
         raise QualityError(
             f"strict mode: {report.quarantined} input row(s) quarantined ({listed}); "

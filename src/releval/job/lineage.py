@@ -18,9 +18,9 @@ from importlib import metadata
 
 from pyspark.sql import DataFrame, SparkSession
 
-from releval.config import Config, QrelsSource, RunSource
+from releval.config import AnswersSource, Config, QrelsSource, RunSource
 from releval.core.frames import local_frame
-from releval.io import tables
+from releval.io import run_log
 from releval.io.writers import absolute
 
 #: run-log statuses
@@ -49,7 +49,7 @@ def config_hash(config: Config) -> str:
     return hashlib.sha256(canonical_config(config).encode("utf-8")).hexdigest()
 
 
-def source_label(src: RunSource | QrelsSource) -> str:
+def source_label(src: RunSource | QrelsSource | AnswersSource) -> str:
     """``delta:/abs/path`` or ``delta:table:db.name``."""
     if src.table:
         return f"{src.format}:table:{src.table}"
@@ -57,7 +57,9 @@ def source_label(src: RunSource | QrelsSource) -> str:
     return f"{src.format}:{path if '://' in path else os.path.abspath(path)}"
 
 
-def input_version(spark: SparkSession, src: RunSource | QrelsSource) -> int | None:
+def input_version(
+    spark: SparkSession, src: RunSource | QrelsSource | AnswersSource
+) -> int | None:
     """The latest Delta version of an input (to pin it for the whole job); None if not Delta."""
     if src.format != "delta":
         return None
@@ -77,7 +79,7 @@ def run_log_location(config: Config) -> tuple[str | None, str | None]:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run-log row (fields: :data:`releval.io.tables.RUN_LOG_SCHEMA`)."""
+    """One run-log row (fields: :data:`releval.io.run_log.RUN_LOG_SCHEMA`)."""
 
     job_run_id: str
     status: str
@@ -102,8 +104,8 @@ class RunRecord:
     error: str | None = None
 
     def to_frame(self, spark: SparkSession) -> DataFrame:
-        """A one-row DataFrame of :data:`releval.io.tables.RUN_LOG_SCHEMA`."""
+        """A one-row DataFrame of :data:`releval.io.run_log.RUN_LOG_SCHEMA`."""
         values = dataclasses.asdict(self)
         values["partitions"] = [dict(p) for p in self.partitions]
-        return local_frame(spark, [tuple(values[f.name] for f in tables.RUN_LOG_SCHEMA.fields)],
-                           tables.RUN_LOG_SCHEMA)
+        return local_frame(spark, [tuple(values[f.name] for f in run_log.RUN_LOG_SCHEMA.fields)],
+                           run_log.RUN_LOG_SCHEMA)

@@ -21,7 +21,7 @@ from releval.job.inputs import qrels_key
 from releval.job.partitions import quote_identifier, quote_literal
 
 #: The kinds of table a config writes.
-KINDS = ("per_query", "aggregate", "quarantine", "run_log", "comparison")
+KINDS = ("per_query", "aggregate", "quarantine", "run_log", "comparison", "attribution")
 
 #: A step: (session, kind, path, table, config) -> None; changes one table in place.
 Step = Callable[[SparkSession, str, str | None, str | None, Config], None]
@@ -113,12 +113,25 @@ def _add_depth(
     )
 
 
+def _add_answer_score(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """3 -> 4, per-query: add the nullable ``answer_score`` column (the answers input); old
+    rows hold null, as rows of a job without answers do. The attribution table is new."""
+    comment = quote_literal(tables.PER_QUERY_COMMENTS[S.ANSWER_SCORE])
+    spark.sql(
+        f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS "
+        f"({quote_identifier(S.ANSWER_SCORE)} DOUBLE COMMENT {comment})"
+    )
+
+
 #: version found -> ({kind: step}, next version); a kind without a step only moves its version.
 STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "0": ({"per_query": _add_job_run_id, "aggregate": _add_job_run_id}, "1"),
     "1": ({"per_query": _add_negative_labels, "aggregate": _add_intervals,
            "quarantine": _quarantine_by_run_partition}, "2"),
     "2": ({"per_query": _add_depth, "aggregate": _add_depth}, "3"),
+    "3": ({"per_query": _add_answer_score}, "4"),
 }
 
 

@@ -22,8 +22,10 @@ from releval.core.measures import Measure, parse_measures
 from releval.core.measures.judged import with_judged_measures
 from releval.io import tables
 from releval.io.atomic import read_table
+from releval.job.answers import job_answers, retrieval_measure, with_retrieval_measure
 from releval.job.counts import query_counts
 from releval.job.inputs import JobInputs, finish_checks, job_inputs
+from releval.job.persisted import keeper, materialize
 from releval.job.summary import Summary, aggregate_order
 from releval.runtime.jvm import explain_string
 from releval.runtime.profile import Phases
@@ -173,13 +175,18 @@ def _partition_fields(run: DataFrame, columns: Sequence[str]) -> list[T.StructFi
 
 
 def job_measures(config: Config) -> list[Measure]:
-    """The measures a job computes: the configured ones plus Judged@k for each cutoff."""
+    """The measures a job computes: the configured ones, the answers' retrieval measure
+    (``answers.retrieved_by``) when answers are configured and it is not among them, and
+    Judged@k for each cutoff."""
+    level = config.evaluation.relevance_level
     measures = parse_measures(
-        config.evaluation.measures,
-        relevance_level=config.evaluation.relevance_level,
+        config.evaluation.measures, relevance_level=level,
         judged_only=config.evaluation.judged_only,
     )
-    return with_judged_measures(measures, relevance_level=config.evaluation.relevance_level)
+    if config.answers is not None:
+        measure = retrieval_measure(config.answers.retrieved_by, relevance_level=level)
+        measures = with_retrieval_measure(measures, measure)
+    return with_judged_measures(measures, relevance_level=level)
 
 
 def evaluate_inputs(
@@ -207,29 +214,6 @@ def evaluate_inputs(
         ledger=True,
         keep=keep,
     )
-
-
-def keeper(kept: list[DataFrame]) -> Callable[[DataFrame], DataFrame]:
-    """The ``keep`` of :func:`evaluate`: persist the engine's result, which the steps after it
-    read more than once, and read it as one partition per core (it holds a row or two per
-    query, and a task per shuffle partition would cost more than its rows). Each persisted
-    DataFrame is appended to ``kept``, to be unpersisted when done."""
-
-    def keep(df: DataFrame) -> DataFrame:
-        kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
-        return kept[-1].coalesce(df.sparkSession.sparkContext.defaultParallelism)
-
-    return keep
-
-
-def materialize(kept: Sequence[DataFrame]) -> None:
-    """Build the engine's persisted result (the first of ``kept``) in one pass of its own.
-
-    The first plan that reads it reads it twice (the queries' rows and, for the missing
-    queries, the run partitions), and adaptive execution would compute a cache that is not
-    built yet once for each read, the engine's work twice over."""
-    if kept:
-        kept[0].count()
 
 
 def _evaluate_job(
@@ -312,15 +296,20 @@ def run(
                 measures=measures, intervals=config.intervals,
             )
         counts = found.queries
+        answers = None
+        if inputs.answers is not None:
+            with phases.phase("answers"):
+                answers = job_answers(config, inputs, queries, found.run_ledger, measures, kept)
         with phases.phase("quarantine"):
             report = finish_checks(
                 spark, config, inputs, found, strict=strict, replace=write.predicate,
-                job_run_id=write.job_run_id,
+                job_run_id=write.job_run_id, answers=answers,
             )
         pause("before_write")
         with phases.phase("write per-query"):
             per_query_written = tables.write_per_query(
-                long_format(queries, partition_columns=parts, measures=measures),
+                long_format(answers.per_query(queries) if answers else queries,
+                            partition_columns=parts, measures=measures),
                 rows=(counts["scored"] + counts["missing"]) * len(measures),
                 path=config.output.per_query_path, table=config.output.per_query_table,
                 partition_fields=part_fields, output_partition_columns=out_parts,
@@ -347,6 +336,16 @@ def run(
             )
         if then is not None:
             then(Results(queries, tuple(measures), tuple(parts), aggregate_rows))
+        attribution: tuple[Row, ...] = ()
+        attribution_written = None
+        path, table = config.located("attribution")
+        if answers is not None and (path or table):
+            with phases.phase("write attribution"):
+                attribution, attribution_written = tables.write_attribution(
+                    spark, answers.rows, path=path, table=table, partition_fields=part_fields,
+                    output_partition_columns=out_parts, predicate=write.predicate,
+                    job_run_id=write.job_run_id,
+                )
         # the qrels' highest used label, from the engine's qrels ledger
         binary_labels = (report.qrels.used_max or 0) <= 1
     finally:
@@ -377,6 +376,9 @@ def run(
         measures=tuple(measures),
         quality=report,
         aggregate=tuple(sorted(aggregate_rows, key=aggregate_order(parts))),
+        attribution=attribution,
+        attribution_rows=attribution_written.rows if attribution_written else None,
+        attribution_version=attribution_written.version if attribution_written else None,
     )
 
 

@@ -1,9 +1,12 @@
-"""A synthetic search log and graded qrels, generated with a fixed seed: several systems over
-several days, log-style columns (``item_id``), graded labels 0-3, many unjudged documents.
+"""A synthetic search log, graded qrels and answer scores, generated with a fixed seed: several
+systems over several days, log-style columns (``item_id``), graded labels 0-3, many unjudged
+documents, and for each served query an answer score whose correctness depends on whether
+the evidence (a document labelled 3) was in the top 5, plus noise.
 
 ``make sample`` writes them where ``conf/local.toml`` points: the search log to
 ``warehouse/sample/search_log`` (not ``run_log``: that is the name of the job's own run log,
-releval.job.lineage) and the qrels to ``warehouse/sample/qrels``."""
+releval.job.lineage), the qrels to ``warehouse/sample/qrels`` and the answers to
+``warehouse/sample/answers``."""
 
 from __future__ import annotations
 
@@ -69,19 +72,51 @@ def generate(shape: SampleShape = SampleShape()) -> tuple[pd.DataFrame, pd.DataF
     return run, qrels
 
 
+#: The answer's evidence: a document of at least this label within this rank (the measure
+#: Hit(rel=3)@5, conf/local.toml's answers.retrieved_by)
+EVIDENCE_LABEL, EVIDENCE_DEPTH = 3, 5
+#: P(the answer is correct) when the evidence was retrieved, and when not
+CORRECT_WITH_EVIDENCE, CORRECT_WITHOUT_EVIDENCE = 0.85, 0.25
+
+
+def generate_answers(run: pd.DataFrame, qrels: pd.DataFrame, shape: SampleShape = SampleShape()
+                     ) -> pd.DataFrame:
+    """One answer score in [0, 1] per served (system, date, query): correct with a
+    probability that depends on whether the evidence was retrieved, the score
+    near 0.85 when correct and near 0.2 when wrong; its own seeded generator, so the search
+    log and the qrels are the same with or without answers."""
+    rng = np.random.default_rng(shape.seed + 1)
+    relevant = qrels.loc[qrels["relevance"] >= EVIDENCE_LABEL, ["query_id", "doc_id"]]
+    top = run.loc[run["position"] <= EVIDENCE_DEPTH, ["system", "date", "query_id", "item_id"]]
+    hits = top.merge(relevant, left_on=["query_id", "item_id"], right_on=["query_id", "doc_id"])
+    keys = ["system", "date", "query_id"]
+    answers = run[keys].drop_duplicates().sort_values(keys).reset_index(drop=True)
+    hit = answers.merge(hits[keys].drop_duplicates().assign(hit=True), on=keys, how="left")
+    retrieved = hit["hit"].notna().to_numpy()
+    chance = np.where(retrieved, CORRECT_WITH_EVIDENCE, CORRECT_WITHOUT_EVIDENCE)
+    correct = rng.random(len(answers)) < chance
+    score = np.where(correct, rng.normal(0.85, 0.1, len(answers)),
+                     rng.normal(0.2, 0.15, len(answers)))
+    answers["answer_score"] = np.clip(score, 0.0, 1.0).round(3)
+    return answers
+
+
 def write_sample(spark: SparkSession, *, run_path: str, qrels_path: str,
-                 shape: SampleShape = SampleShape()) -> tuple[int, int]:
-    """Generate the sample and write it as Delta tables (replacing what was there).
+                 answers_path: str | None = None, shape: SampleShape = SampleShape()
+                 ) -> tuple[int, int, int]:
+    """Generate the sample and write it as Delta tables (replacing what was there); the
+    answers only with ``answers_path``.
 
     Returns:
-        (run rows, qrels rows) written.
+        (run rows, qrels rows, answers rows) written.
     """
     run, qrels = generate(shape)
-    # through Arrow: the rows go to the JVM as they are, with no Python task
-    run_df: DataFrame = spark.createDataFrame(pa.Table.from_pandas(run, preserve_index=False))
-    qrels_df: DataFrame = spark.createDataFrame(pa.Table.from_pandas(qrels, preserve_index=False))
-    (run_df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-     .partitionBy("system", "date").save(run_path))
-    (qrels_df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-     .partitionBy("qrels_version").save(qrels_path))
-    return len(run), len(qrels)
+    frames = [(run, run_path, ("system", "date")), (qrels, qrels_path, ("qrels_version",))]
+    if answers_path:
+        frames.append((generate_answers(run, qrels, shape), answers_path, ("system", "date")))
+    for frame, path, parts in frames:
+        # through Arrow: the rows go to the JVM as they are, with no Python task
+        df: DataFrame = spark.createDataFrame(pa.Table.from_pandas(frame, preserve_index=False))
+        (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+         .partitionBy(*parts).save(path))
+    return len(run), len(qrels), len(frames[2][0]) if answers_path else 0

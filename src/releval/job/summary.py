@@ -11,6 +11,7 @@ from releval.checks.accounts import QualityReport
 from releval.config import IntervalSettings
 from releval.core import columns as S
 from releval.core.measures import Measure
+from releval.stats.attribution import CELLS, NO_QRELS, SHARED_CELLS
 from releval.stats.intervals import FEW_QUERIES
 
 #: Measures that gain nothing from graded labels when every label is 0/1 (or negative).
@@ -117,6 +118,10 @@ class Summary:
     rows_beyond_depth: int = 0
     #: the aggregate table's rows this job wrote (a few per run partition), as written
     aggregate: tuple[Row, ...] = ()
+    #: the attribution table's rows this job wrote (five per run partition with answers)
+    attribution: tuple[Row, ...] = ()
+    attribution_rows: int | None = None
+    attribution_version: int | None = None
 
     def overview(self, measure_keys: Sequence[str], partition_columns: Sequence[str]) -> str:
         """The rows written as a table for people (:func:`render_overview`)."""
@@ -126,10 +131,14 @@ class Summary:
 
     def render(self) -> str:
         missing_rule = "scored 0, in means" if self.missing_queries == "zero" else "skipped"
+        answers = self.quality.answers if self.quality is not None else None
+        read = f", answers {answers.input}" if answers is not None else ""
+        wrote = (f", attribution {self.attribution_rows}"
+                 if self.attribution_rows is not None else "")
         lines = [
             "releval job summary",
-            f"  input rows: run {self.run_rows}, qrels {self.qrels_rows}; rows written: "
-            f"per-query {self.per_query_rows}, aggregate {self.aggregate_rows}",
+            f"  input rows: run {self.run_rows}, qrels {self.qrels_rows}{read}; rows written: "
+            f"per-query {self.per_query_rows}, aggregate {self.aggregate_rows}{wrote}",
             f"  run partitions evaluated: {self.run_partitions}; queries scored (run partition "
             f"x query): {self.queries_scored}",
             f"  run queries without qrels (not scored): {self.queries_without_qrels}; qrels "
@@ -161,6 +170,7 @@ class Summary:
             binary_labels=self.binary_labels,
             measures=self.measures,
         )
+        lines += render_attribution(self.attribution)
         return "\n".join(lines)
 
 
@@ -188,7 +198,11 @@ def render_overview(
         if row[S.MEASURE_KEY] in measure_keys and row[S.VALUE] is not None:
             line[row[S.MEASURE_KEY]] = round(float(row[S.VALUE]), 4)
     header = [*parts, S.NUM_QUERIES, *measure_keys]
-    cells = [[_cell(line.get(h)) for h in header] for line in table.values()]
+    return text_table(header, [[_cell(line.get(h)) for h in header] for line in table.values()])
+
+
+def text_table(header: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
+    """Rows of cells under a header, as a text table with rules."""
     widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(header)]
     rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
 
@@ -196,6 +210,51 @@ def render_overview(
         return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)) + " |"
 
     return "\n".join([rule, fmt(header), rule, *(fmt(c) for c in cells), rule])
+
+
+#: The run partitions the summary's attribution names (the table holds them all).
+SHOWN_ATTRIBUTION = 30
+
+
+def render_attribution(rows: Sequence[Row], *, shown: int = SHOWN_ATTRIBUTION) -> list[str]:
+    """The attribution rows a job wrote (already on the driver) as summary lines: the
+    thresholds, then one line per run partition (the first ``shown``) with the share of each
+    cell of the attributed queries, the no_qrels count and Kendall's tau-b (empty without
+    rows)."""
+    if not rows:
+        return []
+    first = rows[0]
+    fields = list(first.asDict())
+    parts = fields[: fields.index(S.CELL)]  # the run partition columns come first
+    by_partition: dict[tuple[object, ...], dict[str, Row]] = {}
+    for row in rows:
+        by_partition.setdefault(tuple(row[c] for c in parts), {})[row[S.CELL]] = row
+    header = [*parts, S.ATTRIBUTED, *CELLS, S.KENDALL_TAU_B]
+    cells = []
+    ordered = sorted(by_partition, key=lambda k: tuple((v is not None, "" if v is None else v)
+                                                      for v in k))
+    for key in ordered[:shown]:
+        cell = by_partition[key]
+        any_row = next(iter(cell.values()))
+        shares = [_share(cell.get(c)) for c in SHARED_CELLS]
+        no_qrels = cell.get(NO_QRELS)
+        tau = any_row[S.KENDALL_TAU_B]
+        cells.append([*(_cell(v) for v in key), str(any_row[S.ATTRIBUTED]), *shares,
+                      str(no_qrels[S.QUERIES] if no_qrels else 0),
+                      "NULL" if tau is None else f"{tau:.3f}"])
+    lines = [
+        f"  retrieval and the answer: evidence retrieved when {first[S.RETRIEVED_BY_MEASURE]} >= "
+        f"{first[S.RETRIEVED_AT]:g}, correct when answer_score >= {first[S.CORRECT_AT]:g}; "
+        "share of the attributed queries (answered, with qrels) per cell, no_qrels counted "
+        "apart (attribution table: intervals, mean scores)",
+    ]
+    more = len(ordered) - shown
+    tail = [f"  and {more} more run partition(s): the attribution table"] if more > 0 else []
+    return lines + ["  " + line for line in text_table(header, cells).splitlines()] + tail
+
+
+def _share(row: Row | None) -> str:
+    return "NULL" if row is None or row[S.SHARE] is None else f"{row[S.SHARE]:.1%}"
 
 
 def _cell(value: object) -> str:

@@ -1,0 +1,205 @@
+"""The result of :func:`releval.evaluate`: its tables, accounts and writes, computed when used."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from releval.checks.accounts import QualityReport
+from releval.config import DATAFRAME
+from releval.core.engine import long_format
+from releval.core.frames import local_frame
+from releval.errors import ConfigError
+from releval.io import tables
+from releval.job import answers as job_answers
+from releval.job.counts import Counts, query_counts
+from releval.job.inputs import JobInputs, account, rejected_rows
+from releval.job.persisted import materialize
+from releval.job.pipeline import Evaluation
+from releval.stats.aggregate import bootstrap, rows
+from releval.stats.attribution import Thresholds
+
+
+@dataclass(frozen=True)
+class Result:
+    """An evaluation on DataFrames: lazy until one of its tables or its accounts is used.
+
+    Attributes:
+        per_query: one row per (run partition, query, measure): the per-query table's
+            schema (``job_run_id`` null).
+        quarantine: one row per rejected input row, with the reason: the quarantine
+            table's schema.
+        attribution: with ``answers=``, one row per (run partition, cell of retrieval x
+            answer): the attribution table's schema.
+    """
+
+    evaluation: Evaluation
+    inputs: JobInputs
+    missing_queries: str
+    run_name: str
+    qrels_name: str
+    persisted: list[DataFrame] = field(default_factory=list)
+    #: the answers' thresholds and the retrieval measure's index (with ``answers=``)
+    thresholds: Thresholds | None = None
+    retrieval_index: int = 0
+
+    @property
+    def per_query(self) -> DataFrame:
+        return tables.per_query_rows(self._long, partition_columns=self.inputs.partition_columns,
+                                     job_run_id=None)
+
+    @property
+    def _long(self) -> DataFrame:
+        """The per-query rows without ``job_run_id``, with the answer scores when answered."""
+        if self._answers is None:
+            return self.evaluation.per_query
+        return long_format(self._answers.per_query(self.evaluation.queries),
+                           partition_columns=self.inputs.partition_columns,
+                           measures=self.evaluation.measures)
+
+    @property
+    def quarantine(self) -> DataFrame:
+        fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
+        return tables.quarantine_rows(self._rejected, partition_fields=fields,
+                                      qrels=self.qrels_name, job_run_id=None)
+
+    @property
+    def _rejected(self) -> DataFrame:
+        """Every rejected input row: the run's and the qrels' (a scan of their own), the
+        answers' when given."""
+        rejected = rejected_rows(self.inputs)
+        if self._answers is None:
+            return rejected
+        return rejected.unionByName(self._answers.rejected)
+
+    @cached_property
+    def _answers(self) -> job_answers.Answers | None:
+        if self.inputs.answers is None or self.thresholds is None:
+            return None
+        return job_answers.evaluate_answers(
+            self.inputs.answers, name=DATAFRAME, queries=self.evaluation.queries,
+            qrels=self.inputs.qrels, run_partitions=self._counts.run_ledger.keys(),
+            partition_columns=self.inputs.partition_columns, index=self.retrieval_index,
+            settings=self.thresholds, kept=self.persisted,
+        )
+
+    @cached_property
+    def _counts(self) -> Counts:
+        materialize(self.persisted)
+        return query_counts(
+            self.evaluation.queries, list(self.inputs.partition_columns),
+            missing_queries=self.missing_queries, measures=self.evaluation.measures,
+            intervals=self.evaluation.intervals,
+        )
+
+    @cached_property
+    def accounts(self) -> QualityReport:
+        """The row accounting of the inputs: ``input = used + quarantined`` (checked)."""
+        report = account(self.inputs, self._counts, run_name=self.run_name,
+                         qrels_name=self.qrels_name)
+        if self._answers is None:
+            return report
+        self._answers.check()
+        return dataclasses.replace(report, answers=self._answers.account)
+
+    @cached_property
+    def _aggregate_rows(self) -> list[dict[str, Any]]:
+        self.accounts  # noqa: B018 - the same aggregation; its check comes first
+        ev, parts = self.evaluation, list(self.inputs.partition_columns)
+        boot = (bootstrap(ev.queries, measures=ev.measures, partition_columns=parts,
+                          intervals=ev.intervals)
+                if ev.intervals.method == "bootstrap" else None)
+        return rows(self._counts.sums, measures=ev.measures, partition_columns=parts,
+                    intervals=ev.intervals, bootstrap=boot)
+
+    @cached_property
+    def aggregate(self) -> DataFrame:
+        """One row per (run partition, measure, averaging): the aggregate table's schema
+        (``job_run_id`` null). Computed when first read, with :attr:`accounts`."""
+        fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
+        schema = tables.aggregate_schema(fields)
+        return local_frame(
+            self.evaluation.queries.sparkSession,
+            [tuple(r.get(f.name) for f in schema.fields) for r in self._aggregate_rows], schema,
+        )
+
+    @cached_property
+    def attribution(self) -> DataFrame:
+        """One row per (run partition, cell of retrieval x answer): the attribution table's
+        schema (``job_run_id`` null). Computed when first read, with :attr:`accounts`;
+        a ConfigError without ``answers=``."""
+        if self._answers is None:
+            raise ConfigError("no attribution: releval.evaluate was given no answers= DataFrame")
+        self.accounts  # noqa: B018 - the answers' checks come first
+        fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
+        schema = tables.attribution_schema(fields)
+        return local_frame(
+            self.evaluation.queries.sparkSession,
+            [tuple(r.get(f.name) for f in schema.fields) for r in self._answers.rows], schema,
+        )
+
+    def unpersist(self, blocking: bool = False) -> None:
+        """Drop what the evaluation keeps in Spark's cache (its per-query rows, a few per
+        query) once the result is no longer needed."""
+        for df in reversed(self.persisted):
+            df.unpersist(blocking)
+
+    def write(
+        self,
+        *,
+        per_query: str | None = None,
+        aggregate: str | None = None,
+        quarantine: str | None = None,
+        attribution: str | None = None,
+        catalog: bool = False,
+    ) -> None:
+        """Write the tables asked for as Delta tables, replacing their contents.
+
+        Args:
+            per_query, aggregate, quarantine, attribution: where each goes: a path, or with
+                ``catalog`` a table name; None: not written.
+            catalog: the names are catalog tables, not paths.
+
+        Example:
+            >>> run = spark.createDataFrame([("q1", "a", 1.0)], "query_id string, doc_id string, score double")
+            >>> qrels = spark.createDataFrame([("q1", "a", 1)], "query_id string, doc_id string, relevance int")
+            >>> evaluate(run, qrels, measures=["P@1"]).write(per_query=str(tmp / "per_query"))
+            >>> spark.read.format("delta").load(str(tmp / "per_query")).count()
+            2
+        """
+        fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
+
+        def where(name: str | None) -> dict[str, str | None]:
+            return {"path": None, "table": name} if catalog else {"path": name, "table": None}
+
+        if per_query:
+            counts = self._counts.queries
+            tables.write_per_query(
+                self._long,
+                rows=(counts["scored"] + counts["missing"]) * len(self.evaluation.measures),
+                **where(per_query), partition_fields=fields,
+                output_partition_columns=(), predicate=None, job_run_id=None,
+            )
+        if aggregate:
+            tables.write_aggregate(
+                self.evaluation.queries.sparkSession, self._aggregate_rows,
+                **where(aggregate), partition_fields=fields, output_partition_columns=(),
+                predicate=None, job_run_id=None,
+            )
+        if quarantine:
+            tables.write_quarantine(
+                self._rejected, spark=self.evaluation.queries.sparkSession,
+                **where(quarantine), partition_fields=fields, output_partition_columns=(),
+                run_predicate=None, qrels=self.qrels_name, answers=self._answers is not None,
+            )
+        if attribution:
+            self.attribution  # noqa: B018 - the checks, before anything is written
+            tables.write_attribution(
+                self.evaluation.queries.sparkSession, self._answers.rows if self._answers else (),
+                **where(attribution), partition_fields=fields, output_partition_columns=(),
+                predicate=None, job_run_id=None,
+            )
