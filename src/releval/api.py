@@ -318,7 +318,7 @@ def compare(
 
 def measures() -> list[dict[str, Any]]:
     """The measures releval computes: name, aliases, cutoff rule, parameters (name -> default,
-    None if required), formula, averagings.
+    None if required), formula, averagings, bounds (the range of a query's value, or None).
 
     Example:
         >>> next(m for m in measures() if m["name"] == "P")["cutoff"]
@@ -327,7 +327,7 @@ def measures() -> list[dict[str, Any]]:
     return [
         {"name": s.name, "aliases": list(s.aliases), "cutoff": s.cutoff,
          "parameters": dict(s.params), "formula": s.description,
-         "averaging": list(s.averaging)}
+         "averaging": list(s.averaging), "bounds": s.bounds}
         for s in REGISTRY.values()
     ]
 

@@ -58,8 +58,10 @@ AGGREGATE_COMMENTS = {
         "null for micro and sum rows and when num_queries < 2."
     ),
     C.CI_METHOD: (
-        "How the interval was computed: t (Student t over queries) or bootstrap "
-        "(percentile, Poisson bootstrap over queries); null for micro and sum rows."
+        "How the interval was computed: t (Student t over queries); t-clipped (the t "
+        "interval cut at the measure's range, e.g. [0, 1]); wilson (Wilson's score interval: "
+        "a measure in [0, 1] whose every per-query value is 0 or 1, e.g. Hit@k); bootstrap "
+        "(percentile, Poisson bootstrap over queries). Null for micro and sum rows."
     ),
     C.CI_LEVEL: "Coverage of the interval, e.g. 0.95; null for micro and sum rows.",
 }
