@@ -172,8 +172,8 @@ def test_an_old_schema_version_is_refused_until_migrated(
     log = read(spark, str(tmp_path / "out" / "run_log"))
     assert [tuple(r) for r in log.select(S.JOB_RUN_ID, "status").collect()] == [("refused", "failed")]
 
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["0", "1", "2"]
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["2"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["0", "1", "2", "3"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["3"]
     run_job(spark, config, select(f"date={D27}"), job_run_id="migrated")
     table = read(spark, pq)
     assert table.columns[-2:] == [S.JOB_RUN_ID, S.NEGATIVE_LABELS]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from releval.config.parse import (
     IDENTIFIER,
     MEMORY_SIZE,
+    check_comparison,
     check_unknown_keys,
     config_from_dict,
     key_line,
@@ -55,6 +56,7 @@ __all__ = [
     "SparkSettings",
     "TESTS",
     "URI_SCHEME",
+    "check_comparison",
     "check_unknown_keys",
     "config_from_dict",
     "key_line",

@@ -66,6 +66,8 @@ PERMUTATIONS = "permutations"
 SEED = "seed"
 BASELINE_JOB_RUN_ID = "baseline_job_run_id"
 CANDIDATE_JOB_RUN_ID = "candidate_job_run_id"
+MIN_DETECTABLE_DIFF = "min_detectable_diff"
+QUERIES_NEEDED = "queries_needed"
 #: The measure columns shared by the per-query, aggregate and comparison tables.
 MEASURE_COLUMNS = (MEASURE, CUTOFF, REL_LEVEL, JUDGED_ONLY, MEASURE_KEY)
 

@@ -137,6 +137,18 @@ COMPARISON_COMMENTS = {
     C.SEED: "Seed of the randomization test (hashed with each query id).",
     C.BASELINE_JOB_RUN_ID: "Evaluation run that wrote the baseline's per-query rows (run log).",
     C.CANDIDATE_JOB_RUN_ID: "Evaluation run that wrote the candidate's per-query rows (run log).",
+    C.MIN_DETECTABLE_DIFF: (
+        "Smallest true mean difference the two-sided paired t-test at alpha (before "
+        "correction) detects with probability comparison.power at num_pairs: d_min (noncentral "
+        "t) times the standard deviation of the differences; null when that deviation is 0 or "
+        "below 2 pairs. Not significant with a large value: too few queries to tell."
+    ),
+    C.QUERIES_NEEDED: (
+        "Pairs the same t-test needs to detect a true difference of "
+        "comparison.effect_of_interest with probability comparison.power, at this row's "
+        "standard deviation of the differences; null when it is undefined (deviation 0, "
+        "below 2 pairs)."
+    ),
 }
 
 
