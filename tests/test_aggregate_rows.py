@@ -29,8 +29,8 @@ def test_rows_from_the_sums_by_hand():
     #   relevant; num_rel: 5 + 5 + 5 + 5 = 20
     sd = math.sqrt(0.08 / 3)
     per_measure = (
-        {"mean": 0.4, "sd": sd, "rel_ret": 8},  # P@5
-        {"mean": 0.5, "sd": 0.0, "rel_ret": 9, "rel": 20},  # R@10
+        {"mean": 0.4, "sd": sd, "nonbinary": 4, "rel_ret": 8},  # P@5
+        {"mean": 0.5, "sd": 0.0, "nonbinary": 4, "rel_ret": 9, "rel": 20},  # R@10
         {"sum": 20.0},  # num_rel
     )
     # (evaluated at depth 100: the setting each row carries)
@@ -76,8 +76,8 @@ def test_rows_from_the_sums_by_hand():
 def test_one_query_has_no_interval_and_a_zero_denominator_gives_zero():
     measures = parse_measures(["P@5", "R@10"])
     one = summed({"date": None, S.NEGATIVE_LABELS: "judged", S.DEPTH: None}, 1,
-                 {"mean": 0.2, "sd": 0.0, "rel_ret": 1},
-                 {"mean": 0.0, "sd": 0.0, "rel_ret": 0, "rel": 0})
+                 {"mean": 0.2, "sd": 0.0, "nonbinary": 1, "rel_ret": 1},
+                 {"mean": 0.0, "sd": 0.0, "nonbinary": 0, "rel_ret": 0, "rel": 0})
     got = {(r[S.MEASURE_KEY], r[S.AVERAGING]): r
            for r in rows(one, measures=measures, partition_columns=["date"],
                          intervals=IntervalSettings(level=0.9))}
@@ -87,3 +87,46 @@ def test_one_query_has_no_interval_and_a_zero_denominator_gives_zero():
     assert got["R@10", "micro"][S.VALUE] == 0.0
     assert got["P@5", "micro"][S.VALUE] == pytest.approx(1 / 5)
     assert got["P@5", "macro"]["date"] is None and got["P@5", "macro"][S.DEPTH] is None
+
+
+def macro_row(measure: str, n: int, sums: dict) -> dict:
+    """The macro row of one measure of one run partition, from its sums."""
+    made = rows(summed({"system": "a", S.NEGATIVE_LABELS: "unjudged", S.DEPTH: None}, n, sums),
+                measures=parse_measures([measure]), partition_columns=["system"])
+    (row,) = [r for r in made if r[S.AVERAGING] == "macro"]
+    return row
+
+
+def test_values_all_0_or_1_get_wilsons_interval():
+    # Hit@10 = 1 on 99 of 100 queries: mean 0.99, sd = sqrt(0.99 * 0.01 * 100 / 99) = 0.1.
+    # t: 0.99 +- t_{0.975,99} * 0.1 / 10 = 0.99 +- 1.984217 * 0.01 = [0.970158, 1.009842],
+    # past 1. Wilson, z = 1.959964, z^2/n = 0.0384146:
+    #   center = (0.99 + 0.0192073) / 1.0384146 = 0.9718732
+    #   half = z * sqrt(0.99 * 0.01 / 100 + 0.0384146 / 400) / 1.0384146 = 0.0263594
+    #   [0.9455138, 0.9982326]
+    # All 20 queries 1 (P@1 = 1 everywhere): t has width 0; Wilson [20 / (20 + z^2), 1]
+    hit = macro_row("Hit@10", 100, {"mean": 0.99, "sd": 0.1, "nonbinary": 0, "rel_ret": 99})
+    assert (hit[S.CI_LOW], hit[S.CI_HIGH]) == pytest.approx((0.9455138, 0.9982326), abs=1e-7)
+    assert (hit[S.CI_METHOD], hit[S.CI_LEVEL]) == ("wilson", 0.95)
+    ones = macro_row("P@1", 20, {"mean": 1.0, "sd": 0.0, "nonbinary": 0, "rel_ret": 20})
+    assert (ones[S.CI_LOW], ones[S.CI_HIGH], ones[S.CI_METHOD]) == (
+        pytest.approx(20 / (20 + 1.959963984540054**2)), 1.0, "wilson")
+    assert ones[S.CI_LOW] == pytest.approx(0.8388748, abs=1e-7)
+
+
+def test_a_t_interval_past_the_measures_range_is_clipped():
+    # P@5 of 5 queries: 0.2, 0, 0, 0, 0: mean 0.04, deviations 0.16, -0.04 x 4,
+    # s^2 = (0.0256 + 4 * 0.0016) / 4 = 0.008; half = t_{0.975,4} * sqrt(0.008 / 5)
+    # = 2.776445 * 0.04 = 0.1110578: [-0.0710578, 0.1510578] -> [0, 0.1510578]
+    sd = math.sqrt(0.008)
+    p5 = macro_row("P@5", 5, {"mean": 0.04, "sd": sd, "nonbinary": 1, "rel_ret": 1})
+    assert (p5[S.CI_LOW], p5[S.CI_HIGH]) == (0.0, pytest.approx(0.04 + 0.1110578, abs=1e-7))
+    assert p5[S.CI_METHOD] == "t-clipped"
+    # the same sums for utility, which has no bounds: the t interval as it is
+    u = macro_row("utility", 5, {"mean": 0.04, "sd": sd, "nonbinary": 1, "rel_ret": 1})
+    assert (u[S.CI_LOW], u[S.CI_METHOD]) == (
+        pytest.approx(0.04 - 0.1110578, abs=1e-7), "t")
+    # utility values all 0 or 1 are not a proportion: no Wilson for an unbounded measure
+    u01 = macro_row("utility", 4, {"mean": 0.5, "sd": math.sqrt(1 / 3), "nonbinary": 0,
+                                   "rel_ret": 2})
+    assert u01[S.CI_METHOD] == "t"

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import doctest
+import math
 import random
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 from scipy import stats
+from statsmodels.stats.power import TTestPower
 
 import releval
 from releval import api
@@ -95,7 +98,8 @@ def test_compare_agrees_with_scipy_on_the_same_vectors(spark):
         measures=["nDCG@10", "AP"], partition_by=["system"],
     )
     table = releval.compare(result.per_query, baseline="system=bm25",
-                            candidates=[{"system": "dense"}], permutations=2000)
+                            candidates=[{"system": "dense"}], permutations=2000, alpha=0.1,
+                            power=0.9, effect_of_interest=0.05)
     rows = {r[S.MEASURE_KEY]: r for r in table.collect()}
     per_query = {(r["system"], r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE]
                  for r in result.per_query.collect()}
@@ -108,6 +112,22 @@ def test_compare_agrees_with_scipy_on_the_same_vectors(spark):
         assert row[S.CANDIDATE] == "system=dense" and row[S.NUM_PAIRS] == len(queries)
         assert row[S.MEAN_DIFF] == pytest.approx(sum(cand) / len(cand) - sum(base) / len(base))
         assert row[S.T_P_VALUE] == pytest.approx(test.pvalue, rel=1e-9)
+        # the power figures at alpha 0.1 and power 0.9, against statsmodels
+        sd = float(np.std(np.subtract(cand, base), ddof=1))
+        solve = TTestPower().solve_power
+        d_min = solve(effect_size=None, nobs=len(queries), alpha=0.1, power=0.9,
+                      alternative="two-sided")
+        assert row[S.MIN_DETECTABLE_DIFF] == pytest.approx(float(np.squeeze(d_min)) * sd,
+                                                           rel=1e-4)
+        needed = solve(effect_size=0.05 / sd, nobs=None, alpha=0.1, power=0.9,
+                       alternative="two-sided")
+        assert row[S.QUERIES_NEEDED] == math.ceil(float(np.squeeze(needed)))
+    for bad, message in [({"power": 1.0}, "comparison.power = 1.0"),
+                         ({"effect_of_interest": 0.0}, "comparison.effect_of_interest = 0.0"),
+                         ({"correction": "bonferroni"}, "comparison.correction = 'bonferroni'")]:
+        with pytest.raises(ConfigError, match=re.escape(f"releval.compare: {message}")):
+            releval.compare(result.per_query, baseline="system=bm25",
+                            candidates=["system=dense"], **bad)
 
 
 def test_rejected_rows_are_quarantined_and_accounted(spark):

@@ -47,7 +47,8 @@ def test_compare_run_files_prints_the_comparison_and_writes_three_tables(
     output = tmp_path / "out"
     code, out, _ = run_cli(
         ["compare", "--qrels", files["qrels"], "--run", files["base"], "--run", files["better"],
-         "--run", files["same"], "--measures", "P@1,RR", "--output", str(output)], capsys)
+         "--run", files["same"], "--measures", "P@1,RR", "--output", str(output),
+         "--power", "0.9", "--effect-of-interest", "0.1"], capsys)
     assert code == 0
     # base and same rank x (judged 0) above r (relevant): P@1 = 0, RR = 1/2; better ranks r
     # first: P@1 = 1, RR = 1; every top 1 is judged: Judged@1 = 1. better wins all 10
@@ -75,6 +76,9 @@ def test_compare_run_files_prints_the_comparison_and_writes_three_tables(
     assert set(comparison["baseline"]) == {"run_id=base"}
     assert {(r.candidate, r.measure_key) for r in comparison.itertuples() if r.significant} == {
         ("run_id=better", "P@1"), ("run_id=better", "RR")}
+    # every difference is the same on all 10 queries (1, 1/2 or 0): no spread, no power
+    assert comparison["min_detectable_diff"].isna().all()
+    assert comparison["queries_needed"].isna().all()
 
 
 def test_parquet_runs_are_named_by_their_files(shared_session, tmp_path, capsys):
@@ -118,6 +122,27 @@ def test_baseline_that_is_no_run_tag(shared_session, files, capsys):
     assert code == 2
     assert err == ["releval: error: --baseline 'bm25' is not the tag of a run; the runs' tags "
                    "are ['base', 'better']"]
+
+
+def test_power_flags_are_checked_before_spark(files, capsys, monkeypatch):
+    def no_spark(*args, **kwargs):
+        raise AssertionError("no SparkSession for a command-line error")
+
+    monkeypatch.setattr("releval.runtime.session.build_session", no_spark)
+    runs = ["--qrels", files["qrels"], "--run", files["base"], "--run", files["better"]]
+    for flags, message in [
+        (["--power", "1.5"], "comparison.power = 1.5; expected a probability strictly between "
+                             "0 and 1, e.g. 0.8"),
+        (["--effect-of-interest", "-0.02"], "comparison.effect_of_interest = -0.02; expected "
+                                            "a difference > 0 in the measure's units, e.g. 0.02"),
+    ]:
+        code, _, err = run_cli(["compare", *runs, *flags], capsys)
+        assert (code, err) == (2, [f"releval: error: command line: {message}"])
+    # a --config comparison takes them from the config's [comparison]
+    code, _, err = run_cli(["compare", "--config", str(ROOT / "conf" / "local.toml"),
+                            "--baseline", "system=bm25", "--candidate", "system=dense",
+                            "--power", "0.9"], capsys)
+    assert code == 2 and "--power compare run files" in err[0]
 
 
 @pytest.mark.parametrize("argv, message", [

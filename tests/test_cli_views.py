@@ -40,7 +40,7 @@ SELECT
   MAX(CASE WHEN measure_key = 'P@5' AND averaging = 'macro' THEN ci_high END) AS p_at_5_ci_high,
   MAX(CASE WHEN measure_key = 'RR' AND averaging = 'macro' THEN ci_low END) AS rr_ci_low,
   MAX(CASE WHEN measure_key = 'RR' AND averaging = 'macro' THEN ci_high END) AS rr_ci_high,
-  MAX(ci_method) AS ci_method,
+  CASE WHEN COUNT(DISTINCT ci_method) > 1 THEN 'mixed' ELSE MAX(ci_method) END AS ci_method,
   MAX(ci_level) AS ci_level,
   MAX(job_run_id) AS job_run_id,
   MAX(negative_labels) AS negative_labels,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from datetime import datetime
 
 import numpy as np
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from statsmodels.stats.power import TTestPower
 
 from releval.config import ComparisonSettings, Config, OutputSettings, QrelsSource, RunSource
 from releval.core import columns as S
@@ -28,7 +30,7 @@ def rows_for(system, values, measure="nDCG@10", date=DATE, run_id=None, ids=None
     m = parse_measures([measure])[0]
     ids = ids or [f"q{i:03d}" for i in range(len(values))]
     return [(system, date, q, m.name, m.cutoff, m.rel_level, False, m.key, float(v), 10, 3, 1,
-             run_id, "unjudged", None) for q, v in zip(ids, values, strict=True)]
+             run_id, "unjudged", None, None) for q, v in zip(ids, values, strict=True)]
 
 
 def side(system, date=DATE):
@@ -48,16 +50,19 @@ def test_equal_and_better_candidates(spark):
     rows = (rows_for("bm25", base) + rows_for("same", base) + rows_for("better", better)
             + rows_for("bm25", base, measure="num_rel"))  # counts are not compared
     per_query = spark.createDataFrame(rows, SCHEMA)
+    settings = dataclasses.replace(SETTINGS, power=0.9, effect_of_interest=0.01)
     result = by_candidate(comparison.compare(
         per_query, baseline=side("bm25"),
         candidates={"same": side("same"), "better": side("better")},
-        missing_queries="zero", settings=SETTINGS))
+        missing_queries="zero", settings=settings))
     assert set(result) == {("same", "nDCG@10"), ("better", "nDCG@10")}
     same = result[("same", "nDCG@10")]
     assert (same[S.MEAN_DIFF], same[S.WINS], same[S.TIES], same[S.LOSSES]) == (0.0, 0, 30, 0)
     assert (same[S.T_P_VALUE], same[S.RANDOMIZATION_P_VALUE]) == (1.0, 1.0)
     assert same[S.EFFECT_SIZE] is None and same[S.SIGNIFICANT] is False
     assert same[S.RANDOMIZATION_P_ADJUSTED] == 1.0
+    # no spread of the differences: nothing to say about power
+    assert (same[S.MIN_DETECTABLE_DIFF], same[S.QUERIES_NEEDED]) == (None, None)
     good = result[("better", "nDCG@10")]
     # mean difference = mean of linspace(0.01, 0.1) = 0.055; all 30 wins
     assert good[S.MEAN_DIFF] == pytest.approx(0.055) and good[S.WINS] == 30
@@ -66,6 +71,17 @@ def test_equal_and_better_candidates(spark):
     assert good[S.RANDOMIZATION_P_ADJUSTED] == pytest.approx(2 / 4001)
     assert good[S.SIGNIFICANT] is True and good[S.EFFECT_SIZE] > 1
     assert good[S.DIFF_CI_LOW] > 0 and good[S.NUM_PAIRS] == 30
+    # d = linspace(0.01, 0.1, 30), step h = 0.09 / 29: s = h * sqrt(30 * 31 / 12) = 0.0273209;
+    # min_detectable_diff = d_min(30 pairs, alpha 0.05, power 0.9) * s, queries_needed the
+    # pairs to detect 0.01 = 0.366 s with power 0.9 (statsmodels' TTestPower)
+    s = 0.09 / 29 * (30 * 31 / 12) ** 0.5
+    assert s == pytest.approx(0.0273209, abs=1e-7)
+    solve = TTestPower().solve_power
+    d_min = solve(effect_size=None, nobs=30, alpha=0.05, power=0.9, alternative="two-sided")
+    assert good[S.MIN_DETECTABLE_DIFF] == pytest.approx(float(np.squeeze(d_min)) * s, rel=1e-4)
+    needed = solve(effect_size=0.01 / s, nobs=None, alpha=0.05, power=0.9,
+                   alternative="two-sided")
+    assert good[S.QUERIES_NEEDED] == math.ceil(float(np.squeeze(needed)))
 
 
 def test_pairing_zero_and_skip(spark):
@@ -161,7 +177,14 @@ def test_job_writes_and_replaces_the_comparison(spark, tmp_path):
     assert (hybrid[S.BASELINE_JOB_RUN_ID], hybrid[S.CANDIDATE_JOB_RUN_ID]) == ("r1", "r1")
     assert rows["system=dense/date=2026-11-28"][S.CANDIDATE_JOB_RUN_ID] == "r2"
     assert hybrid[S.PERMUTATIONS] == 4000 and hybrid[S.CORRECTION] == "holm"
+    # hybrid = bm25 + 0.05 on every query, dense = bm25: no spread, no power figures
+    assert {(r[S.MIN_DETECTABLE_DIFF], r[S.QUERIES_NEEDED]) for r in rows.values()} == {
+        (None, None)}
+    assert table.columns[-2:] == [S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED]
+    assert table.schema[S.QUERIES_NEEDED].metadata["comment"] == tables.COMPARISON_COMMENTS[
+        S.QUERIES_NEEDED]
     text = report.render()
+    assert "mdd  needed" in text and "detects with power 0.8 at n" in text
     assert "* system=hybrid/date=2026-11-28" in text
     assert ("WARNING: 2 candidate(s) rest on fewer than 50 queries, weak comparisons: "
             "system=dense/date=2026-11-28 20, system=hybrid/date=2026-11-28 20") in text
@@ -175,6 +198,54 @@ def test_job_writes_and_replaces_the_comparison(spark, tmp_path):
                            candidates=[side("hybrid", "2026-11-29")])
     assert any("not checked" in n for n in other.notes)
     assert other.rows[0][S.MEAN_DIFF] == 0.0 and other.rows[0][S.RANDOMIZATION_P_VALUE] == 1.0
+
+
+def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
+    from delta.tables import DeltaTable
+
+    from releval.errors import SchemaVersionError
+    from releval.io.atomic import table_schema_version
+    from releval.io.writers import SCHEMA_VERSION_PROPERTY
+    from releval.job.migrations import migrate_table
+
+    config = write_inputs(spark, tmp_path)
+    path = str(tmp_path / "out" / "comparison")
+    # the comparison table as version 2 wrote it: no min_detectable_diff, queries_needed
+    added = (S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED)
+    v2 = T.StructType([f for f in tables.comparison_schema([PARTS[1]]).fields
+                       if f.name not in added])
+    (DeltaTable.create(spark).location(path).addColumns(v2).partitionedBy("date")
+     .property(SCHEMA_VERSION_PROPERTY, "2").execute())
+    typed = {"double": 0.5, "bigint": 20, "string": "old", "boolean": False,
+             "int": 10, "timestamp": datetime(2026, 11, 28)}
+    old = {f.name: typed[f.dataType.simpleString()] for f in v2.fields}
+    old.update({"date": "2026-11-27", S.MEASURE_KEY: "nDCG@10", S.BASELINE: "b",
+                S.CANDIDATE: "c"})
+    spark.createDataFrame([tuple(old[f.name] for f in v2.fields)], v2).write.format(
+        "delta").mode("append").save(path)
+    with pytest.raises(SchemaVersionError, match=r"releval.schema_version = '2'"):
+        compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("hybrid")])
+
+    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == [
+        "2", "3", "4", "5"]
+    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == ["5"]
+    assert table_schema_version(spark, path=path, table=None) == "5"
+    table = spark.read.format("delta").load(path)
+    # added at the end, nullable, commented; the old row holds nulls there
+    assert table.columns == [*v2.names, *added]
+    for name in added:
+        assert table.schema[name].nullable
+        assert table.schema[name].metadata["comment"] == tables.COMPARISON_COMMENTS[name]
+    assert table.schema[S.QUERIES_NEEDED].dataType == T.LongType()
+    (row,) = table.collect()
+    assert (row[S.COMPARISON_ID], row[S.MIN_DETECTABLE_DIFF], row[S.QUERIES_NEEDED]) == (
+        "old", None, None)
+    # the job writes the migrated table; the other date's old row stays
+    compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("hybrid")],
+                    comparison_id="new")
+    after = spark.read.format("delta").load(path)
+    assert sorted((r["date"], r[S.COMPARISON_ID]) for r in after.collect()) == [
+        ("2026-11-27", "old"), (DATE, "new")]
 
 
 def test_job_refuses_different_qrels_and_missing_sides(spark, tmp_path):

@@ -37,6 +37,10 @@ def test_defaults(tmp_path):
     assert config.run.rank_by == "score"
     assert config.evaluation.relevance_level == 1
     assert config.evaluation.missing_queries == "zero"
+    assert (config.comparison.power, config.comparison.effect_of_interest) == (0.8, 0.02)
+    chosen = load_config(write(tmp_path, MINIMAL + "[comparison]\npower = 0.9\n"
+                                                   "effect_of_interest = 0.05\n"))
+    assert (chosen.comparison.power, chosen.comparison.effect_of_interest) == (0.9, 0.05)
 
 
 @pytest.mark.parametrize(
@@ -52,6 +56,14 @@ def test_defaults(tmp_path):
         (MINIMAL + "[evaluation]\nnegative_labels = 'skip'\n",
          "evaluation.negative_labels = 'skip'; expected one of ['unjudged', 'judged']"),
         ("[run\n", "not valid TOML"),
+        (MINIMAL + "[comparison]\npower = 1\n",
+         "comparison.power = 1.0; expected a probability strictly between 0 and 1"),
+        (MINIMAL + "[comparison]\npower = 0.0\n", "comparison.power = 0.0; expected"),
+        (MINIMAL + "[comparison]\neffect_of_interest = -0.01\n",
+         "comparison.effect_of_interest = -0.01; expected a difference > 0"),
+        (MINIMAL + "[comparison]\neffect_of_interest = 0\n",
+         "comparison.effect_of_interest = 0.0; expected"),
+        (MINIMAL + "[comparison]\npower = '80%'\n", "comparison.power must be a number"),
         # evaluation.engine (it chose the SQL engine) is refused, naming the Arrow engine
         (MINIMAL + "[evaluation]\nengine = 'sql'\n",
          "job.toml:7: evaluation.engine was removed: the Arrow engine"),

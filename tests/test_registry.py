@@ -89,4 +89,5 @@ def test_the_measures_page_is_the_registrys():
 
     written = (Path(__file__).resolve().parents[1] / "docs" / "measures.md").read_text()
     assert written == page.render(), "regenerate: python -m releval.core.measures.page > docs/measures.md"
-    assert "| `P` | `Precision` | `@k` required | - | macro, micro | `P_k` |" in written
+    assert "| `P` | `Precision` | `@k` required | - | macro, micro | [0, 1] | `P_k` |" in written
+    assert "| `utility` | - | no cutoff | `a` = 1, `b` = -1, `c` = 0, `d` = 0 | macro | - |" in written

@@ -116,6 +116,12 @@ def test_the_page_shows_the_tables_numbers(spark, job):
         c = compared[r[1]]
         assert r[0] == f"system=hybrid/date={D29}" and int(r[2]) == c[S.NUM_PAIRS]
         assert r[5] == f"{c[S.MEAN_DIFF]:.4f}" and r[12] == ("yes" if c[S.SIGNIFICANT] else "no")
+        # what the t-test could detect: blank where undefined (no spread of the differences)
+        mdd, needed = c[S.MIN_DETECTABLE_DIFF], c[S.QUERIES_NEEDED]
+        assert r[13:] == ["" if mdd is None else f"{mdd:.4f}",
+                          "" if needed is None else str(needed)]
+    assert sum(c[S.QUERIES_NEEDED] is not None for c in compared.values()) >= 5
+    assert "too few queries to tell, not that the systems are equal" in html
     _check_headline(html, expected, compared)
     # the unjudged details: every (system, date, k) above 20% unjudged, from Spark's rows
     judged = aggregate.where((F.col(S.MEASURE) == "Judged") & (F.col(S.AVERAGING) == "macro"))

@@ -309,6 +309,11 @@ def test_aggregate_view_holds_every_macro_value_and_interval(
             assert wide.loc[(r.system, r.date), column + "_ci_high"] == r.ci_high
         checked += 1
     assert checked == 24 * len(keys)  # 24 run partitions, one macro or sum row per key
+    # one ci_method per partition when its measures agree, else "mixed" (Hit@10 is 0/1: wilson)
+    methods = agg[agg[S.AVERAGING] == "macro"].groupby(list(PARTS))[S.CI_METHOD].unique()
+    for part, found in methods.items():
+        assert wide.loc[part, S.CI_METHOD] == (found[0] if len(found) == 1 else W.MIXED)
+    assert (wide[S.CI_METHOD] == W.MIXED).any()
     assert "num_ret_ci_low" not in wide.columns  # counts are sums: no interval
 
 

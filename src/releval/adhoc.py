@@ -141,7 +141,8 @@ def compare_files(
         per_query, baseline={TREC_RUN_ID: base},
         candidates=[{TREC_RUN_ID: t} for t in candidates], alpha=settings.alpha,
         correction=settings.correction, test=settings.test,
-        permutations=settings.permutations, seed=settings.seed,
+        permutations=settings.permutations, seed=settings.seed, power=settings.power,
+        effect_of_interest=settings.effect_of_interest,
     )
     rows = [r.asDict() for r in table.collect()]
     if write_comparison:

@@ -19,6 +19,7 @@ from releval.config import (
     IntervalSettings,
     QrelsSource,
     RunSource,
+    check_comparison,
     check_correct_at,
     check_depth,
 )
@@ -190,6 +191,8 @@ def compare(
     test: str = "randomization",
     permutations: int = 10000,
     seed: int = 20261130,
+    power: float = 0.8,
+    effect_of_interest: float = 0.02,
 ) -> DataFrame:
     """Compare candidates with a baseline query by query: the paired tests of ``releval compare``.
 
@@ -204,10 +207,15 @@ def compare(
         test: which p-value marks a row significant: ``"randomization"``, ``"t"`` or
             ``"tukey"``.
         permutations, seed: of the randomization (and Tukey HSD) tests.
+        power: the paired t-test's chance to detect ``min_detectable_diff`` (and the
+            ``effect_of_interest`` with ``queries_needed`` pairs), at ``alpha``.
+        effect_of_interest: the true difference, in the measure's units, that
+            ``queries_needed`` is for.
 
     Returns:
         One row per (candidate, measure): means, the difference with its interval, wins /
-        ties / losses, Cohen's d, the p-values and ``significant``.
+        ties / losses, Cohen's d, the p-values, ``significant``, ``min_detectable_diff``
+        and ``queries_needed``.
 
     Example:
         >>> run = spark.createDataFrame([(s, q, d, float(x)) for s, q, d, x in [
@@ -226,15 +234,16 @@ def compare(
     sides = [_side(c, per_query.columns) for c in candidates]
     keys = sorted({k for side in [base, *sides] for k in side})
     labels = {partition_label(side, [k for k in keys if k in side]): side for side in sides}
-    settings = ComparisonSettings(permutations=permutations, seed=seed, correction=correction,
-                                  alpha=alpha, test=test)
+    settings = check_comparison(ComparisonSettings(
+        permutations=permutations, seed=seed, correction=correction, alpha=alpha, test=test,
+        power=power, effect_of_interest=effect_of_interest), source="releval.compare")
     return comparison.compare(per_query, baseline=base, candidates=labels,
                               missing_queries=missing_queries, settings=settings)
 
 
 def measures() -> list[dict[str, Any]]:
     """The measures releval computes: name, aliases, cutoff rule, parameters (name -> default,
-    None if required), formula, averagings.
+    None if required), formula, averagings, bounds (the range of a query's value, or None).
 
     Example:
         >>> next(m for m in measures() if m["name"] == "P")["cutoff"]
@@ -243,7 +252,7 @@ def measures() -> list[dict[str, Any]]:
     return [
         {"name": s.name, "aliases": list(s.aliases), "cutoff": s.cutoff,
          "parameters": dict(s.params), "formula": s.description,
-         "averaging": list(s.averaging)}
+         "averaging": list(s.averaging), "bounds": s.bounds}
         for s in REGISTRY.values()
     ]
 

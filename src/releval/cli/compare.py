@@ -69,6 +69,12 @@ def add_compare_arguments(cmp: argparse.ArgumentParser) -> None:
                        help=f"of the randomization test (default {defaults.permutations})")
     files.add_argument("--seed", type=int, default=None,
                        help=f"of the randomization test (default {defaults.seed})")
+    files.add_argument("--power", type=float, default=None,
+                       help="the t-test's chance to detect min_detectable_diff (default "
+                       f"{defaults.power})")
+    files.add_argument("--effect-of-interest", type=float, default=None,
+                       help="the difference, in the measure's units, queries_needed is for "
+                       f"(default {defaults.effect_of_interest})")
     files.add_argument("--master", default=None, help="Spark master (default local[*])")
 
 
@@ -78,7 +84,7 @@ TABLE_FLAGS = ("--candidate", "--partition", "--comparison-id")
 
 FILE_FLAGS = ("--qrels", "--run", "--format", "--qrels-format", "--measures",
               "--relevance-level", "--output", "--test", "--correction", "--alpha",
-              "--permutations", "--seed", "--master")
+              "--permutations", "--seed", "--power", "--effect-of-interest", "--master")
 
 
 def _given(args: argparse.Namespace, flags: Sequence[str]) -> list[str]:
@@ -155,6 +161,9 @@ def _compare_files(args: argparse.Namespace) -> int:
         correction=args.correction or defaults.correction,
         alpha=defaults.alpha if args.alpha is None else args.alpha,
         test=args.test or defaults.test,
+        power=defaults.power if args.power is None else args.power,
+        effect_of_interest=(defaults.effect_of_interest if args.effect_of_interest is None
+                            else args.effect_of_interest),
     )
     fmt = args.format or "trec"
     master = args.master or "local[*]"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from releval.config.parse import (
     IDENTIFIER,
     MEMORY_SIZE,
+    check_comparison,
     check_correct_at,
     check_depth,
     check_unknown_keys,
@@ -63,6 +64,7 @@ __all__ = [
     "URI_SCHEME",
     "check_depth",
     "check_correct_at",
+    "check_comparison",
     "check_unknown_keys",
     "config_from_dict",
     "key_line",

@@ -4,6 +4,7 @@ keys are errors naming the file, section, key and line."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -174,6 +175,27 @@ def check_correct_at(value: float, where: str) -> None:
         raise ConfigError(f"{where} = {value!r}; expected an answer score between 0 and 1")
 
 
+def check_comparison(settings: ComparisonSettings, source: str = "config") -> ComparisonSettings:
+    """Check the ``[comparison]`` settings and return them; a ConfigError names the key and
+    its value."""
+    _check_choice(settings.correction, CORRECTIONS, "comparison.correction", source)
+    _check_choice(settings.test, TESTS, "comparison.test", source)
+    if not 0.0 < settings.alpha < 1.0:
+        raise ConfigError(f"{source}: comparison.alpha = {settings.alpha!r}; expected a "
+                          "level strictly between 0 and 1, e.g. 0.05")
+    if settings.permutations < 1:
+        raise ConfigError(f"{source}: comparison.permutations = "
+                          f"{settings.permutations!r}; expected >= 1")
+    if not 0.0 < settings.power < 1.0:
+        raise ConfigError(f"{source}: comparison.power = {settings.power!r}; expected "
+                          "a probability strictly between 0 and 1, e.g. 0.8")
+    if not 0.0 < settings.effect_of_interest < math.inf:
+        raise ConfigError(f"{source}: comparison.effect_of_interest = "
+                          f"{settings.effect_of_interest!r}; expected a difference "
+                          "> 0 in the measure's units, e.g. 0.02")
+    return settings
+
+
 def validate(config: Config, source: str = "config") -> Config:
     """Check the cross-field rules of a config and return it; a ConfigError names the key."""
     for name, src in (("run", config.run), ("qrels", config.qrels)):
@@ -208,14 +230,7 @@ def validate(config: Config, source: str = "config") -> Config:
     if config.intervals.resamples < 1:
         raise ConfigError(f"{source}: intervals.resamples = {config.intervals.resamples!r}; "
                           "expected >= 1")
-    _check_choice(config.comparison.correction, CORRECTIONS, "comparison.correction", source)
-    _check_choice(config.comparison.test, TESTS, "comparison.test", source)
-    if not 0.0 < config.comparison.alpha < 1.0:
-        raise ConfigError(f"{source}: comparison.alpha = {config.comparison.alpha!r}; expected a "
-                          "level strictly between 0 and 1, e.g. 0.05")
-    if config.comparison.permutations < 1:
-        raise ConfigError(f"{source}: comparison.permutations = "
-                          f"{config.comparison.permutations!r}; expected >= 1")
+    check_comparison(config.comparison, source)
     missing = [c for c in config.output_partition_columns if c not in config.run.partition_columns]
     if missing:
         raise ConfigError(f"{source}: output.partition_columns {missing} are not in "

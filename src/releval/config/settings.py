@@ -148,13 +148,17 @@ class ComparisonSettings:
 
     ``alpha`` is the level of the corrected p-values (interval: 1 - alpha); ``test`` picks whose
     p-value marks a row ("tukey": Tukey HSD over all pairs); ``correction`` is "holm"
-    (family-wise) or "bh" (false discovery rate).
+    (family-wise) or "bh" (false discovery rate). ``power`` is the t-test's chance to detect
+    ``min_detectable_diff``, and ``effect_of_interest`` (in the measure's units) the
+    difference ``queries_needed`` is for.
     """
     permutations: int = 10000
     seed: int = 20261130
     correction: str = "holm"
     alpha: float = 0.05
     test: str = "randomization"
+    power: float = 0.8
+    effect_of_interest: float = 0.02
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,8 @@ KENDALL_TAU_B = "kendall_tau_b"
 KENDALL_P_VALUE = "kendall_p_value"
 MEAN_SCORE_WITH_EVIDENCE = "mean_score_with_evidence"
 MEAN_SCORE_WITHOUT_EVIDENCE = "mean_score_without_evidence"
+MIN_DETECTABLE_DIFF = "min_detectable_diff"
+QUERIES_NEEDED = "queries_needed"
 #: The measure columns shared by the per-query, aggregate and comparison tables.
 MEASURE_COLUMNS = (MEASURE, CUTOFF, REL_LEVEL, JUDGED_ONLY, MEASURE_KEY)
 

@@ -68,8 +68,10 @@ AGGREGATE_COMMENTS = {
         "null for micro and sum rows and when num_queries < 2."
     ),
     C.CI_METHOD: (
-        "How the interval was computed: t (Student t over queries) or bootstrap "
-        "(percentile, Poisson bootstrap over queries); null for micro and sum rows."
+        "How the interval was computed: t (Student t over queries); t-clipped (the t "
+        "interval cut at the measure's range, e.g. [0, 1]); wilson (Wilson's score interval: "
+        "a measure in [0, 1] whose every per-query value is 0 or 1, e.g. Hit@k); bootstrap "
+        "(percentile, Poisson bootstrap over queries). Null for micro and sum rows."
     ),
     C.CI_LEVEL: "Coverage of the interval, e.g. 0.95; null for micro and sum rows.",
 }
@@ -145,6 +147,18 @@ COMPARISON_COMMENTS = {
     C.SEED: "Seed of the randomization test (hashed with each query id).",
     C.BASELINE_JOB_RUN_ID: "Evaluation run that wrote the baseline's per-query rows (run log).",
     C.CANDIDATE_JOB_RUN_ID: "Evaluation run that wrote the candidate's per-query rows (run log).",
+    C.MIN_DETECTABLE_DIFF: (
+        "Smallest true mean difference the two-sided paired t-test at alpha (before "
+        "correction) detects with probability comparison.power at num_pairs: d_min (noncentral "
+        "t) times the standard deviation of the differences; null when that deviation is 0 or "
+        "below 2 pairs. Not significant with a large value: too few queries to tell."
+    ),
+    C.QUERIES_NEEDED: (
+        "Pairs the same t-test needs to detect a true difference of "
+        "comparison.effect_of_interest with probability comparison.power, at this row's "
+        "standard deviation of the differences; null when it is undefined (deviation 0, "
+        "below 2 pairs)."
+    ),
 }
 
 

@@ -182,6 +182,9 @@ def comparison_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(C.SEED, long_, False),
             T.StructField(C.BASELINE_JOB_RUN_ID, string, True),
             T.StructField(C.CANDIDATE_JOB_RUN_ID, string, True),
+            # added columns: at the end and nullable (docs/migrations.md)
+            T.StructField(C.MIN_DETECTABLE_DIFF, double, True),
+            T.StructField(C.QUERIES_NEEDED, long_, True),
         ]
     )
 

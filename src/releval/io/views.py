@@ -30,6 +30,8 @@ VIEW_SUFFIX = "_wide"
 KEYS_PROPERTY = "releval.measure_keys"
 CI_LOW_SUFFIX = "_ci_low"
 CI_HIGH_SUFFIX = "_ci_high"
+#: The aggregate view's ``ci_method`` when the run partition's intervals differ in method.
+MIXED = "mixed"
 
 _KEY = re.compile(
     r"(?P<name>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<args>[^)]*)\))?(?:@(?P<cutoff>\d+))?"
@@ -188,8 +190,11 @@ def aggregate_view_sql(spec: ViewSpec) -> str:
         *(column_name(k) + s for k in with_ci for s in (CI_LOW_SUFFIX, CI_HIGH_SUFFIX)), *fixed,
     ]
     _check_columns(columns, {column_name(k): k for k in keys}, "aggregate view")
+    # a measure's method can differ from another's (wilson for 0/1 values, t-clipped)
+    method = (f"CASE WHEN COUNT(DISTINCT {S.CI_METHOD}) > 1 THEN {_literal(MIXED, spec.dialect)} "
+              f"ELSE MAX({S.CI_METHOD}) END AS {S.CI_METHOD}")
     select = [*group, f"MAX({S.NUM_QUERIES}) AS {S.NUM_QUERIES}", *values, *intervals,
-              *(f"MAX({c}) AS {c}" for c in fixed)]
+              *(method if c == S.CI_METHOD else f"MAX({c}) AS {c}" for c in fixed)]
     return _render(select, spec.source, group)
 
 

@@ -159,7 +159,8 @@ class ComparisonReport:
         hsd = s.test == "tukey"
         header = (f"  {'':1} {'candidate':<28} {'measure':<16} {'n':>5} {'base':>7} {'cand':>7} "
                   f"{'diff':>8} {f'{1 - s.alpha:.0%} CI':>19} {'rel':>7} {'W/T/L':>13} {'d':>6} "
-                  f"{'p(t)':>9} {'p(rand)':>9}" + (f" {'p(HSD)':>9}" if hsd else ""))
+                  f"{'p(t)':>9} {'p(rand)':>9}" + (f" {'p(HSD)':>9}" if hsd else "")
+                  + f" {'mdd':>7} {'needed':>7}")
         lines += ["", header]
 
         def num(v: float | None, fmt: str) -> str:
@@ -177,11 +178,16 @@ class ComparisonReport:
                 f"{num(r[S.EFFECT_SIZE], '+.2f'):>6} {num(r[S.T_P_ADJUSTED], '.2g'):>9} "
                 f"{num(r[S.RANDOMIZATION_P_ADJUSTED], '.2g'):>9}"
                 + (f" {num(r[S.TUKEY_P_VALUE], '.2g'):>9}" if hsd else "")
+                + f" {num(r[S.MIN_DETECTABLE_DIFF], '.4f'):>7}"
+                + f" {'-' if r[S.QUERIES_NEEDED] is None else r[S.QUERIES_NEEDED]:>7}"
             )
         lines.append(f"  p(t), p(rand): {s.correction}-corrected over all rows"
                      + ("; p(HSD): all pairs of one measure, not corrected across measures"
                         if hsd else "")
                      + "; the raw p-values are in the comparison table")
+        lines.append(f"  mdd: the smallest true difference the t-test (alpha {s.alpha}) detects "
+                     f"with power {s.power} at n; needed: the pairs it needs to detect "
+                     f"{s.effect_of_interest} (docs/statistics.md)")
         return "\n".join(lines)
 
 

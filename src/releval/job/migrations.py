@@ -125,6 +125,18 @@ def _add_answer_score(
     )
 
 
+def _add_power(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """4 -> 5, comparison: add ``min_detectable_diff`` and ``queries_needed`` (nullable)."""
+    types = {S.MIN_DETECTABLE_DIFF: "DOUBLE", S.QUERIES_NEEDED: "BIGINT"}
+    columns = ", ".join(
+        f"{quote_identifier(c)} {t} COMMENT {quote_literal(tables.COMPARISON_COMMENTS[c])}"
+        for c, t in types.items()
+    )
+    spark.sql(f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS ({columns})")
+
+
 #: version found -> ({kind: step}, next version); a kind without a step only moves its version.
 STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "0": ({"per_query": _add_job_run_id, "aggregate": _add_job_run_id}, "1"),
@@ -132,6 +144,7 @@ STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
            "quarantine": _quarantine_by_run_partition}, "2"),
     "2": ({"per_query": _add_depth, "aggregate": _add_depth}, "3"),
     "3": ({"per_query": _add_answer_score}, "4"),
+    "4": ({"comparison": _add_power}, "5"),
 }
 
 

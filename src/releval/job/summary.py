@@ -149,6 +149,8 @@ class Summary:
         lines.append(
             f"  queries per mean: {spread} per run partition; each macro value has a "
             f"{self.intervals.level:.0%} {self.intervals.method} interval (ci_low, ci_high)"
+            + (", inside the measure's range (Wilson's for 0/1 values; ci_method)"
+               if self.intervals.method == "t" else "")
         )
         if self.partitions_with_few_queries:
             lines.append(

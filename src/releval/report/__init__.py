@@ -42,6 +42,18 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+#: Under the comparison table: how to read a difference that is not significant.
+POWER_NOTE = (
+    '<p class="note"><code>min_detectable_diff</code>: the smallest true difference the '
+    "paired t-test detects with the comparison's power (<code>comparison.power</code>, at "
+    "alpha, before the correction) over these queries; <code>queries_needed</code>: the "
+    "queries it needs for a difference of <code>comparison.effect_of_interest</code>. "
+    "Not significant next to a <code>min_detectable_diff</code> larger than the difference "
+    "that matters means too few queries to tell, not that the systems are equal "
+    "(docs/statistics.md).</p>"
+)
+
+
 def headline_measures(config: Config) -> list[str]:
     """The configured measures that have a mean, by key, in the config's order."""
     measures = parse_measures(
@@ -98,7 +110,7 @@ def build(config: Config, *, date: str | None = None, config_name: str = "",
                      "baseline, with its interval at 1 - alpha; filled markers are significant "
                      "after the correction for multiple comparisons (docs/statistics.md)."),
             absent="The comparison table is empty.",
-        ) + comparison_table(comparison)
+        ) + comparison_table(comparison) + POWER_NOTE
     sections = [
         Section("means", f"Mean of each measure{at}", means_table(data, keys)
                 + '<p class="note">Macro means over queries (the aggregate table, '

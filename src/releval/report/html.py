@@ -182,23 +182,28 @@ def warnings_table(data: ReportData, *, warning_share: float, few_queries: int) 
 
 
 def comparison_table(comparison: pd.DataFrame) -> str:
+    """Each candidate and measure: the difference, its p-value and what the t-test could
+    detect (blank where a row has no value, or its table no such column: schema version 2)."""
     cols = [S.CANDIDATE, S.MEASURE_KEY, S.NUM_PAIRS, S.BASELINE_MEAN, S.CANDIDATE_MEAN,
             S.MEAN_DIFF, S.DIFF_CI_LOW, S.DIFF_CI_HIGH, S.WINS, S.TIES, S.LOSSES,
-            S.RANDOMIZATION_P_ADJUSTED, S.SIGNIFICANT]
+            S.RANDOMIZATION_P_ADJUSTED, S.SIGNIFICANT, S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED]
     rows = []
     for _, r in comparison.sort_values([S.CANDIDATE, S.MEASURE_KEY]).iterrows():
         cells = [name_cell(r[S.CANDIDATE]), name_cell(r[S.MEASURE_KEY])]
         for c in cols[2:]:
-            v = r[c]
+            v = r.get(c)
             if c == S.SIGNIFICANT:
                 cells.append(f"<td>{'yes' if v else 'no'}</td>")
-            elif c in (S.NUM_PAIRS, S.WINS, S.TIES, S.LOSSES):
+            elif v is None or pd.isna(v):
+                cells.append("<td></td>")
+            elif c in (S.NUM_PAIRS, S.WINS, S.TIES, S.LOSSES, S.QUERIES_NEEDED):
                 cells.append(f"<td>{int(v)}</td>")
             else:
                 cells.append(number(v))
         rows.append(cells)
-    return folded(f"All {len(rows)} rows: each candidate and measure, with its p-value and "
-                  "wins, ties and losses", table(cols, rows, cls="comparison"), rows=len(rows))
+    return folded(f"All {len(rows)} rows: each candidate and measure, with its p-value, "
+                  "wins, ties and losses, and the smallest difference the t-test detects",
+                  table(cols, rows, cls="comparison"), rows=len(rows))
 
 
 def lineage_tables(data: ReportData) -> str:

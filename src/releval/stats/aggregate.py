@@ -17,7 +17,7 @@ from releval.config import IntervalSettings
 from releval.core import columns as S
 from releval.core.columns import IN_QRELS, MEASURES
 from releval.core.engine import long_format
-from releval.core.measures.registry import Measure
+from releval.core.measures.registry import UNIT, Measure
 from releval.stats import intervals as ci
 from releval.stats import kernel as ci_kernel
 
@@ -57,15 +57,18 @@ def group_columns(partition_columns: Sequence[str]) -> list[str]:
 
 def sums(*, intervals: IntervalSettings) -> list[Column]:
     """The aggregate's columns over the scored queries, the same few for every measure: the
-    count, mean, standard deviation (t interval), sum, and micro's summed counts."""
+    count, mean, standard deviation and values other than 0 and 1 (t interval), sum, and
+    micro's summed counts."""
     scored = F.col(IN_QRELS)
     entry = F.col(ENTRY)
     value = F.when(scored, entry[S.VALUE])
+    t = intervals.method == "t"
     return [
         F.count_if(scored).alias(N),
         F.avg(value).alias(sum_column("mean")),
-        *([F.greatest(F.stddev_samp(value), F.lit(0.0)).alias(sum_column("sd"))]
-          if intervals.method == "t" else []),
+        *([F.greatest(F.stddev_samp(value), F.lit(0.0)).alias(sum_column("sd")),
+           F.count_if(scored & ~entry[S.VALUE].isin(0.0, 1.0)).alias(sum_column("nonbinary"))]
+          if t else []),
         F.sum(value).alias(sum_column("sum")),
         F.sum(F.when(scored, F.log(F.greatest(entry[S.VALUE], F.lit(MIN_GEO_MEAN))))).alias(
             sum_column("log")
@@ -123,8 +126,8 @@ def rows(
                 low = high = method = level = None
                 if averaging == "macro":
                     value = row[sum_column("mean")]
-                    low, high = _interval(row, n, value, values, m, intervals, bootstrap)
-                    method, level = intervals.method, float(intervals.level)
+                    low, high, method = _interval(row, n, value, values, m, intervals, bootstrap)
+                    level = float(intervals.level)
                 elif averaging == "sum":
                     value = row[sum_column("sum")]
                 elif averaging == "geometric":
@@ -148,18 +151,35 @@ def rows(
     return out
 
 
+#: ``ci_method`` of a t interval cut at the measure's bounds, and of Wilson's interval
+T_CLIPPED, WILSON = "t-clipped", "wilson"
+
+
 def _interval(
     row: Row, n: int, mean: float | None, values: tuple[Any, ...], m: Measure,
     intervals: IntervalSettings, bootstrap: Bootstrap | None,
-) -> tuple[float | None, float | None]:
-    """The macro row's interval; (None, None) with fewer than 2 queries."""
+) -> tuple[float | None, float | None, str]:
+    """The macro row's interval and its ``ci_method``; no ends with fewer than 2 queries.
+
+    A bootstrap interval is a quantile of resampled means, inside the values' range. With
+    ``t``, a measure bounded in [0, 1] (``MetricSpec.bounds``) whose values are all 0 or 1
+    gets Wilson's interval (:data:`WILSON`), any other bounded measure the t interval cut
+    at its bounds (:data:`T_CLIPPED` when a bound cut it)."""
     if intervals.method == "bootstrap":
-        return (bootstrap or {}).get((values, m.key), (None, None))
+        low, high = (bootstrap or {}).get((values, m.key), (None, None))
+        return low, high, intervals.method
     sd = row[sum_column("sd")]
     if n < 2 or sd is None or mean is None:
-        return None, None
+        return None, None, intervals.method
+    bounds = m.spec.bounds
+    if bounds == UNIT and row[sum_column("nonbinary")] == 0:
+        low, high = ci_kernel.wilson_interval(mean, n, intervals.level)
+        return low, high, WILSON
     half = float(ci_kernel.t_half_width(np.array([sd]), np.array([n]), intervals.level)[0])
-    return mean - half, mean + half
+    low, high = mean - half, mean + half
+    if bounds is None or bounds[0] <= low <= high <= bounds[1]:
+        return low, high, intervals.method
+    return max(low, bounds[0]), min(high, bounds[1]), T_CLIPPED
 
 
 def bootstrap(

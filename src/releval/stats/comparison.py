@@ -20,6 +20,7 @@ from releval.core.frames import local_frame
 from releval.core.measures.registry import REGISTRY
 from releval.stats import kernel
 from releval.stats.intervals import query_key
+from releval.stats.power import paired_power
 
 _B, _C, _KEY = "_baseline_value", "_candidate_value", "_key"
 _MEASURE_COLUMNS = list(S.MEASURE_COLUMNS)
@@ -28,6 +29,7 @@ _STATS = [
     (S.MEAN_DIFF, "double"), (S.DIFF_CI_LOW, "double"), (S.DIFF_CI_HIGH, "double"),
     (S.RELATIVE_CHANGE, "double"), (S.WINS, "long"), (S.TIES, "long"), (S.LOSSES, "long"),
     (S.EFFECT_SIZE, "double"), (S.T_P_VALUE, "double"), (S.RANDOMIZATION_P_VALUE, "double"),
+    (S.MIN_DETECTABLE_DIFF, "double"), (S.QUERIES_NEEDED, "long"),
 ]
 _ADJUSTED = [(S.T_P_ADJUSTED, "double"), (S.RANDOMIZATION_P_ADJUSTED, "double"),
              (S.SIGNIFICANT, "boolean")]
@@ -92,12 +94,18 @@ def pairs(
     return out.join(F.broadcast(common), [S.CANDIDATE, S.MEASURE_KEY], "left_semi")
 
 
-def paired_tests(pair_rows: DataFrame, *, alpha: float, permutations: int, seed: int) -> DataFrame:
-    """One row per (candidate, measure): the paired statistics and the randomization test.
+def paired_tests(
+    pair_rows: DataFrame, *, alpha: float, permutations: int, seed: int, power: float = 0.8,
+    effect_of_interest: float = 0.02,
+) -> DataFrame:
+    """One row per (candidate, measure): the paired statistics, the randomization test and
+    the t-test's power (:func:`releval.stats.power.paired_power`).
 
     Args:
-        alpha: the difference's interval has level 1 - alpha.
+        alpha: the difference's interval has level 1 - alpha; the power is at alpha too.
         seed: hashed with each query id into its signs.
+        power: of ``min_detectable_diff`` and ``queries_needed``.
+        effect_of_interest: the absolute difference ``queries_needed`` is for.
     """
     group = [S.CANDIDATE, *_MEASURE_COLUMNS]
     types = {f.name: f.dataType.simpleString() for f in pair_rows.schema.fields}
@@ -107,10 +115,12 @@ def paired_tests(pair_rows: DataFrame, *, alpha: float, permutations: int, seed:
         pdf = pdf.sort_values(S.QUERY_ID)
         b, c = pdf[_B].to_numpy(np.float64), pdf[_C].to_numpy(np.float64)
         stats = kernel.paired(b, c, level=1.0 - alpha)
-        p = kernel.randomization_p(kernel.differences(b, c), pdf[_KEY].to_numpy(np.int64),
-                                   permutations=permutations)
+        d = kernel.differences(b, c)
+        p = kernel.randomization_p(d, pdf[_KEY].to_numpy(np.int64), permutations=permutations)
+        detects = paired_power(d, alpha=alpha, power=power,
+                               effect_of_interest=effect_of_interest)
         values = {**dict(zip(group, key, strict=True)), **stats.__dict__,
-                  S.NUM_PAIRS: stats.pairs, S.RANDOMIZATION_P_VALUE: p}
+                  **detects.__dict__, S.NUM_PAIRS: stats.pairs, S.RANDOMIZATION_P_VALUE: p}
         return pd.DataFrame({k: pd.Series([values[k]], dtype=object)
                              for k in [*group, *(n for n, _ in _STATS)]})
 
@@ -181,12 +191,14 @@ def compare(
     """The comparison rows: :func:`pairs`, :func:`paired_tests`, :func:`correct`.
 
     Returns:
-        ``candidate``, the measure columns, the statistics, corrected p-values, ``significant``.
+        ``candidate``, the measure columns, the statistics, ``min_detectable_diff`` and
+        ``queries_needed``, corrected p-values, ``significant``.
     """
     pair_rows = pairs(per_query, baseline=baseline, candidates=candidates,
                       missing_queries=missing_queries)
     tests = paired_tests(pair_rows, alpha=settings.alpha, permutations=settings.permutations,
-                         seed=settings.seed)
+                         seed=settings.seed, power=settings.power,
+                         effect_of_interest=settings.effect_of_interest)
     if settings.test == "tukey":
         hsd = tukey_tests(pair_rows, missing_queries=missing_queries,
                           permutations=settings.permutations, seed=settings.seed)

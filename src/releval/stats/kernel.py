@@ -75,6 +75,28 @@ def t_half_width(sd: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
     return np.where(ok, t_quantile((1.0 + level) / 2.0, n - 1) * sd / root, np.nan)
 
 
+def wilson_interval(share: float, n: int, level: float) -> tuple[float, float]:
+    """Wilson's score interval of a proportion: ``share`` of ``n`` values that are 0 or 1.
+
+    ``(p + z²/2n ± z·√(p(1-p)/n + z²/4n²)) / (1 + z²/n)``, z the normal quantile at
+    (1 + level) / 2: inside [0, 1] and around ``share`` however close to 0 or 1 it is.
+
+    Returns:
+        (low, high); (NaN, NaN) when n < 1.
+    """
+    if n < 1:
+        return float("nan"), float("nan")
+    p = min(max(float(share), 0.0), 1.0)
+    z = float(special.ndtri((1.0 + level) / 2.0))
+    z2n = z * z / n
+    center = (p + z2n / 2.0) / (1.0 + z2n)
+    half = z * np.sqrt(p * (1.0 - p) / n + z2n / (4.0 * n)) / (1.0 + z2n)
+    # exact at the ends: p = 0 gives low = 0 and p = 1 high = 1 (not a rounding away)
+    low = 0.0 if p == 0.0 else max(0.0, center - half)
+    high = 1.0 if p == 1.0 else min(1.0, center + half)
+    return low, high
+
+
 def bootstrap_interval(
     values: np.ndarray, keys: np.ndarray, *, resamples: int, level: float
 ) -> tuple[float, float]:

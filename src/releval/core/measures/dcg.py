@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import Column
 
-from releval.core.measures.registry import Measure, MetricSpec, register
+from releval.core.measures.registry import UNIT, Measure, MetricSpec, register
 from releval.core.measures.stats import Stats, safe_divide
 
 
@@ -16,6 +16,7 @@ def _ndcg(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="nDCG",
+        bounds=UNIT,
         aliases=("ndcg_cut",),
         cutoff="optional",
         value=_ndcg,
@@ -37,6 +38,7 @@ def _ndcg_exp(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="nDCG_exp",
+        bounds=UNIT,
         aliases=(),
         cutoff="optional",
         value=_ndcg_exp,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import Column
 
-from releval.core.measures.registry import Measure, MetricSpec, register
+from releval.core.measures.registry import UNIT, Measure, MetricSpec, register
 from releval.core.measures.stats import Stats
 
 
@@ -20,7 +20,7 @@ def _walked(walker: str, param: str | None = None):
 
 
 register(MetricSpec(
-    name="rbp", aliases=(), cutoff="none", value=_walked("rbp", "p"), num_rel_ret=_rel_ret,
+    name="rbp", aliases=(), cutoff="none", bounds=UNIT, value=_walked("rbp", "p"), num_rel_ret=_rel_ret,
     params=(("p", 0.9),), trec_name=lambda m: "rbp",
     description="rbp(p) = (1 - p) * sum over ranks i of gain_i * p^(i - 1) (Moffat and Zobel's "
     "rank-biased precision; p is the user's persistence); gain = label, scaled to [0, 1] by "
@@ -28,7 +28,7 @@ register(MetricSpec(
 ))
 
 register(MetricSpec(
-    name="rbp_resid", aliases=(), cutoff="none", value=_walked("rbp_resid"),
+    name="rbp_resid", aliases=(), cutoff="none", bounds=UNIT, value=_walked("rbp_resid"),
     num_rel_ret=_rel_ret, trec_name=lambda m: "rbp_resid",
     description="rbp_resid = p^n + (1 - p) * sum over unjudged documents at rank i of "
     "p^(i - 1), p = 0.9, n = documents retrieved: how much rbp could still rise if the "
@@ -37,14 +37,14 @@ register(MetricSpec(
 ))
 
 register(MetricSpec(
-    name="binG", aliases=(), cutoff="none", value=_walked("binG"), num_rel_ret=_rel_ret,
+    name="binG", aliases=(), cutoff="none", bounds=UNIT, value=_walked("binG"), num_rel_ret=_rel_ret,
     trec_name=lambda m: "binG",
     description="binG = (1/R) * sum over relevant retrieved documents of "
     "1 / log2(2 + documents above it that are not relevant); 0 when R = 0.",
 ))
 
 register(MetricSpec(
-    name="G", aliases=(), cutoff="none", value=_walked("G"), num_rel_ret=_rel_ret,
+    name="G", aliases=(), cutoff="none", bounds=UNIT, value=_walked("G"), num_rel_ret=_rel_ret,
     trec_name=lambda m: "G",
     description="G = sum over retrieved documents of gain / log2(2 + ideal cost so far - "
     "gain so far), over the ideal ranking's total gain (trec_eval's normalized gain; "
@@ -52,7 +52,7 @@ register(MetricSpec(
 ))
 
 register(MetricSpec(
-    name="ndcg_rel", aliases=(), cutoff="none", value=_walked("ndcg_rel"),
+    name="ndcg_rel", aliases=(), cutoff="none", bounds=UNIT, value=_walked("ndcg_rel"),
     num_rel_ret=_rel_ret, trec_name=lambda m: "ndcg_rel",
     description="ndcg_rel = nDCG at the rank of each relevant (positive gain) document, "
     "averaged over the query's documents with positive gain; one not retrieved counts the "
@@ -60,7 +60,7 @@ register(MetricSpec(
 ))
 
 register(MetricSpec(
-    name="Rndcg", aliases=(), cutoff="none", value=_walked("Rndcg"), num_rel_ret=_rel_ret,
+    name="Rndcg", aliases=(), cutoff="none", bounds=UNIT, value=_walked("Rndcg"), num_rel_ret=_rel_ret,
     trec_name=lambda m: "Rndcg",
     description="Rndcg = nDCG averaged at the ranks where the ideal ranking's gain changes "
     "(the R levels of each gain), and at the end of the ranking (trec_eval's Rndcg); 0 when "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from releval.core.measures.registry import Measure, MetricSpec, register
+from releval.core.measures.registry import UNIT, Measure, MetricSpec, register
 from releval.core.measures.stats import Stats, safe_divide
 
 
@@ -39,6 +39,7 @@ def _bpref_rel_ret(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="Judged",
+        bounds=UNIT,
         aliases=(),
         cutoff="optional",
         value=_judged,
@@ -57,6 +58,7 @@ register(
 register(
     MetricSpec(
         name="bpref",
+        bounds=UNIT,
         aliases=(),
         cutoff="none",
         value=_bpref,
@@ -74,6 +76,7 @@ register(
 register(
     MetricSpec(
         name="GM_bpref",
+        bounds=UNIT,
         aliases=(),
         cutoff="none",
         value=_bpref,
@@ -95,6 +98,7 @@ def _unjudged(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="unj",
+        bounds=UNIT,
         aliases=(),
         cutoff="required",
         value=_unjudged,
@@ -114,6 +118,7 @@ def _inf_ap(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="infAP",
+        bounds=UNIT,
         aliases=(),
         cutoff="none",
         value=_inf_ap,

@@ -7,7 +7,7 @@ from functools import reduce
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from releval.core.measures.registry import Measure, MetricSpec, register
+from releval.core.measures.registry import UNIT, Measure, MetricSpec, register
 from releval.core.measures.stats import Stats
 
 #: the standard recall points 0.0, 0.1, ... 1.0
@@ -30,6 +30,7 @@ def _rel_ret(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="iprec",
+        bounds=UNIT,
         aliases=("iprec_at_recall",),
         cutoff="none",
         value=_iprec,
@@ -47,6 +48,7 @@ register(
 register(
     MetricSpec(
         name="iprec_avg",
+        bounds=UNIT,
         aliases=(),
         cutoff="none",
         value=_iprec_avg,

@@ -32,6 +32,9 @@ its text output only `runid` and `relstring` are not measures, and `relstring` i
   interval; `micro` pools the counts over queries; `sum` totals a count; `geometric` is the
   geometric mean, each value floored at 0.00001 (trec_eval's `gm_map`, `gm_bpref`: they have
   only an `all` line in trec_eval's output).
+- **Range**: the values a query can get; a macro value's confidence interval stays inside it
+  (Wilson's interval when every per-query value is 0 or 1, else the t interval clipped to
+  it: [statistics.md](statistics.md)). `-`: a count or an unbounded measure.
 """
 
 _CUTOFF = {"required": "`@k` required", "optional": "`@k` optional", "none": "no cutoff"}
@@ -60,6 +63,10 @@ def _trec_names(spec: MetricSpec) -> str:
     return ", ".join(f"`{n}`" for n in names if n) or "-"
 
 
+def _range(spec: MetricSpec) -> str:
+    return "-" if spec.bounds is None else f"[{spec.bounds[0]:g}, {spec.bounds[1]:g}]"
+
+
 def _parameters(spec: MetricSpec) -> str:
     return ", ".join(f"`{k}`" + (" (required)" if v is None else f" = {v:g}")
                      for k, v in spec.params) or "-"
@@ -68,15 +75,15 @@ def _parameters(spec: MetricSpec) -> str:
 def render() -> str:
     """The measures page: the conventions, then one row per registered family."""
     rows = [
-        "| measure | aliases | cutoff | parameters | averaging | trec_eval | formula |",
-        "|---|---|---|---|---|---|---|",
+        "| measure | aliases | cutoff | parameters | averaging | range | trec_eval | formula |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for spec in REGISTRY.values():
         aliases = ", ".join(f"`{a}`" for a in spec.aliases) or "-"
         formula = spec.description.replace("|", "\\|")
         rows.append(
             f"| `{spec.name}` | {aliases} | {_CUTOFF[spec.cutoff]} | {_parameters(spec)} "
-            f"| {', '.join(spec.averaging)} "
+            f"| {', '.join(spec.averaging)} | {_range(spec)} "
             f"| {_trec_names(spec)} | {formula} |"
         )
     return INTRO + "\n" + "\n".join(rows) + "\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from releval.core.measures.registry import Measure, MetricSpec, register
+from releval.core.measures.registry import UNIT, Measure, MetricSpec, register
 from releval.core.measures.stats import Stats, safe_divide
 
 
@@ -27,6 +27,7 @@ def _rel_ret(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="RR",
+        bounds=UNIT,
         aliases=("MRR", "recip_rank"),
         cutoff="optional",
         value=_reciprocal_rank,
@@ -40,6 +41,7 @@ register(
 register(
     MetricSpec(
         name="AP",
+        bounds=UNIT,
         aliases=("MAP", "map_cut"),
         cutoff="optional",
         value=_average_precision,
@@ -65,6 +67,7 @@ def _r_precision(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="Rprec",
+        bounds=UNIT,
         aliases=(),
         cutoff="none",
         value=_r_precision,
@@ -79,6 +82,7 @@ register(
 register(
     MetricSpec(
         name="GMAP",
+        bounds=UNIT,
         aliases=("gm_map", "gm_ap"),
         cutoff="none",
         value=_average_precision,
@@ -111,6 +115,7 @@ def _rprec_mult(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="Rprec_mult",
+        bounds=UNIT,
         aliases=(),
         cutoff="none",
         value=_rprec_mult,

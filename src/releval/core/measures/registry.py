@@ -24,6 +24,8 @@ CutoffRule = Literal["required", "optional", "none"]
 Averaging = Literal["macro", "micro", "sum", "geometric"]
 #: What a micro average divides the pooled relevant-retrieved count by.
 MicroDenominator = Literal["cutoff_x_queries", "num_rel"]
+#: The range of a measure whose every per-query value is a share: 0 to 1.
+UNIT = (0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,9 @@ class MetricSpec:
         params: the parameters ``NAME(p=0.9)`` takes, with their defaults (None: required),
             in key order.
         trec_all_only: trec_eval prints only the ``all`` line (a geometric mean).
+        bounds: the (lowest, highest) value a query can get, e.g. :data:`UNIT`; None for
+            counts and unbounded measures. A macro interval stays inside it
+            (:mod:`releval.stats.aggregate`).
     """
 
     name: str
@@ -93,6 +98,7 @@ class MetricSpec:
     judged_variant: bool = True
     params: tuple[tuple[str, float | None], ...] = ()
     trec_all_only: bool = False
+    bounds: tuple[float, float] | None = None
 
 
 REGISTRY: dict[str, MetricSpec] = {}

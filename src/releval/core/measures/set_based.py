@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from releval.core.measures.registry import Measure, MetricSpec, register
+from releval.core.measures.registry import UNIT, Measure, MetricSpec, register
 from releval.core.measures.stats import Stats, safe_divide
 
 
@@ -29,6 +29,7 @@ def _hit(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="P",
+        bounds=UNIT,
         aliases=("Precision",),
         cutoff="required",
         value=_precision,
@@ -44,6 +45,7 @@ register(
 register(
     MetricSpec(
         name="R",
+        bounds=UNIT,
         aliases=("Recall",),
         cutoff="required",
         value=_recall,
@@ -59,6 +61,7 @@ register(
 register(
     MetricSpec(
         name="Hit",
+        bounds=UNIT,
         aliases=("Success",),
         cutoff="required",
         value=_hit,
@@ -77,6 +80,7 @@ def _relative_precision(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="relative_P",
+        bounds=UNIT,
         aliases=(),
         cutoff="required",
         value=_relative_precision,

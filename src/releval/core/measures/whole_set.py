@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from releval.core.measures.registry import Measure, MetricSpec, register
+from releval.core.measures.registry import UNIT, Measure, MetricSpec, register
 from releval.core.measures.stats import Stats, safe_divide
 
 
@@ -51,10 +51,10 @@ def _utility(m: Measure, s: Stats) -> Column:
     )
 
 
-def _set(name: str, value, description: str, params=()) -> None:
+def _set(name: str, value, description: str, params=(), bounds=UNIT) -> None:
     register(MetricSpec(
         name=name, aliases=(), cutoff="none", value=value, num_rel_ret=_rel_ret,
-        params=params, trec_name=lambda m: name, description=description,
+        params=params, trec_name=lambda m: name, description=description, bounds=bounds,
     ))
 
 
@@ -74,4 +74,4 @@ _set("utility", _utility,
      "utility(a, b, c, d) = a * (relevant retrieved) + b * (non-relevant retrieved) + "
      "c * (relevant not retrieved) + d * (non-relevant not retrieved), the last with a "
      "collection size of 0 as trec_eval's default; defaults a=1, b=-1, c=0, d=0.",
-     params=(("a", 1.0), ("b", -1.0), ("c", 0.0), ("d", 0.0)))
+     params=(("a", 1.0), ("b", -1.0), ("c", 0.0), ("d", 0.0)), bounds=None)

@@ -1,0 +1,102 @@
+"""Power of the paired t-test: the smallest true difference it detects, the pairs it needs.
+
+Two-sided at level ``alpha``, from the noncentral t distribution: with ``n`` pairs and a true
+mean difference ``delta``, t has ``n - 1`` degrees of freedom and noncentrality
+``(delta / sigma) * sqrt(n)``. Pure NumPy and SciPy; see docs/statistics.md."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+from releval.stats.kernel import TIE_TOLERANCE
+
+#: Above this many pairs :func:`pairs_needed` gives up (None): no comparison gets there.
+#: Also the largest standardized difference :func:`detectable_effect` tries.
+MAX_PAIRS = 2.0**53
+
+
+def t_power(effect: float, n: float, *, alpha: float) -> float:
+    """Probability that the two-sided paired t-test at ``alpha`` rejects, with ``n`` pairs
+    and a true standardized difference ``effect`` (delta / sigma):
+    ``P(T > c) + P(T < -c)``, T ~ nct(n - 1, effect * sqrt(n)), c = t(1 - alpha/2, n - 1)."""
+    df = n - 1.0
+    critical = stats.t.isf(alpha / 2.0, df)
+    shift = effect * math.sqrt(n)
+    # the lower tail as the upper one of -shift: nct.cdf is NaN far out in its left tail
+    return float(stats.nct.sf(critical, df, shift) + stats.nct.sf(critical, df, -shift))
+
+
+def detectable_effect(n: int, *, alpha: float, power: float) -> float:
+    """d_min: the standardized difference the test detects with probability ``power`` at
+    ``n`` pairs (:func:`t_power` = ``power``, solved with Brent's method).
+
+    Returns:
+        d_min >= 0; 0 when ``power`` <= ``alpha`` (no difference at all is rejected that
+        often); NaN when n < 2.
+    """
+    if n < 2:
+        return float("nan")
+    if power <= alpha:
+        return 0.0
+    high = 1.0
+    while t_power(high, n, alpha=alpha) < power:
+        high *= 2.0
+        if high > MAX_PAIRS:  # power not below 1: nothing reaches it
+            return float("nan")
+    return float(optimize.brentq(lambda d: t_power(d, n, alpha=alpha) - power, 0.0, high,
+                                 xtol=1e-14, rtol=1e-12))
+
+
+def pairs_needed(effect: float, *, alpha: float, power: float) -> int | None:
+    """The fewest pairs (at least 2) whose test detects the standardized difference
+    ``effect`` with probability ``power``; None when ``effect`` is not > 0 or it would
+    take more than :data:`MAX_PAIRS`."""
+    if not effect > 0.0:
+        return None
+    if t_power(effect, 2, alpha=alpha) >= power:
+        return 2
+    high = 4.0
+    while t_power(effect, high, alpha=alpha) < power:
+        high *= 2.0
+        if high > MAX_PAIRS:
+            return None
+    real = optimize.brentq(lambda n: t_power(effect, n, alpha=alpha) - power, 2.0, high,
+                           xtol=1e-9, rtol=1e-12)
+    needed = max(2, math.ceil(real))
+    # the root's last bits: the smallest integer that reaches the power
+    while needed > 2 and t_power(effect, needed - 1, alpha=alpha) >= power:
+        needed -= 1
+    while t_power(effect, needed, alpha=alpha) < power:
+        needed += 1
+    return needed
+
+
+@dataclass(frozen=True)
+class Power:
+    """What the paired t-test can detect over one set of pairs (NaN, None: undefined)."""
+
+    min_detectable_diff: float
+    queries_needed: int | None
+
+
+def paired_power(
+    differences: np.ndarray, *, alpha: float, power: float, effect_of_interest: float
+) -> Power:
+    """The smallest true mean difference detected with ``power`` at these pairs' count,
+    ``d_min * s``, and the pairs needed to detect ``effect_of_interest`` (an absolute
+    difference) with the same ``s``: the standard deviation of ``differences`` (ddof 1).
+
+    An ``s`` <= :data:`releval.stats.kernel.TIE_TOLERANCE` counts as 0 (as the t-test's):
+    then, and below 2 pairs, both are undefined."""
+    d = np.asarray(differences, dtype=np.float64)
+    sd = float(d.std(ddof=1)) if len(d) >= 2 else float("nan")
+    if not sd > TIE_TOLERANCE:
+        return Power(float("nan"), None)
+    return Power(
+        min_detectable_diff=detectable_effect(len(d), alpha=alpha, power=power) * sd,
+        queries_needed=pairs_needed(effect_of_interest / sd, alpha=alpha, power=power),
+    )
