@@ -3,7 +3,8 @@ without judged-only (trec_eval -J), on randomized runs with ties, graded and neg
 and judged queries the run lacks; and their geometric means with pytrec_eval's gm_map and
 gm_bpref. pytrec_eval bundles trec_eval 9, whose iprec_at_recall and 11pt_avg round the recall
 cutoff differently from 10.0: those two are checked against trec_eval 10.0's own output in
-tests/test_conformance.py; pytrec_eval has no rbp, rbp_resid or unj.
+tests/test_conformance.py; pytrec_eval has no rbp, rbp_resid or unj. Depth (trec_eval -M)
+is checked against pytrec_eval on rankings truncated by hand after trec_eval's tie-break.
 """
 
 from __future__ import annotations
@@ -104,3 +105,38 @@ def test_trec_eval_measures_agree_with_pytrec_eval(spark, judged_only):
     for name, key in (("gm_map", "GMAP"), ("gm_bpref", "GM_bpref")):
         logs = [values[name] for values in expected.values()] + [math.log(1e-5)] * len(missing)
         assert means[key + suffix] == pytest.approx(math.exp(sum(logs) / len(logs)), abs=1e-12)
+
+
+def top(run, depth: int):
+    """Each query's first ``depth`` documents in trec_eval's order: score descending, ties by
+    doc id descending (what trec_eval -M keeps)."""
+    by_query: dict[str, list[tuple[str, str, float]]] = {}
+    for row in run:
+        by_query.setdefault(row[0], []).append(row)
+    kept = []
+    for rows in by_query.values():
+        kept += sorted(rows, key=lambda r: (r[2], r[1]), reverse=True)[:depth]
+    return kept
+
+
+@pytest.mark.parametrize("judged_only", [False, True], ids=["all", "judged-only"])
+def test_depth_is_pytrec_eval_on_rankings_cut_by_hand(spark, judged_only):
+    run, qrels = random_case(seed=12)
+    depth = 7  # many rankings are longer, and ties straddle the cut
+    measures = parse_measures([*MEASURES], judged_only=judged_only)
+    ev = evaluate(run_df(spark, run), qrels_df(spark, qrels), measures=measures, depth=depth)
+    got = {
+        (r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE]
+        for r in ev.per_query.select(S.QUERY_ID, S.MEASURE_KEY, S.VALUE).collect()
+    }
+    cut = top(run, depth)
+    assert len(cut) < len(run) / 2
+    expected = oracle(cut, qrels, judged_only)
+    keys = {key: parse_measures([key], judged_only=judged_only)[0].key for key in MEASURES}
+    mismatches = [
+        (qid, key, values[name], got.get((qid, keys[key])))
+        for qid, values in expected.items()
+        for key, name in MEASURES.items()
+        if got.get((qid, keys[key])) is None or abs(got[(qid, keys[key])] - values[name]) > 1e-9
+    ]
+    assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
