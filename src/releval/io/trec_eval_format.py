@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,21 @@ def trec_eval_lines(
     partition_columns: Sequence[str] = (),
     judged_only: bool = False,
 ) -> list[str]:
+    """The lines of :func:`iter_trec_eval_lines`, in a list."""
+    return list(iter_trec_eval_lines(
+        measures, query_values, aggregate, partition_columns=partition_columns,
+        judged_only=judged_only,
+    ))
+
+
+def iter_trec_eval_lines(
+    measures: Sequence[Measure],
+    query_values: Iterable[tuple[str, Sequence[float]]],
+    aggregate: Iterable[Mapping[str, Any]],
+    *,
+    partition_columns: Sequence[str] = (),
+    judged_only: bool = False,
+) -> Iterator[str]:
     """trec_eval -q lines for one run: each query's (by query id as a string), then ``all``:
     ``runid``, ``num_q`` and each measure's mean (the sum for a count, the geometric mean
     for GMAP and GM_bpref, which have only this line); in each block the
@@ -131,23 +146,24 @@ def trec_eval_lines(
         key=lambda entry: trec_order(entry[0]),
     )
     heads = [(f"{name:<{_NAME_WIDTH}}\t", i, count) for name, i, count in printed]
-    lines = [
-        f"{head}{query}\t{_format(values[i], count)}"
-        for query, values in sorted(query_values, key=lambda qv: qv[0])
-        for head, i, count in heads
-    ]
+    for query, values in sorted(query_values, key=lambda qv: qv[0]):
+        for head, i, count in heads:
+            yield f"{head}{query}\t{_format(values[i], count)}"
+    yield from _all_lines(aggregate, runid, judged_only)
+
+
+def _all_lines(aggregate: list[Mapping[str, Any]], runid: str | None, judged_only: bool) -> list[str]:
     means = [row for row in aggregate if row[S.AVERAGING] in _MEANS]
-    if runid is not None:
-        lines.append(_line("runid", "all", runid))
+    lines = [] if runid is None else [_line("runid", "all", runid)]
     if means:
         lines.append(_line("num_q", "all", str(max(int(r[S.NUM_QUERIES]) for r in means))))
-    all_lines = []
+    found = []
     for row in means:
         name = _trec_name(row[S.MEASURE_KEY], judged_only)
         if name:
             value = _format(row[S.VALUE], _is_count(row[S.MEASURE_KEY]))
-            all_lines.append((trec_order(name), _line(name, "all", value)))
-    return lines + [line for _, line in sorted(all_lines)]
+            found.append((trec_order(name), _line(name, "all", value)))
+    return lines + [line for _, line in sorted(found)]
 
 
 def query_values(queries: DataFrame) -> list[tuple[str, list[float]]]:
@@ -173,8 +189,9 @@ def write_trec_eval_file(
     the aggregate rows on the driver."""
     aggregate = list(aggregate)
     run_id(aggregate, partition_columns)  # one run, checked before any Spark job
-    lines = trec_eval_lines(
+    lines = iter_trec_eval_lines(
         measures, query_values(queries), aggregate,
         partition_columns=partition_columns, judged_only=judged_only,
     )
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with Path(path).open("w", encoding="utf-8") as out:
+        out.writelines(f"{line}\n" for line in lines)
