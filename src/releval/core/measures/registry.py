@@ -10,6 +10,7 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Literal
 
 from pyspark.sql import Column
@@ -133,8 +134,9 @@ TREC_ONLY_NAMES = {"11pt_avg": "iprec_avg"}
 
 
 def _number(value: float) -> str:
-    """A parameter as written in a key: ``0.9``, ``1`` (no trailing ``.0``)."""
-    return f"{value:g}" if value == float(f"{value:g}") else repr(value)
+    """A parameter as written in a key: ``0.9``, ``1``, ``0.00001`` (plain digits, no
+    trailing zeros, no exponent)."""
+    return format(Decimal(repr(float(value))).normalize(), "f")
 
 
 def _parse_args(text: str, raw: str, spec: MetricSpec) -> tuple[int | None, dict[str, float]]:
