@@ -95,7 +95,7 @@ def query_counts(
         # per measure: the same for each; Judged@k's mean is the judged share of the top k
         F.count_if(with_results).alias("with_results"),
         F.avg(F.when(with_results, F.col(AGGREGATE_ENTRY)[S.VALUE])).alias("judged"),
-        *sums(intervals=intervals),
+        *sums(measures=measures, intervals=intervals),
     ).collect()
     by_index = [r for r in found if r[LEDGER] is None]  # a row per (partition, measure)
     rows = [r for r in by_index if r[AGGREGATE_INDEX] in (None, 0)]  # a row per partition

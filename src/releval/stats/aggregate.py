@@ -55,10 +55,10 @@ def group_columns(partition_columns: Sequence[str]) -> list[str]:
     return [*partition_columns, S.NEGATIVE_LABELS, S.DEPTH, INDEX]
 
 
-def sums(*, intervals: IntervalSettings) -> list[Column]:
+def sums(*, measures: Sequence[Measure], intervals: IntervalSettings) -> list[Column]:
     """The aggregate's columns over the scored queries, the same few for every measure: the
-    count, mean, standard deviation and values other than 0 and 1 (t interval), sum, and
-    micro's summed counts."""
+    count, mean, standard deviation and values other than 0 and 1 (t interval), sum, the
+    sum of logs (when a measure averages geometrically), and micro's summed counts."""
     scored = F.col(IN_QRELS)
     entry = F.col(ENTRY)
     value = F.when(scored, entry[S.VALUE])
@@ -70,9 +70,9 @@ def sums(*, intervals: IntervalSettings) -> list[Column]:
            F.count_if(scored & ~entry[S.VALUE].isin(0.0, 1.0)).alias(sum_column("nonbinary"))]
           if t else []),
         F.sum(value).alias(sum_column("sum")),
-        F.sum(F.when(scored, F.log(F.greatest(entry[S.VALUE], F.lit(MIN_GEO_MEAN))))).alias(
-            sum_column("log")
-        ),
+        *([F.sum(F.when(scored, F.log(F.greatest(entry[S.VALUE], F.lit(MIN_GEO_MEAN)))))
+           .alias(sum_column("log"))]
+          if any("geometric" in m.spec.averaging for m in measures) else []),
         F.sum(F.when(scored, entry[S.NUM_REL_RET])).alias(sum_column("rel_ret")),
         F.sum(F.when(scored, entry[S.NUM_REL])).alias(sum_column("rel")),
     ]
@@ -222,7 +222,7 @@ def aggregate(
     """
     parts = list(partition_columns)
     summed = by_measure(queries).groupBy(*group_columns(parts)).agg(
-        *sums(intervals=intervals)
+        *sums(measures=measures, intervals=intervals)
     ).collect()
     boot = (
         bootstrap(queries, measures=measures, partition_columns=parts, intervals=intervals)
