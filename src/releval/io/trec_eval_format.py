@@ -21,22 +21,22 @@ from pyspark.sql import functions as F
 from releval.core import columns as S
 from releval.core.columns import IN_QRELS, MEASURES
 from releval.core.measures import Measure, parse_measure
+from releval.core.measures.trec_sets import ALL_TREC
 from releval.errors import RelevalError
+
+_PARAMETER = re.compile(r"^(.+)_(\d+(?:\.\d+)?)$")
+
+
+def _family(name: str) -> str:
+    found = _PARAMETER.match(name)
+    return found[1] if found else name
+
 
 #: trec_eval's order of its measure families (its ``all_trec`` list, ``runid`` and ``num_q``
 #: first as its ``all`` block prints them): a family's names ``P_5``, ``P_10`` ... follow
 #: their parameter numerically; a name of a family not listed here comes last, alphabetically.
-TREC_ORDER: tuple[str, ...] = (
-    "runid", "num_q",
-    "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
-    "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult",
-    "utility", "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut",
-    "relative_P", "success", "set_P", "set_relative_P", "set_recall", "set_map", "set_F",
-    "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj",
-)
-
+TREC_ORDER: tuple[str, ...] = ("runid", "num_q", *dict.fromkeys(map(_family, ALL_TREC)))
 _PLACE = {family: i for i, family in enumerate(TREC_ORDER)}
-_PARAMETER = re.compile(r"^(.+)_(\d+(?:\.\d+)?)$")
 _NAME_WIDTH = 22
 _MEANS = ("macro", "sum", "geometric")
 
