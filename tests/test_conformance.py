@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 from support.sql_oracle import ENGINES, oracle_supports
-from support.trec_eval_text import assert_same_lines, expected_lines, name_of
+from support.trec_eval_text import assert_same_lines, expected_lines, name_of, supported
 
 from releval.config import QrelsSource, RunSource
 from releval.core import columns as S
 from releval.core.measures import parse_measure
-from releval.errors import MeasureError
 from releval.io.readers import read_qrels, read_run
 from releval.io.trec_eval_format import query_values, trec_eval_lines
 from releval.job.pipeline import evaluate
@@ -44,20 +43,6 @@ def read_expected(path: Path) -> dict[tuple[str, str], float]:
         except ValueError:  # runid, relstring
             continue
     return expected
-
-
-def supported(names: set[str]) -> dict[str, str]:
-    """trec_eval name -> releval measure key, for the names releval implements."""
-    out = {}
-    for name in sorted(names):
-        try:
-            measure = parse_measure(name)
-        except MeasureError:
-            continue
-        if measure.trec_name == name:
-            out[name] = measure.key
-    return out
-
 
 @pytest.fixture(scope="module", params=[(c, e) for c in sorted(CASES) for e in sorted(ENGINES)],
                 ids=lambda p: f"{p[0]}-{p[1]}")

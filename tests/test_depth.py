@@ -18,8 +18,9 @@ import pyarrow as pa
 import pytest
 from support.helpers import evaluate_rows, values
 from support.sql_oracle import ENGINES
+from support.trec_eval_text import implemented
 from test_kernel import SPECS, by_run, partition
-from test_real_runs import DATASETS, REAL, TOLERANCE, implemented, read_trec_eval
+from test_real_runs import DATASETS, REAL, TOLERANCE, read_trec_eval
 
 import releval
 from releval.cli import _parser, config_from_args, main

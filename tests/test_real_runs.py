@@ -8,10 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.trec_eval_text import implemented
 
 from releval.cli import main
-from releval.core.measures import parse_measure
-from releval.errors import MeasureError
 
 #: trec_eval rounds to 4 decimals: half a unit of the 4th, plus the float error of a value
 #: on the half (robust03's P_200 all is 0.06035: trec_eval's sum rounds up, releval's is below)
@@ -30,19 +29,6 @@ def read_trec_eval(path: Path) -> dict[tuple[str, str], float]:
         except ValueError:  # runid, relstring
             continue
     return values
-
-
-def implemented(names: set[str]) -> list[str]:
-    """The trec_eval names releval computes under the same name."""
-    out = []
-    for name in sorted(names):
-        try:
-            if parse_measure(name).trec_name == name:
-                out.append(name)
-        except MeasureError:
-            continue
-    return out
-
 
 def evaluate_judged_only(run: Path, qrels: Path, measures: str, tmp_path: Path,
                          options: tuple[str, ...] = ("--judged-only",)) -> Path:

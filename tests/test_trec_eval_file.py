@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from support.trec_eval_text import assert_same_lines, expected_lines, name_of
+from support.trec_eval_text import assert_same_lines, expected_lines, implemented, name_of
 
 from releval.cli import main
-from releval.core.measures import parse_measure, parse_measures
-from releval.errors import MeasureError, RelevalError
+from releval.core.measures import parse_measures
+from releval.errors import RelevalError
 from releval.io.trec_eval_format import TREC_ORDER, trec_eval_lines, trec_order
 
 #: releval's order, not trec_eval's; P(rel=2)@5 (an explicit level) and Judged@5 have no name
@@ -130,19 +130,6 @@ def test_trec_order_is_trec_eval_s_own(conformance_dir):
             assert names == sorted(names, key=trec_order), (name, block)
             families = {re.sub(r"_\d+(\.\d+)?$", "", n) for n in names}
             assert families <= set(TREC_ORDER)
-
-
-def implemented(names: set[str]) -> list[str]:
-    """The trec_eval names releval computes under the same name."""
-    out = []
-    for name in sorted(names):
-        try:
-            if parse_measure(name).trec_name == name:
-                out.append(name)
-        except MeasureError:
-            continue
-    return out
-
 
 def test_the_file_is_trec_eval_q_line_for_line(shared_session, conformance_dir, tmp_path, capsys):
     expected_file = conformance_dir / "full.test.q"

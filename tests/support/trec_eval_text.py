@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from releval.core.measures import parse_measure
+from releval.errors import MeasureError
 
 
 def name_of(line: str) -> str:
@@ -31,3 +34,21 @@ def assert_same_lines(produced: Sequence[str], expected: Sequence[str], tol: flo
         if not same:
             bad.append((got, want))
     assert not bad, f"{len(bad)} lines differ, first: {bad[:5]}"
+
+
+def supported(names: Iterable[str]) -> dict[str, str]:
+    """trec_eval name -> releval measure key, for the names releval computes under that name."""
+    out = {}
+    for name in sorted(names):
+        try:
+            measure = parse_measure(name)
+        except MeasureError:
+            continue
+        if measure.trec_name == name:
+            out[name] = measure.key
+    return out
+
+
+def implemented(names: Iterable[str]) -> list[str]:
+    """The trec_eval names releval computes under the same name, sorted."""
+    return list(supported(names))
