@@ -57,6 +57,13 @@ class Rankings:
         counts = np.concatenate(([0], np.cumsum(labels)))
         return counts[self._to] - counts[self._from]
 
+    def highest_label(self) -> np.ndarray:
+        """Each ranking's query's highest label (0 with no judgments)."""
+        if not len(self._labels):
+            return np.zeros(len(self._from), dtype=np.float64)
+        first = self._labels[np.minimum(self._from, len(self._labels) - 1)]
+        return np.where(self._to > self._from, first, 0).astype(np.float64)
+
     def judgments(self, g: int) -> np.ndarray:
         """The labels of ranking g's query, best first."""
         return self._labels[self._from[g]:self._to[g]]
@@ -124,8 +131,7 @@ def rbp(r: Rankings, spec: RunStat) -> np.ndarray:
     """Rank-biased precision: (1 - p) * sum of gain * p^(rank - 1), gains (the labels) scaled
     to [0, 1] by the query's highest label when it is above 1."""
     p = float(spec.param if spec.param is not None else 0.9)
-    top = np.array([max(float(r.judgments(g)[0]) if len(r.judgments(g)) else 0.0, 1.0)
-                    for g in range(r.groups)])
+    top = np.maximum(r.highest_label(), 1.0)
     gain = np.where(r.judged & (r.label > 0), r.label, 0) / top[r.group]
     weight = np.power(p, (r.position - 1).astype(np.float64))
     return (1.0 - p) * r.per_group(gain * weight)
