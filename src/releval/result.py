@@ -89,7 +89,8 @@ class Result:
 
     @cached_property
     def _counts(self) -> Counts:
-        materialize(self.persisted)
+        materialize(self.persisted, partition_columns=self.inputs.partition_columns,
+                    missing_queries=self.missing_queries)
         return query_counts(
             self.evaluation.queries, list(self.inputs.partition_columns),
             missing_queries=self.missing_queries, measures=self.evaluation.measures,

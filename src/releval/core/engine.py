@@ -117,6 +117,12 @@ def arrow_run_stats(
 RunStatsEngine = Callable[..., DataFrame]
 
 
+def reads_result_twice(partition_columns: Sequence[str], missing_queries: str) -> bool:
+    """Whether :func:`query_table`'s plan reads the engine's result more than once: with run
+    partitions, the missing queries are the qrels queries less each partition's own."""
+    return bool(partition_columns) and missing_queries == "zero"
+
+
 def query_table(
     run_q: DataFrame,
     *,
@@ -128,23 +134,24 @@ def query_table(
     queries a partition did not retrieve (``_in_run`` false)."""
     parts = list(partition_columns)
     qrels_only = ~F.col(IN_RUN) & F.col(IN_QRELS)
-    table = run_q.where(~qrels_only)
-    if missing_queries == "zero":
+    if missing_queries == "zero" and not parts:
+        # one run: the engine's qrels row of a query no run row retrieved is its missing
+        # row as it stands (run statistics null, counts 0), so one filter reads it once
+        table = run_q.where(~qrels_only | (F.col(RETRIEVED_BY) == 0))
+    else:
+        table = run_q.where(~qrels_only)
+    if missing_queries == "zero" and parts:
         query_rows = run_q.where(qrels_only)
         kept = [S.QUERY_ID, IN_QRELS, *stats.qrels_spec.keys()]
-        if not parts:
-            # one run: the engine's qrels row says if any run row retrieved it (no anti join)
-            missing = query_rows.where(F.col(RETRIEVED_BY) == 0).select(*kept)
-        else:
-            # each qrels query in each run partition less those retrieved; coalesce(1): no shuffle
-            runs = run_q.where(F.col(IN_RUN)).select(*parts).coalesce(1).distinct()
-            expected = F.broadcast(runs).crossJoin(query_rows.select(*kept))
-            retrieved = run_q.where(F.col(IN_RUN)).select(
-                *[F.col(c).alias(f"_right_{i}") for i, c in enumerate([*parts, S.QUERY_ID])]
-            )
-            condition = [F.col(c).eqNullSafe(F.col(f"_right_{i}"))
-                         for i, c in enumerate([*parts, S.QUERY_ID])]
-            missing = expected.join(retrieved, on=condition, how="left_anti")
+        # each qrels query in each run partition less those retrieved; coalesce(1): no shuffle
+        runs = run_q.where(F.col(IN_RUN)).select(*parts).coalesce(1).distinct()
+        expected = F.broadcast(runs).crossJoin(query_rows.select(*kept))
+        retrieved = run_q.where(F.col(IN_RUN)).select(
+            *[F.col(c).alias(f"_right_{i}") for i, c in enumerate([*parts, S.QUERY_ID])]
+        )
+        condition = [F.col(c).eqNullSafe(F.col(f"_right_{i}"))
+                     for i, c in enumerate([*parts, S.QUERY_ID])]
+        missing = expected.join(retrieved, on=condition, how="left_anti")
         table = table.unionByName(missing, allowMissingColumns=True)
     filled = [
         (F.coalesce(F.col(n), d) if d is not None else F.col(n)).alias(n)

@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
+from releval.core.engine import reads_result_twice
+
 
 def keeper(kept: list[DataFrame]) -> Callable[[DataFrame], DataFrame]:
     """The ``keep`` of :func:`evaluate`: persist the engine's result, which the steps after it
@@ -21,11 +23,11 @@ def keeper(kept: list[DataFrame]) -> Callable[[DataFrame], DataFrame]:
     return keep
 
 
-def materialize(kept: Sequence[DataFrame]) -> None:
-    """Build the engine's persisted result (the first of ``kept``) in one pass of its own.
-
-    The first plan that reads it reads it twice (the queries' rows and, for the missing
-    queries, the run partitions), and adaptive execution would compute a cache that is not
-    built yet once for each read, the engine's work twice over."""
-    if kept:
+def materialize(kept: Sequence[DataFrame], *, partition_columns: Sequence[str],
+                missing_queries: str) -> None:
+    """Build the engine's persisted result (the first of ``kept``) in one pass of its own,
+    when the first plan that reads it reads it twice (:func:`reads_result_twice`): adaptive
+    execution would compute a cache that is not built yet once for each read, the engine's
+    work twice over."""
+    if kept and reads_result_twice(partition_columns, missing_queries):
         kept[0].count()

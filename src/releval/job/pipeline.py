@@ -288,7 +288,8 @@ def run(
             # optimizer and the inputs' file listing run on the driver, seconds for a
             # small run), which is the evaluation's time as much as its Spark jobs are
             result = _evaluate_job(config, inputs, keep=keep)
-            materialize(kept)
+            materialize(kept, partition_columns=parts,
+                        missing_queries=config.evaluation.missing_queries)
             queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
             kept.append(queries)
             found = query_counts(
