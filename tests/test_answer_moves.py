@@ -1,0 +1,143 @@
+"""How the answered queries moved between the attribution cells from a baseline to a
+candidate: the pure count, its one-sentence reading, and ``releval compare --config``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from pyspark.sql import SparkSession
+
+from releval.config import load_config
+from releval.job import compare as compare_job
+from releval.job.batch import run_job
+from releval.stats.attribution import SHARED_CELLS
+from releval.stats.moves import moves
+
+# Six queries answered by both systems, Hit@10 the retrieval measure, correct at 0.5:
+#   query  base: retrieved, answer -> cell            cand: retrieved, answer -> cell
+#   q1     no,  0.1 -> retrieval_miss                 yes, 0.9  -> success
+#   q2     no,  0.2 -> retrieval_miss                 yes, 0.6  -> success
+#   q3     yes, 0.3 -> generation_miss                yes, 0.5  -> success
+#   q4     yes, 0.9 -> success                        yes, 0.4  -> generation_miss
+#   q5     yes, 0.8 -> success                        no,  0.2  -> retrieval_miss
+#   q6     no,  0.7 -> answered_without_evidence      no,  0.95 -> answered_without_evidence
+# correct answers: base q4 q5 q6 = 3, cand q1 q2 q3 q6 = 4: net +1
+#   gained 3: from retrieval 2 (q1, q2: retrieval_miss -> success),
+#             from generation 1 (q3: generation_miss -> success)
+#   lost 2:   to retrieval 1 (q5: success -> retrieval_miss),
+#             to generation 1 (q4: success -> generation_miss); 3 - 2 = +1
+BASE = {"q1": "retrieval_miss", "q2": "retrieval_miss", "q3": "generation_miss",
+        "q4": "success", "q5": "success", "q6": "answered_without_evidence"}
+CAND = {"q1": "success", "q2": "success", "q3": "success", "q4": "generation_miss",
+        "q5": "retrieval_miss", "q6": "answered_without_evidence"}
+#          to: success  generation_miss  retrieval_miss  answered_without_evidence
+COUNTS = ((0, 1, 1, 0),   # from success: q4, q5
+          (1, 0, 0, 0),   # from generation_miss: q3
+          (2, 0, 0, 0),   # from retrieval_miss: q1, q2
+          (0, 0, 0, 1))   # from answered_without_evidence: q6
+READING = ("system=cand: answers gained: 2 from retrieval (retrieval_miss -> success), 1 from "
+           "generation (generation_miss -> success 1); lost: 1 to retrieval (success -> "
+           "retrieval_miss), 1 to generation (success -> generation_miss 1); net +1 of 6 "
+           "queries answered on both sides")
+
+
+def test_six_queries_moved_by_hand() -> None:
+    found = moves(BASE, CAND, label="system=cand")
+    assert found.counts == COUNTS
+    assert (found.paired, found.baseline_only, found.candidate_only) == (6, 0, 0)
+    assert found.reading() == READING
+    assert found.render()[1].split()[-4:] == list(SHARED_CELLS)
+
+
+def test_queries_on_one_side_are_counted_apart_and_no_qrels_is_refused() -> None:
+    # q7 answered by the baseline only, q8 by the candidate only: six pairs as above
+    found = moves({**BASE, "q7": "success"}, {**CAND, "q8": "retrieval_miss"}, label="c")
+    assert (found.counts, found.baseline_only, found.candidate_only) == (COUNTS, 1, 1)
+    assert found.render()[-1] == ("  answered on one side only (not in the counts): baseline 1, "
+                                  "candidate 1")
+    # nothing moved: every query on the diagonal, no answer gained or lost
+    same = moves(BASE, BASE, label="c")
+    assert same.reading() == ("c: answers gained: 0 from retrieval (retrieval_miss -> success), 0 "
+                              "from generation; lost: 0 to retrieval (success -> "
+                              "retrieval_miss), 0 to generation; net +0 of 6 queries answered "
+                              "on both sides")
+    with pytest.raises(ValueError, match="no_qrels"):
+        moves({"q1": "no_qrels"}, {"q1": "success"}, label="c")
+
+
+def write_hand_inputs(folder: Path) -> Path:
+    """The six queries as a Parquet run and qrels and CSV answers, and a job config."""
+    # each query qN has one relevant document eN; a side that misses it returns xN instead
+    retrieved = {"base": {"q3", "q4", "q5"}, "cand": {"q1", "q2", "q3", "q4"}}
+    queries = [f"q{i}" for i in range(1, 7)]
+    pd.DataFrame(
+        [(s, q, f"e{q[1:]}" if q in retrieved[s] else f"x{q[1:]}", 1.0)
+         for s in ("base", "cand") for q in queries],
+        columns=["system", "query_id", "doc_id", "score"],
+    ).to_parquet(folder / "run.parquet")
+    pd.DataFrame([(q, f"e{q[1:]}", 1) for q in queries],
+                 columns=["query_id", "doc_id", "relevance"]).to_parquet(folder / "qrels.parquet")
+    scores = {"base": (0.1, 0.2, 0.3, 0.9, 0.8, 0.7), "cand": (0.9, 0.6, 0.5, 0.4, 0.2, 0.95)}
+    pd.DataFrame([(s, q, v) for s, vs in scores.items() for q, v in zip(queries, vs)],
+                 columns=["system", "query_id", "answer_score"]).to_csv(
+        folder / "answers.csv", index=False)
+    out = folder / "out"
+    config = folder / "job.toml"
+    config.write_text(f"""
+[spark]
+master = "local[1]"
+shuffle_partitions = 2
+
+[run]
+format = "parquet"
+path = "{folder / 'run.parquet'}"
+partition_columns = ["system"]
+
+[qrels]
+format = "parquet"
+path = "{folder / 'qrels.parquet'}"
+
+[evaluation]
+measures = ["P@1"]
+
+[answers]
+format = "csv"
+path = "{folder / 'answers.csv'}"
+
+[comparison]
+permutations = 100
+
+[output]
+per_query_path = "{out / 'per_query'}"
+aggregate_path = "{out / 'aggregate'}"
+""", encoding="utf-8")
+    return config
+
+
+def test_compare_prints_the_moves_of_the_answers(spark: SparkSession, tmp_path: Path) -> None:
+    config = load_config(write_hand_inputs(tmp_path))
+    run_job(spark, config, job_run_id="hand")
+    report = compare_job.run(spark, config, baseline={"system": "base"},
+                             candidates=[{"system": "cand"}])
+    assert report.answers is not None
+    (found,) = report.answers.moves
+    assert (found.candidate, found.counts) == ("system=cand", COUNTS)
+    text = report.render()
+    assert ("retrieval and the answer, query by query against system=base: evidence retrieved "
+            "when Hit@10 >= 1, correct when answer_score >= 0.5 (docs/answers.md)") in text
+    assert "  " + READING in text
+
+
+def test_compare_without_answers_prints_no_moves(spark: SparkSession, tmp_path: Path) -> None:
+    path = write_hand_inputs(tmp_path)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text[:text.index("[answers]")] + text[text.index("[comparison]"):],
+                    encoding="utf-8")
+    config = load_config(path)
+    run_job(spark, config, job_run_id="plain")
+    report = compare_job.run(spark, config, baseline={"system": "base"},
+                             candidates=[{"system": "cand"}])
+    assert report.answers is None
+    assert "retrieval and the answer" not in report.render()
