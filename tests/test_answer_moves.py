@@ -3,15 +3,22 @@ candidate: the pure count, its one-sentence reading, and ``releval compare --con
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from pyspark.sql import SparkSession
 
+from releval import report
 from releval.config import load_config
+from releval.core import columns as S
 from releval.job import compare as compare_job
 from releval.job.batch import run_job
+from releval.report import figures
+from releval.report.answers import cells_figure, read_answers
+from releval.report.data import latest_comparison, read_report_data
 from releval.stats.attribution import SHARED_CELLS
 from releval.stats.moves import moves
 
@@ -80,7 +87,7 @@ def write_hand_inputs(folder: Path) -> Path:
     pd.DataFrame([(q, f"e{q[1:]}", 1) for q in queries],
                  columns=["query_id", "doc_id", "relevance"]).to_parquet(folder / "qrels.parquet")
     scores = {"base": (0.1, 0.2, 0.3, 0.9, 0.8, 0.7), "cand": (0.9, 0.6, 0.5, 0.4, 0.2, 0.95)}
-    pd.DataFrame([(s, q, v) for s, vs in scores.items() for q, v in zip(queries, vs)],
+    pd.DataFrame([(s, q, v) for s, vs in scores.items() for q, v in zip(queries, vs, strict=True)],
                  columns=["system", "query_id", "answer_score"]).to_csv(
         folder / "answers.csv", index=False)
     out = folder / "out"
@@ -119,15 +126,38 @@ aggregate_path = "{out / 'aggregate'}"
 def test_compare_prints_the_moves_of_the_answers(spark: SparkSession, tmp_path: Path) -> None:
     config = load_config(write_hand_inputs(tmp_path))
     run_job(spark, config, job_run_id="hand")
-    report = compare_job.run(spark, config, baseline={"system": "base"},
-                             candidates=[{"system": "cand"}])
-    assert report.answers is not None
-    (found,) = report.answers.moves
-    assert (found.candidate, found.counts) == ("system=cand", COUNTS)
-    text = report.render()
+    compared = compare_job.run(spark, config, baseline={"system": "base"},
+                               candidates=[{"system": "cand"}])
+    assert compared.answers is not None
+    (moved,) = compared.answers.moves
+    assert (moved.candidate, moved.counts) == ("system=cand", COUNTS)
+    text = compared.render()
     assert ("retrieval and the answer, query by query against system=base: evidence retrieved "
             "when Hit@10 >= 1, correct when answer_score >= 0.5 (docs/answers.md)") in text
     assert "  " + READING in text
+
+    # the report: the cells' figure and the moves, with the counts above
+    page = report.build(config)
+    assert '<figure data-figure="cells">' in page
+    assert f'<p data-moves="system=cand">{html.escape(READING)}.</p>' in page
+    moves_table = re.search(r'<table class="moves">.*?<tbody>(.*?)</tbody>', page, re.S)
+    assert moves_table is not None
+    assert [[int(n) for n in re.findall(r"<td>(\d+)</td>", row)]
+            for row in re.findall(r"<tr>(.*?)</tr>", moves_table.group(1))] == [
+        list(r) for r in COUNTS]
+    data = read_report_data(config)
+    found = read_answers(config, data, latest_comparison(data.comparison))
+    assert found is not None
+    # base: success q4 q5 = 2/6, generation_miss q3 = 1/6, retrieval_miss q1 q2 = 2/6,
+    # answered_without_evidence q6 = 1/6; cand: 3/6, 1/6, 1/6, 1/6
+    shares = {(r["system"], r[S.CELL]): r[S.SHARE] for _, r in found.attribution.iterrows()}
+    assert shares[("base", "retrieval_miss")] == pytest.approx(2 / 6)
+    assert shares[("cand", "success")] == pytest.approx(3 / 6)
+    fig = cells_figure(found.attribution, run_columns=("system",))
+    assert fig is not None and figures.layout_problems(fig) == []
+    bars = [p.get_width() for p in fig.axes[0].patches]
+    # four cells x two runs, runs bottom-up (cand, base): success 3/6 then 2/6, ...
+    assert bars == pytest.approx([3 / 6, 2 / 6, 1 / 6, 1 / 6, 1 / 6, 2 / 6, 1 / 6, 1 / 6])
 
 
 def test_compare_without_answers_prints_no_moves(spark: SparkSession, tmp_path: Path) -> None:
@@ -137,7 +167,10 @@ def test_compare_without_answers_prints_no_moves(spark: SparkSession, tmp_path: 
                     encoding="utf-8")
     config = load_config(path)
     run_job(spark, config, job_run_id="plain")
-    report = compare_job.run(spark, config, baseline={"system": "base"},
-                             candidates=[{"system": "cand"}])
-    assert report.answers is None
-    assert "retrieval and the answer" not in report.render()
+    found = compare_job.run(spark, config, baseline={"system": "base"},
+                            candidates=[{"system": "cand"}])
+    assert found.answers is None
+    assert "retrieval and the answer" not in found.render()
+    page = report.build(config)
+    assert 'data-figure="cells"' not in page and 'class="moves"' not in page
+    assert 'id="answers"' not in page
