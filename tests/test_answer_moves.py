@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from releval import report
+from releval.cli import main
 from releval.config import load_config
 from releval.core import columns as S
 from releval.job import compare as compare_job
@@ -174,3 +175,32 @@ def test_compare_without_answers_prints_no_moves(spark: SparkSession, tmp_path: 
     page = report.build(config)
     assert 'data-figure="cells"' not in page and 'class="moves"' not in page
     assert 'id="answers"' not in page
+
+
+def test_compare_of_run_files_takes_answers(shared_session, tmp_path: Path, capsys) -> None:
+    # the six queries as TREC runs tagged base and cand, and their answers by run_id
+    retrieved = {"base": {"q3", "q4", "q5"}, "cand": {"q1", "q2", "q3", "q4"}}
+    for tag, found in retrieved.items():
+        (tmp_path / f"{tag}.txt").write_text("".join(
+            f"q{i} Q0 {'e' if f'q{i}' in found else 'x'}{i} 1 1.0 {tag}\n" for i in range(1, 7)))
+    (tmp_path / "qrels.txt").write_text("".join(f"q{i} 0 e{i} 1\n" for i in range(1, 7)))
+    scores = {"base": (0.1, 0.2, 0.3, 0.9, 0.8, 0.7), "cand": (0.9, 0.6, 0.5, 0.4, 0.2, 0.95)}
+    (tmp_path / "answers.csv").write_text("run_id,query_id,answer_score\n" + "".join(
+        f"{tag},q{i},{v}\n" for tag, vs in scores.items() for i, v in enumerate(vs, 1)))
+    out = tmp_path / "out"
+    code = main(["compare", "--qrels", str(tmp_path / "qrels.txt"),
+                 "--run", str(tmp_path / "base.txt"), "--run", str(tmp_path / "cand.txt"),
+                 "--measures", "P@1", "--permutations", "100",
+                 "--answers", str(tmp_path / "answers.csv"), "--output", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert ("retrieval and the answer, query by query against run_id=base: evidence retrieved "
+            "when Hit@10 >= 1") in printed
+    assert "  " + READING.replace("system=cand", "run_id=cand") in printed
+    assert (out / "attribution" / "_delta_log").is_dir()
+    assert main(["compare", "--qrels", str(tmp_path / "qrels.txt"), "--run",
+                 str(tmp_path / "base.txt"), "--run", str(tmp_path / "cand.txt"),
+                 "--correct-at", "0.7"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "releval: error: releval compare: --answers-format, --correct-at, --retrieved-by and "
+        "--retrieved-at need --answers")
