@@ -169,6 +169,7 @@ def _compare_files(args: argparse.Namespace) -> int:
     measures = args.measures or DEFAULT_MEASURES
     level = 1 if args.relevance_level is None else args.relevance_level
     parse_measures([measures], relevance_level=level)  # fail fast
+    answers = _answers(args)
     for name in (*args.run, args.qrels, *([args.answers] if args.answers else [])):
         if "://" not in name and not Path(name).exists():
             raise InputError(f"input not found: {name}")
@@ -196,7 +197,7 @@ def _compare_files(args: argparse.Namespace) -> int:
                 spark, runs=args.run, qrels=args.qrels, run_format=fmt,
                 qrels_format=args.qrels_format or fmt, measures=measures, relevance_level=level,
                 baseline=args.baseline, settings=settings, folder=args.output or tmp,
-                write_comparison=args.output is not None, answers=_answers(args),
+                write_comparison=args.output is not None, answers=answers,
             )
     finally:
         spark.stop()
