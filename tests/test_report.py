@@ -16,7 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 from pyspark.sql import functions as F
-from support.batch_support import D27, D28, D29, read, write_inputs
+from support.batch_support import D27, D28, D29, SHAPE, read, write_inputs
 
 from releval import report
 from releval.cli import main as releval_main
@@ -26,6 +26,7 @@ from releval.errors import InputError
 from releval.job import compare as compare_job
 from releval.job.batch import run_job
 from releval.job.pipeline import job_measures
+from releval.job.sample import generate, generate_answers
 from releval.report import figures, headline
 from releval.report.data import ReportData, latest_comparison, read_report_data
 from releval.report.html import FOLD_ROWS, warnings_table
@@ -67,12 +68,15 @@ partition_columns = ["date"]
 
 @pytest.fixture(scope="module")
 def job(spark, tmp_path_factory):
-    """The small sample (20 queries, 3 systems x 3 dates) evaluated by the batch job, and
-    hybrid compared with bm25 on the last date; the report written from it."""
+    """The small sample (20 queries, 3 systems x 3 dates) with its answers evaluated by the
+    batch job, and hybrid compared with bm25 on the last date; the report written from it."""
     folder = tmp_path_factory.mktemp("report")
     run, qrels = write_inputs(spark, folder)
+    generate_answers(*generate(SHAPE), SHAPE).to_csv(folder / "answers.csv", index=False)
     path = folder / "job.toml"
-    path.write_text(_config_text(run, qrels, folder / "out"), encoding="utf-8")
+    path.write_text(_config_text(run, qrels, folder / "out")
+                    + f'[answers]\nformat = "csv"\npath = "{folder / "answers.csv"}"\n',
+                    encoding="utf-8")
     config = load_config(path)
     run_job(spark, config, job_run_id=JOB)
     side = {"date": D29}
@@ -138,7 +142,17 @@ def test_the_page_shows_the_tables_numbers(spark, job):
     # every figure is embedded, none fetched
     names = re.findall(r'<figure data-figure="([a-z_]+)"><img alt="[^"]+" src="data:image/png;'
                        r'base64,', html)
-    assert names == ["measure_against_k", "distribution", "differences", "unjudged", "trend"]
+    assert names == ["measure_against_k", "distribution", "differences", "cells", "unjudged",
+                     "trend"]
+    # the moves of hybrid's answers: every query answered by both sides, from Spark's rows
+    answered = read(spark, config.output.per_query_path).where(
+        (F.col(S.MEASURE_KEY) == "Hit@10") & (F.col("date") == D29)
+        & F.col(S.ANSWER_SCORE).isNotNull())
+    both = answered.groupBy(S.QUERY_ID).agg(F.collect_set("system").alias("s")).where(
+        F.array_contains("s", "bm25") & F.array_contains("s", "hybrid")).count()
+    moved = [[int(n) for n in row[1:]] for row in _cells(html, "moves")]
+    assert len(moved) == 4 and sum(map(sum, moved)) == both > 0
+    assert f'<p data-moves="system=hybrid/date={D29}">system=hybrid/date={D29}: answers gained' in html
     assert not re.search(r'(src|href)="(https?:)?//', html)
 
 
@@ -556,7 +570,7 @@ def test_the_page_loads_in_headless_chromium_with_every_figure(job, tmp_path):
     assert found, dom[-2000:]
     result = json.loads(found.group(1).replace("&quot;", '"'))
     assert [r["name"] for r in result] == [
-        "measure_against_k", "distribution", "differences", "unjudged", "trend"]
+        "measure_against_k", "distribution", "differences", "cells", "unjudged", "trend"]
     for r in result:
         # loaded, laid out on the page, and drawn: some ink and more than a few colours
         assert r["complete"] and r["width"] > 100 and r["shown"] > 100, r

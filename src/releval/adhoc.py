@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from releval import api
 from releval.checks.accounts import QualityReport
-from releval.config import ComparisonSettings, QrelsSource, RunSource
+from releval.config import AnswersSource, ComparisonSettings, QrelsSource, RunSource
 from releval.core import columns as S
 from releval.core.columns import RAW_MALFORMED
 from releval.core.frames import local_frame
@@ -24,8 +24,10 @@ from releval.errors import ComparisonError, InputError
 from releval.io import tables
 from releval.io.atomic import read_table
 from releval.io.readers import TREC_RUN_ID, raw_run_input, read_qrels_raw, read_run_raw
+from releval.job.answer_moves import AnswerMoves, side_cells
 from releval.job.partitions import partition_label
 from releval.stats.intervals import FEW_QUERIES
+from releval.stats.moves import moves
 
 
 def file_tag(path: str) -> str:
@@ -108,10 +110,13 @@ def compare_files(
     settings: ComparisonSettings,
     folder: str,
     write_comparison: bool,
+    answers: AnswersSource | None = None,
 ) -> str:
     """Evaluate every run in one :func:`releval.evaluate` (partitioned by ``run_id``), write
     ``folder``/per_query and aggregate, compare each run with ``baseline`` (default: the
-    first run) and, with ``write_comparison``, write ``folder``/comparison.
+    first run) and, with ``write_comparison``, write ``folder``/comparison. With
+    ``answers`` (a ``run_id`` column names each run), also ``folder``/attribution and how
+    each run's answered queries moved between the cells against the baseline's.
 
     Returns:
         The comparison as text (:func:`render_comparison`).
@@ -129,12 +134,16 @@ def compare_files(
     raw_qrels = read_qrels_raw(spark, QrelsSource(path=qrels, format=qrels_format))
     if raw_qrels.malformed is not None and raw_qrels.malformed.take(1):
         raw_qrels.fail_on_malformed()
+    with_answers = {} if answers is None else dict(
+        answers=_read_answers(spark, answers), correct_at=answers.correct_at,
+        retrieved_by=answers.retrieved_by, retrieved_at=answers.retrieved_at)
     result = api.evaluate(
         run, raw_qrels.rows.select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE), measures=[measures],
-        partition_by=[TREC_RUN_ID], relevance_level=relevance_level,
+        partition_by=[TREC_RUN_ID], relevance_level=relevance_level, **with_answers,
     )
     out = Path(folder)
-    result.write(per_query=str(out / "per_query"), aggregate=str(out / "aggregate"))
+    result.write(per_query=str(out / "per_query"), aggregate=str(out / "aggregate"),
+                 attribution=str(out / "attribution") if answers else None)
     per_query = read_table(spark, path=str(out / "per_query"), table=None)
     candidates = [t for t in tags if t != base]
     table = api.compare(
@@ -151,8 +160,26 @@ def compare_files(
     keys = [m.key for m in with_judged_measures(
         parse_measures([measures], relevance_level=relevance_level),
         relevance_level=relevance_level)]
-    return render_comparison(rows, tags=[base, *candidates], baseline=base, measure_keys=keys,
+    text = render_comparison(rows, tags=[base, *candidates], baseline=base, measure_keys=keys,
                              settings=settings, accounts=result.accounts)
+    if result.thresholds is None:
+        return text
+    sides = {_label(t): {TREC_RUN_ID: t} for t in [base, *candidates]}
+    cells = side_cells(per_query, sides, result.thresholds)
+    found = AnswerMoves(result.thresholds, tuple(
+        moves(cells[_label(base)], cells[_label(t)], label=_label(t)) for t in candidates))
+    return "\n".join([text, *found.render(_label(base))])
+
+
+def _read_answers(spark: SparkSession, src: AnswersSource) -> DataFrame:
+    """The answers file (Delta, Parquet, or CSV with a header) as read."""
+    try:
+        if src.format == "csv":
+            return spark.read.option("header", "true").csv(src.path)
+        return spark.read.format(src.format).load(src.path)
+    except Exception as exc:  # Spark's AnalysisException: not a table of this format
+        raise InputError(f"cannot read {src.format} {src.path}: "
+                         f"{str(exc).splitlines()[0]}") from None
 
 
 def _label(tag: str) -> str:

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 
 from releval.cli.evaluate import DEFAULT_MEASURES, session
 from releval.config import (
+    ANSWER_FORMATS,
     CORRECTIONS,
     FORMATS,
     TESTS,
+    AnswersSource,
     ComparisonSettings,
     Config,
     QrelsSource,
@@ -75,6 +77,21 @@ def add_compare_arguments(cmp: argparse.ArgumentParser) -> None:
     files.add_argument("--effect-of-interest", type=float, default=None,
                        help="the difference, in the measure's units, queries_needed is for "
                        f"(default {defaults.effect_of_interest})")
+    files.add_argument("--answers", default=None,
+                       help="answer scores per run and query (columns run_id, query_id, "
+                       "answer_score): also how the answered queries moved between the "
+                       "attribution cells (docs/answers.md)")
+    files.add_argument("--answers-format", choices=ANSWER_FORMATS, default=None,
+                       help="format of --answers (default: guessed as releval evaluate does)")
+    files.add_argument("--correct-at", type=float, default=None,
+                       help=f"an answer is correct when its score >= this (default "
+                       f"{AnswersSource.correct_at})")
+    files.add_argument("--retrieved-by", default=None,
+                       help=f"the measure that says the evidence was retrieved (default "
+                       f"{AnswersSource.retrieved_by})")
+    files.add_argument("--retrieved-at", type=float, default=None,
+                       help=f"retrieved when --retrieved-by >= this (default "
+                       f"{AnswersSource.retrieved_at:g})")
     files.add_argument("--master", default=None, help="Spark master (default local[*])")
 
 
@@ -84,7 +101,8 @@ TABLE_FLAGS = ("--candidate", "--partition", "--comparison-id")
 
 FILE_FLAGS = ("--qrels", "--run", "--format", "--qrels-format", "--measures",
               "--relevance-level", "--output", "--test", "--correction", "--alpha",
-              "--permutations", "--seed", "--power", "--effect-of-interest", "--master")
+              "--permutations", "--seed", "--power", "--effect-of-interest", "--answers",
+              "--answers-format", "--correct-at", "--retrieved-by", "--retrieved-at", "--master")
 
 
 def _given(args: argparse.Namespace, flags: Sequence[str]) -> list[str]:
@@ -151,7 +169,8 @@ def _compare_files(args: argparse.Namespace) -> int:
     measures = args.measures or DEFAULT_MEASURES
     level = 1 if args.relevance_level is None else args.relevance_level
     parse_measures([measures], relevance_level=level)  # fail fast
-    for name in (*args.run, args.qrels):
+    answers = _answers(args)
+    for name in (*args.run, args.qrels, *([args.answers] if args.answers else [])):
         if "://" not in name and not Path(name).exists():
             raise InputError(f"input not found: {name}")
     defaults = ComparisonSettings()
@@ -178,12 +197,31 @@ def _compare_files(args: argparse.Namespace) -> int:
                 spark, runs=args.run, qrels=args.qrels, run_format=fmt,
                 qrels_format=args.qrels_format or fmt, measures=measures, relevance_level=level,
                 baseline=args.baseline, settings=settings, folder=args.output or tmp,
-                write_comparison=args.output is not None,
+                write_comparison=args.output is not None, answers=answers,
             )
     finally:
         spark.stop()
     print(text)
     return 0
+
+
+def _answers(args: argparse.Namespace) -> AnswersSource | None:
+    """The ``--answers`` source, its thresholds defaulting as in ``[answers]``."""
+    from releval.cli.evaluate import answers_format
+
+    if args.answers is None:
+        if any(v is not None for v in (args.answers_format, args.correct_at, args.retrieved_by,
+                                       args.retrieved_at)):
+            raise ConfigError("releval compare: --answers-format, --correct-at, "
+                              "--retrieved-by and --retrieved-at need --answers")
+        return None
+    d = AnswersSource()
+    return AnswersSource(
+        path=args.answers, format=args.answers_format or answers_format(args.answers),
+        correct_at=d.correct_at if args.correct_at is None else args.correct_at,
+        retrieved_by=args.retrieved_by or d.retrieved_by,
+        retrieved_at=d.retrieved_at if args.retrieved_at is None else args.retrieved_at,
+    )
 
 
 def _files_session(master: str, paths: Sequence[str]) -> SparkSession:

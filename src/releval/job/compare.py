@@ -18,6 +18,7 @@ from releval.core.columns import quote_literal
 from releval.errors import ComparisonError
 from releval.io import tables
 from releval.io.atomic import read_table, table_exists
+from releval.job.answer_moves import AnswerMoves, answer_moves
 from releval.job.lineage import run_log_location
 from releval.job.partitions import KeyFilter, partition_label
 from releval.stats.comparison import compare, side_condition
@@ -133,6 +134,8 @@ class ComparisonReport:
     rows: tuple[dict, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
     version: int = -1
+    #: how the answered queries moved between the attribution cells (None: no answers)
+    answers: AnswerMoves | None = None
 
     def render(self) -> str:
         s = self.settings
@@ -188,6 +191,8 @@ class ComparisonReport:
         lines.append(f"  mdd: the smallest true difference the t-test (alpha {s.alpha}) detects "
                      f"with power {s.power} at n; needed: the pairs it needs to detect "
                      f"{s.effect_of_interest} (docs/statistics.md)")
+        if self.answers is not None:
+            lines += ["", *self.answers.render(self.baseline)]
         return "\n".join(lines)
 
 
@@ -276,4 +281,6 @@ def run(
         rows=tuple(r.asDict() for r in saved.collect()),
         notes=check.notes,
         version=written.version,
+        answers=answer_moves(spark, config, per_query, baseline=base_label,
+                             sides={base_label: baseline, **cands}),
     )

@@ -18,6 +18,7 @@ from releval.core import columns as S
 from releval.core.measures import parse_measures
 from releval.core.measures.judged import JUDGED
 from releval.report import figures
+from releval.report.answers import answers_section, read_answers
 from releval.report.data import (
     COUNT_MEASURES,
     ReportData,
@@ -129,6 +130,8 @@ def build(config: Config, *, date: str | None = None, config_name: str = "",
                      "still lose on many queries."),
             absent="No per-query rows for this date.")),
         Section("comparison", "Against the baseline", cmp_body),
+        answers_section(read_answers(config, data, comparison, spark),
+                        run_columns=data.run_columns, at=at),
         Section("unjudged", "Unjudged share of the top k", _figure_html(
             figs["unjudged"], name="unjudged",
             alt="unjudged share of the top k against k, one line per run",
@@ -147,7 +150,7 @@ def build(config: Config, *, date: str | None = None, config_name: str = "",
     ]
     subtitle = (f"Tables read: {esc(table_reads(data.tables))}"
                 + (f"; config {esc(config_name)}." if config_name else "."))
-    return page("releval report", sections, subtitle=subtitle,
+    return page("releval report", [s for s in sections if s is not None], subtitle=subtitle,
                 headline=headline_section(data, comparison, keys))
 
 
