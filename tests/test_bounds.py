@@ -10,6 +10,8 @@ import pytest
 from support.helpers import evaluate_rows, qrels_df, run_df, values
 from support.sql_oracle import ENGINES
 
+import releval
+from releval.core import columns as S
 from releval.core.measures import parse_measure, parse_measures
 from releval.errors import MeasureError
 from releval.io.views import column_name
@@ -134,5 +136,59 @@ def test_best_is_pytrec_eval_with_the_unjudged_documents_relevant(spark, level):
     assert sum(got[(q, "RR[best]")] > plain[(q, "RR")] for q in expected) > 5
 
 
+# q1 judges A 1, B 0, C 0; q2 judges D 1, E 0; U, V, W are unjudged.
+#   base:  q1 A B   q2 D E   P@2 1/2, 1/2 (both [best] too: nothing unjudged); RR 1, 1
+#   flip:  q1 U V   q2 D E   P@2 0, 1/2; P@2[best] 1, 1/2; RR 0, 1; RR[best] 1, 1
+#   weak:  q1 B C   q2 E W   P@2 0, 0; P@2[best] 0, 1/2; RR 0, 0; RR[best] 0, 1/2
+COMPARE_RUN = [("base", "q1", "A", 2.0), ("base", "q1", "B", 1.0), ("base", "q2", "D", 2.0),
+               ("base", "q2", "E", 1.0), ("flip", "q1", "U", 2.0), ("flip", "q1", "V", 1.0),
+               ("flip", "q2", "D", 2.0), ("flip", "q2", "E", 1.0), ("weak", "q1", "B", 2.0),
+               ("weak", "q1", "C", 1.0), ("weak", "q2", "E", 2.0), ("weak", "q2", "W", 1.0)]
+COMPARE_QRELS = [("q1", "A", 1), ("q1", "B", 0), ("q1", "C", 0), ("q2", "D", 1), ("q2", "E", 0)]
+
+
+def test_the_comparison_at_both_extremes_and_whether_its_sign_holds(spark):
+    result = releval.evaluate(
+        spark.createDataFrame(COMPARE_RUN, "system string, query_id string, doc_id string, "
+                                           "score double"),
+        spark.createDataFrame(COMPARE_QRELS, "query_id string, doc_id string, relevance int"),
+        measures=["P@2", "P@2[best]", "RR", "RR[best]", "AP"], partition_by=["system"])
+    table = releval.compare(result.per_query, baseline="system=base",
+                            candidates=["system=flip", "system=weak"], permutations=200)
+    got = {(r[S.CANDIDATE], r[S.MEASURE_KEY]): (r[S.MEAN_DIFF], r[S.MEAN_DIFF_BEST],
+                                                r[S.SIGN_HOLDS]) for r in table.collect()}
+    flip, weak = "system=flip", "system=weak"
+    # flip - base, P@2: q1 0 - 1/2, q2 0 -> -1/4; [best]: q1 1 - 1/2, q2 0 -> +1/4: it flips
+    assert got[(flip, "P@2")] == pytest.approx((-0.25, 0.25, False))
+    # RR: q1 0 - 1, q2 0 -> -1/2; [best]: q1 1 - 1, q2 0 -> 0: not the same sign either
+    assert got[(flip, "RR")] == pytest.approx((-0.5, 0.0, False))
+    # weak - base, P@2: q1 -1/2, q2 -1/2 -> -1/2; [best]: q1 -1/2, q2 0 -> -1/4: it holds
+    assert got[(weak, "P@2")] == pytest.approx((-0.5, -0.25, True))
+    # RR: q1 -1, q2 -1 -> -1; [best]: q1 -1, q2 1/2 - 1 -> -3/4: it holds
+    assert got[(weak, "RR")] == pytest.approx((-1.0, -0.75, True))
+    # the [best] rows are compared too; they and measures without a bound have no pair
+    assert got[(weak, "P@2[best]")] == pytest.approx((-0.25, None, None))
+    assert got[(flip, "AP")][1:] == (None, None) and got[(flip, "Judged@2")][1:] == (None, None)
+
+
 def pytrec_eval():
     return pytest.importorskip("pytrec_eval")
+
+
+def test_releval_compare_on_files_warns_of_each_sign_that_does_not_hold():
+    from releval.adhoc import _label, render_comparison
+    from releval.config import ComparisonSettings
+
+    def row(tag, key, diff, best, holds):
+        return {S.CANDIDATE: _label(tag), S.MEASURE_KEY: key, S.BASELINE_MEAN: 0.5,
+                S.CANDIDATE_MEAN: 0.5 + diff, S.SIGNIFICANT: False, S.NUM_PAIRS: 60,
+                S.MEAN_DIFF: diff, S.MEAN_DIFF_BEST: best, S.SIGN_HOLDS: holds}
+
+    # the flip and weak rows of the comparison above, and the [best] rows (no pair of their own)
+    rows = [row("flip", "P@2", -0.25, 0.25, False), row("flip", "P@2[best]", 0.25, None, None),
+            row("weak", "P@2", -0.5, -0.25, True), row("weak", "P@2[best]", -0.25, None, None)]
+    text = render_comparison(rows, tags=["base", "flip", "weak"], baseline="base",
+                             measure_keys=["P@2", "P@2[best]"], settings=ComparisonSettings())
+    assert ("WARNING: 1 difference(s) change sign with every unjudged document relevant: "
+            "flip P@2 -0.2500 -> +0.2500 (docs/incomplete-judgments.md)") in text
+    assert "weak P@2" not in text
