@@ -189,6 +189,6 @@ def test_releval_compare_on_files_warns_of_each_sign_that_does_not_hold():
             row("weak", "P@2", -0.5, -0.25, True), row("weak", "P@2[best]", -0.25, None, None)]
     text = render_comparison(rows, tags=["base", "flip", "weak"], baseline="base",
                              measure_keys=["P@2", "P@2[best]"], settings=ComparisonSettings())
-    assert ("WARNING: 1 difference(s) change sign with every unjudged document relevant: "
-            "flip P@2 -0.2500 -> +0.2500 (docs/incomplete-judgments.md)") in text
+    assert ("WARNING: 1 difference(s) do not keep their sign with every unjudged document "
+            "relevant: flip P@2 -0.2500 -> +0.2500 (docs/incomplete-judgments.md)") in text
     assert "weak P@2" not in text

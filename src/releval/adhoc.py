@@ -234,8 +234,8 @@ def render_comparison(
                            f"{r[S.MEAN_DIFF]:+.4f} -> {r[S.MEAN_DIFF_BEST]:+.4f}"
                            for r in flips[:3])
         more = f" and {len(flips) - 3} more" if len(flips) > 3 else ""
-        lines.append(f"  WARNING: {len(flips)} difference(s) change sign with every unjudged "
-                     f"document relevant: {listed}{more} (docs/incomplete-judgments.md)")
+        lines.append(f"  WARNING: {len(flips)} difference(s) do not keep their sign with every "
+                     f"unjudged document relevant: {listed}{more} (docs/incomplete-judgments.md)")
     if accounts is not None and accounts.quarantined:
         lines.append(accounts.render())
     return "\n".join(lines)
