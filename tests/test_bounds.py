@@ -192,3 +192,17 @@ def test_releval_compare_on_files_warns_of_each_sign_that_does_not_hold():
     assert ("WARNING: 1 difference(s) do not keep their sign with every unjudged document "
             "relevant: flip P@2 -0.2500 -> +0.2500 (docs/incomplete-judgments.md)") in text
     assert "weak P@2" not in text
+
+
+def test_a_mean_difference_within_the_tie_tolerance_has_no_sign(spark):
+    from releval.stats.comparison import with_bounds
+
+    tests = spark.createDataFrame(
+        [("c", "P@5", 1e-17), ("c", "P@5[best]", 0.0), ("c", "RR", -1e-17),
+         ("c", "RR[best]", 0.25), ("c", "AP", 0.5)],
+        f"{S.CANDIDATE} string, {S.MEASURE_KEY} string, {S.MEAN_DIFF} double")
+    got = {r[S.MEASURE_KEY]: (r[S.MEAN_DIFF_BEST], r[S.SIGN_HOLDS])
+           for r in with_bounds(tests).collect()}
+    # 1e-17 is float noise around 0: the same sign as 0, not as 0.25
+    assert got == {"P@5": (0.0, True), "RR": (0.25, False), "AP": (None, None),
+                   "P@5[best]": (None, None), "RR[best]": (None, None)}

@@ -182,15 +182,19 @@ def correct(tests: DataFrame, *, correction: str, alpha: float, test: str) -> Da
 
 def with_bounds(tests: DataFrame) -> DataFrame:
     """Add ``mean_diff_best`` (the mean difference of the row's ``[best]`` measure, the same
-    candidate) and ``sign_holds`` (the two differences have the same sign) to each row whose
-    ``[best]`` key is among the rows; null on the others."""
+    candidate) and ``sign_holds`` (the two differences have the same sign, a mean within
+    :data:`releval.stats.kernel.TIE_TOLERANCE` of 0 being 0) to each row whose ``[best]`` key
+    is among the rows; null on the others."""
     best = tests.select(
         F.col(S.CANDIDATE).alias("_b_candidate"), F.col(S.MEASURE_KEY).alias("_b_key"),
         F.col(S.MEAN_DIFF).alias(S.MEAN_DIFF_BEST))
     # a key ends with its suffixes and [best] combines with no other, so M[best] = M + [best]
     on = ((F.col(S.CANDIDATE) == F.col("_b_candidate"))
           & (F.concat(F.col(S.MEASURE_KEY), F.lit(BEST_SUFFIX)) == F.col("_b_key")))
-    holds = F.signum(F.col(S.MEAN_DIFF)) == F.signum(F.col(S.MEAN_DIFF_BEST))
+    def sign(c: Column) -> Column:
+        return F.when(F.abs(c) <= kernel.TIE_TOLERANCE, 0.0).otherwise(F.signum(c))
+
+    holds = sign(F.col(S.MEAN_DIFF)) == sign(F.col(S.MEAN_DIFF_BEST))
     return (tests.join(F.broadcast(best), on, "left")
             .withColumn(S.SIGN_HOLDS, holds).drop("_b_candidate", "_b_key"))
 
