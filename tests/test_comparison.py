@@ -180,7 +180,8 @@ def test_job_writes_and_replaces_the_comparison(spark, tmp_path):
     # hybrid = bm25 + 0.05 on every query, dense = bm25: no spread, no power figures
     assert {(r[S.MIN_DETECTABLE_DIFF], r[S.QUERIES_NEEDED]) for r in rows.values()} == {
         (None, None)}
-    assert table.columns[-2:] == [S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED]
+    assert table.columns[-4:] == [S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED, S.MEAN_DIFF_BEST,
+                                  S.SIGN_HOLDS]
     assert table.schema[S.QUERIES_NEEDED].metadata["comment"] == tables.COMPARISON_COMMENTS[
         S.QUERIES_NEEDED]
     text = report.render()
@@ -210,8 +211,8 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
 
     config = write_inputs(spark, tmp_path)
     path = str(tmp_path / "out" / "comparison")
-    # the comparison table as version 2 wrote it: no min_detectable_diff, queries_needed
-    added = (S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED)
+    # the comparison table as version 2 wrote it: none of the columns added since
+    added = (S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED, S.MEAN_DIFF_BEST, S.SIGN_HOLDS)
     v2 = T.StructType([f for f in tables.comparison_schema([PARTS[1]]).fields
                        if f.name not in added])
     (DeltaTable.create(spark).location(path).addColumns(v2).partitionedBy("date")
@@ -227,9 +228,9 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
         compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("hybrid")])
 
     assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == [
-        "2", "3", "4", "5"]
-    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == ["5"]
-    assert table_schema_version(spark, path=path, table=None) == "5"
+        "2", "3", "4", "5", "6"]
+    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == ["6"]
+    assert table_schema_version(spark, path=path, table=None) == "6"
     table = spark.read.format("delta").load(path)
     # added at the end, nullable, commented; the old row holds nulls there
     assert table.columns == [*v2.names, *added]
@@ -238,8 +239,9 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
         assert table.schema[name].metadata["comment"] == tables.COMPARISON_COMMENTS[name]
     assert table.schema[S.QUERIES_NEEDED].dataType == T.LongType()
     (row,) = table.collect()
-    assert (row[S.COMPARISON_ID], row[S.MIN_DETECTABLE_DIFF], row[S.QUERIES_NEEDED]) == (
-        "old", None, None)
+    assert (row[S.COMPARISON_ID], row[S.MIN_DETECTABLE_DIFF], row[S.QUERIES_NEEDED],
+            row[S.MEAN_DIFF_BEST], row[S.SIGN_HOLDS]) == ("old", None, None, None, None)
+    assert table.schema[S.SIGN_HOLDS].dataType == T.BooleanType()
     # the job writes the migrated table; the other date's old row stays
     compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("hybrid")],
                     comparison_id="new")

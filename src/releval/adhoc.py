@@ -255,6 +255,14 @@ def render_comparison(
     ]
     if low < FEW_QUERIES:
         lines.append(f"  WARNING: fewer than {FEW_QUERIES} queries: weak comparisons")
+    flips = [r for r in rows if r.get(S.SIGN_HOLDS) is False]
+    if flips:  # only for measures evaluated with their [best] form too
+        listed = ", ".join(f"{by_label[r[S.CANDIDATE]]} {r[S.MEASURE_KEY]} "
+                           f"{r[S.MEAN_DIFF]:+.4f} -> {r[S.MEAN_DIFF_BEST]:+.4f}"
+                           for r in flips[:3])
+        more = f" and {len(flips) - 3} more" if len(flips) > 3 else ""
+        lines.append(f"  WARNING: {len(flips)} difference(s) do not keep their sign with every "
+                     f"unjudged document relevant: {listed}{more} (docs/incomplete-judgments.md)")
     if accounts is not None and accounts.quarantined:
         lines.append(accounts.render())
     return "\n".join(lines)

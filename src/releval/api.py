@@ -214,8 +214,9 @@ def compare(
 
     Returns:
         One row per (candidate, measure): means, the difference with its interval, wins /
-        ties / losses, Cohen's d, the p-values, ``significant``, ``min_detectable_diff``
-        and ``queries_needed``.
+        ties / losses, Cohen's d, the p-values, ``significant``, ``min_detectable_diff``,
+        ``queries_needed``, and ``mean_diff_best`` and ``sign_holds`` for a measure whose
+        ``[best]`` form is among the per-query rows.
 
     Example:
         >>> run = spark.createDataFrame([(s, q, d, float(x)) for s, q, d, x in [

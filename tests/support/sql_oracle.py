@@ -158,14 +158,19 @@ def _nonrel_above(q: _RunSql, s: RunStat, level: int) -> Column:
     return F.collect_list(F.when(is_relevant(level), running))
 
 
+def _relevant(s: RunStat, level: int) -> Column:
+    """Relevant; for a ``[best]`` statistic an unjudged row too."""
+    return is_relevant(level) | ~is_judged() if s.best else is_relevant(level)
+
+
 #: The oracle's SQL for each kind of :class:`RunStat` (one entry per kind, like the
 #: engine's ``releval.core.kernel.KINDS``).
 _RUN_SQL: dict[str, Callable[[_RunSql, RunStat, int], Column]] = {
     "num_ret": _num_ret,
     "ret": lambda q, s, level: q.count(q.within(s.judged, s.cutoff)),
     "judged_ret": lambda q, s, level: q.count(is_judged() & q.within(s.judged, s.cutoff)),
-    "rel_ret": lambda q, s, level: q.count(is_relevant(level) & q.within(s.judged, s.cutoff)),
-    "first_rel": lambda q, s, level: F.min(F.when(is_relevant(level), q.position(s.judged))),
+    "rel_ret": lambda q, s, level: q.count(_relevant(s, level) & q.within(s.judged, s.cutoff)),
+    "first_rel": lambda q, s, level: F.min(F.when(_relevant(s, level), q.position(s.judged))),
     "dcg": _dcg,
     "prec_sum": _prec_sum,
     "rel_pos": lambda q, s, level: F.collect_list(

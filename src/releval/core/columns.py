@@ -86,6 +86,8 @@ MEAN_SCORE_WITH_EVIDENCE = "mean_score_with_evidence"
 MEAN_SCORE_WITHOUT_EVIDENCE = "mean_score_without_evidence"
 MIN_DETECTABLE_DIFF = "min_detectable_diff"
 QUERIES_NEEDED = "queries_needed"
+MEAN_DIFF_BEST = "mean_diff_best"
+SIGN_HOLDS = "sign_holds"
 #: The measure columns shared by the per-query, aggregate and comparison tables.
 MEASURE_COLUMNS = (MEASURE, CUTOFF, REL_LEVEL, JUDGED_ONLY, MEASURE_KEY)
 

@@ -212,7 +212,8 @@ def query_measures(
     entries = []
     for m in measures:
         spec = m.spec
-        view = stats.judged() if m.judged_only else stats
+        view = (stats.judged() if m.judged_only
+                else stats.unjudged_relevant() if m.best else stats)
         # names are the same in every row: long_format adds them from the order
         entries.append(
             F.struct(

@@ -81,8 +81,10 @@ class _Ranked:
     def per_group(self, weights: np.ndarray) -> np.ndarray:
         return np.bincount(self.group, weights=weights, minlength=self.groups)
 
-    def relevant(self, level: int) -> np.ndarray:
-        return self.judged & (self.label >= level)
+    def relevant(self, level: int, *, best: bool = False) -> np.ndarray:
+        """label >= level; with ``best`` an unjudged row too (the ``[best]`` bound)."""
+        relevant = self.judged & (self.label >= level)
+        return relevant | ~self.judged if best else relevant
 
     def view_position(self, judged: bool) -> np.ndarray:
         return self.judged_position if judged else self.position
@@ -107,7 +109,7 @@ def _gain(label: np.ndarray, gain: str) -> np.ndarray:
 
 
 def _first_rel(r: _Ranked, spec: RunStat) -> pa.Array:
-    selected = r.relevant(spec.level or 0)
+    selected = r.relevant(spec.level or 0, best=spec.best)
     groups = r.group[selected]
     first = np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1]))[: len(groups)])
     out = np.zeros(r.groups, dtype=np.int64)
@@ -122,7 +124,7 @@ def _count(r: _Ranked, spec: RunStat) -> np.ndarray:
     if spec.kind == "judged_ret":
         rows = rows & r.judged
     elif spec.kind == "rel_ret":
-        rows = rows & r.relevant(spec.level or 0)
+        rows = rows & r.relevant(spec.level or 0, best=spec.best)
     return r.per_group(rows).astype(np.int64)
 
 

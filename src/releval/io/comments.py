@@ -159,6 +159,16 @@ COMPARISON_COMMENTS = {
         "standard deviation of the differences; null when it is undefined (deviation 0, "
         "below 2 pairs)."
     ),
+    C.MEAN_DIFF_BEST: (
+        "For a measure with a [best] bound (P@k, Hit@k, RR) whose [best] key was evaluated "
+        "too: the mean difference with every unjudged retrieved document relevant on both "
+        "sides (mean_diff: every one non-relevant); null otherwise."
+    ),
+    C.SIGN_HOLDS: (
+        "Whether mean_diff and mean_diff_best have the same sign (both 0 counts as the same); "
+        "false: judging the unjudged documents could reverse the comparison. Null with "
+        "mean_diff_best."
+    ),
 }
 
 

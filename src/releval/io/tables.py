@@ -148,7 +148,7 @@ def quarantine_table_schema(partition_fields: list[T.StructField]) -> T.StructTy
 
 def comparison_schema(partition_fields: list[T.StructField]) -> T.StructType:
     """Schema of the comparison table: output partition columns (the candidate's) first."""
-    double, long_, string = T.DoubleType(), T.LongType(), T.StringType()
+    double, long_, string, bool_ = T.DoubleType(), T.LongType(), T.StringType(), T.BooleanType()
     return T.StructType(
         [
             *partition_fields,
@@ -177,14 +177,14 @@ def comparison_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(C.CORRECTION, string, False),
             T.StructField(C.ALPHA, double, False),
             T.StructField(C.TEST, string, False),
-            T.StructField(C.SIGNIFICANT, T.BooleanType(), False),
+            T.StructField(C.SIGNIFICANT, bool_, False),
             T.StructField(C.PERMUTATIONS, long_, False),
             T.StructField(C.SEED, long_, False),
             T.StructField(C.BASELINE_JOB_RUN_ID, string, True),
             T.StructField(C.CANDIDATE_JOB_RUN_ID, string, True),
             # added columns: at the end and nullable (docs/migrations.md)
-            T.StructField(C.MIN_DETECTABLE_DIFF, double, True),
-            T.StructField(C.QUERIES_NEEDED, long_, True),
+            *[T.StructField(c, t, True) for c, t in [(C.MIN_DETECTABLE_DIFF, double),
+              (C.QUERIES_NEEDED, long_), (C.MEAN_DIFF_BEST, double), (C.SIGN_HOLDS, bool_)]],
         ]
     )
 

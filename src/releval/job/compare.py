@@ -163,7 +163,7 @@ class ComparisonReport:
         header = (f"  {'':1} {'candidate':<28} {'measure':<16} {'n':>5} {'base':>7} {'cand':>7} "
                   f"{'diff':>8} {f'{1 - s.alpha:.0%} CI':>19} {'rel':>7} {'W/T/L':>13} {'d':>6} "
                   f"{'p(t)':>9} {'p(rand)':>9}" + (f" {'p(HSD)':>9}" if hsd else "")
-                  + f" {'mdd':>7} {'needed':>7}")
+                  + f" {'mdd':>7} {'needed':>7} {'diff[best]':>10} {'holds':>5}")
         lines += ["", header]
 
         def num(v: float | None, fmt: str) -> str:
@@ -183,6 +183,7 @@ class ComparisonReport:
                 + (f" {num(r[S.TUKEY_P_VALUE], '.2g'):>9}" if hsd else "")
                 + f" {num(r[S.MIN_DETECTABLE_DIFF], '.4f'):>7}"
                 + f" {'-' if r[S.QUERIES_NEEDED] is None else r[S.QUERIES_NEEDED]:>7}"
+                + f" {num(r.get(S.MEAN_DIFF_BEST), '+.4f'):>10} {_holds(r.get(S.SIGN_HOLDS)):>5}"
             )
         lines.append(f"  p(t), p(rand): {s.correction}-corrected over all rows"
                      + ("; p(HSD): all pairs of one measure, not corrected across measures"
@@ -191,9 +192,16 @@ class ComparisonReport:
         lines.append(f"  mdd: the smallest true difference the t-test (alpha {s.alpha}) detects "
                      f"with power {s.power} at n; needed: the pairs it needs to detect "
                      f"{s.effect_of_interest} (docs/statistics.md)")
+        if any(r.get(S.MEAN_DIFF_BEST) is not None for r in self.rows):
+            lines.append("  diff[best]: diff with every unjudged document relevant on both "
+                         "sides; holds: the same sign as diff (docs/incomplete-judgments.md)")
         if self.answers is not None:
             lines += ["", *self.answers.render(self.baseline)]
         return "\n".join(lines)
+
+
+def _holds(value: bool | None) -> str:
+    return "-" if value is None else "yes" if value else "NO"
 
 
 def run(

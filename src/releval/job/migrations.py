@@ -137,6 +137,18 @@ def _add_power(
     spark.sql(f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS ({columns})")
 
 
+def _add_bounds(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """5 -> 6, comparison: add ``mean_diff_best`` and ``sign_holds`` (nullable)."""
+    types = {S.MEAN_DIFF_BEST: "DOUBLE", S.SIGN_HOLDS: "BOOLEAN"}
+    columns = ", ".join(
+        f"{quote_identifier(c)} {t} COMMENT {quote_literal(tables.COMPARISON_COMMENTS[c])}"
+        for c, t in types.items()
+    )
+    spark.sql(f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS ({columns})")
+
+
 #: version found -> ({kind: step}, next version); a kind without a step only moves its version.
 STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "0": ({"per_query": _add_job_run_id, "aggregate": _add_job_run_id}, "1"),
@@ -145,6 +157,7 @@ STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "2": ({"per_query": _add_depth, "aggregate": _add_depth}, "3"),
     "3": ({"per_query": _add_answer_score}, "4"),
     "4": ({"comparison": _add_power}, "5"),
+    "5": ({"comparison": _add_bounds}, "6"),
 }
 
 

@@ -55,6 +55,16 @@ POWER_NOTE = (
 )
 
 
+#: Under the comparison table: the difference at the other extreme of the missing labels.
+BOUNDS_NOTE = (
+    '<p class="note"><code>mean_diff_best</code>: for P@k, Hit@k and RR evaluated with their '
+    "<code>[best]</code> form, the difference with every unjudged document relevant on both "
+    "sides (<code>mean_diff</code> counts every one non-relevant); <code>sign_holds</code> "
+    "no: judging those documents could reverse the comparison "
+    "(docs/incomplete-judgments.md).</p>"
+)
+
+
 def headline_measures(config: Config) -> list[str]:
     """The configured measures that have a mean, by key, in the config's order."""
     measures = parse_measures(
@@ -111,7 +121,7 @@ def build(config: Config, *, date: str | None = None, config_name: str = "",
                      "baseline, with its interval at 1 - alpha; filled markers are significant "
                      "after the correction for multiple comparisons (docs/statistics.md)."),
             absent="The comparison table is empty.",
-        ) + comparison_table(comparison) + POWER_NOTE
+        ) + comparison_table(comparison) + POWER_NOTE + BOUNDS_NOTE
     sections = [
         Section("means", f"Mean of each measure{at}", means_table(data, keys)
                 + '<p class="note">Macro means over queries (the aggregate table, '

@@ -182,11 +182,13 @@ def warnings_table(data: ReportData, *, warning_share: float, few_queries: int) 
 
 
 def comparison_table(comparison: pd.DataFrame) -> str:
-    """Each candidate and measure: the difference, its p-value and what the t-test could
-    detect (blank where a row has no value, or its table no such column: schema version 2)."""
+    """Each candidate and measure: the difference, its p-value, what the t-test could detect
+    and the difference with every unjudged document relevant (blank where a row has no
+    value, or its table no such column: an older schema version)."""
     cols = [S.CANDIDATE, S.MEASURE_KEY, S.NUM_PAIRS, S.BASELINE_MEAN, S.CANDIDATE_MEAN,
             S.MEAN_DIFF, S.DIFF_CI_LOW, S.DIFF_CI_HIGH, S.WINS, S.TIES, S.LOSSES,
-            S.RANDOMIZATION_P_ADJUSTED, S.SIGNIFICANT, S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED]
+            S.RANDOMIZATION_P_ADJUSTED, S.SIGNIFICANT, S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED,
+            S.MEAN_DIFF_BEST, S.SIGN_HOLDS]
     rows = []
     for _, r in comparison.sort_values([S.CANDIDATE, S.MEASURE_KEY]).iterrows():
         cells = [name_cell(r[S.CANDIDATE]), name_cell(r[S.MEASURE_KEY])]
@@ -196,13 +198,16 @@ def comparison_table(comparison: pd.DataFrame) -> str:
                 cells.append(f"<td>{'yes' if v else 'no'}</td>")
             elif v is None or pd.isna(v):
                 cells.append("<td></td>")
+            elif c == S.SIGN_HOLDS:  # false: judging the unjudged documents could flip it
+                cells.append(f"<td>{'yes' if v else '<b>no</b>'}</td>")
             elif c in (S.NUM_PAIRS, S.WINS, S.TIES, S.LOSSES, S.QUERIES_NEEDED):
                 cells.append(f"<td>{int(v)}</td>")
             else:
                 cells.append(number(v))
         rows.append(cells)
     return folded(f"All {len(rows)} rows: each candidate and measure, with its p-value, "
-                  "wins, ties and losses, and the smallest difference the t-test detects",
+                  "wins, ties and losses, the smallest difference the t-test detects and, "
+                  "for [best] measures, the difference with every unjudged document relevant",
                   table(cols, rows, cls="comparison"), rows=len(rows))
 
 

@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 from releval.config import ComparisonSettings
 from releval.core import columns as S
 from releval.core.frames import local_frame
-from releval.core.measures.registry import REGISTRY
+from releval.core.measures.registry import BEST_SUFFIX, REGISTRY
 from releval.stats import kernel
 from releval.stats.intervals import query_key
 from releval.stats.power import paired_power
@@ -180,6 +180,25 @@ def correct(tests: DataFrame, *, correction: str, alpha: float, test: str) -> Da
         lambda pdf: family(pdf.drop(columns="_family")), schema)
 
 
+def with_bounds(tests: DataFrame) -> DataFrame:
+    """Add ``mean_diff_best`` (the mean difference of the row's ``[best]`` measure, the same
+    candidate) and ``sign_holds`` (the two differences have the same sign, a mean within
+    :data:`releval.stats.kernel.TIE_TOLERANCE` of 0 being 0) to each row whose ``[best]`` key
+    is among the rows; null on the others."""
+    best = tests.select(
+        F.col(S.CANDIDATE).alias("_b_candidate"), F.col(S.MEASURE_KEY).alias("_b_key"),
+        F.col(S.MEAN_DIFF).alias(S.MEAN_DIFF_BEST))
+    # a key ends with its suffixes and [best] combines with no other, so M[best] = M + [best]
+    on = ((F.col(S.CANDIDATE) == F.col("_b_candidate"))
+          & (F.concat(F.col(S.MEASURE_KEY), F.lit(BEST_SUFFIX)) == F.col("_b_key")))
+    def sign(c: Column) -> Column:
+        return F.when(F.abs(c) <= kernel.TIE_TOLERANCE, 0.0).otherwise(F.signum(c))
+
+    holds = sign(F.col(S.MEAN_DIFF)) == sign(F.col(S.MEAN_DIFF_BEST))
+    return (tests.join(F.broadcast(best), on, "left")
+            .withColumn(S.SIGN_HOLDS, holds).drop("_b_candidate", "_b_key"))
+
+
 def compare(
     per_query: DataFrame,
     *,
@@ -192,7 +211,8 @@ def compare(
 
     Returns:
         ``candidate``, the measure columns, the statistics, ``min_detectable_diff`` and
-        ``queries_needed``, corrected p-values, ``significant``.
+        ``queries_needed``, corrected p-values, ``significant``, ``mean_diff_best`` and
+        ``sign_holds`` (:func:`with_bounds`).
     """
     pair_rows = pairs(per_query, baseline=baseline, candidates=candidates,
                       missing_queries=missing_queries)
@@ -205,5 +225,5 @@ def compare(
         tests = tests.join(hsd, [S.CANDIDATE, S.MEASURE_KEY], "left")
     else:
         tests = tests.withColumn(S.TUKEY_P_VALUE, F.lit(None).cast("double"))
-    return correct(tests, correction=settings.correction, alpha=settings.alpha,
-                   test=settings.test)
+    return with_bounds(correct(tests, correction=settings.correction, alpha=settings.alpha,
+                               test=settings.test))

@@ -12,7 +12,8 @@ a test keeps this page and the registry the same). `releval measures` prints the
 `releval.measures()` returns it.
 
 A measure is written `NAME[(rel=N, param=x)][@k][[judged]]`: `P@10`, `P(rel=2)@5`, `AP`,
-`nDCG@10[judged]`, `rbp(p=0.8)`. Names are case-insensitive and trec_eval's names are accepted
+`nDCG@10[judged]`, `rbp(p=0.8)`; `P@k`, `Hit@k` and `RR` also take `[best]` (every
+unjudged document counted relevant: the value's upper bound). Names are case-insensitive and trec_eval's names are accepted
 too (`P_5`, `ndcg_cut_10`, `map`, `iprec_at_recall_0.10`, `11pt_avg`). Two names stand for
 trec_eval's sets: `trec_eval` (its default measures) and `all_trec` (every measure it has; of
 its text output only `runid` and `relstring` are not measures, and `relstring` is left out).
@@ -21,7 +22,8 @@ its text output only `runid` and `relstring` are not measures, and `relstring` i
   `(rel=N)` per measure, `--relevance-level` for all). Gains of nDCG use the label itself.
 - **Unjudged**: a document without a label counts as not relevant (gain 0), as in trec_eval.
   `Judged@k` is added for every cutoff k so each top k says how much of it was judged;
-  `[judged]` evaluates on the judged documents only (trec_eval `-J`). See
+  `[judged]` evaluates on the judged documents only (trec_eval `-J`); `[best]` counts them
+  relevant instead, so `P@k`, `Hit@k` and `RR` each have a range judging cannot leave. See
   [incomplete-judgments.md](incomplete-judgments.md).
 - **Negative labels**: by default in the pool but not judged (trec_eval); with
   `negative_labels = "judged"` a judged non-relevant document.

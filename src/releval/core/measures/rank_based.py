@@ -33,8 +33,10 @@ register(
         value=_reciprocal_rank,
         num_rel_ret=_rel_ret,
         trec_name=lambda m: "recip_rank" if m.cutoff is None else None,
+        best_variant=True,
         description="RR = 1 / rank of the first relevant document, 0 if none is retrieved "
-        "(RR@k: 0 if none is at ranks 1..k). Its mean over queries is MRR.",
+        "(RR@k: 0 if none is at ranks 1..k). Its mean over queries is MRR. RR[best]: 1 / rank "
+        "of the first relevant or unjudged document.",
     )
 )
 

@@ -39,6 +39,8 @@ class Measure:
     rel_explicit: bool = False
     #: Unjudged documents removed before cutting at k (trec_eval ``-J``); key suffix ``[judged]``.
     judged_only: bool = False
+    #: Every unjudged retrieved document counted relevant (an upper bound); suffix ``[best]``.
+    best: bool = False
     #: The spec's parameters (``rbp``'s ``p``), every declared one, in the spec's order.
     params: tuple[tuple[str, float], ...] = ()
 
@@ -58,12 +60,13 @@ class Measure:
         rel = f"({', '.join(args)})" if args else ""
         cut = f"@{self.cutoff}" if self.cutoff is not None else ""
         judged = JUDGED_SUFFIX if self.judged_only else ""
-        return f"{self.name}{rel}{cut}{judged}"
+        best = BEST_SUFFIX if self.best else ""
+        return f"{self.name}{rel}{cut}{judged}{best}"
 
     @property
     def trec_name(self) -> str | None:
         """trec_eval's name for this measure, or None (judged-only: ``-J`` is for a whole run)."""
-        if self.judged_only or not self.spec.trec_name:
+        if self.judged_only or self.best or not self.spec.trec_name:
             return None
         return self.spec.trec_name(self)
 
@@ -79,6 +82,8 @@ class MetricSpec:
         micro: the pooled num_rel_ret's denominator: k * queries (P@k) or summed num_rel (R@k).
         description: the formula, shown by ``releval measures``.
         judged_variant: whether a ``[judged]`` variant makes sense (not for Judged@k).
+        best_variant: whether ``[best]`` (every unjudged document relevant) bounds the value
+            from above: only where judging a document relevant cannot lower it.
         params: the parameters ``NAME(p=0.9)`` takes, with their defaults (None: required),
             in key order.
         trec_all_only: trec_eval prints only the ``all`` line (a geometric mean).
@@ -97,6 +102,7 @@ class MetricSpec:
     trec_name: Callable[[Measure], str | None] | None = None
     description: str = ""
     judged_variant: bool = True
+    best_variant: bool = False
     params: tuple[tuple[str, float | None], ...] = ()
     trec_all_only: bool = False
     bounds: tuple[float, float] | None = None
@@ -120,11 +126,13 @@ _MEASURE_RE = re.compile(
     r"^(?P<name>[A-Za-z_][A-Za-z_0-9]*?)"
     r"(?:\((?P<args>[^)]*)\))?"
     r"(?:@(?P<cutoff>[^\[]*))?"
-    r"(?:\[(?P<flag>[^\]]*)\])?$"
+    r"(?P<flags>(?:\[[^\]]*\])*)$"
 )
 
 #: The measure-string suffix of a judged-only (condensed-list) measure.
 JUDGED_SUFFIX = "[judged]"
+#: The measure-string suffix of the value with every unjudged retrieved document relevant.
+BEST_SUFFIX = "[best]"
 
 
 _TREC_RE = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<cutoff>\d+)$")
@@ -172,7 +180,7 @@ def _all_names() -> list[str]:
 
 
 def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = False) -> Measure:
-    """Parse ``NAME[(rel=N)][@k][[judged]]`` into a :class:`Measure`.
+    """Parse ``NAME[(rel=N)][@k][[judged] or [best]]`` into a :class:`Measure`.
 
     trec_eval's names (``P_5``, ``ndcg_cut_10``, ``map``, ``recip_rank``...) are accepted too.
 
@@ -230,25 +238,43 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
         raise MeasureError(
             f"measure {text!r}: {name} needs {missing[0]}, for example {name}({missing[0]}=0.5)"
         )
-    judged = judged_only and spec.judged_variant
-    if match["flag"] is not None:
-        if f"[{match['flag'].strip().lower()}]" != JUDGED_SUFFIX:
-            raise MeasureError(
-                f"measure {text!r}: unknown suffix [{match['flag']}]; the only suffix is "
-                f"{JUDGED_SUFFIX} (judged-only, condensed-list evaluation)"
-            )
-        if not spec.judged_variant:
-            raise MeasureError(
-                f"measure {text!r}: {name} has no judged-only variant "
-                "(it would count judged documents among judged documents)"
-            )
-        judged = True
+    flags = [f"[{f.strip().lower()}]" for f in re.findall(r"\[([^\]]*)\]", match["flags"])]
+    unknown = [f for f in flags if f not in (JUDGED_SUFFIX, BEST_SUFFIX)]
+    if unknown:
+        raise MeasureError(
+            f"measure {text!r}: unknown suffix {unknown[0]}; the suffixes are {JUDGED_SUFFIX} "
+            f"(judged-only, condensed-list evaluation) and {BEST_SUFFIX} (every unjudged "
+            "retrieved document counted relevant)"
+        )
+    if len(set(flags)) < len(flags):
+        raise MeasureError(f"measure {text!r}: a suffix is given twice")
+    best = BEST_SUFFIX in flags
+    if best and not spec.best_variant:
+        with_best = sorted(n for n, s in REGISTRY.items() if s.best_variant)
+        raise MeasureError(
+            f"measure {text!r}: {name} has no {BEST_SUFFIX} bound (judging a document "
+            f"relevant can lower it, or it divides by the relevant documents); {BEST_SUFFIX} "
+            f"is for {', '.join(with_best)}; see docs/incomplete-judgments.md"
+        )
+    if best and (JUDGED_SUFFIX in flags or judged_only):
+        raise MeasureError(
+            f"measure {text!r}: {BEST_SUFFIX} counts unjudged documents relevant and a "
+            f"judged-only measure ({JUDGED_SUFFIX}, --judged-only) has none; ask for "
+            f"{name}{BEST_SUFFIX} without it, or for the judged-only value alone"
+        )
+    judged = (judged_only and spec.judged_variant) or JUDGED_SUFFIX in flags
+    if JUDGED_SUFFIX in flags and not spec.judged_variant:
+        raise MeasureError(
+            f"measure {text!r}: {name} has no judged-only variant "
+            "(it would count judged documents among judged documents)"
+        )
     return Measure(
         name=name,
         cutoff=cutoff,
         rel_level=rel_level,
         rel_explicit=rel_explicit,
         judged_only=judged,
+        best=best,
         params=tuple((k, float(values.get(k, default or 0.0))) for k, default in spec.params),
     )
 

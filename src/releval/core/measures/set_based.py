@@ -37,8 +37,10 @@ register(
         averaging=("macro", "micro"),
         micro="cutoff_x_queries",
         trec_name=lambda m: f"P_{m.cutoff}",
+        best_variant=True,
         description="P@k = (relevant documents at ranks 1..k) / k; divides by k even when "
-        "fewer than k documents were retrieved.",
+        "fewer than k documents were retrieved. P@k[best]: every unjudged document at ranks "
+        "1..k counted relevant, the most judging them can give.",
     )
 )
 
@@ -67,7 +69,9 @@ register(
         value=_hit,
         num_rel_ret=_rel_ret,
         trec_name=lambda m: f"success_{m.cutoff}",
-        description="Hit@k = 1 if a relevant document is at ranks 1..k, else 0.",
+        best_variant=True,
+        description="Hit@k = 1 if a relevant document is at ranks 1..k, else 0. Hit@k[best]: "
+        "1 if a relevant or unjudged document is at ranks 1..k.",
     )
 )
 

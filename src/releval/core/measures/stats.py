@@ -35,6 +35,8 @@ class RunStat:
     #: a ``walk``'s walker (:data:`releval.core.walks.WALKERS`) and its parameter
     walker: str | None = None
     param: float | None = None
+    #: ``rel_ret``, ``first_rel``: an unjudged document counts as relevant (the ``[best]`` bound)
+    best: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,10 +61,19 @@ class Stats:
     run_spec: dict[str, RunStat] = field(default_factory=dict)
     qrels_spec: dict[str, QrelsStat] = field(default_factory=dict)
     judged_only: bool = False
+    best: bool = False
 
     def judged(self) -> Stats:
         """A view for judged-only measures: same dictionaries, condensed positions."""
         return dataclasses.replace(self, judged_only=True)
+
+    def unjudged_relevant(self) -> Stats:
+        """A view for ``[best]`` measures: ``rel_ret`` and ``first_rel_position`` count every
+        unjudged document as relevant; the other statistics are the plain ones."""
+        return dataclasses.replace(self, best=True)
+
+    def _best(self, name: str) -> str:
+        return f"{name}_b" if self.best else name
 
     def _name(self, name: str) -> str:
         return f"{name}_j" if self.judged_only else name
@@ -94,15 +105,16 @@ class Stats:
     def rel_ret(self, *, level: int, cutoff: int | None) -> Column:
         """Relevant documents (label >= level) retrieved at positions <= cutoff."""
         return self._run_stat(
-            self._name(f"_rel_ret_l{_level(level)}_k{_suffix(cutoff)}"), F.lit(0).cast("long"),
-            RunStat("rel_ret", judged=self.judged_only, level=level, cutoff=cutoff),
+            self._best(self._name(f"_rel_ret_l{_level(level)}_k{_suffix(cutoff)}")),
+            F.lit(0).cast("long"),
+            RunStat("rel_ret", judged=self.judged_only, level=level, cutoff=cutoff, best=self.best),
         )
 
     def first_rel_position(self, *, level: int) -> Column:
         """Position of the first relevant document; null when none was retrieved."""
         return self._run_stat(
-            self._name(f"_first_rel_l{_level(level)}"), None,
-            RunStat("first_rel", judged=self.judged_only, level=level),
+            self._best(self._name(f"_first_rel_l{_level(level)}")), None,
+            RunStat("first_rel", judged=self.judged_only, level=level, best=self.best),
         )
 
     def dcg(self, *, cutoff: int | None, gain: str = "linear") -> Column:
