@@ -4,11 +4,19 @@ queries, and the sample's noisier qrels version."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from pyspark.sql import SparkSession
 from scipy import stats
 from statsmodels.stats.inter_rater import cohens_kappa
+from support.batch_support import D28, SHAPE, write_inputs
 
+from releval.cli import main
+from releval.config import load_config
+from releval.io.agreement import agreement_schema
+from releval.job import agree as agree_job
 from releval.job.sample import SampleShape, generate, noisy_qrels
 from releval.stats.agreement import (
     NO_PAIRS,
@@ -188,3 +196,146 @@ def test_the_samples_noisier_version_agrees_partly() -> None:
     assert 0.3 < found.plain < 0.9 and found.linear > found.plain
     low, high = kappa_interval(tables, labels, resamples=200, seed=1, level=0.95)
     assert low < found.plain < high
+
+
+# --- the job: both qrels versions read, checked and compared with Spark ---------------------
+
+def agree_config(folder: Path, run: str, qrels: str, other_filter: str) -> Path:
+    """A config on the small sample: reference v1, the other version by ``other_filter``."""
+    path = folder / "agree.toml"
+    path.write_text(f"""
+[spark]
+master = "local[1]"
+
+[run]
+path = "{run}"
+doc_id = "item_id"
+rank = "position"
+partition_columns = ["system", "date"]
+
+[qrels]
+path = "{qrels}"
+filter = "qrels_version = 'v1'"
+
+[evaluation]
+measures = ["P@5", "AP", "nDCG@10"]
+
+[comparison]
+permutations = 200
+
+[agree]
+filter = "{other_filter}"
+resamples = 200
+
+[output]
+per_query_path = "{folder / 'out' / 'per_query'}"
+aggregate_path = "{folder / 'out' / 'aggregate'}"
+partition_columns = ["date"]
+""", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def small_sample(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+                 ) -> tuple[Path, str, str]:
+    folder = tmp_path_factory.mktemp("agree_sample")
+    run, qrels = write_inputs(spark, folder)
+    return folder, run, qrels
+
+
+def test_identical_qrels_give_kappa_one_tau_one_and_no_flipped_decision(
+    spark: SparkSession, small_sample: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    _, run, qrels = small_sample
+    config = agree_job.with_partitions(
+        load_config(agree_config(tmp_path, run, qrels, "qrels_version = 'v1'")), {"date": D28})
+    report = agree_job.run(spark, config, with_run=True,
+                           baseline={"system": "bm25", "date": D28}, agreement_id="same")
+    labels = report.labels
+    # 20 queries x 5 judged documents, each judged alike by both
+    assert (labels.pairs, labels.queries, labels.reference_only, labels.other_only) == (
+        100, 20, 0, 0)
+    assert (labels.kappa.plain, labels.kappa.linear, labels.binary) == (1.0, 1.0, 1.0)
+    assert labels.interval == (1.0, 1.0)
+    systems = report.systems
+    assert systems is not None and systems.baseline == "system=bm25/date=2026-11-28"
+    keys = {m.measure_key for m in systems.measures}
+    assert {"P@5", "AP", "nDCG@10", "Judged@5", "Judged@10"} <= keys
+    for m in systems.measures:
+        assert len(m.labels) == 3 and m.reference == m.other
+        assert m.tau_ap == 1.0 and m.tau_b in (1.0, None)  # None only for a constant measure
+        assert (m.decisions, m.flips) == (2, ())
+    assert any(m.tau_b == 1.0 for m in systems.measures)
+    # the table: one row per measure, the label statistics on each
+    table = spark.read.format("delta").load(str(tmp_path / "out" / "agreement"))
+    rows = table.where("agreement_id = 'same'").collect()
+    assert len(rows) == len(systems.measures)
+    assert {(r["kappa"], r["pairs"], r["flipped_decisions"], r["partitions"]) for r in rows} == {
+        (1.0, 100, 0, 3)}
+    assert table.schema == agreement_schema() or [f.name for f in table.schema.fields] == [
+        f.name for f in agreement_schema().fields]
+    text = report.render()
+    assert "kappa 1.000  [1.000, 1.000]" in text and "that differ between the qrels (0)" in text
+
+
+def test_the_samples_llm_version_and_the_accounting_of_bad_rows(
+    spark: SparkSession, small_sample: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    _, _, qrels = small_sample
+    frame = spark.read.format("delta").load(qrels)
+    first = frame.where("qrels_version = 'v1'").orderBy("query_id", "doc_id").first()
+    bad = spark.createDataFrame(
+        [(first["query_id"], first["doc_id"], -1, "v1"),   # repeated judgment, lower label
+         (first["query_id"], None, 2, "llm"),              # missing_doc_id
+         (first["query_id"], "d-new", 1, "llm")],          # judged by the other only
+        frame.select("query_id", "doc_id", "relevance", "qrels_version").schema)
+    copy = str(tmp_path / "qrels")
+    frame.unionByName(bad).write.format("delta").save(copy)
+    config = load_config(agree_config(tmp_path, "unused", copy, "qrels_version = 'llm'"))
+    report = agree_job.run(spark, config, agreement_id="llm")
+    ref, other = report.labels.accounts
+    # v1: 100 rows + 1 repeat = 100 pairs + conflicting_label 1
+    assert (ref.input, ref.used, ref.quarantined) == (101, 100, {"conflicting_label": 1})
+    # llm: 100 rows + 2 = 101 pairs + missing_doc_id 1
+    assert (other.input, other.used, other.quarantined) == (102, 101, {"missing_doc_id": 1})
+    assert (report.labels.pairs, report.labels.other_only) == (100, 1)
+    # the statistics against statsmodels on the generator's frames (no Spark)
+    _, v1 = generate(SHAPE)
+    llm = noisy_qrels(v1, SHAPE)
+    merged = v1.merge(llm, on=["query_id", "doc_id"])
+    labels = np.unique(np.concatenate([merged["relevance_x"], merged["relevance_y"]]))
+    table = confusion(merged["relevance_x"].to_numpy(), merged["relevance_y"].to_numpy(), labels)
+    assert report.labels.table.tolist() == table.tolist()
+    assert report.labels.kappa.plain == pytest.approx(
+        cohens_kappa(table, return_results=False), abs=1e-12)
+    row = spark.read.format("delta").load(str(tmp_path / "out" / "agreement")).first()
+    assert row["measure_key"] is None and row["other_only"] == 1
+    assert sum(row["confusion"].values()) == 100
+
+
+def test_kappa_is_null_with_its_reason_in_the_table(spark: SparkSession, tmp_path: Path) -> None:
+    qrels = str(tmp_path / "one_label")
+    spark.createDataFrame([("q1", "a", 1, "v1"), ("q1", "b", 1, "v1"), ("q1", "a", 1, "llm"),
+                           ("q1", "b", 1, "llm")],
+                          "query_id string, doc_id string, relevance int, qrels_version string"
+                          ).write.format("delta").save(qrels)
+    config = load_config(agree_config(tmp_path, "unused", qrels, "qrels_version = 'llm'"))
+    report = agree_job.run(spark, config, agreement_id="one")
+    row = spark.read.format("delta").load(str(tmp_path / "out" / "agreement")).first()
+    assert (row["kappa"], row["kappa_linear"], row["kappa_null_reason"]) == (
+        None, None, "one label on both sides (label 1)")
+    assert (row["pairs"], row["binary_agreement"], row["kappa_ci_low"]) == (2, 1.0, None)
+    assert "kappa: null (one label on both sides (label 1))" in report.render()
+
+
+def test_agree_command(shared_session: SparkSession, small_sample: tuple[Path, str, str],
+                       tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, run, qrels = small_sample
+    config = agree_config(tmp_path, run, qrels, "qrels_version = 'llm'")
+    assert main(["agree", "--config", str(config), "--other-filter", "qrels_version = 'v1'",
+                 "--agreement-id", "cli"]) == 0
+    out = capsys.readouterr().out
+    assert "other:     delta " in out and "filter: qrels_version = 'v1'" in out
+    assert "binary agreement (relevant: label >= 1): 100.0%" in out
+    assert main(["agree", "--config", str(config), "--baseline", "system=bm25"]) == 2
+    assert "--baseline compares run partitions: add --run" in capsys.readouterr().err

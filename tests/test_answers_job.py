@@ -121,8 +121,8 @@ def test_a_version_2_per_query_table_is_migrated(
         "append").save(pq)
     with pytest.raises(SchemaVersionError, match=r"releval.schema_version = '2'"):
         run_job(spark, config, select(f"date={D27}"), job_run_id="refused")
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["2", "3", "4", "5"]
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["5"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["2", "3", "4", "5", "6"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["6"]
     table = read(spark, pq)
     assert table.columns[-1] == S.ANSWER_SCORE
     assert table.schema[S.ANSWER_SCORE].metadata["comment"] == (

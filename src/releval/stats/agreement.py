@@ -43,19 +43,19 @@ def kappa(table: np.ndarray, labels: np.ndarray) -> Kappa:
     Undefined (None, with the reason) without pairs or when p_e = 1: both sides use
     one and the same label.
     """
-    n = table.sum()
+    n = int(table.sum())
     if n == 0:
         return Kappa(None, None, NO_PAIRS)
-    shares = table / n
-    rows, cols = shares.sum(axis=1), shares.sum(axis=0)
-    expected = float(rows @ cols)
-    if np.isclose(expected, 1.0, rtol=0.0, atol=1e-12):
+    # in counts, exact integers: kappa = (n trace - E) / (n^2 - E), E = sum_i rows_i cols_i
+    rows, cols = table.sum(axis=1).astype(np.int64), table.sum(axis=0).astype(np.int64)
+    expected = int(rows @ cols)
+    if expected == n * n:
         label = labels[int(np.argmax(rows))]
         return Kappa(None, None, f"{ONE_LABEL} (label {label})")
-    plain = (float(np.trace(shares)) - expected) / (1.0 - expected)
+    plain = (n * int(np.trace(table)) - expected) / (n * n - expected)
     values = labels.astype(np.float64)
     weights = np.abs(values[:, None] - values[None, :])
-    linear = 1.0 - float((weights * shares).sum()) / float(rows @ weights @ cols)
+    linear = 1.0 - n * float((weights * table).sum()) / float(rows @ weights @ cols)
     return Kappa(plain, linear)
 
 
