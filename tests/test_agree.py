@@ -18,6 +18,7 @@ from releval.config import load_config
 from releval.io.agreement import agreement_schema
 from releval.job import agree as agree_job
 from releval.job.sample import SampleShape, generate, noisy_qrels
+from releval.report.agreement import agreement_section, latest_agreement
 from releval.stats.agreement import (
     NO_PAIRS,
     ONE_LABEL,
@@ -276,6 +277,10 @@ def test_identical_qrels_give_kappa_one_tau_one_and_no_flipped_decision(
         f.name for f in agreement_schema().fields]
     text = report.render()
     assert "kappa 1.000  [1.000, 1.000]" in text and "that differ between the qrels (0)" in text
+    # the report's section: the latest agreement of the table
+    html = agreement_section(latest_agreement(config))
+    assert "kappa 1.000 [1.000, 1.000], linear-weighted 1.000" in html
+    assert '<td title="1.0">1.000</td>' in html and "<td>0 of 2</td>" in html
 
 
 def test_the_samples_llm_version_and_the_accounting_of_bad_rows(
