@@ -141,4 +141,4 @@ def write_sample(spark: SparkSession, *, run_path: str, qrels_path: str,
         df: DataFrame = spark.createDataFrame(pa.Table.from_pandas(frame, preserve_index=False))
         (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
          .partitionBy(*parts).save(path))
-    return len(run), len(qrels), len(frames[2][0]) if answers_path else 0
+    return len(run), len(both), len(frames[2][0]) if answers_path else 0

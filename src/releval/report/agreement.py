@@ -6,7 +6,7 @@ import pandas as pd
 
 from releval.config import Config
 from releval.report.data import location, open_table
-from releval.report.html import esc, name_cell, number, table
+from releval.report.html import esc, folded, name_cell, number, table
 
 
 def latest_agreement(config: Config) -> pd.DataFrame | None:
@@ -51,5 +51,7 @@ def agreement_section(rows: pd.DataFrame) -> str:
     note = ('<p class="note">The run partitions ordered by each measure under both qrels; '
             "tau_AP takes the reference's ordering as the truth; flipped: decisions against "
             f"the baseline {esc(first['baseline'] or '-')} that differ.</p>")
-    return text + table(["measure_key", "partitions", "tau_b", "tau_AP", "flipped"], cells,
-                        cls="agreement") + note
+    body = table(["measure_key", "partitions", "tau_b", "tau_AP", "flipped"], cells,
+                 cls="agreement")
+    return text + folded(f"All {len(cells)} measures: tau-b, tau_AP and the flipped decisions",
+                         body, rows=len(cells)) + note
