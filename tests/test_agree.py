@@ -291,6 +291,7 @@ def test_the_samples_llm_version_and_the_accounting_of_bad_rows(
     first = frame.where("qrels_version = 'v1'").orderBy("query_id", "doc_id").first()
     bad = spark.createDataFrame(
         [(first["query_id"], first["doc_id"], -1, "v1"),   # repeated judgment, lower label
+         (first["query_id"], first["doc_id"], first["relevance"], "v1"),  # exact duplicate
          (first["query_id"], None, 2, "llm"),              # missing_doc_id
          (first["query_id"], "d-new", 1, "llm")],          # judged by the other only
         frame.select("query_id", "doc_id", "relevance", "qrels_version").schema)
@@ -299,8 +300,9 @@ def test_the_samples_llm_version_and_the_accounting_of_bad_rows(
     config = load_config(agree_config(tmp_path, "unused", copy, "qrels_version = 'llm'"))
     report = agree_job.run(spark, config, agreement_id="llm")
     ref, other = report.labels.accounts
-    # v1: 100 rows + 1 repeat = 100 pairs + conflicting_label 1
-    assert (ref.input, ref.used, ref.quarantined) == (101, 100, {"conflicting_label": 1})
+    # v1: 100 rows + 2 repeats = 100 pairs + 1 exact duplicate (used) + conflicting_label 1
+    assert (ref.input, ref.pairs, ref.used, ref.quarantined) == (
+        102, 100, 101, {"conflicting_label": 1})
     # llm: 100 rows + 2 = 101 pairs + missing_doc_id 1
     assert (other.input, other.used, other.quarantined) == (102, 101, {"missing_doc_id": 1})
     assert (report.labels.pairs, report.labels.other_only) == (100, 1)

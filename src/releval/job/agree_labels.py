@@ -1,7 +1,8 @@
 """Label agreement of two qrels versions over the (query, document) pairs both judge.
 
 Each version's rows pass the qrels row rules; a document judged twice keeps its highest
-label, as in the evaluation. Spark counts the pairs by query and label pair; the statistics
+label, as in the evaluation (lower labels: ``conflicting_label``; the same label again: an
+exact duplicate, used and counted once). Spark counts the pairs by query and label pair; the statistics
 are :mod:`releval.stats.agreement`'s."""
 
 from __future__ import annotations
@@ -20,22 +21,29 @@ from releval.errors import AccountingError, InputError
 from releval.io.readers import read_qrels_raw, source_name
 from releval.stats.agreement import Kappa, binary_agreement, kappa, kappa_interval
 
-#: The reason of a repeated judgment set aside (the highest label is kept).
+#: The reason of a repeated judgment with a lower label, set aside (the highest is kept).
 REPEATED = "conflicting_label"
 
 
 @dataclass(frozen=True)
 class QrelsAccount:
-    """One version's rows: ``input = used + sum(quarantined)`` (used: distinct pairs)."""
+    """One version's rows: ``input = used + sum(quarantined)``; the used rows are the
+    judged pairs and their exact duplicates."""
 
     name: str
     input: int
-    used: int
+    pairs: int
+    exact_duplicates: int
     quarantined: dict[str, int]
+
+    @property
+    def used(self) -> int:
+        return self.pairs + self.exact_duplicates
 
     def render(self) -> str:
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.quarantined.items())) or "none"
-        return (f"{self.name}: {self.input} rows = {self.used} judged pairs + "
+        dups = f" + {self.exact_duplicates} exact duplicates" if self.exact_duplicates else ""
+        return (f"{self.name}: {self.input} rows = {self.pairs} judged pairs{dups} + "
                 f"{sum(self.quarantined.values())} quarantined ({reasons})")
 
 
@@ -64,11 +72,17 @@ class LabelAgreement:
 
 
 def _judged(spark: SparkSession, src: QrelsSource) -> tuple[DataFrame, DataFrame]:
-    """(reasons: ``_reason``, rows; pairs: query_id, doc_id, label, repeats) of one version."""
+    """(reasons: ``_reason``, rows; pairs: query_id, doc_id, label, lower, same) of one
+    version: ``lower`` rows of the pair have a lower label, ``same`` more rows its label."""
     typed = typed_qrels(read_qrels_raw(spark, src).rows)
     reasons = typed.groupBy(REASON).agg(F.count(F.lit(1)).alias("rows"))
-    pairs = typed.where(F.col(REASON).isNull()).groupBy(S.QUERY_ID, S.DOC_ID).agg(
-        F.max(S.RELEVANCE).alias("label"), (F.count(F.lit(1)) - 1).alias("repeats"))
+    by_label = typed.where(F.col(REASON).isNull()).groupBy(S.QUERY_ID, S.DOC_ID, S.RELEVANCE).agg(
+        F.count(F.lit(1)).alias("n"))
+    pairs = by_label.groupBy(S.QUERY_ID, S.DOC_ID).agg(
+        F.max(S.RELEVANCE).alias("label"), F.max_by("n", S.RELEVANCE).alias("top"),
+        F.sum("n").alias("rows"))
+    pairs = pairs.select(S.QUERY_ID, S.DOC_ID, "label", (F.col("rows") - F.col("top")).alias(
+        "lower"), (F.col("top") - 1).alias("same"))
     return reasons, pairs
 
 
@@ -87,19 +101,19 @@ def label_agreement(
     joined = ref.join(oth, [S.QUERY_ID, S.DOC_ID], "full_outer")
     counts = joined.groupBy(S.QUERY_ID, F.col("r.label").alias("a"),
                             F.col("o.label").alias("b")).agg(
-        F.count(F.lit(1)).alias("n"), F.sum("r.repeats").alias("ra"),
-        F.sum("o.repeats").alias("rb")).collect()
+        F.count(F.lit(1)).alias("n"), *(F.sum(f"{t}.{c}").alias(f"{t}{c}")
+                                        for t in "ro" for c in ("lower", "same"))).collect()
     accounts = []
     for k, (src, (reasons, _)) in enumerate(zip((reference, other), sides, strict=True)):
         found = {r[REASON]: int(r["rows"]) for r in reasons.collect()}
-        side = "a" if k == 0 else "b"
-        used = sum(int(r["n"]) for r in counts if r[side] is not None)
-        repeats = sum(int(r["ra" if k == 0 else "rb"] or 0) for r in counts)
+        side, t = ("a", "r") if k == 0 else ("b", "o")
+        pairs = sum(int(r["n"]) for r in counts if r[side] is not None)
+        lower, same = (sum(int(r[f"{t}{c}"] or 0) for r in counts) for c in ("lower", "same"))
         quarantined = {c: n for c, n in found.items() if c is not None}
-        if repeats:
-            quarantined[REPEATED] = quarantined.get(REPEATED, 0) + repeats
+        if lower:
+            quarantined[REPEATED] = quarantined.get(REPEATED, 0) + lower
         account = QrelsAccount(source_name(src) + (f" where {src.filter}" if src.filter else ""),
-                               sum(found.values()), used, quarantined)
+                               sum(found.values()), pairs, same, quarantined)
         if account.input == 0:
             raise InputError(f"qrels {account.name} has no rows: nothing to compare")
         if account.input != account.used + sum(quarantined.values()):
