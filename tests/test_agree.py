@@ -4,14 +4,17 @@ queries, and the sample's noisier qrels version."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 from scipy import stats
 from statsmodels.stats.inter_rater import cohens_kappa
-from support.batch_support import D28, SHAPE, write_inputs
+from support.batch_support import D28, ROOT, SHAPE, write_inputs
 
 from releval.cli import main
 from releval.config import load_config
@@ -346,3 +349,20 @@ def test_agree_command(shared_session: SparkSession, small_sample: tuple[Path, s
     assert "binary agreement (relevant: label >= 1): 100.0%" in out
     assert main(["agree", "--config", str(config), "--baseline", "system=bm25"]) == 2
     assert "--baseline compares run partitions: add --run" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_jobs_agree_in_its_own_process(small_sample: tuple[Path, str, str], tmp_path: Path
+                                       ) -> None:
+    _, run, qrels = small_sample
+    config = agree_config(tmp_path, run, qrels, "qrels_version = 'llm'")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "jobs" / "agree.py"), "--config", str(config), "--run",
+         "--partition", f"date={D28}", "--baseline", "system=bm25"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "releval agreement" in done.stdout
+    assert "decisions against the baseline system=bm25/date=2026-11-28" in done.stdout
+    rows = DeltaTable(str(tmp_path / "out" / "agreement")).to_pandas()
+    # P@5, AP, nDCG@10 and Judged@5, Judged@10 (the job adds Judged@k per cutoff)
+    assert sorted(rows["measure_key"]) == ["AP", "Judged@10", "Judged@5", "P@5", "nDCG@10"]
