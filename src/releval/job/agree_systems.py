@@ -90,7 +90,8 @@ def _evaluate(spark: SparkSession, config: Config, qrels: QrelsSource, kept: lis
         inputs, measures=measures, missing_queries=config.evaluation.missing_queries,
         negative_labels=config.evaluation.negative_labels, depth=config.evaluation.depth,
         intervals=config.intervals, keep=keeper(mine))
-    materialize(mine)
+    materialize(mine, partition_columns=parts,
+                missing_queries=config.evaluation.missing_queries)
     queries = ev.queries.persist(StorageLevel.MEMORY_AND_DISK)
     mine.append(queries)
     kept.extend(mine)
