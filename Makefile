@@ -25,7 +25,7 @@ SPARK_SUBMIT = PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $
 
 DIST_DIR := dist
 
-.PHONY: help install jars classes browser run sample compare report test test-fast cluster-test dist bench clean
+.PHONY: help install jars classes browser run sample compare agree report test test-fast cluster-test dist bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -67,6 +67,12 @@ compare: install $(SAMPLE_STAMP) ## paired tests on the sample: hybrid and dense
 	$(SPARK_SUBMIT) jobs/evaluate.py --config $(CONFIG) --partition date=$(COMPARE_DATE) --pending --show 0
 	$(SPARK_SUBMIT) jobs/compare.py --config $(CONFIG) --baseline system=bm25 \
 	  --candidate system=hybrid --candidate system=dense --partition date=$(COMPARE_DATE)
+
+AGREE_DATE ?= 2026-11-28
+
+agree: install $(SAMPLE_STAMP) ## the sample's two qrels versions: kappa, and the systems' orderings and decisions on AGREE_DATE
+	$(SPARK_SUBMIT) jobs/agree.py --config $(CONFIG) --run --partition date=$(AGREE_DATE) \
+	  --baseline system=bm25
 
 REPORT ?= warehouse/releval/report.html
 

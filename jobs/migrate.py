@@ -34,6 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ("run_log", run_log_location(config)),
                 ("comparison", comparison_location(config)),
                 ("attribution", config.located("attribution")),
+                ("agreement", config.located("agreement")),
             ):
                 steps = migrate_table(spark, kind=kind, path=path, table=table, config=config)
                 print(f"{kind}: " + (" -> ".join(steps) if steps else "no table"))

@@ -9,7 +9,7 @@ from releval.errors import InputError
 from releval.report.data import open_table, table_path
 
 #: The tables ``releval sql`` registers; the first two must exist.
-TABLES = ("per_query", "aggregate", "run_log", "comparison", "attribution")
+TABLES = ("per_query", "aggregate", "run_log", "comparison", "attribution", "agreement")
 
 
 def query(config: Config, sql: str) -> pd.DataFrame:

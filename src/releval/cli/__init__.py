@@ -4,6 +4,7 @@
                      [--output DIR] [--trec-eval-output FILE] [--judged-only] [--explain] [...]
     releval compare --qrels PATH --run PATH --run PATH [...] [--baseline TAG] [--output DIR]
     releval compare --config FILE --baseline KEY=VALUE --candidate KEY=VALUE [...]
+    releval agree --config FILE [--other-filter SQL] [--run [--baseline KEY=VALUE]] [...]
     releval report|sql|views --config FILE [...]
     releval measures
 
@@ -17,7 +18,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from releval.cli import compare, evaluate, tables
+from releval.cli import agree, compare, evaluate, tables
+from releval.cli.agree import add_agree_arguments
 from releval.cli.compare import add_compare_arguments
 from releval.cli.evaluate import add_evaluate_arguments, config_from_args
 from releval.cli.tables import add_report_arguments
@@ -30,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     add_evaluate_arguments(sub.add_parser("evaluate", help="evaluate a run against qrels"))
     add_compare_arguments(sub.add_parser(
         "compare", help="compare candidate run partitions with a baseline (paired tests)"))
+    add_agree_arguments(sub.add_parser(
+        "agree", help="agreement of two qrels versions: labels (kappa) and, with --run, "
+        "system orderings (tau) and significance decisions"))
     add_report_arguments(sub.add_parser(
         "report", help="write an HTML report with figures over the output tables"))
     sql = sub.add_parser("sql", help="SQL over the output tables, without Spark (deltalake)")
@@ -67,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return tables.list_measures()
         if args.command == "compare":
             return compare.run(args)
+        if args.command == "agree":
+            return agree.run(args)
         if args.command == "report":
             return tables.report(args)
         if args.command == "sql":

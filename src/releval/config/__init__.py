@@ -5,6 +5,7 @@ from __future__ import annotations
 from releval.config.parse import (
     IDENTIFIER,
     MEMORY_SIZE,
+    check_agree,
     check_comparison,
     check_correct_at,
     check_depth,
@@ -27,6 +28,7 @@ from releval.config.settings import (
     SPARK_KEYS,
     TESTS,
     URI_SCHEME,
+    AgreeSettings,
     AnswersSource,
     ComparisonSettings,
     Config,
@@ -40,6 +42,7 @@ from releval.config.settings import (
 
 __all__ = [
     "ANSWER_FORMATS",
+    "AgreeSettings",
     "AnswersSource",
     "CORRECTIONS",
     "ComparisonSettings",
@@ -62,6 +65,7 @@ __all__ = [
     "SparkSettings",
     "TESTS",
     "URI_SCHEME",
+    "check_agree",
     "check_depth",
     "check_correct_at",
     "check_comparison",

@@ -24,6 +24,7 @@ from releval.config.settings import (
     REMOVED_KEYS,
     SPARK_KEYS,
     TESTS,
+    AgreeSettings,
     AnswersSource,
     ComparisonSettings,
     Config,
@@ -39,7 +40,7 @@ from releval.errors import ConfigError
 _SECTION_TYPES = {
     "run": RunSource, "qrels": QrelsSource, "evaluation": EvaluationSettings,
     "output": OutputSettings, "spark": SparkSettings, "intervals": IntervalSettings,
-    "comparison": ComparisonSettings, "answers": AnswersSource,
+    "comparison": ComparisonSettings, "answers": AnswersSource, "agree": AgreeSettings,
 }
 
 
@@ -139,7 +140,9 @@ def _check_identifiers(config: Config, source: str) -> None:
         "output.run_log_table": out.run_log_table,
         "output.comparison_table": out.comparison_table,
         "output.attribution_table": out.attribution_table,
+        "output.agreement_table": out.agreement_table,
         "answers.table": config.answers.table if config.answers else None,
+        "agree.table": config.agree.table if config.agree else None,
     }
     for key, name in tables.items():
         if name is None:
@@ -167,6 +170,20 @@ def _check_answers(answers: AnswersSource, source: str) -> None:
     if answers.table is not None and answers.format != "delta":
         raise ConfigError(f"{source}: [answers] 'table' is a catalog table: format must be delta")
     check_correct_at(answers.correct_at, f"{source}: answers.correct_at")
+
+
+def check_agree(agree: AgreeSettings, source: str = "config") -> AgreeSettings:
+    """Check the ``[agree]`` settings and return them; a ConfigError names the key."""
+    if agree.format is not None:
+        _check_choice(agree.format, FORMATS, "agree.format", source)
+    if agree.path is not None and agree.table is not None:
+        raise ConfigError(f"{source}: [agree] takes 'path' or 'table', not both")
+    if agree.resamples < 1:
+        raise ConfigError(f"{source}: agree.resamples = {agree.resamples!r}; expected >= 1")
+    if not 0.0 < agree.level < 1.0:
+        raise ConfigError(f"{source}: agree.level = {agree.level!r}; expected a coverage "
+                          "strictly between 0 and 1, e.g. 0.95")
+    return agree
 
 
 def check_correct_at(value: float, where: str) -> None:
@@ -206,6 +223,8 @@ def validate(config: Config, source: str = "config") -> Config:
             raise ConfigError(f"{source}: [{name}] 'table' is a catalog table: format must be delta")
     if config.answers is not None:
         _check_answers(config.answers, source)
+    if config.agree is not None:
+        check_agree(config.agree, source)
     _check_identifiers(config, source)
     _check_spark(config.spark, source)
     _check_choice(config.run.rank_by, RANK_BY, "run.rank_by", source)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from releval.core.columns import NEGATIVE_LABEL_RULES
 
@@ -162,9 +162,36 @@ class ComparisonSettings:
 
 
 @dataclass(frozen=True)
+class AgreeSettings:
+    """``releval agree`` (docs/agreement.md): the second qrels version, compared with
+    ``[qrels]`` (the reference). Unset keys take ``[qrels]``'s, so one table with two
+    filters needs only ``filter``. ``resamples``, ``seed`` and ``level``: kappa's bootstrap
+    interval over queries."""
+    path: str | None = None
+    table: str | None = None
+    format: str | None = None
+    query_id: str | None = None
+    doc_id: str | None = None
+    relevance: str | None = None
+    filter: str | None = None
+    resamples: int = 1000
+    seed: int = 20261130
+    level: float = 0.95
+
+    def other_qrels(self, reference: QrelsSource) -> QrelsSource:
+        """The second qrels source: ``reference`` with the keys set here (a path or table
+        replaces both), at its latest version."""
+        keys = ("format", "query_id", "doc_id", "relevance", "filter")
+        given = {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
+        if self.path is not None or self.table is not None:
+            given.update(path=self.path, table=self.table)
+        return replace(reference, version=None, **given)
+
+
+@dataclass(frozen=True)
 class OutputSettings:
     """Where the Delta tables go (a folder path, or catalog table names); the quarantine,
-    run-log, comparison and attribution tables default to ``<name>`` next to the per-query table."""
+    run-log, comparison, attribution and agreement tables default to ``<name>`` next to the per-query table."""
     per_query_path: str | None = None
     aggregate_path: str | None = None
     per_query_table: str | None = None
@@ -178,6 +205,8 @@ class OutputSettings:
     comparison_table: str | None = None
     attribution_path: str | None = None
     attribution_table: str | None = None
+    agreement_path: str | None = None
+    agreement_table: str | None = None
 
 
 @dataclass(frozen=True)
@@ -192,6 +221,8 @@ class Config:
     comparison: ComparisonSettings = ComparisonSettings()
     #: The answers input; None: no answers, no attribution table.
     answers: AnswersSource | None = None
+    #: The second qrels version of ``releval agree``; None: none configured.
+    agree: AgreeSettings | None = None
 
     def sibling_table(self, name: str) -> tuple[str | None, str | None]:
         """(path, table) of table ``name`` next to the per-query table (folder or catalog)."""

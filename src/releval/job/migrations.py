@@ -21,7 +21,8 @@ from releval.job.inputs import qrels_key
 from releval.job.partitions import quote_identifier, quote_literal
 
 #: The kinds of table a config writes.
-KINDS = ("per_query", "aggregate", "quarantine", "run_log", "comparison", "attribution")
+KINDS = ("per_query", "aggregate", "quarantine", "run_log", "comparison", "attribution",
+         "agreement")
 
 #: A step: (session, kind, path, table, config) -> None; changes one table in place.
 Step = Callable[[SparkSession, str, str | None, str | None, Config], None]
@@ -158,6 +159,8 @@ STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "3": ({"per_query": _add_answer_score}, "4"),
     "4": ({"comparison": _add_power}, "5"),
     "5": ({"comparison": _add_bounds}, "6"),
+    # the agreement table is new: the existing tables only move their version
+    "6": ({}, "7"),
 }
 
 

@@ -1,7 +1,8 @@
 """A synthetic search log, graded qrels and answer scores, generated with a fixed seed: several
 systems over several days, log-style columns (``item_id``), graded labels 0-3, many unjudged
-documents, and for each served query an answer score whose correctness depends on whether
-the evidence (a document labelled 3) was in the top 5, plus noise.
+documents, a second noisier qrels version (``llm``) of the same pairs, and for each served
+query an answer score whose correctness depends on whether the evidence (a document
+labelled 3) was in the top 5, plus noise.
 
 ``make sample`` writes them where ``conf/local.toml`` points: the search log to
 ``warehouse/sample/search_log`` (not ``run_log``: that is the name of the job's own run log,
@@ -72,6 +73,25 @@ def generate(shape: SampleShape = SampleShape()) -> tuple[pd.DataFrame, pd.DataF
     return run, qrels
 
 
+#: The second qrels version's name, and its labels: the reference label kept with the first
+#: probability, moved one grade up or down with the second, else drawn uniformly from 0-3
+NOISY_VERSION = "llm"
+KEEP_LABEL, OFF_BY_ONE = 0.55, 0.3
+
+
+def noisy_qrels(qrels: pd.DataFrame, shape: SampleShape = SampleShape()) -> pd.DataFrame:
+    """A second, noisier qrels version of the same (query, document) pairs, as an LLM judge
+    might give (``qrels_version`` ``llm``); its own seeded generator."""
+    rng = np.random.default_rng(shape.seed + 2)
+    labels = qrels["relevance"].to_numpy()
+    draw = rng.random(len(labels))
+    step = np.clip(labels + rng.choice([-1, 1], size=len(labels)), 0, 3)
+    noisy = np.where(draw < KEEP_LABEL, labels,
+                     np.where(draw < KEEP_LABEL + OFF_BY_ONE, step,
+                              rng.integers(0, 4, size=len(labels))))
+    return qrels.assign(relevance=noisy.astype(labels.dtype), qrels_version=NOISY_VERSION)
+
+
 #: The answer's evidence: a document of at least this label within this rank (the measure
 #: Hit(rel=3)@5, conf/local.toml's answers.retrieved_by)
 EVIDENCE_LABEL, EVIDENCE_DEPTH = 3, 5
@@ -104,14 +124,16 @@ def generate_answers(run: pd.DataFrame, qrels: pd.DataFrame, shape: SampleShape 
 def write_sample(spark: SparkSession, *, run_path: str, qrels_path: str,
                  answers_path: str | None = None, shape: SampleShape = SampleShape()
                  ) -> tuple[int, int, int]:
-    """Generate the sample and write it as Delta tables (replacing what was there); the
-    answers only with ``answers_path``.
+    """Generate the sample and write it as Delta tables (replacing what was there): the
+    qrels table holds the reference version ``v1`` and the noisier ``llm`` (:func:`noisy_qrels`);
+    the answers only with ``answers_path``.
 
     Returns:
-        (run rows, qrels rows, answers rows) written.
+        (run rows, qrels rows of both versions, answers rows) written.
     """
     run, qrels = generate(shape)
-    frames = [(run, run_path, ("system", "date")), (qrels, qrels_path, ("qrels_version",))]
+    both = pd.concat([qrels, noisy_qrels(qrels, shape)], ignore_index=True)
+    frames = [(run, run_path, ("system", "date")), (both, qrels_path, ("qrels_version",))]
     if answers_path:
         frames.append((generate_answers(run, qrels, shape), answers_path, ("system", "date")))
     for frame, path, parts in frames:
@@ -119,4 +141,4 @@ def write_sample(spark: SparkSession, *, run_path: str, qrels_path: str,
         df: DataFrame = spark.createDataFrame(pa.Table.from_pandas(frame, preserve_index=False))
         (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
          .partitionBy(*parts).save(path))
-    return len(run), len(qrels), len(frames[2][0]) if answers_path else 0
+    return len(run), len(both), len(frames[2][0]) if answers_path else 0

@@ -18,6 +18,7 @@ from releval.core import columns as S
 from releval.core.measures import parse_measures
 from releval.core.measures.judged import JUDGED
 from releval.report import figures
+from releval.report.agreement import agreement_section, latest_agreement
 from releval.report.answers import answers_section, read_answers
 from releval.report.data import (
     COUNT_MEASURES,
@@ -158,6 +159,9 @@ def build(config: Config, *, date: str | None = None, config_name: str = "",
             absent="The run has no date partition column.")),
         Section("lineage", "Lineage of the numbers", lineage_tables(data)),
     ]
+    agreed = latest_agreement(config)
+    if agreed is not None:
+        sections.insert(-1, Section("agreement", "Two qrels versions", agreement_section(agreed)))
     subtitle = (f"Tables read: {esc(table_reads(data.tables))}"
                 + (f"; config {esc(config_name)}." if config_name else "."))
     return page("releval report", [s for s in sections if s is not None], subtitle=subtitle,
