@@ -1,6 +1,6 @@
 """The metric registry: every measure is declared once, as a :class:`MetricSpec`.
 
-A measure string (``nDCG@10``, ``P(rel=2)@5``, ``AP[judged]``) parses to a :class:`Measure`;
+A measure string (``nDCG@10``, ``P(rel=2)@5``, ``AP[judged]``, ``AP[ties]``) parses to a :class:`Measure`;
 family modules call :func:`register` at import time.
 """
 
@@ -41,6 +41,8 @@ class Measure:
     judged_only: bool = False
     #: The spec's parameters (``rbp``'s ``p``), every declared one, in the spec's order.
     params: tuple[tuple[str, float], ...] = ()
+    #: The expected value over every ordering of tied scores; key suffix ``[ties]``.
+    tie_aware: bool = False
 
     def param(self, name: str) -> float:
         """The value of one of the spec's parameters."""
@@ -58,14 +60,30 @@ class Measure:
         rel = f"({', '.join(args)})" if args else ""
         cut = f"@{self.cutoff}" if self.cutoff is not None else ""
         judged = JUDGED_SUFFIX if self.judged_only else ""
-        return f"{self.name}{rel}{cut}{judged}"
+        ties = TIES_SUFFIX if self.tie_aware else ""
+        return f"{self.name}{rel}{cut}{judged}{ties}"
 
     @property
     def trec_name(self) -> str | None:
-        """trec_eval's name for this measure, or None (judged-only: ``-J`` is for a whole run)."""
-        if self.judged_only or not self.spec.trec_name:
+        """trec_eval's name for this measure, or None (judged-only: ``-J`` is for a whole run;
+        tie-aware: not a trec_eval measure)."""
+        if self.judged_only or self.tie_aware or not self.spec.trec_name:
             return None
         return self.spec.trec_name(self)
+
+    @property
+    def averaging(self) -> tuple[Averaging, ...]:
+        """The spec's averagings; a tie-aware measure's mean only (its counts are not expected)."""
+        return ("macro",) if self.tie_aware else self.spec.averaging
+
+
+@dataclass(frozen=True)
+class TieVariant:
+    """A measure's ``[ties]`` form: its expected value over every ordering of tied scores,
+    and whether a query's value depends on that order (a 1.0/0.0 column)."""
+
+    value: Callable[[Measure, Stats], Column]
+    depends: Callable[[Measure, Stats], Column]
 
 
 @dataclass(frozen=True)
@@ -85,6 +103,7 @@ class MetricSpec:
         bounds: the (lowest, highest) value a query can get, e.g. :data:`UNIT`; None for
             counts and unbounded measures. A macro interval stays inside it
             (:mod:`releval.stats.aggregate`).
+        ties: the ``[ties]`` form (:mod:`releval.core.measures.tie_aware`); None: none.
     """
 
     name: str
@@ -100,6 +119,7 @@ class MetricSpec:
     params: tuple[tuple[str, float | None], ...] = ()
     trec_all_only: bool = False
     bounds: tuple[float, float] | None = None
+    ties: TieVariant | None = None
 
 
 REGISTRY: dict[str, MetricSpec] = {}
@@ -120,11 +140,13 @@ _MEASURE_RE = re.compile(
     r"^(?P<name>[A-Za-z_][A-Za-z_0-9]*?)"
     r"(?:\((?P<args>[^)]*)\))?"
     r"(?:@(?P<cutoff>[^\[]*))?"
-    r"(?:\[(?P<flag>[^\]]*)\])?$"
+    r"(?P<flags>(?:\[[^\]]*\])*)$"
 )
 
 #: The measure-string suffix of a judged-only (condensed-list) measure.
 JUDGED_SUFFIX = "[judged]"
+#: The measure-string suffix of a tie-aware measure (after ``[judged]`` when both).
+TIES_SUFFIX = "[ties]"
 
 
 _TREC_RE = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<cutoff>\d+)$")
@@ -172,7 +194,7 @@ def _all_names() -> list[str]:
 
 
 def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = False) -> Measure:
-    """Parse ``NAME[(rel=N)][@k][[judged]]`` into a :class:`Measure`.
+    """Parse ``NAME[(rel=N)][@k][[judged]][[ties]]`` into a :class:`Measure`.
 
     trec_eval's names (``P_5``, ``ndcg_cut_10``, ``map``, ``recip_rank``...) are accepted too.
 
@@ -197,7 +219,7 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
     if not match:
         raise MeasureError(
             f"cannot parse measure {text!r}; expected NAME, NAME@k, NAME(rel=N)@k "
-            f"or NAME(rel=N)@k{JUDGED_SUFFIX}"
+            f"or NAME(rel=N)@k{JUDGED_SUFFIX}{TIES_SUFFIX}"
         )
     raw_name = match["name"]
     name = _BY_LOWER_NAME.get(raw_name.lower())
@@ -231,12 +253,22 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
             f"measure {text!r}: {name} needs {missing[0]}, for example {name}({missing[0]}=0.5)"
         )
     judged = judged_only and spec.judged_variant
-    if match["flag"] is not None:
-        if f"[{match['flag'].strip().lower()}]" != JUDGED_SUFFIX:
+    flags = [f"[{f.strip().lower()}]" for f in re.findall(r"\[([^\]]*)\]", match["flags"])]
+    for flag in flags:
+        if flag not in (JUDGED_SUFFIX, TIES_SUFFIX) or flags.count(flag) > 1:
             raise MeasureError(
-                f"measure {text!r}: unknown suffix [{match['flag']}]; the only suffix is "
-                f"{JUDGED_SUFFIX} (judged-only, condensed-list evaluation)"
+                f"measure {text!r}: unknown or repeated suffix {flag}; the suffixes are "
+                f"{JUDGED_SUFFIX} (judged-only, condensed-list evaluation) and {TIES_SUFFIX} "
+                "(expected value over every ordering of tied scores), each at most once"
             )
+    tie_aware = TIES_SUFFIX in flags
+    if tie_aware and spec.ties is None:
+        with_ties = sorted(n for n, s in REGISTRY.items() if s.ties is not None)
+        raise MeasureError(
+            f"measure {text!r}: {name} has no tie-aware variant; {TIES_SUFFIX} is for "
+            f"{', '.join(with_ties)}"
+        )
+    if JUDGED_SUFFIX in flags:
         if not spec.judged_variant:
             raise MeasureError(
                 f"measure {text!r}: {name} has no judged-only variant "
@@ -250,6 +282,7 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
         rel_explicit=rel_explicit,
         judged_only=judged,
         params=tuple((k, float(values.get(k, default or 0.0))) for k, default in spec.params),
+        tie_aware=tie_aware,
     )
 
 
