@@ -16,10 +16,13 @@ from hypothesis import strategies as st
 from support.helpers import evaluate_rows, values
 
 import releval
+from releval.config import config_from_dict
+from releval.core import columns as S
 from releval.core import ties
 from releval.core.columns import MEASURES, TIE_DEPENDENT
 from releval.core.measures import parse_measure
 from releval.errors import MeasureError
+from releval.job import pipeline
 
 # Ranking A B [C D E F] G: scores 9, 8, then C D E F tied at 5, then G at 1. Labels A=0, B=0,
 # C=2, D=0, E=1, F=0, G=1 (relevant at level 1: C, E, G; R = 3). The tie group holds
@@ -85,6 +88,38 @@ def test_summary_flags_count_queries_whose_value_depends_on_the_order(spark):
         "RR[ties]": True, "AP[ties]": True, "nDCG@5[ties]": True,
     }
     assert not any(v for (q, _), v in flags.items() if q in ("u", "v"))
+
+
+@pytest.mark.slow
+def test_the_job_summary_counts_queries_whose_value_depends_on_the_order(spark, tmp_path):
+    # run "sys": q is the hand-worked query, u the same documents untied
+    lines = [f"q Q0 {d} 0 {s} sys" for _, d, s in HAND_RUN]
+    lines += [f"u Q0 {d} 0 {10 - i} sys" for i, (_, d, _) in enumerate(HAND_RUN)]
+    (tmp_path / "run.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "qrels.txt").write_text(
+        "".join(f"{q} 0 {d} {g}\n" for q in "qu" for _, d, g in HAND_QRELS))
+    config = config_from_dict({
+        "run": {"path": str(tmp_path / "run.txt"), "format": "trec",
+                "partition_columns": ["run_id"]},
+        "qrels": {"path": str(tmp_path / "qrels.txt"), "format": "trec"},
+        "evaluation": {"measures": ["P@5[ties]", "Hit@5[ties]", "AP[ties]", "AP"]},
+        "output": {"per_query_path": str(tmp_path / "pq"), "aggregate_path": str(tmp_path / "agg")},
+    })
+    summary = pipeline.run(spark, config)
+    assert {t.measure_key: (t.queries, t.scored) for t in summary.tie_dependent} == {
+        "P@5[ties]": (1, 2), "Hit@5[ties]": (0, 2), "AP[ties]": (1, 2)}
+    assert (
+        "  queries whose value depends on the order of tied scores (range over 1 run "
+        "partition(s)): AP[ties] 1 of 2, Hit@5[ties] 0 of 2, P@5[ties] 1 of 2; the plain "
+        "measures break ties by doc id descending (trec_eval), the [ties] values average "
+        "over every order") in summary.render().splitlines()
+    macro = {r[S.MEASURE_KEY]: r[S.VALUE] for r in summary.aggregate if r[S.AVERAGING] == "macro"}
+    # u has no ties: AP[ties] = AP there = (1/3 + 2/5 + 3/7) / 3 (C at 3, E at 5, G at 7)
+    u_ap = (1 / 3 + 2 / 5 + 3 / 7) / 3
+    assert macro["AP[ties]"] == pytest.approx((HAND["AP[ties]"] + u_ap) / 2, abs=1e-12)
+    # a tie-aware measure has a mean only (no micro average of expected counts)
+    assert {r[S.AVERAGING] for r in summary.aggregate if r[S.MEASURE_KEY] == "P@5[ties]"} == {
+        "macro"}
 
 
 def test_no_ties_tie_aware_equals_plain(spark):
@@ -276,7 +311,6 @@ ENGINE_MEASURES = ["P@2", "R@3", "Hit@1", "RR", "RR@2", "AP", "nDCG@3", "nDCG_ex
                    "P@2[judged]", "AP[judged]", "RR[judged]"]
 
 
-@pytest.mark.slow
 def test_engine_tie_aware_equals_mean_of_plain_over_every_ordering(spark):
     tied_rows, ordered_rows, qrels_rows = [], [], []
     for q, docs in ENGINE_QUERIES.items():
