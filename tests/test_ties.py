@@ -22,6 +22,7 @@ from releval.core import ties
 from releval.core.columns import MEASURES, TIE_DEPENDENT
 from releval.core.measures import parse_measure
 from releval.errors import MeasureError
+from releval.io.views import column_name
 from releval.job import pipeline
 
 # Ranking A B [C D E F] G: scores 9, 8, then C D E F tied at 5, then G at 1. Labels A=0, B=0,
@@ -145,6 +146,9 @@ def test_parse_and_errors():
         parse_measure("bpref[ties]")
     with pytest.raises(MeasureError, match="repeated suffix"):
         parse_measure("AP[ties][ties]")
+    # the wide views' columns
+    assert [column_name(k) for k in ("nDCG@10[ties]", "AP[judged][ties]")] == [
+        "ndcg_at_10_ties", "ap_judged_ties"]
 
 
 def test_depth_with_tie_aware_measures_is_an_error(spark):

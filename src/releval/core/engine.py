@@ -199,10 +199,15 @@ def query_measures(
     Returns:
         Partition columns, query_id, the flags, ``_repeated``, ``_beyond_depth`` (rows past
         the depth), ``num_ret``, ``negative_labels``, ``depth`` and ``_measures`` (value,
-        num_rel, num_rel_ret per measure); with ``ledger`` the ledger.
+        num_rel, num_rel_ret per measure, and ``_tie_dependent`` when a measure is
+        ``[ties]``); with ``ledger`` the ledger.
+
+    Raises:
+        MeasureError: a ``[ties]`` measure with a depth.
     """
     depth = check_depth(depth)
-    if depth is not None and any(m.tie_aware for m in measures):
+    any_ties = any(m.tie_aware for m in measures)
+    if depth is not None and any_ties:
         # the depth cuts a tie group by doc id before the statistics see it
         raise MeasureError(
             f"tie-aware measures ({', '.join(m.key for m in measures if m.tie_aware)}) cannot "
@@ -223,8 +228,9 @@ def query_measures(
                 stats.num_rel(level=m.rel_level).cast("long").alias(S.NUM_REL),
                 # a [ties] measure's count is the one under the tie-break (not an expectation)
                 spec.num_rel_ret(m, view).cast("long").alias(S.NUM_REL_RET),
-                (ties.depends(m, view) > 0 if ties is not None else F.lit(None))
-                .cast("boolean").alias(TIE_DEPENDENT),
+                # only with a [ties] measure: the entries keep their fields otherwise
+                *([(ties.depends(m, view) > 0 if ties is not None else F.lit(None))
+                   .cast("boolean").alias(TIE_DEPENDENT)] if any_ties else []),
             )
         )
     # every clean qrels row keeps its query in the query set; only judgments count

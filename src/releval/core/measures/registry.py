@@ -256,8 +256,9 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
     flags = [f"[{f.strip().lower()}]" for f in re.findall(r"\[([^\]]*)\]", match["flags"])]
     for flag in flags:
         if flag not in (JUDGED_SUFFIX, TIES_SUFFIX) or flags.count(flag) > 1:
+            what = "repeated" if flags.count(flag) > 1 else "unknown"
             raise MeasureError(
-                f"measure {text!r}: unknown or repeated suffix {flag}; the suffixes are "
+                f"measure {text!r}: {what} suffix {flag}; the suffixes are "
                 f"{JUDGED_SUFFIX} (judged-only, condensed-list evaluation) and {TIES_SUFFIX} "
                 "(expected value over every ordering of tied scores), each at most once"
             )
