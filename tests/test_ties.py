@@ -137,6 +137,16 @@ def test_no_ties_tie_aware_equals_plain(spark):
             assert got[(q, t)] == pytest.approx(got[(q, p)], abs=1e-12), (q, p)
 
 
+def test_ranked_by_rank_there_are_no_ties(spark):
+    # equal scores, logged ranks A 1, B 3, C 4, D 9 (gaps kept): ranked by rank, a rank holds
+    # one document, so M[ties] = M: RR = 1/3 (B), P@4 = 2/4 (B, C), AP = (1/3 + 2/4) / 2
+    run = [("q", "A", 1.0, 1), ("q", "B", 1.0, 3), ("q", "C", 1.0, 4), ("q", "D", 1.0, 9)]
+    qrels = [("q", "B", 1), ("q", "C", 1)]
+    got = values(evaluate_rows(spark, run, qrels, "RR[ties],P@4[ties],AP[ties]", rank_by="rank"))
+    assert got == pytest.approx({("q", "RR[ties]"): 1 / 3, ("q", "P@4[ties]"): 2 / 4,
+                                 ("q", "AP[ties]"): (1 / 3 + 2 / 4) / 2}, abs=1e-12)
+
+
 def test_parse_and_errors():
     assert parse_measure("nDCG@10[ties]").key == "nDCG@10[ties]"
     assert parse_measure("AP[Judged][TIES]").key == "AP[judged][ties]"
