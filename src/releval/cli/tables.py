@@ -74,9 +74,10 @@ def list_measures() -> int:
         params = f", parameters {params}" if params else ""
         print(f"{name}{aliases}, cutoff {spec.cutoff}{params}: {spec.description}")
     print(
-        "\nSyntax: NAME[(rel=N, param=x)][@k][[judged]]: (rel=N) sets this measure's relevance "
-        "threshold, param=x one of its parameters (? = required); [judged] computes it on "
-        "judged documents only (condensed list, trec_eval -J). The names trec_eval and "
+        "\nSyntax: NAME[(rel=N, param=x)][@k][[judged]][[ties]]: (rel=N) sets this measure's "
+        "relevance threshold, param=x one of its parameters (? = required); [judged] computes "
+        "it on judged documents only (condensed list, trec_eval -J); [ties] gives its expected "
+        "value over every order of tied scores (P, R, Hit, RR, AP, nDCG). The names trec_eval and "
         "all_trec stand for trec_eval's default set and all its measures. See docs/measures.md."
     )
     return 0

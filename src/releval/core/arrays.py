@@ -24,6 +24,12 @@ def codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
     return to_numpy(encoded.indices).astype(np.int64), encoded.dictionary
 
 
+def gain_of(label: np.ndarray, gain: str) -> np.ndarray:
+    """Each label's gain: the label ("linear") or 2^label - 1 ("exponential"); 0 when <= 0."""
+    positive = np.where(label > 0, label, 0).astype(np.float64)
+    return positive if gain == "linear" else np.where(label > 0, np.exp2(positive) - 1.0, 0.0)
+
+
 def dense(values: np.ndarray, size: int) -> np.ndarray:
     """Codes in 0..size-1 renumbered to 0..distinct-1, keeping their order."""
     present = np.zeros(size, dtype=bool)

@@ -119,6 +119,9 @@ IS_RUN = "_is_run"
 #: On a run row sent to the engine: the value it is ranked by (score or rank).
 ORDER = "_order"
 MEASURES = "_measures"
+#: In each entry of ``_measures`` when a ``[ties]`` measure was asked: its value depends on
+#: the order of tied scores (null for the other measures).
+TIE_DEPENDENT = "_tie_dependent"
 #: On an answers row: the retrieval measure's value for its query (null: no qrels), and
 #: whether the run retrieved or the qrels judged the query (the answers cover the run).
 RETRIEVAL = "_retrieval"

@@ -27,6 +27,7 @@ from releval.core.columns import (
     REASON,
     REPEATED,
     RETRIEVED_BY,
+    TIE_DEPENDENT,
     quote_identifier,
 )
 from releval.core.kernel import partition_stats, qrels_ddl, run_ddl
@@ -34,6 +35,7 @@ from releval.core.layout import by_query
 from releval.core.measures.registry import Measure
 from releval.core.measures.stats import Stats
 from releval.core.ranking import check_depth
+from releval.errors import MeasureError
 
 
 def judgment(negative_labels: str) -> Column:
@@ -204,9 +206,20 @@ def query_measures(
     Returns:
         Partition columns, query_id, the flags, ``_repeated``, ``_beyond_depth`` (rows past
         the depth), ``num_ret``, ``negative_labels``, ``depth`` and ``_measures`` (value,
-        num_rel, num_rel_ret per measure); with ``ledger`` the ledger.
+        num_rel, num_rel_ret per measure, and ``_tie_dependent`` when a measure is
+        ``[ties]``); with ``ledger`` the ledger.
+
+    Raises:
+        MeasureError: a ``[ties]`` measure with a depth.
     """
     depth = check_depth(depth)
+    any_ties = any(m.tie_aware for m in measures)
+    if depth is not None and any_ties:
+        # the depth cuts a tie group by doc id before the statistics see it
+        raise MeasureError(
+            f"tie-aware measures ({', '.join(m.key for m in measures if m.tie_aware)}) cannot "
+            f"be computed with a depth (depth={depth}): evaluate them without one"
+        )
     stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by, depth=depth)
     num_ret = stats.num_ret()
     entries = []
@@ -214,12 +227,18 @@ def query_measures(
         spec = m.spec
         view = (stats.judged() if m.judged_only
                 else stats.unjudged_relevant() if m.best else stats)
+        ties = spec.ties if m.tie_aware else None
+        value = ties.value if ties is not None else spec.value
         # names are the same in every row: long_format adds them from the order
         entries.append(
             F.struct(
-                spec.value(m, view).cast("double").alias(S.VALUE),
+                value(m, view).cast("double").alias(S.VALUE),
                 stats.num_rel(level=m.rel_level).cast("long").alias(S.NUM_REL),
+                # a [ties] measure's count is the one under the tie-break (not an expectation)
                 spec.num_rel_ret(m, view).cast("long").alias(S.NUM_REL_RET),
+                # only with a [ties] measure: the entries keep their fields otherwise
+                *([(ties.depends(m, view) > 0 if ties is not None else F.lit(None))
+                   .cast("boolean").alias(TIE_DEPENDENT)] if any_ties else []),
             )
         )
     # every clean qrels row keeps its query in the query set; only judgments count

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from releval.core import columns as S
 from releval.core.arrays import codes as _codes
+from releval.core.arrays import gain_of as _gain
 from releval.core.arrays import group_ids as _group_ids
 from releval.core.arrays import to_numpy as _numpy
 from releval.core.columns import (
@@ -39,6 +40,7 @@ from releval.core.ledger import (
 from releval.core.measures.stats import QrelsStat, RunStat
 from releval.core.ranking import best_first, beyond_depth
 from releval.core.repeats import highest_labels, repeated_documents
+from releval.core.ties import TIE_KINDS, tie_groups
 from releval.core.walks import walk
 
 _COUNT_KINDS = ("num_ret", "ret", "judged_ret", "rel_ret")
@@ -71,6 +73,7 @@ class _Ranked:
         self.pooled = judged  # set wider by the caller when a walk asks (walks.Rankings)
         self.judgments: _Judgments | None = None
         self.group_query = np.zeros(0, dtype=np.int64)
+        self.tie = np.arange(len(group))  # set by the caller: a tie group's rows share an id
 
     def running(self, values: np.ndarray) -> np.ndarray:
         """Running sum of ``values`` within each group, current row included."""
@@ -101,11 +104,6 @@ class _Ranked:
         counts = np.bincount(self.group[selected], minlength=self.groups)
         offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
         return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values[selected], pa.int64()))
-
-
-def _gain(label: np.ndarray, gain: str) -> np.ndarray:
-    positive = np.where(label > 0, label, 0).astype(np.float64)
-    return positive if gain == "linear" else np.where(label > 0, np.exp2(positive) - 1.0, 0.0)
 
 
 def _first_rel(r: _Ranked, spec: RunStat) -> pa.Array:
@@ -165,6 +163,7 @@ KINDS: dict[str, Callable[[_Ranked, RunStat], Any]] = {
     "rel_pos": _rel_pos,
     "nonrel_above": _nonrel_above,
     "walk": walk,
+    **TIE_KINDS,
 }
 
 
@@ -326,6 +325,7 @@ def _query_stats(
     judged = (qrels_key[at] == run_key) if len(qrels_key) else np.zeros(len(run_key), dtype=bool)
     label = np.where(judged, qrels_label[at] if len(qrels_key) else 0, 0)
     ranked = _Ranked(group, position, label, judged, groups)
+    ranked.tie = tie_groups(group, order_value, rank_by)
     if any(spec.kind == "walk" for spec in specs.values()):
         # in the qrels without a judgment (a negative label read as unjudged): infAP's pool
         pool = np.unique(query_all[~is_run] * docs + doc_all[~is_run])

@@ -35,54 +35,54 @@ MIXED = "mixed"
 
 _KEY = re.compile(
     r"(?P<name>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<args>[^)]*)\))?(?:@(?P<cutoff>\d+))?"
-    r"(?P<suffix>\[(?:judged|best)\])?"
+    r"(?P<judged>\[judged\])?(?P<best>\[best\])?(?P<ties>\[ties\])?"
 )
 _ARG = re.compile(r"\s*(?P<name>[a-z]+)=(?P<value>-?\d+(?:\.\d+)?)\s*")
 
 
-def _key_parts(measure_key: str) -> tuple[str, list[tuple[str, str]], int | None, str]:
-    """(name, [(parameter, value as written)...], cutoff, suffix: "", judged or best) of a
-    measure key."""
+def _key_parts(measure_key: str) -> tuple[str, list[tuple[str, str]], int | None, tuple[str, ...]]:
+    """(name, [(parameter, value as written)...], cutoff, suffixes) of a measure key; the
+    suffixes are ``judged``, ``best`` and ``ties``, in key order."""
     match = _KEY.fullmatch(measure_key)
     args = [_ARG.fullmatch(a) for a in match["args"].split(",")] if match and match["args"] else []
     if not match or not all(args):
         raise MeasureError(
             f"measure_key {measure_key!r} has no column name: expected "
-            "NAME[(rel=N, param=x...)][@k][[judged] or [best]]"
+            "NAME[(rel=N, param=x...)][@k][[judged] or [best]][[ties]]"
         )
     cutoff = int(match["cutoff"]) if match["cutoff"] is not None else None
     pairs = [(a["name"], a["value"]) for a in args if a is not None]
-    return match["name"], pairs, cutoff, (match["suffix"] or "").strip("[]")
+    suffixes = tuple(s for s in ("judged", "best", "ties") if match[s] is not None)
+    return match["name"], pairs, cutoff, suffixes
 
 
 def column_name(measure_key: str) -> str:
     """The view column of a measure key: lower case, letters, digits and underscores.
 
-    ``NAME[(rel=N, p=x)][@k][[judged]]`` becomes ``name[_rel_N][_p_x][_at_k][_judged]``
-    (``[best]``: ``_best``)
+    ``NAME[(rel=N, p=x)][@k][[judged]][[ties]]`` becomes
+    ``name[_rel_N][_p_x][_at_k][_judged][_ties]`` (``[best]``: ``_best``)
     (``-`` as ``minus_``, ``.`` as ``_``); distinct keys get distinct names.
 
     Raises:
         MeasureError: the key does not follow the measure syntax.
     """
-    name, args, cutoff, suffix = _key_parts(measure_key)
+    name, args, cutoff, suffixes = _key_parts(measure_key)
     parts = [name.lower()]
     for arg, value in args:
         parts.append(f"{arg}_{value.replace('-', 'minus_').replace('.', '_')}")
     if cutoff is not None:
         parts.append(f"at_{cutoff}")
-    if suffix:
-        parts.append(suffix)
+    parts.extend(suffixes)
     return "_".join(parts)
 
 
 def sort_keys(measure_keys: Iterable[str]) -> list[str]:
-    """Distinct measure keys in reading order: by name, level, cutoff (as a number), suffix."""
+    """Distinct measure keys in reading order: by name, level, cutoff (as a number), suffixes."""
 
     def order(key: str) -> tuple:
-        name, args, cutoff, suffix = _key_parts(key)
+        name, args, cutoff, suffixes = _key_parts(key)
         values = [(arg, float(value)) for arg, value in args]
-        return (name.lower(), values, cutoff is not None, cutoff or 0, suffix)
+        return (name.lower(), values, cutoff is not None, cutoff or 0, suffixes)
 
     return sorted(set(measure_keys), key=order)
 

@@ -20,14 +20,16 @@ from releval.core.columns import (
     LEDGER_ROWS,
     QRELS_LEDGER,
     REPEATED,
+    TIE_DEPENDENT,
     USED,
 )
 from releval.core.measures import Measure
 from releval.core.measures.judged import JUDGED
 from releval.core.repeats import DUPLICATE_DOC
-from releval.job.summary import UnjudgedRate
+from releval.job.summary import TieDependence, UnjudgedRate
 from releval.stats.aggregate import ENTRY as AGGREGATE_ENTRY
 from releval.stats.aggregate import INDEX as AGGREGATE_INDEX
+from releval.stats.aggregate import N as AGGREGATE_N
 from releval.stats.aggregate import by_measure, group_columns, sums
 from releval.stats.intervals import FEW_QUERIES
 
@@ -54,6 +56,7 @@ class Counts:
     unjudged: tuple[UnjudgedRate, ...]
     #: the aggregate's sums, one row per run partition and measure
     sums: tuple[Row, ...] = ()
+    tie_dependent: tuple[TieDependence, ...] = ()
 
 
 def query_counts(
@@ -77,6 +80,10 @@ def query_counts(
     # every measure, so Spark compiles the aggregation; the counts take each wide row once, at
     # its first measure (a null index: by_measure's one row for a null or empty array)
     once = F.col(AGGREGATE_INDEX).isNull() | (F.col(AGGREGATE_INDEX) == 0)
+    # a [ties] measure's entry says if the query's value depends on the order of tied scores
+    ties = [i for i, m in enumerate(measures) if m.tie_aware]
+    tie_count = ([F.count_if(F.col(IN_QRELS) & F.col(AGGREGATE_ENTRY)[TIE_DEPENDENT])
+                  .alias("tie_dependent")] if ties else [])
     # grouped by the ledger columns too (null on query rows): each distinct ledger row comes
     # back with its multiplicity, and the aggregation stays declarative (not collect_list)
     found = by_measure(queries).groupBy(
@@ -96,6 +103,7 @@ def query_counts(
         F.count_if(with_results).alias("with_results"),
         F.avg(F.when(with_results, F.col(AGGREGATE_ENTRY)[S.VALUE])).alias("judged"),
         *sums(measures=measures, intervals=intervals),
+        *tie_count,
     ).collect()
     by_index = [r for r in found if r[LEDGER] is None]  # a row per (partition, measure)
     rows = [r for r in by_index if r[AGGREGATE_INDEX] in (None, 0)]  # a row per partition
@@ -146,7 +154,17 @@ def query_counts(
         if (j := judged_of.get((tuple(r[c] for c in parts), i))) is not None
         and j["judged"] is not None
     )
-    return Counts(counts, by_partition, tuple(qrels), rates, tuple(by_index))
+    tie_dependent = tuple(
+        TieDependence(
+            partition=tuple((c, str(r[_as_string(c)])) for c in parts),
+            measure_key=measures[int(r[AGGREGATE_INDEX])].key,
+            queries=int(r["tie_dependent"] or 0),
+            scored=int(r[AGGREGATE_N] or 0),
+        )
+        for r in by_index
+        if r[AGGREGATE_INDEX] is not None and int(r[AGGREGATE_INDEX]) in ties
+    )
+    return Counts(counts, by_partition, tuple(qrels), rates, tuple(by_index), tie_dependent)
 
 
 def _as_string(column: str) -> str:

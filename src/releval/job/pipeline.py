@@ -372,6 +372,7 @@ def run(
         per_query_version=per_query_written.version,
         aggregate_version=aggregate_written.version,
         unjudged=found.unjudged,
+        tie_dependent=found.tie_dependent,
         unjudged_warning_share=config.evaluation.unjudged_warning_share,
         binary_labels=binary_labels,
         measures=tuple(measures),

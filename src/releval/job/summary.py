@@ -32,6 +32,38 @@ class UnjudgedRate:
         return f"{where + ' ' if where else ''}top {self.cutoff}"
 
 
+@dataclass(frozen=True)
+class TieDependence:
+    """Of one run partition's scored queries, those whose value of a ``[ties]`` measure
+    depends on the order of tied scores."""
+
+    partition: tuple[tuple[str, str], ...]
+    measure_key: str
+    queries: int
+    scored: int
+
+
+def render_ties(found: Sequence[TieDependence]) -> list[str]:
+    """One summary line: per ``[ties]`` measure, the range over run partitions of the
+    queries whose value depends on the order of tied scores (empty without such measures)."""
+    by_key: dict[str, list[TieDependence]] = {}
+    for t in found:
+        by_key.setdefault(t.measure_key, []).append(t)
+    if not by_key:
+        return []
+    parts = []
+    for key, group in sorted(by_key.items()):
+        low, high = min(t.queries for t in group), max(t.queries for t in group)
+        most = max(t.scored for t in group)
+        parts.append(f"{key} {low if low == high else f'{low}-{high}'} of {most}")
+    partitions = len({t.partition for t in found})
+    return [
+        "  queries whose value depends on the order of tied scores (range over "
+        f"{partitions} run partition(s)): {', '.join(parts)}; the plain measures break ties "
+        "by doc id descending (trec_eval), the [ties] values average over every order"
+    ]
+
+
 def render_lines(
     rates: Sequence[UnjudgedRate],
     *,
@@ -118,6 +150,8 @@ class Summary:
     rows_beyond_depth: int = 0
     #: the aggregate table's rows this job wrote (a few per run partition), as written
     aggregate: tuple[Row, ...] = ()
+    #: per run partition and [ties] measure: the queries whose value depends on tie order
+    tie_dependent: tuple[TieDependence, ...] = ()
     #: the attribution table's rows this job wrote (five per run partition with answers)
     attribution: tuple[Row, ...] = ()
     attribution_rows: int | None = None
@@ -172,6 +206,7 @@ class Summary:
             binary_labels=self.binary_labels,
             measures=self.measures,
         )
+        lines += render_ties(self.tie_dependent)
         lines += render_attribution(self.attribution)
         return "\n".join(lines)
 

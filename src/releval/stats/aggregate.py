@@ -122,7 +122,7 @@ def rows(
                 S.MEASURE: m.name, S.CUTOFF: m.cutoff, S.REL_LEVEL: m.rel_level,
                 S.JUDGED_ONLY: m.judged_only, S.MEASURE_KEY: m.key,
             }
-            for averaging in spec.averaging:
+            for averaging in m.averaging:
                 low = high = method = level = None
                 if averaging == "macro":
                     value = row[sum_column("mean")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import Column
 
+from releval.core.measures import tie_aware
 from releval.core.measures.registry import UNIT, Measure, MetricSpec, register
 from releval.core.measures.stats import Stats, safe_divide
 
@@ -16,6 +17,7 @@ def _ndcg(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="nDCG",
+        ties=tie_aware.NDCG,
         bounds=UNIT,
         aliases=("ndcg_cut",),
         cutoff="optional",
@@ -38,6 +40,7 @@ def _ndcg_exp(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="nDCG_exp",
+        ties=tie_aware.NDCG_EXP,
         bounds=UNIT,
         aliases=(),
         cutoff="optional",

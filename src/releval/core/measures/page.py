@@ -11,12 +11,13 @@ Generated from the measure registry (`python -m releval.core.measures.page > doc
 a test keeps this page and the registry the same). `releval measures` prints the same list,
 `releval.measures()` returns it.
 
-A measure is written `NAME[(rel=N, param=x)][@k][[judged]]`: `P@10`, `P(rel=2)@5`, `AP`,
-`nDCG@10[judged]`, `rbp(p=0.8)`; `P@k`, `Hit@k` and `RR` also take `[best]` (every
-unjudged document counted relevant: the value's upper bound). Names are case-insensitive and trec_eval's names are accepted
-too (`P_5`, `ndcg_cut_10`, `map`, `iprec_at_recall_0.10`, `11pt_avg`). Two names stand for
-trec_eval's sets: `trec_eval` (its default measures) and `all_trec` (every measure it has; of
-its text output only `runid` and `relstring` are not measures, and `relstring` is left out).
+A measure is written `NAME[(rel=N, param=x)][@k][[judged]][[ties]]`: `P@10`, `P(rel=2)@5`,
+`AP`, `nDCG@10[judged]`, `AP[ties]`, `rbp(p=0.8)`; `P@k`, `Hit@k` and `RR` also take `[best]`
+(every unjudged document counted relevant: the value's upper bound). Names are
+case-insensitive and trec_eval's names are accepted too (`P_5`, `ndcg_cut_10`, `map`,
+`iprec_at_recall_0.10`, `11pt_avg`). Two names stand for trec_eval's sets: `trec_eval` (its
+default measures) and `all_trec` (every measure it has; of its text output only `runid` and
+`relstring` are not measures, and `relstring` is left out).
 
 - **Relevant**: a document whose label is at least the relevance level (default 1;
   `(rel=N)` per measure, `--relevance-level` for all). Gains of nDCG use the label itself.
@@ -37,6 +38,11 @@ its text output only `runid` and `relstring` are not measures, and `relstring` i
 - **Range**: the values a query can get; a macro value's confidence interval stays inside it
   (Wilson's interval when every per-query value is 0 or 1, else the t interval clipped to
   it: [statistics.md](statistics.md)). `-`: a count or an unbounded measure.
+- **Tied scores**: documents of equal score are ordered by doc id descending (trec_eval);
+  `[ties]` gives instead the expected value over every order of each group of tied documents
+  (McSherry and Najork, ECIR 2008), for
+  {ties}; its only averaging is `macro`; not with a depth;
+  `[judged][ties]` combines both. See [which-measure.md](which-measure.md#tied-scores).
 """
 
 _CUTOFF = {"required": "`@k` required", "optional": "`@k` optional", "none": "no cutoff"}
@@ -88,7 +94,8 @@ def render() -> str:
             f"| {', '.join(spec.averaging)} | {_range(spec)} "
             f"| {_trec_names(spec)} | {formula} |"
         )
-    return INTRO + "\n" + "\n".join(rows) + "\n"
+    ties = ", ".join(f"`{n}`" for n, spec in REGISTRY.items() if spec.ties is not None)
+    return INTRO.format(ties=ties) + "\n" + "\n".join(rows) + "\n"
 
 
 if __name__ == "__main__":

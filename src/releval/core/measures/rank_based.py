@@ -5,6 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from releval.core.measures import tie_aware
 from releval.core.measures.registry import UNIT, Measure, MetricSpec, register
 from releval.core.measures.stats import Stats, safe_divide
 
@@ -27,6 +28,7 @@ def _rel_ret(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="RR",
+        ties=tie_aware.RECIPROCAL_RANK,
         bounds=UNIT,
         aliases=("MRR", "recip_rank"),
         cutoff="optional",
@@ -43,6 +45,7 @@ register(
 register(
     MetricSpec(
         name="AP",
+        ties=tie_aware.AVERAGE_PRECISION,
         bounds=UNIT,
         aliases=("MAP", "map_cut"),
         cutoff="optional",

@@ -1,6 +1,6 @@
 """The metric registry: every measure is declared once, as a :class:`MetricSpec`.
 
-A measure string (``nDCG@10``, ``P(rel=2)@5``, ``AP[judged]``) parses to a :class:`Measure`;
+A measure string (``nDCG@10``, ``P(rel=2)@5``, ``AP[judged]``, ``AP[ties]``) parses to a :class:`Measure`;
 family modules call :func:`register` at import time.
 """
 
@@ -43,6 +43,8 @@ class Measure:
     best: bool = False
     #: The spec's parameters (``rbp``'s ``p``), every declared one, in the spec's order.
     params: tuple[tuple[str, float], ...] = ()
+    #: The expected value over every ordering of tied scores; key suffix ``[ties]``.
+    tie_aware: bool = False
 
     def param(self, name: str) -> float:
         """The value of one of the spec's parameters."""
@@ -61,14 +63,30 @@ class Measure:
         cut = f"@{self.cutoff}" if self.cutoff is not None else ""
         judged = JUDGED_SUFFIX if self.judged_only else ""
         best = BEST_SUFFIX if self.best else ""
-        return f"{self.name}{rel}{cut}{judged}{best}"
+        ties = TIES_SUFFIX if self.tie_aware else ""
+        return f"{self.name}{rel}{cut}{judged}{best}{ties}"
 
     @property
     def trec_name(self) -> str | None:
-        """trec_eval's name for this measure, or None (judged-only: ``-J`` is for a whole run)."""
-        if self.judged_only or self.best or not self.spec.trec_name:
+        """trec_eval's name for this measure, or None (judged-only: ``-J`` is for a whole run;
+        best and tie-aware: not trec_eval measures)."""
+        if self.judged_only or self.best or self.tie_aware or not self.spec.trec_name:
             return None
         return self.spec.trec_name(self)
+
+    @property
+    def averaging(self) -> tuple[Averaging, ...]:
+        """The spec's averagings; a tie-aware measure's mean only (its counts are not expected)."""
+        return ("macro",) if self.tie_aware else self.spec.averaging
+
+
+@dataclass(frozen=True)
+class TieVariant:
+    """A measure's ``[ties]`` form: its expected value over every ordering of tied scores,
+    and whether a query's value depends on that order (a 1.0/0.0 column)."""
+
+    value: Callable[[Measure, Stats], Column]
+    depends: Callable[[Measure, Stats], Column]
 
 
 @dataclass(frozen=True)
@@ -90,6 +108,7 @@ class MetricSpec:
         bounds: the (lowest, highest) value a query can get, e.g. :data:`UNIT`; None for
             counts and unbounded measures. A macro interval stays inside it
             (:mod:`releval.stats.aggregate`).
+        ties: the ``[ties]`` form (:mod:`releval.core.measures.tie_aware`); None: none.
     """
 
     name: str
@@ -106,6 +125,7 @@ class MetricSpec:
     params: tuple[tuple[str, float | None], ...] = ()
     trec_all_only: bool = False
     bounds: tuple[float, float] | None = None
+    ties: TieVariant | None = None
 
 
 REGISTRY: dict[str, MetricSpec] = {}
@@ -133,6 +153,8 @@ _MEASURE_RE = re.compile(
 JUDGED_SUFFIX = "[judged]"
 #: The measure-string suffix of the value with every unjudged retrieved document relevant.
 BEST_SUFFIX = "[best]"
+#: The measure-string suffix of a tie-aware measure (after ``[judged]`` when both).
+TIES_SUFFIX = "[ties]"
 
 
 _TREC_RE = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<cutoff>\d+)$")
@@ -180,7 +202,7 @@ def _all_names() -> list[str]:
 
 
 def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = False) -> Measure:
-    """Parse ``NAME[(rel=N)][@k][[judged] or [best]]`` into a :class:`Measure`.
+    """Parse ``NAME[(rel=N)][@k][[judged] or [best]][[ties]]`` into a :class:`Measure`.
 
     trec_eval's names (``P_5``, ``ndcg_cut_10``, ``map``, ``recip_rank``...) are accepted too.
 
@@ -205,7 +227,7 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
     if not match:
         raise MeasureError(
             f"cannot parse measure {text!r}; expected NAME, NAME@k, NAME(rel=N)@k "
-            f"or NAME(rel=N)@k{JUDGED_SUFFIX}"
+            f"or NAME(rel=N)@k{JUDGED_SUFFIX}{TIES_SUFFIX}"
         )
     raw_name = match["name"]
     name = _BY_LOWER_NAME.get(raw_name.lower())
@@ -239,15 +261,15 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
             f"measure {text!r}: {name} needs {missing[0]}, for example {name}({missing[0]}=0.5)"
         )
     flags = [f"[{f.strip().lower()}]" for f in re.findall(r"\[([^\]]*)\]", match["flags"])]
-    unknown = [f for f in flags if f not in (JUDGED_SUFFIX, BEST_SUFFIX)]
-    if unknown:
-        raise MeasureError(
-            f"measure {text!r}: unknown suffix {unknown[0]}; the suffixes are {JUDGED_SUFFIX} "
-            f"(judged-only, condensed-list evaluation) and {BEST_SUFFIX} (every unjudged "
-            "retrieved document counted relevant)"
-        )
-    if len(set(flags)) < len(flags):
-        raise MeasureError(f"measure {text!r}: a suffix is given twice")
+    for flag in flags:
+        if flag not in (JUDGED_SUFFIX, BEST_SUFFIX, TIES_SUFFIX) or flags.count(flag) > 1:
+            what = "repeated" if flags.count(flag) > 1 else "unknown"
+            raise MeasureError(
+                f"measure {text!r}: {what} suffix {flag}; the suffixes are {JUDGED_SUFFIX} "
+                f"(judged-only, condensed-list evaluation), {BEST_SUFFIX} (every unjudged "
+                f"retrieved document counted relevant) and {TIES_SUFFIX} (expected value over "
+                "every ordering of tied scores), each at most once"
+            )
     best = BEST_SUFFIX in flags
     if best and not spec.best_variant:
         with_best = sorted(n for n, s in REGISTRY.items() if s.best_variant)
@@ -261,6 +283,18 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
             f"measure {text!r}: {BEST_SUFFIX} counts unjudged documents relevant and a "
             f"judged-only measure ({JUDGED_SUFFIX}, --judged-only) has none; ask for "
             f"{name}{BEST_SUFFIX} without it, or for the judged-only value alone"
+        )
+    tie_aware = TIES_SUFFIX in flags
+    if tie_aware and spec.ties is None:
+        with_ties = sorted(n for n, s in REGISTRY.items() if s.ties is not None)
+        raise MeasureError(
+            f"measure {text!r}: {name} has no tie-aware variant; {TIES_SUFFIX} is for "
+            f"{', '.join(with_ties)}"
+        )
+    if best and tie_aware:
+        raise MeasureError(
+            f"measure {text!r}: {BEST_SUFFIX} and {TIES_SUFFIX} do not combine; ask for each "
+            "on its own"
         )
     judged = (judged_only and spec.judged_variant) or JUDGED_SUFFIX in flags
     if JUDGED_SUFFIX in flags and not spec.judged_variant:
@@ -276,6 +310,7 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
         judged_only=judged,
         best=best,
         params=tuple((k, float(values.get(k, default or 0.0))) for k, default in spec.params),
+        tie_aware=tie_aware,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from releval.core.measures import tie_aware
 from releval.core.measures.registry import UNIT, Measure, MetricSpec, register
 from releval.core.measures.stats import Stats, safe_divide
 
@@ -29,6 +30,7 @@ def _hit(m: Measure, s: Stats) -> Column:
 register(
     MetricSpec(
         name="P",
+        ties=tie_aware.PRECISION,
         bounds=UNIT,
         aliases=("Precision",),
         cutoff="required",
@@ -47,6 +49,7 @@ register(
 register(
     MetricSpec(
         name="R",
+        ties=tie_aware.RECALL,
         bounds=UNIT,
         aliases=("Recall",),
         cutoff="required",
@@ -63,6 +66,7 @@ register(
 register(
     MetricSpec(
         name="Hit",
+        ties=tie_aware.HIT,
         bounds=UNIT,
         aliases=("Success",),
         cutoff="required",

@@ -153,6 +153,17 @@ class Stats:
             RunStat("walk", judged=self.judged_only, level=level, walker=walker, param=param),
         )
 
+    def tie_aware(self, what: str, *, level: int, cutoff: int | None, gain: str = "linear") -> Column:
+        """The expected value of a statistic over every ordering of tied scores, or whether
+        the query's value depends on that order (1.0/0.0): ``what`` is a key of
+        :mod:`releval.core.ties`' table (``rel_ret``, ``hit``, ``rr``, ``prec_sum``, ``dcg``,
+        ``dep_set``, ...)."""
+        g = "" if gain == "linear" else "_" + gain
+        return self._run_stat(
+            self._name(f"_ties_{what}{g}_l{_level(level)}_k{_suffix(cutoff)}"), F.lit(0.0),
+            RunStat(f"ties_{what}", judged=self.judged_only, level=level, cutoff=cutoff, gain=gain),
+        )
+
     def _qrels_stat(self, name: str, spec: QrelsStat) -> Column:
         self.qrels_spec.setdefault(name, spec)
         return F.col(name)
