@@ -7,6 +7,8 @@ DOC_ID = "doc_id"
 SCORE = "score"
 RANK = "rank"
 RELEVANCE = "relevance"
+#: The run's window: per query of a run partition, the top documents the consumer used (k_q).
+WINDOW = "window"
 #: 1-based position of a document in its query's ranking (after tie-breaking).
 POSITION = "position"
 MEASURE = "measure"
@@ -106,6 +108,11 @@ IN_QRELS = "_in_qrels"
 REPEATED = "_repeated"
 #: Per (run partition, query): ranked rows beyond the depth (read, not evaluated).
 BEYOND_DEPTH = "_beyond_depth"
+#: Per (run partition, query) with a window: k_q, and the recall of the whole ranking and of
+#: its window (the summary's "what the window lost").
+WINDOW_SIZE = "_window"
+RECALL_ALL = "_recall_all"
+RECALL_WINDOW = "_recall_window"
 #: On a query's qrels row: how many run partitions retrieved it.
 RETRIEVED_BY = "_retrieved_by"
 #: On a ledger row: the tag (what was counted) and the count.

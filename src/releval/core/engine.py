@@ -31,8 +31,8 @@ from releval.core.columns import (
 )
 from releval.core.kernel import partition_stats, qrels_ddl, run_ddl
 from releval.core.layout import by_query
-from releval.core.measures.registry import Measure
-from releval.core.measures.stats import Stats
+from releval.core.measures.registry import WINDOW, Measure, check_window
+from releval.core.measures.stats import Stats, safe_divide
 from releval.core.ranking import check_depth
 
 
@@ -79,6 +79,7 @@ def arrow_run_stats(
         F.lit(None).cast("int").alias(S.RELEVANCE),
         F.lit(True).alias(IS_RUN),
         *([F.col(REASON), F.lit(None).cast("int").alias(QRELS_LABEL)] if ledger else []),
+        *([F.col(S.WINDOW).cast("long").alias(S.WINDOW)] if stats.window else []),
     )
     judgments = qrels.select(
         *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
@@ -87,6 +88,7 @@ def arrow_run_stats(
         F.col(S.RELEVANCE).cast("int").alias(S.RELEVANCE),
         F.lit(False).alias(IS_RUN),
         *([F.col(REASON), F.col(QRELS_LABEL).cast("int").alias(QRELS_LABEL)] if ledger else []),
+        *([F.lit(None).cast("long").alias(S.WINDOW)] if stats.window else []),
     )
     specs = dict(stats.run_spec)
     qrels_specs = dict(stats.qrels_spec)
@@ -177,6 +179,7 @@ def query_measures(
     depth: int | None = None,
     ledger: bool = False,
     keep: Callable[[DataFrame], DataFrame] | None = None,
+    window: bool = False,
 ) -> DataFrame:
     """Compute every measure for every (run partition, query), one wide row each.
 
@@ -193,15 +196,21 @@ def query_measures(
             ValueError (:func:`releval.core.ranking.check_depth`).
         ledger: the inputs are every row with its ``_reason``; the engine counts them.
         keep: applied to the engine's result, which is read more than once.
+        window: the run rows carry each query's k_q (``window``); a ``@window`` measure
+            without it is a MeasureError.
 
     Returns:
         Partition columns, query_id, the flags, ``_repeated``, ``_beyond_depth`` (rows past
         the depth), ``num_ret``, ``negative_labels``, ``depth`` and ``_measures`` (value,
-        num_rel, num_rel_ret per measure); with ``ledger`` the ledger.
+        num_rel, num_rel_ret per measure); with ``ledger`` the ledger; with ``window``
+        k_q and the recall of the whole ranking and of the window (:func:`window_columns`).
     """
     depth = check_depth(depth)
-    stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by, depth=depth)
+    check_window(measures, window)
+    stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by, depth=depth,
+                  window=window)
     num_ret = stats.num_ret()
+    extra = window_columns(stats, measures) if window else []
     entries = []
     for m in measures:
         spec = m.spec
@@ -245,8 +254,21 @@ def query_measures(
         F.lit(negative_labels).alias(S.NEGATIVE_LABELS),
         F.lit(depth).cast("int").alias(S.DEPTH),
         F.array(*entries).alias(MEASURES),
+        *extra,
         *[c for c in (LEDGER, LEDGER_ROWS) if c in table.columns],
     )
+
+
+def window_columns(stats: Stats, measures: Sequence[Measure]) -> list[Column]:
+    """k_q, and the recall of the whole ranking and of its window at the measures' relevance
+    level (the summary's "what the window lost")."""
+    level = next((m.rel_level for m in measures if not m.rel_explicit), 1)
+    num_rel = stats.num_rel(level=level)
+    return [
+        stats.window_size().alias(S.WINDOW_SIZE),
+        safe_divide(stats.rel_ret(level=level, cutoff=None), num_rel).alias(S.RECALL_ALL),
+        safe_divide(stats.rel_ret(level=level, cutoff=WINDOW), num_rel).alias(S.RECALL_WINDOW),
+    ]
 
 
 def long_format(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from releval.core.measures.registry import Measure
+from releval.core.measures.registry import WINDOW, Measure
 
 JUDGED = "Judged"
 UNJUDGED_SHARE = "unjudged_share"
@@ -13,13 +13,16 @@ QUERIES = "queries"
 
 
 def with_judged_measures(measures: Sequence[Measure], *, relevance_level: int) -> list[Measure]:
-    """The measures plus ``Judged@k`` for each cutoff k that has none yet, in order of k.
+    """The measures plus ``Judged@k`` for each cutoff k that has none yet, in order of k,
+    then ``Judged@window`` when a measure is cut at the window.
 
     ``relevance_level`` sets the added rows' ``num_rel`` / ``num_rel_ret`` (not their value).
     """
-    have = {m.cutoff for m in measures if m.name == JUDGED}
+    have = {m.cut for m in measures if m.name == JUDGED}
     cutoffs = sorted({m.cutoff for m in measures if m.cutoff is not None} - have)
     added = [Measure(name=JUDGED, cutoff=k, rel_level=relevance_level) for k in cutoffs]
+    if any(m.window for m in measures) and WINDOW not in have:
+        added.append(Measure(name=JUDGED, cutoff=None, rel_level=relevance_level, window=True))
     return [*measures, *added]
 
 

@@ -6,16 +6,16 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from releval.core.measures.registry import UNIT, Measure, MetricSpec, register
-from releval.core.measures.stats import Stats, safe_divide
+from releval.core.measures.stats import Stats, cutoff_size, safe_divide
 
 
 def _rel_ret(m: Measure, s: Stats) -> Column:
-    return s.rel_ret(level=m.rel_level, cutoff=m.cutoff)
+    return s.rel_ret(level=m.rel_level, cutoff=m.cut)
 
 
 def _precision(m: Measure, s: Stats) -> Column:
-    # trec_eval divides by k even when fewer than k documents were retrieved.
-    return _rel_ret(m, s).cast("double") / F.lit(float(m.cutoff or 1))
+    # trec_eval divides by k even when fewer than k documents were retrieved; @window by k_q
+    return safe_divide(_rel_ret(m, s), cutoff_size(s, m.cut))
 
 
 def _recall(m: Measure, s: Stats) -> Column:
@@ -38,7 +38,7 @@ register(
         micro="cutoff_x_queries",
         trec_name=lambda m: f"P_{m.cutoff}",
         description="P@k = (relevant documents at ranks 1..k) / k; divides by k even when "
-        "fewer than k documents were retrieved.",
+        "fewer than k documents were retrieved. P@window divides by the query's k_q.",
     )
 )
 
@@ -73,7 +73,7 @@ register(
 
 
 def _relative_precision(m: Measure, s: Stats) -> Column:
-    denominator = F.least(F.lit(m.cutoff or 1), s.num_rel(level=m.rel_level))
+    denominator = F.least(cutoff_size(s, m.cut), s.num_rel(level=m.rel_level))
     return safe_divide(_rel_ret(m, s), denominator)
 
 
