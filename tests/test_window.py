@@ -236,3 +236,40 @@ def test_window_in_the_config_and_the_answers_default(spark):
     # q1 and q2 both have a relevant document in their window: q1 correct, q2 wrong
     assert sorted((r[S.CELL], r[S.QUERIES]) for r in rows) == [
         ("generation_miss", 1), ("success", 1)]
+
+
+def test_the_job_writes_k_q_and_the_summary_and_report_show_what_the_window_lost(
+    spark, tmp_path
+):
+    from releval import report
+    from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
+    from releval.job import pipeline
+
+    run_path, qrels_path, out = tmp_path / "run", tmp_path / "qrels", tmp_path / "out"
+    spark.createDataFrame(HAND_RUN, RUN_SCHEMA).write.parquet(str(run_path))
+    spark.createDataFrame(HAND_QRELS, QRELS_SCHEMA).write.parquet(str(qrels_path))
+    config = Config(
+        run=RunSource(path=str(run_path), format="parquet", query_id="qid", doc_id="doc",
+                      partition_columns=("system",), window="k"),
+        qrels=QrelsSource(path=str(qrels_path), format="parquet", query_id="qid", doc_id="doc",
+                          relevance="label"),
+        evaluation=EvaluationSettings(measures=("P@window", "nDCG@10")),
+        output=OutputSettings(per_query_path=str(out / "per_query"),
+                              aggregate_path=str(out / "aggregate")),
+    )
+    # R@window and set_recall are added with a window, Judged@window with a @window measure
+    assert [m.key for m in pipeline.job_measures(config)] == [
+        "P@window", "nDCG@10", "R@window", "set_recall", "Judged@10", "Judged@window"]
+    summary = pipeline.run(spark, config)
+    text = summary.render()
+    # k_q 3 and 5; recall (3/4 + 1/2 + 0) / 3 = 0.4167 -> R@window (1/4 + 1/2 + 0) / 3 = 0.25
+    assert "system=bm25: k_q 3 / 4 / 5; recall 0.4167 -> 0.2500 (lost 0.1667)" in text
+    per_query = spark.read.format("delta").load(str(out / "per_query"))
+    sizes = {(r[S.QUERY_ID], r[S.WINDOW_SIZE])
+             for r in per_query.select(S.QUERY_ID, S.WINDOW_SIZE).distinct().collect()}
+    assert sizes == {("q1", 3), ("q2", 5), ("q3", None)}  # q3: not retrieved
+    page = report.build(config)
+    section = page[page.index('<table class="window">'):]
+    cells = [c for c in section[:section.index("</table>")].split("<td") if c.strip()]
+    texts = [c[c.index(">") + 1:c.index("</td>")] for c in cells[1:]]
+    assert texts == ["bm25", "3 / 4 / 5", "0.4167", "0.2500", "0.1667"]

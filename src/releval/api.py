@@ -161,7 +161,7 @@ def evaluate(
         parsed = job_answers.with_retrieval_measure(parsed, measure)
         index = job_answers.measure_index(parsed, measure)
         thresholds = job_answers.thresholds(src, measure, level=ci_level)
-    parsed = with_judged_measures(parsed, relevance_level=relevance_level)
+    parsed = with_judged_measures(parsed, relevance_level=relevance_level, window=bool(window))
     kept: list[DataFrame] = []
     evaluation = evaluate_inputs(
         inputs, measures=parsed, missing_queries=missing_queries,

@@ -265,7 +265,7 @@ def window_columns(stats: Stats, measures: Sequence[Measure]) -> list[Column]:
     level = next((m.rel_level for m in measures if not m.rel_explicit), 1)
     num_rel = stats.num_rel(level=level)
     return [
-        stats.window_size().alias(S.WINDOW_SIZE),
+        stats.window_size().alias(S.WINDOW_K),
         safe_divide(stats.rel_ret(level=level, cutoff=None), num_rel).alias(S.RECALL_ALL),
         safe_divide(stats.rel_ret(level=level, cutoff=WINDOW), num_rel).alias(S.RECALL_WINDOW),
     ]
@@ -277,7 +277,8 @@ def long_format(
     """Scored queries only (those in the qrels), one row per measure.
 
     Args:
-        wide: the wide table; with an ``answer_score`` column when answers were given.
+        wide: the wide table; with an ``answer_score`` column when answers were given, and
+            k_q (``_window``) when the run has a window.
         measures: the measures of ``wide``'s array, in its order (it holds no names).
 
     Returns:
@@ -297,9 +298,11 @@ def long_format(
     m = F.posexplode(F.col(MEASURES)).alias("_i", "_m")
     answer = (F.col(S.ANSWER_SCORE) if S.ANSWER_SCORE in wide.columns
               else F.lit(None)).cast("double").alias(S.ANSWER_SCORE)
+    window = (F.col(S.WINDOW_K) if S.WINDOW_K in wide.columns
+              else F.lit(None)).cast("int").alias(S.WINDOW_SIZE)
     return (
         wide.where(F.col(IN_QRELS))
-        .select(*parts, S.QUERY_ID, S.NUM_RET, S.NEGATIVE_LABELS, S.DEPTH, answer, m)
+        .select(*parts, S.QUERY_ID, S.NUM_RET, S.NEGATIVE_LABELS, S.DEPTH, answer, window, m)
         .select("*", names[F.col("_i")].alias("_name"))
         .select(
             *parts,
@@ -316,5 +319,6 @@ def long_format(
             S.NEGATIVE_LABELS,
             S.DEPTH,
             S.ANSWER_SCORE,
+            S.WINDOW_SIZE,
         )
     )

@@ -192,7 +192,7 @@ def job_measures(config: Config) -> list[Measure]:
                                     relevance_level=level)
         measures = with_retrieval_measure(measures, measure)
     check_window(measures, config.run.window)
-    return with_judged_measures(measures, relevance_level=level)
+    return with_judged_measures(measures, relevance_level=level, window=bool(config.run.window))
 
 
 def evaluate_inputs(

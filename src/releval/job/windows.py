@@ -31,10 +31,10 @@ class WindowSpread:
 def window_spreads(queries: DataFrame, partition_columns: Sequence[str]) -> tuple[WindowSpread, ...]:
     """The :class:`WindowSpread` of each run partition of the engine's wide rows (one Spark
     job); empty when the rows have no window."""
-    if S.WINDOW_SIZE not in queries.columns:
+    if S.WINDOW_K not in queries.columns:
         return ()
     parts = list(partition_columns)
-    size = F.when(F.col(S.IN_RUN), F.col(S.WINDOW_SIZE))
+    size = F.when(F.col(S.IN_RUN), F.col(S.WINDOW_K))
     scored = F.col(S.IN_QRELS)
     rows = queries.where(F.col(S.IN_RUN) | scored).groupBy(*parts).agg(
         F.min(size).alias("low"), F.median(size).alias("median"), F.max(size).alias("high"),
