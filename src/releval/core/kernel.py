@@ -104,6 +104,14 @@ class _Ranked:
             return rows & within_window(self.group, self.ordinal, self.windows())
         return rows & (self.view_position(judged) <= cutoff)
 
+    def cutoffs(self, cutoff: int | str | None) -> np.ndarray | None:
+        """Each ranking's cutoff in documents: k, or its own k_q at the window; None: all."""
+        if cutoff is None:
+            return None
+        if isinstance(cutoff, str):
+            return self.windows()
+        return np.full(self.groups, cutoff, dtype=np.int64)
+
     def windows(self) -> np.ndarray:
         """Each ranking's k_q; ValueError when the run rows carry no window."""
         if self.window is None:
