@@ -56,6 +56,10 @@ REASONS: dict[str, Reason] = {
         Reason("missing_doc_id", "run, qrels", "the doc id is null or empty"),
         Reason("invalid_score", RUN, "ranking by score: the score is null, non-numeric, NaN or infinite"),
         Reason("invalid_rank", RUN, "ranking by rank: the rank is null, not an integer, zero or negative"),
+        Reason(INVALID_WINDOW, RUN,
+               "the window (the top documents the consumer used) is null or not a positive integer"),
+        Reason(CONFLICTING_WINDOW, RUN,
+               "the rows of this query of this run partition disagree on the window; none is used"),
         Reason(
             DUPLICATE_DOC, RUN,
             "the doc id appears again in this query of this run; its best-ranked occurrence is kept",
@@ -65,10 +69,6 @@ REASONS: dict[str, Reason] = {
             "ranking by rank: another document of this query has the same rank and comes first "
             "in the tie order (doc id descending)",
         ),
-        Reason(INVALID_WINDOW, RUN,
-               "the window (the top documents the consumer used) is null or not a positive integer"),
-        Reason(CONFLICTING_WINDOW, RUN,
-               "the rows of this query of this run partition disagree on the window; none is used"),
         Reason("invalid_relevance", QRELS, "the relevance label is null, non-numeric or not an integer"),
         Reason(
             "conflicting_label", QRELS,
