@@ -273,3 +273,22 @@ def test_the_job_writes_k_q_and_the_summary_and_report_show_what_the_window_lost
     cells = [c for c in section[:section.index("</table>")].split("<td") if c.strip()]
     texts = [c[c.index(">") + 1:c.index("</td>")] for c in cells[1:]]
     assert texts == ["bm25", "3 / 4 / 5", "0.4167", "0.2500", "0.1667"]
+
+
+def test_window_from_the_command_line(tmp_path, capsys):
+    from releval.cli import _parser, config_from_args, main
+
+    base = ["evaluate", "--run", "r", "--qrels", "q", "--format", "parquet"]
+    assert config_from_args(_parser().parse_args(base), str(tmp_path)).run.window is None
+    config = config_from_args(_parser().parse_args([*base, "--window", "k"]), str(tmp_path))
+    assert config.run.window == "k"
+    with pytest.raises(ConfigError, match="a TREC run has no window"):
+        config_from_args(_parser().parse_args(["evaluate", "--run", "r", "--qrels", "q",
+                                               "--window", "k"]), str(tmp_path))
+    # a @window measure without --window fails before Spark starts, in one line
+    (tmp_path / "r").mkdir()
+    (tmp_path / "q").mkdir()
+    code = main(["evaluate", "--run", str(tmp_path / "r"), "--qrels", str(tmp_path / "q"),
+                 "--format", "parquet", "--measures", "P@5,R@window"])
+    assert code == 2
+    assert "measure(s) ['R@window'] need the run's window" in capsys.readouterr().err
