@@ -30,7 +30,7 @@ def rows_for(system, values, measure="nDCG@10", date=DATE, run_id=None, ids=None
     m = parse_measures([measure])[0]
     ids = ids or [f"q{i:03d}" for i in range(len(values))]
     return [(system, date, q, m.name, m.cutoff, m.rel_level, False, m.key, float(v), 10, 3, 1,
-             run_id, "unjudged", None, None) for q, v in zip(ids, values, strict=True)]
+             run_id, "unjudged", None, None, None) for q, v in zip(ids, values, strict=True)]
 
 
 def side(system, date=DATE):
