@@ -87,9 +87,14 @@ def test_a_window_of_3_against_a_ranking_of_10_by_hand(spark):
     assert (spread.low, spread.median, spread.high) == (3, 4.0, 5)
     assert spread.recall_all == pytest.approx(5 / 12, abs=1e-12)
     assert spread.recall_window == pytest.approx(1 / 4, abs=1e-12)
-    macro = {r[S.MEASURE_KEY]: r for r in result.aggregate.collect() if r[S.AVERAGING] == "macro"}
+    rows = result.aggregate.collect()
+    macro = {r[S.MEASURE_KEY]: r for r in rows if r[S.AVERAGING] == "macro"}
     assert macro["P@window"][S.VALUE] == pytest.approx((1 / 3 + 1 / 5 + 0) / 3, abs=1e-12)
     assert macro["P@window"][S.CUTOFF] is None
+    # micro: R pools (1 + 1 + 0) / (4 + 2 + 1) = 2/7; P has no one k to pool over
+    micro = {r[S.MEASURE_KEY]: r[S.VALUE] for r in rows if r[S.AVERAGING] == "micro"}
+    assert micro["R@window"] == pytest.approx(2 / 7, abs=1e-12)
+    assert "P@window" not in micro
 
 
 def test_the_window_cuts_after_the_tie_break_and_before_the_condensation(spark):

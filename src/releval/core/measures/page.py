@@ -37,8 +37,8 @@ its text output only `runid` and `relstring` are not measures, and `relstring` i
   query's k_q, the top documents its consumer used, from the run column `run.window`
   (`--window`, `window=`); `P@window` divides by k_q, `nDCG@window` cuts the ideal ranking at
   k_q. The cut counts documents after the tie-break and a depth (so at min(depth, k_q)),
-  before a judged-only condensation. Macro averages only (k_q differs per query). Without a
-  window the measure is an error ([inputs.md](inputs.md)).
+  before a judged-only condensation. `P@window` has no micro average (no one k to pool
+  over). Without a window the measure is an error ([inputs.md](inputs.md#the-window)).
 - **Range**: the values a query can get; a macro value's confidence interval stays inside it
   (Wilson's interval when every per-query value is 0 or 1, else the t interval clipped to
   it: [statistics.md](statistics.md)). `-`: a count or an unbounded measure.
