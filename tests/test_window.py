@@ -19,6 +19,7 @@ from releval.config import AnswersSource, config_from_dict
 from releval.core import columns as S
 from releval.core.measures import check_window, parse_measure, parse_measures
 from releval.errors import ConfigError, MeasureError
+from releval.io import views as W
 from releval.job.windows import window_spreads
 
 WINDOW_MEASURES = ["P@window", "R@window", "Hit@window", "RR@window", "AP@window", "nDCG@window",
@@ -216,6 +217,9 @@ def test_window_measures_parse_and_need_a_window(spark):
     assert (m.key, m.cutoff, m.window, m.trec_name) == ("nDCG@window[judged]", None, True, None)
     with pytest.raises(MeasureError, match="takes no cutoff"):
         parse_measure("bpref@window")
+    # the wide views' column names and order: k ascending, then the window
+    assert W.column_name("nDCG@window[judged]") == "ndcg_at_window_judged"
+    assert W.sort_keys(["P@window", "P@10", "P@5", "P"]) == ["P", "P@5", "P@10", "P@window"]
     with pytest.raises(MeasureError, match="run.window"):
         check_window(parse_measures(["P@5", "R@window"]), None)
     with pytest.raises(MeasureError, match="window"):
