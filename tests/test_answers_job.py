@@ -113,7 +113,7 @@ def test_a_version_2_per_query_table_is_migrated(
     # a per-query table as schema version 2 wrote it: no depth, no answer_score
     parts = [T.StructField(c, T.StringType()) for c in PARTS]
     v2 = [f for f in tables.per_query_schema(parts).fields
-          if f.name not in (S.DEPTH, S.ANSWER_SCORE)]
+          if f.name not in (S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE)]
     (DeltaTable.create(spark).location(pq).addColumns(v2).partitionedBy("date")
      .property(SCHEMA_VERSION_PROPERTY, "2").execute())
     spark.createDataFrame([("bm25", D29, "q1", "P", 5, 1, False, "P@5", 0.2, 10, 3, 1, "old",
@@ -121,10 +121,11 @@ def test_a_version_2_per_query_table_is_migrated(
         "append").save(pq)
     with pytest.raises(SchemaVersionError, match=r"releval.schema_version = '2'"):
         run_job(spark, config, select(f"date={D27}"), job_run_id="refused")
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["2", "3", "4", "5", "6"]
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["6"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == [
+        "2", "3", "4", "5", "6", "7", "8"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["8"]
     table = read(spark, pq)
-    assert table.columns[-1] == S.ANSWER_SCORE
+    assert table.columns[-2:] == [S.ANSWER_SCORE, S.WINDOW_SIZE]
     assert table.schema[S.ANSWER_SCORE].metadata["comment"] == (
         tables.PER_QUERY_COMMENTS[S.ANSWER_SCORE])
     old = table.first()

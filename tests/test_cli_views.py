@@ -24,7 +24,8 @@ SELECT
   MAX(job_run_id) AS job_run_id,
   MAX(negative_labels) AS negative_labels,
   MAX(depth) AS depth,
-  MAX(answer_score) AS answer_score
+  MAX(answer_score) AS answer_score,
+  MAX(window_size) AS window_size
 FROM delta_scan('warehouse/releval/per_query')
 GROUP BY "system", "date", query_id;
 

@@ -30,7 +30,7 @@ def rows_for(system, values, measure="nDCG@10", date=DATE, run_id=None, ids=None
     m = parse_measures([measure])[0]
     ids = ids or [f"q{i:03d}" for i in range(len(values))]
     return [(system, date, q, m.name, m.cutoff, m.rel_level, False, m.key, float(v), 10, 3, 1,
-             run_id, "unjudged", None, None) for q, v in zip(ids, values, strict=True)]
+             run_id, "unjudged", None, None, None) for q, v in zip(ids, values, strict=True)]
 
 
 def side(system, date=DATE):
@@ -228,9 +228,9 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
         compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("hybrid")])
 
     assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == [
-        "2", "3", "4", "5", "6"]
-    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == ["6"]
-    assert table_schema_version(spark, path=path, table=None) == "6"
+        "2", "3", "4", "5", "6", "7", "8"]
+    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == ["8"]
+    assert table_schema_version(spark, path=path, table=None) == "8"
     table = spark.read.format("delta").load(path)
     # added at the end, nullable, commented; the old row holds nulls there
     assert table.columns == [*v2.names, *added]

@@ -100,7 +100,7 @@ def test_answers_from_the_file_and_the_command_line(tmp_path):
     config = load_config(write(tmp_path, MINIMAL + "[answers]\npath = 'a.csv'\nformat = 'csv'\n"))
     answers = config.answers
     assert (answers.query_id, answers.answer_score, answers.correct_at, answers.retrieved_by,
-            answers.retrieved_at) == ("query_id", "answer_score", 0.5, "Hit@10", 1.0)
+            answers.retrieved_at) == ("query_id", "answer_score", 0.5, None, 1.0)
     assert load_config(write(tmp_path, MINIMAL)).answers is None
     base = ["evaluate", "--run", "r.txt", "--qrels", "q.txt"]
     assert config_from_args(_parser().parse_args(base), str(tmp_path)).answers is None

@@ -104,6 +104,36 @@ def test_run_reason(spark, code):
     check(spark, clean, quarantined, kept, reasons)
 
 
+# Each case: raw run rows with a window (run_id, qid, doc, score, rank, window), kept, rejected.
+WINDOW_CASES = {
+    "invalid_window": (
+        # null, zero, negative, non-integer, non-numeric are rejected
+        [("r", "q", "d1", "1", "1", None), ("r", "q", "d2", "1", "2", "0"),
+         ("r", "q", "d3", "1", "3", "-1"), ("r", "q", "d4", "1", "4", "2.5"),
+         ("r", "q", "d5", "1", "5", "x"), ("r", "q", "d6", "1", "6", "2")],
+        [("q", "d6")],
+        [("invalid_window", "q", f"d{i}") for i in range(1, 6)],
+    ),
+    "conflicting_window": (
+        # q1 of r: windows 2 and 3, both rows rejected; q2 of r and q1 of s each agree
+        [("r", "q1", "d1", "0.9", "1", "2"), ("r", "q1", "d2", "0.5", "2", "3"),
+         ("r", "q2", "d3", "0.9", "1", "2"), ("s", "q1", "d1", "0.9", "1", "5")],
+        [("q2", "d3"), ("q1", "d1")],
+        [("conflicting_window", "q1", "d1"), ("conflicting_window", "q1", "d2")],
+    ),
+}
+
+
+@pytest.mark.parametrize("code", sorted(WINDOW_CASES))
+def test_window_reason(spark, code):
+    rows, kept, reasons = WINDOW_CASES[code]
+    clean, quarantined = split_run(
+        spark.createDataFrame(rows, f"{RAW_RUN}, window string"), rank_by="score",
+        partition_columns=["run_id"],
+    )
+    check(spark, clean, quarantined, kept, reasons)
+
+
 QRELS_CASES = {
     "missing_query_id": (
         [(None, "d1", "1"), ("", "d2", "1"), ("q", "d3", "1")],
@@ -193,7 +223,8 @@ def test_answers_reason(spark, code):
 
 
 def test_every_reason_code_has_a_test():
-    assert set(REASONS) == set(RUN_CASES) | set(QRELS_CASES) | set(ANSWERS_CASES)
+    assert set(REASONS) == (set(RUN_CASES) | set(WINDOW_CASES) | set(QRELS_CASES)
+                            | set(ANSWERS_CASES))
 
 
 def test_quarantine_row_keeps_partition_source_line_and_message(spark):

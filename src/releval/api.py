@@ -65,11 +65,12 @@ def evaluate(
     missing_queries: str = "zero",
     negative_labels: str = "unjudged",
     depth: int | None = None,
+    window: str | None = None,
     ci_level: float = 0.95,
     answers: DataFrame | None = None,
     answers_columns: Mapping[str, str] | None = None,
     correct_at: float = 0.5,
-    retrieved_by: str = "Hit@10",
+    retrieved_by: str | None = None,
     retrieved_at: float = 1.0,
 ) -> Result:
     """Evaluate a run DataFrame against a qrels DataFrame, query by query.
@@ -95,6 +96,10 @@ def evaluate(
         negative_labels: ``"unjudged"`` (trec_eval) or ``"judged"``.
         depth: evaluate only each ranking's first ``depth`` documents (a positive integer;
             trec_eval -M); None: all. Recorded in the ``depth`` column of both tables.
+        window: the run column holding, per query of a run partition, the number of top
+            documents the consumer used (k_q), read by the ``@window`` measures
+            (``"R@window"``, ``"nDCG@window"``); a row without a positive integer there,
+            or a query whose rows disagree on it, is quarantined.
         ci_level: the level of each macro value's t interval (and of the attribution's
             Wilson intervals).
         answers: one answer score in [0, 1] per run partition and query (the
@@ -103,7 +108,8 @@ def evaluate(
         answers_columns: releval's answers column -> yours (``query_id``, ``answer_score``).
         correct_at: an answer is correct when its score >= this.
         retrieved_by, retrieved_at: its evidence was retrieved when this measure (added to
-            ``measures`` if missing) >= ``retrieved_at``.
+            ``measures`` if missing; default ``Hit@window`` with a window, else ``Hit@10``)
+            >= ``retrieved_at``.
 
     Returns:
         A :class:`Result`: ``per_query``, ``aggregate``, ``quarantine``, ``accounts`` and,
@@ -129,6 +135,7 @@ def evaluate(
     run_src = RunSource(
         format=DATAFRAME, query_id=run_map[S.QUERY_ID], doc_id=run_map[S.DOC_ID],
         score=run_map[S.SCORE], rank=run_map[S.RANK], partition_columns=parts, rank_by=rank_by,
+        window=window,
     )
     qrels_src = QrelsSource(
         format=DATAFRAME, query_id=qrels_map[S.QUERY_ID], doc_id=qrels_map[S.DOC_ID],
@@ -149,11 +156,12 @@ def evaluate(
         fields = [inputs.run.schema[c] for c in parts]
         inputs = dataclasses.replace(inputs, answers=raw_answers_input(
             answers, src, partition_fields=fields, section="answers_columns"))
-        measure = job_answers.retrieval_measure(retrieved_by, relevance_level=relevance_level)
+        measure = job_answers.retrieval_measure(src.retrieval_measure(window),
+                                                relevance_level=relevance_level)
         parsed = job_answers.with_retrieval_measure(parsed, measure)
         index = job_answers.measure_index(parsed, measure)
         thresholds = job_answers.thresholds(src, measure, level=ci_level)
-    parsed = with_judged_measures(parsed, relevance_level=relevance_level)
+    parsed = with_judged_measures(parsed, relevance_level=relevance_level, window=bool(window))
     kept: list[DataFrame] = []
     evaluation = evaluate_inputs(
         inputs, measures=parsed, missing_queries=missing_queries,

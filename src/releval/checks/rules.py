@@ -30,6 +30,7 @@ from releval.core.columns import (
 )
 from releval.core.layout import by_query
 from releval.core.repeats import DUPLICATE_DOC, DUPLICATE_RANK, highest_labels, mark_repeats
+from releval.core.window import CONFLICTING_WINDOW, INVALID_WINDOW, mark_conflicting_windows
 
 RUN = "run"
 QRELS = "qrels"
@@ -55,6 +56,10 @@ REASONS: dict[str, Reason] = {
         Reason("missing_doc_id", "run, qrels", "the doc id is null or empty"),
         Reason("invalid_score", RUN, "ranking by score: the score is null, non-numeric, NaN or infinite"),
         Reason("invalid_rank", RUN, "ranking by rank: the rank is null, not an integer, zero or negative"),
+        Reason(INVALID_WINDOW, RUN,
+               "the window (the top documents the consumer used) is null or not a positive integer"),
+        Reason(CONFLICTING_WINDOW, RUN,
+               "the rows of this query of this run partition disagree on the window; none is used"),
         Reason(
             DUPLICATE_DOC, RUN,
             "the doc id appears again in this query of this run; its best-ranked occurrence is kept",
@@ -163,6 +168,12 @@ def typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
         (blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
     ]
     rules.append((bad_score, "invalid_score") if rank_by == "score" else (bad_rank, "invalid_rank"))
+    window: list[Column] = []
+    if S.WINDOW in run.columns:  # a window is configured: k_q per query
+        bad_window = _bad_integer(F.col(S.WINDOW), minimum=1)
+        rules.append((bad_window, INVALID_WINDOW))
+        window = [F.when(~bad_window, F.col(S.WINDOW).try_cast("double").cast("int")).alias(S.WINDOW),
+                  *kept_raw(run, S.WINDOW, identity_for=None)]
     return run.select(
         *parts,
         *meta_columns(run),
@@ -172,6 +183,7 @@ def typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
         F.when(~bad_rank, F.col(S.RANK).try_cast("double").cast("int")).alias(S.RANK),
         *kept_raw(run, S.SCORE, identity_for="double"),
         *kept_raw(run, S.RANK, identity_for=None),
+        *window,
         first_reason(*rules).alias(REASON),
     )
 
@@ -205,6 +217,10 @@ def _label_repeated_run_rows(
     """A partition's run rows with the repeated-row reasons; of occurrences tied in ranking
     order, the better by the other ordering column, then the earlier in the file, is kept."""
     reasons, rows = _clean_rows(table)
+    if S.WINDOW in table.column_names and len(rows):  # whole queries, before the repeats
+        if mark_conflicting_windows(reasons, rows, table.take(pa.array(rows)), partition_columns):
+            table = _with_reasons(table, reasons)
+            reasons, rows = _clean_rows(table)
     if not len(rows):
         return table
     clean = table.take(pa.array(rows))
@@ -321,12 +337,13 @@ def split_run(
     """
     parts = list(partition_columns)
     labelled = label_run(run, rank_by=rank_by, partition_columns=parts)
+    window = [S.WINDOW] if S.WINDOW in run.columns else []
     clean = labelled.where(F.col(REASON).isNull()).select(
-        *parts, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK
+        *parts, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK, *window
     )
     return clean, quarantined(
-        labelled, input_name=RUN, partition_columns=parts, raw_columns=RUN_RAW_COLUMNS,
-        number_lines=number_lines,
+        labelled, input_name=RUN, partition_columns=parts,
+        raw_columns=(*RUN_RAW_COLUMNS, *window), number_lines=number_lines,
     )
 
 

@@ -67,6 +67,9 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--depth", type=positive_int, default=None, metavar="M",
                     help="evaluate only the top M documents of each ranking, after the "
                     "tie-break (trec_eval -M; default: all)")
+    ev.add_argument("--window", default=None, metavar="COLUMN",
+                    help="the run column holding each query's window k_q, the top documents "
+                    "its consumer used, read by the @window measures (Parquet/Delta runs)")
     ev.add_argument("--explain", action="store_true",
                     help="print the physical plan of the per-query computation and exit; "
                     "nothing is computed or written")
@@ -86,7 +89,8 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--correct-at", type=float, default=AnswersSource.correct_at,
                     help="an answer is correct when its score >= this (default 0.5)")
     ev.add_argument("--retrieved-by", default=AnswersSource.retrieved_by,
-                    help="the measure that says the evidence was retrieved (default Hit@10)")
+                    help="the measure that says the evidence was retrieved (default "
+                    "Hit@window with --window, else Hit@10)")
     ev.add_argument("--retrieved-at", type=float, default=AnswersSource.retrieved_at,
                     help="the evidence was retrieved when --retrieved-by >= this (default 1)")
 
@@ -128,7 +132,7 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
     measures = (args.measures, TREC_EVAL_COUNTS) if trec_file else (args.measures,)
     config = Config(
         run=RunSource(path=args.run, format=args.format, partition_columns=parts,
-                      rank_by=args.rank_by),
+                      rank_by=args.rank_by, window=getattr(args, "window", None)),
         qrels=QrelsSource(path=args.qrels, format=args.qrels_format or args.format),
         evaluation=EvaluationSettings(
             measures=measures,
@@ -160,12 +164,13 @@ def session(config: Config) -> SparkSession:
 
 
 def run(args: argparse.Namespace) -> int:
-    from releval.core.measures import parse_measures
+    from releval.core.measures import check_window, parse_measures
     from releval.io.trec_eval_format import write_trec_eval_file
     from releval.job import pipeline
     from releval.runtime.profile import Phases
 
-    parse_measures([args.measures], relevance_level=args.relevance_level)  # fail fast
+    check_window(parse_measures([args.measures], relevance_level=args.relevance_level),
+                 getattr(args, "window", None))  # fail fast
     for name in (args.run, args.qrels, *([args.answers] if args.answers else [])):
         if "://" not in name and not Path(name).exists():
             raise RelevalError(f"input not found: {name}")

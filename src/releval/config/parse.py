@@ -232,6 +232,9 @@ def validate(config: Config, source: str = "config") -> Config:
         raise ConfigError(f"{source}: run.rank_by = 'score' needs run.score (the score column)")
     if config.run.rank_by == "rank" and not config.run.rank and config.run.format != "trec":
         raise ConfigError(f"{source}: run.rank_by = 'rank' needs run.rank (the rank column)")
+    if config.run.window is not None and (config.run.format == "trec" or not config.run.window):
+        raise ConfigError(f"{source}: run.window = {config.run.window!r}; expected the name of "
+                          "a column of a Delta or Parquet run (a TREC run has no window)")
     _check_choice(config.evaluation.missing_queries, MISSING_QUERIES, "evaluation.missing_queries", source)
     _check_choice(config.evaluation.negative_labels, NEGATIVE_LABELS,
                   "evaluation.negative_labels", source)

@@ -80,6 +80,9 @@ class RunSource:
     filter: str | None = None
     #: Read this Delta version (time travel); the batch job pins the one it started with.
     version: int | None = None
+    #: The column holding each query's window k_q (the top documents the consumer used), read
+    #: by the ``@window`` measures; None: no window.
+    window: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,8 +114,13 @@ class AnswersSource:
     #: Read this Delta version (time travel); the batch job pins the one it started with.
     version: int | None = None
     correct_at: float = 0.5
-    retrieved_by: str = "Hit@10"
+    #: None: :meth:`retrieval_measure`'s default
+    retrieved_by: str | None = None
     retrieved_at: float = 1.0
+
+    def retrieval_measure(self, window: str | None) -> str:
+        """``retrieved_by``; unset: ``Hit@window`` when the run has a window, else ``Hit@10``."""
+        return self.retrieved_by or ("Hit@window" if window else "Hit@10")
 
 
 @dataclass(frozen=True)

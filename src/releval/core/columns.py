@@ -7,6 +7,8 @@ DOC_ID = "doc_id"
 SCORE = "score"
 RANK = "rank"
 RELEVANCE = "relevance"
+#: The run's window: per query of a run partition, the top documents the consumer used (k_q).
+WINDOW = "window"
 #: 1-based position of a document in its query's ranking (after tie-breaking).
 POSITION = "position"
 MEASURE = "measure"
@@ -29,6 +31,8 @@ CI_LEVEL = "ci_level"
 JOB_RUN_ID = "job_run_id"
 #: The row's negative-label rule: "unjudged" or "judged" (evaluation.negative_labels).
 NEGATIVE_LABELS = "negative_labels"
+#: The per-query table's k_q of the row's query (null: no window, or not retrieved).
+WINDOW_SIZE = "window_size"
 #: The row's depth: each ranking evaluated at its first ``depth`` documents (null: all).
 DEPTH = "depth"
 INPUT = "input"
@@ -108,6 +112,11 @@ IN_QRELS = "_in_qrels"
 REPEATED = "_repeated"
 #: Per (run partition, query): ranked rows beyond the depth (read, not evaluated).
 BEYOND_DEPTH = "_beyond_depth"
+#: Per (run partition, query) with a window: k_q, and the recall of the whole ranking and of
+#: its window (the summary's "what the window lost").
+WINDOW_K = "_window"
+RECALL_ALL = "_recall_all"
+RECALL_WINDOW = "_recall_window"
 #: On a query's qrels row: how many run partitions retrieved it.
 RETRIEVED_BY = "_retrieved_by"
 #: On a ledger row: the tag (what was counted) and the count.

@@ -32,8 +32,8 @@ from releval.core.columns import (
 )
 from releval.core.kernel import partition_stats, qrels_ddl, run_ddl
 from releval.core.layout import by_query
-from releval.core.measures.registry import Measure
-from releval.core.measures.stats import Stats
+from releval.core.measures.registry import WINDOW, Measure, check_window
+from releval.core.measures.stats import Stats, safe_divide
 from releval.core.ranking import check_depth
 from releval.errors import MeasureError
 
@@ -81,6 +81,7 @@ def arrow_run_stats(
         F.lit(None).cast("int").alias(S.RELEVANCE),
         F.lit(True).alias(IS_RUN),
         *([F.col(REASON), F.lit(None).cast("int").alias(QRELS_LABEL)] if ledger else []),
+        *([F.col(S.WINDOW).cast("long").alias(S.WINDOW)] if stats.window else []),
     )
     judgments = qrels.select(
         *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
@@ -89,6 +90,7 @@ def arrow_run_stats(
         F.col(S.RELEVANCE).cast("int").alias(S.RELEVANCE),
         F.lit(False).alias(IS_RUN),
         *([F.col(REASON), F.col(QRELS_LABEL).cast("int").alias(QRELS_LABEL)] if ledger else []),
+        *([F.lit(None).cast("long").alias(S.WINDOW)] if stats.window else []),
     )
     specs = dict(stats.run_spec)
     qrels_specs = dict(stats.qrels_spec)
@@ -186,6 +188,7 @@ def query_measures(
     depth: int | None = None,
     ledger: bool = False,
     keep: Callable[[DataFrame], DataFrame] | None = None,
+    window: bool = False,
 ) -> DataFrame:
     """Compute every measure for every (run partition, query), one wide row each.
 
@@ -202,17 +205,21 @@ def query_measures(
             ValueError (:func:`releval.core.ranking.check_depth`).
         ledger: the inputs are every row with its ``_reason``; the engine counts them.
         keep: applied to the engine's result, which is read more than once.
+        window: the run rows carry each query's k_q (``window``); a ``@window`` measure
+            without it is a MeasureError.
 
     Returns:
         Partition columns, query_id, the flags, ``_repeated``, ``_beyond_depth`` (rows past
         the depth), ``num_ret``, ``negative_labels``, ``depth`` and ``_measures`` (value,
         num_rel, num_rel_ret per measure, and ``_tie_dependent`` when a measure is
-        ``[ties]``); with ``ledger`` the ledger.
+        ``[ties]``); with ``ledger`` the ledger; with ``window`` k_q and the recall of the
+        whole ranking and of the window (:func:`window_columns`).
 
     Raises:
-        MeasureError: a ``[ties]`` measure with a depth.
+        MeasureError: a ``[ties]`` measure with a depth; a ``@window`` measure without a window.
     """
     depth = check_depth(depth)
+    check_window(measures, window)
     any_ties = any(m.tie_aware for m in measures)
     if depth is not None and any_ties:
         # the depth cuts a tie group by doc id before the statistics see it
@@ -220,8 +227,10 @@ def query_measures(
             f"tie-aware measures ({', '.join(m.key for m in measures if m.tie_aware)}) cannot "
             f"be computed with a depth (depth={depth}): evaluate them without one"
         )
-    stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by, depth=depth)
+    stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by, depth=depth,
+                  window=window)
     num_ret = stats.num_ret()
+    extra = window_columns(stats, measures) if window else []
     entries = []
     for m in measures:
         spec = m.spec
@@ -272,8 +281,21 @@ def query_measures(
         F.lit(negative_labels).alias(S.NEGATIVE_LABELS),
         F.lit(depth).cast("int").alias(S.DEPTH),
         F.array(*entries).alias(MEASURES),
+        *extra,
         *[c for c in (LEDGER, LEDGER_ROWS) if c in table.columns],
     )
+
+
+def window_columns(stats: Stats, measures: Sequence[Measure]) -> list[Column]:
+    """k_q, and the recall of the whole ranking and of its window at the measures' relevance
+    level (the summary's "what the window lost")."""
+    level = next((m.rel_level for m in measures if not m.rel_explicit), 1)
+    num_rel = stats.num_rel(level=level)
+    return [
+        stats.window_size().alias(S.WINDOW_K),
+        safe_divide(stats.rel_ret(level=level, cutoff=None), num_rel).alias(S.RECALL_ALL),
+        safe_divide(stats.rel_ret(level=level, cutoff=WINDOW), num_rel).alias(S.RECALL_WINDOW),
+    ]
 
 
 def long_format(
@@ -282,7 +304,8 @@ def long_format(
     """Scored queries only (those in the qrels), one row per measure.
 
     Args:
-        wide: the wide table; with an ``answer_score`` column when answers were given.
+        wide: the wide table; with an ``answer_score`` column when answers were given, and
+            k_q (``_window``) when the run has a window.
         measures: the measures of ``wide``'s array, in its order (it holds no names).
 
     Returns:
@@ -302,9 +325,11 @@ def long_format(
     m = F.posexplode(F.col(MEASURES)).alias("_i", "_m")
     answer = (F.col(S.ANSWER_SCORE) if S.ANSWER_SCORE in wide.columns
               else F.lit(None)).cast("double").alias(S.ANSWER_SCORE)
+    window = (F.col(S.WINDOW_K) if S.WINDOW_K in wide.columns
+              else F.lit(None)).cast("int").alias(S.WINDOW_SIZE)
     return (
         wide.where(F.col(IN_QRELS))
-        .select(*parts, S.QUERY_ID, S.NUM_RET, S.NEGATIVE_LABELS, S.DEPTH, answer, m)
+        .select(*parts, S.QUERY_ID, S.NUM_RET, S.NEGATIVE_LABELS, S.DEPTH, answer, window, m)
         .select("*", names[F.col("_i")].alias("_name"))
         .select(
             *parts,
@@ -321,5 +346,6 @@ def long_format(
             S.NEGATIVE_LABELS,
             S.DEPTH,
             S.ANSWER_SCORE,
+            S.WINDOW_SIZE,
         )
     )

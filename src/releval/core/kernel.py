@@ -31,6 +31,8 @@ from releval.core.columns import (
     REPEATED,
     RETRIEVED_BY,
 )
+from releval.core.judgments import QRELS_KINDS, ideal_at_window, qrels_ddl
+from releval.core.judgments import Judgments as _Judgments
 from releval.core.ledger import (
     ledger_rows,
     qrels_kept,
@@ -42,8 +44,9 @@ from releval.core.ranking import best_first, beyond_depth
 from releval.core.repeats import highest_labels, repeated_documents
 from releval.core.ties import TIE_KINDS, tie_groups
 from releval.core.walks import walk
+from releval.core.window import group_windows, set_aside_conflicting_windows, within_window
 
-_COUNT_KINDS = ("num_ret", "ret", "judged_ret", "rel_ret")
+_COUNT_KINDS = ("num_ret", "ret", "judged_ret", "rel_ret", "window")
 _LIST_KINDS = ("rel_pos", "nonrel_above")
 
 
@@ -74,6 +77,9 @@ class _Ranked:
         self.judgments: _Judgments | None = None
         self.group_query = np.zeros(0, dtype=np.int64)
         self.tie = np.arange(len(group))  # set by the caller: a tie group's rows share an id
+        #: 1-based rank counting every document, and each ranking's k_q (None: no window)
+        self.ordinal = np.arange(len(group), dtype=np.int64) - self.starts[group] + 1
+        self.window: np.ndarray | None = None
 
     def running(self, values: np.ndarray) -> np.ndarray:
         """Running sum of ``values`` within each group, current row included."""
@@ -92,12 +98,29 @@ class _Ranked:
     def view_position(self, judged: bool) -> np.ndarray:
         return self.judged_position if judged else self.position
 
-    def within(self, *, judged: bool, cutoff: int | None) -> np.ndarray:
-        """Rows the view counts at ranks 1..cutoff (the judged view: judged rows only)."""
+    def within(self, *, judged: bool, cutoff: int | str | None) -> np.ndarray:
+        """Rows the view counts at ranks 1..cutoff (the judged view: judged rows only); the
+        window keeps each ranking's first k_q documents, then the view's."""
         rows = self.judged if judged else np.ones(len(self.group), dtype=bool)
         if cutoff is None:
             return rows
+        if isinstance(cutoff, str):
+            return rows & within_window(self.group, self.ordinal, self.windows())
         return rows & (self.view_position(judged) <= cutoff)
+
+    def cutoffs(self, cutoff: int | str | None) -> np.ndarray | None:
+        """Each ranking's cutoff in documents: k, or its own k_q at the window; None: all."""
+        if cutoff is None:
+            return None
+        if isinstance(cutoff, str):
+            return self.windows()
+        return np.full(self.groups, cutoff, dtype=np.int64)
+
+    def windows(self) -> np.ndarray:
+        """Each ranking's k_q; ValueError when the run rows carry no window."""
+        if self.window is None:
+            raise ValueError("a statistic is cut at the window, and the run has no window column")
+        return self.window
 
     def lists(self, selected: np.ndarray, values: np.ndarray) -> pa.Array:
         """One list per group of ``values`` at the selected rows, in ranking order."""
@@ -164,47 +187,8 @@ KINDS: dict[str, Callable[[_Ranked, RunStat], Any]] = {
     "nonrel_above": _nonrel_above,
     "walk": walk,
     **TIE_KINDS,
-}
-
-
-class _Judgments:
-    """One partition's judgments grouped by query: one label per (query, doc), the highest,
-    each query's labels best first (the ideal ranking)."""
-
-    def __init__(self, query: np.ndarray, label: np.ndarray, queries: int) -> None:
-        order = np.lexsort((-label, query))
-        self.query, self.label, self.queries = query[order], label[order], queries
-        starts = np.searchsorted(self.query, np.arange(queries))
-        self.position = np.arange(len(order), dtype=np.int64) - starts[self.query] + 1
-
-    def per_query(self, weights: np.ndarray) -> np.ndarray:
-        return np.bincount(self.query, weights=weights, minlength=self.queries)
-
-
-def _num_rel(j: _Judgments, spec: QrelsStat) -> np.ndarray:
-    return j.per_query(j.label >= (spec.level or 0)).astype(np.int64)
-
-
-def _num_nonrel(j: _Judgments, spec: QrelsStat) -> np.ndarray:
-    return j.per_query(j.label < (spec.level or 0)).astype(np.int64)
-
-
-def _idcg(j: _Judgments, spec: QrelsStat) -> np.ndarray:
-    within = np.ones(len(j.label), dtype=bool) if spec.cutoff is None else j.position <= spec.cutoff
-    term = _gain(j.label, spec.gain) / np.log2(j.position.astype(np.float64) + 1.0)
-    return j.per_query(np.where(within, term, 0.0))
-
-
-def qrels_ddl(spec: QrelsStat) -> str:
-    """The Spark type of a qrels statistic: the ideal DCG is a double, the counts bigints."""
-    return "double" if spec.kind == "idcg" else "bigint"
-
-
-#: How the kernel computes each kind of :class:`QrelsStat` (one entry per kind).
-QRELS_KINDS: dict[str, Callable[[_Judgments, QrelsStat], np.ndarray]] = {
-    "num_rel": _num_rel,
-    "num_nonrel": _num_nonrel,
-    "idcg": _idcg,
+    "window": lambda r, spec: r.windows(),
+    "idcg": lambda r, spec: ideal_at_window(r.judgments, r.group_query, r.windows(), spec.gain),
 }
 
 
@@ -241,6 +225,8 @@ def partition_stats(
     """
     ledger = None
     if REASON in table.column_names:
+        if S.WINDOW in table.column_names:  # a whole query set aside, before any count
+            table = set_aside_conflicting_windows(table, partition_columns)
         if rank_by == "rank":  # repeats are set aside like rejected rows (see the function)
             table = set_aside_repeats_by_rank(table, partition_columns)
         # counted first, from every row received: nothing is dropped before this
@@ -326,6 +312,8 @@ def _query_stats(
     label = np.where(judged, qrels_label[at] if len(qrels_key) else 0, 0)
     ranked = _Ranked(group, position, label, judged, groups)
     ranked.tie = tie_groups(group, order_value, rank_by)
+    if S.WINDOW in run.column_names:
+        ranked.window = group_windows(group, _numpy(run.column(S.WINDOW))[order], groups)
     if any(spec.kind == "walk" for spec in specs.values()):
         # in the qrels without a judgment (a negative label read as unjudged): infAP's pool
         pool = np.unique(query_all[~is_run] * docs + doc_all[~is_run])
@@ -375,4 +363,4 @@ def _query_stats(
     ])
 
 
-__all__ = ["KINDS", "QRELS_KINDS", "partition_stats"]
+__all__ = ["KINDS", "QRELS_KINDS", "partition_stats", "qrels_ddl"]

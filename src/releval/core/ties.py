@@ -181,8 +181,10 @@ def tie_stat(r: Any, spec: RunStat) -> np.ndarray:
     gain = None
     if what in ("dcg", "dep_dcg"):
         gain = gain_of(np.where(r.judged, r.label, 0), spec.gain)[rows]
+    # a window: each ranking's own k_q (the judged view's window is refused at parsing)
+    cutoff = r.cutoffs(spec.cutoff) if isinstance(spec.cutoff, str) else spec.cutoff
     t = TieRows(r.group[rows], r.tie[rows], r.view_position(spec.judged)[rows],
-                r.relevant(spec.level or 0)[rows], r.groups, spec.cutoff, gain)
+                r.relevant(spec.level or 0)[rows], r.groups, cutoff, gain)
     return _EXPECTED[what](t)
 
 

@@ -39,6 +39,11 @@ PER_QUERY_COMMENTS = {
         "The answer's score in [0, 1] for this run partition and query, from the answers input "
         "(1 = correct); null when it has none (not configured, or its row was quarantined)."
     ),
+    C.WINDOW_SIZE: (
+        "The query's window k_q (run.window): the top documents its consumer used, where the "
+        "@window measures cut the ranking. Null: no window, or the run partition did not "
+        "retrieve the query."
+    ),
 }
 
 

@@ -89,8 +89,9 @@ def _run_table(
 
 def _checked_run(df: DataFrame, src: RunSource, *, check_types: bool, section: str = "run"
                  ) -> DataFrame:
-    mapping = {"query_id": src.query_id, "doc_id": src.doc_id, "score": src.score, "rank": src.rank}
-    needed = {k: v for k, v in mapping.items() if k in ("query_id", "doc_id", src.rank_by)}
+    mapping = {"query_id": src.query_id, "doc_id": src.doc_id, "score": src.score, "rank": src.rank,
+               "window": src.window}
+    needed = {k: v for k, v in mapping.items() if k in ("query_id", "doc_id", "window", src.rank_by)}
     _require_columns(df, needed, src, section)
     if check_types:
         _require_types(df, mapping, src, section)
@@ -215,6 +216,9 @@ def read_run_raw(spark: SparkSession, src: RunSource) -> RawInput:
                 f"{source_name(src)}: a TREC run has only the partition column "
                 f"'{TREC_RUN_ID}' (its tag); run.partition_columns names {partitions}"
             )
+        if src.window:
+            raise InputError(f"{source_name(src)}: a TREC run has no window column (run.window "
+                             f"= {src.window!r}); give the run as a Delta or Parquet table")
         f = F.col("f")  # F.get: null past the end of a short (malformed) line, not an error
         raw = trec_input(
             spark, src.path or "", source_name(src),
@@ -246,6 +250,7 @@ def raw_run_input(df: DataFrame, src: RunSource, *, section: str = "run") -> Raw
         F.col(src.doc_id).alias(S.DOC_ID),
         col_or_null(src.score).alias(S.SCORE),
         col_or_null(src.rank).alias(S.RANK),
+        *([F.col(src.window).alias(S.WINDOW)] if src.window else []),
     ))
 
 

@@ -56,6 +56,7 @@ def per_query_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(C.NEGATIVE_LABELS, T.StringType(), True),
             T.StructField(C.DEPTH, T.IntegerType(), True),
             T.StructField(C.ANSWER_SCORE, T.DoubleType(), True),
+            T.StructField(C.WINDOW_SIZE, T.IntegerType(), True),
         ]
     )
 

@@ -34,15 +34,17 @@ CI_HIGH_SUFFIX = "_ci_high"
 MIXED = "mixed"
 
 _KEY = re.compile(
-    r"(?P<name>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<args>[^)]*)\))?(?:@(?P<cutoff>\d+))?"
+    r"(?P<name>[A-Za-z][A-Za-z0-9_]*)(?:\((?P<args>[^)]*)\))?(?:@(?P<cutoff>\d+|window))?"
     r"(?P<judged>\[judged\])?(?P<best>\[best\])?(?P<ties>\[ties\])?"
 )
 _ARG = re.compile(r"\s*(?P<name>[a-z]+)=(?P<value>-?\d+(?:\.\d+)?)\s*")
 
 
-def _key_parts(measure_key: str) -> tuple[str, list[tuple[str, str]], int | None, tuple[str, ...]]:
-    """(name, [(parameter, value as written)...], cutoff, suffixes) of a measure key; the
-    suffixes are ``judged``, ``best`` and ``ties``, in key order."""
+def _key_parts(
+    measure_key: str,
+) -> tuple[str, list[tuple[str, str]], int | str | None, tuple[str, ...]]:
+    """(name, [(parameter, value as written)...], cutoff (k, ``window`` or None), suffixes)
+    of a measure key; the suffixes are ``judged``, ``best`` and ``ties``, in key order."""
     match = _KEY.fullmatch(measure_key)
     args = [_ARG.fullmatch(a) for a in match["args"].split(",")] if match and match["args"] else []
     if not match or not all(args):
@@ -50,7 +52,8 @@ def _key_parts(measure_key: str) -> tuple[str, list[tuple[str, str]], int | None
             f"measure_key {measure_key!r} has no column name: expected "
             "NAME[(rel=N, param=x...)][@k][[judged] or [best]][[ties]]"
         )
-    cutoff = int(match["cutoff"]) if match["cutoff"] is not None else None
+    cut = match["cutoff"]
+    cutoff = None if cut is None else cut if cut == "window" else int(cut)
     pairs = [(a["name"], a["value"]) for a in args if a is not None]
     suffixes = tuple(s for s in ("judged", "best", "ties") if match[s] is not None)
     return match["name"], pairs, cutoff, suffixes
@@ -60,7 +63,8 @@ def column_name(measure_key: str) -> str:
     """The view column of a measure key: lower case, letters, digits and underscores.
 
     ``NAME[(rel=N, p=x)][@k][[judged]][[ties]]`` becomes
-    ``name[_rel_N][_p_x][_at_k][_judged][_ties]`` (``[best]``: ``_best``)
+    ``name[_rel_N][_p_x][_at_k][_judged][_ties]`` (``[best]``: ``_best``; ``@window``:
+    ``_at_window``)
     (``-`` as ``minus_``, ``.`` as ``_``); distinct keys get distinct names.
 
     Raises:
@@ -82,7 +86,8 @@ def sort_keys(measure_keys: Iterable[str]) -> list[str]:
     def order(key: str) -> tuple:
         name, args, cutoff, suffixes = _key_parts(key)
         values = [(arg, float(value)) for arg, value in args]
-        return (name.lower(), values, cutoff is not None, cutoff or 0, suffixes)
+        k = cutoff if isinstance(cutoff, int) else 0  # k ascending, then the window
+        return (name.lower(), values, cutoff is not None, isinstance(cutoff, str), k, suffixes)
 
     return sorted(set(measure_keys), key=order)
 
@@ -155,7 +160,7 @@ def per_query_view_sql(spec: ViewSpec) -> str:
         f"AS {column_name(k)}"
         for k in keys
     ]
-    fixed = [S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE]
+    fixed = [S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE]
     columns = [*spec.partition_columns, S.QUERY_ID, *(column_name(k) for k in keys), *fixed]
     _check_columns(columns, {column_name(k): k for k in keys}, "per-query view")
     select = [*group, *measures, *(f"MAX({c}) AS {c}" for c in fixed)]

@@ -175,7 +175,7 @@ def job_answers(
     partitions of the run's ledger and the retrieval measure among ``measures``."""
     if config.answers is None or inputs.answers is None:
         return None
-    measure = retrieval_measure(config.answers.retrieved_by,
+    measure = retrieval_measure(config.answers.retrieval_measure(config.run.window),
                                 relevance_level=config.evaluation.relevance_level)
     return evaluate_answers(
         inputs.answers, name=source_name(config.answers), queries=queries, qrels=inputs.qrels,

@@ -18,7 +18,7 @@ from releval.checks.accounts import (
 )
 from releval.checks.rules import split_qrels, split_run, typed_qrels, typed_run
 from releval.config import Config
-from releval.core.columns import MALFORMED
+from releval.core.columns import MALFORMED, WINDOW
 from releval.errors import InputError, QualityError
 from releval.io.readers import (
     RawInput,
@@ -62,6 +62,8 @@ class JobInputs:
     rank_by: str
     partition_columns: tuple[str, ...]
     answers: RawInput | None = None
+    #: the run has each query's window k_q (``run.window``)
+    window: bool = False
 
 
 def checked_inputs(
@@ -74,6 +76,7 @@ def checked_inputs(
         run=typed_run(raw_run.rows, rank_by=rank_by, partition_columns=parts),
         qrels=typed_qrels(raw_qrels.rows),
         raw_run=raw_run, raw_qrels=raw_qrels, rank_by=rank_by, partition_columns=parts,
+        window=WINDOW in raw_run.rows.columns,
     )
 
 

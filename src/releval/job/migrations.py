@@ -150,6 +150,18 @@ def _add_bounds(
     spark.sql(f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS ({columns})")
 
 
+def _add_window(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """7 -> 8, per-query: add the nullable ``window_size`` column (each query's k_q); old
+    rows hold null, as rows of a job without a window do."""
+    comment = quote_literal(tables.PER_QUERY_COMMENTS[S.WINDOW_SIZE])
+    spark.sql(
+        f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS "
+        f"({quote_identifier(S.WINDOW_SIZE)} INT COMMENT {comment})"
+    )
+
+
 #: version found -> ({kind: step}, next version); a kind without a step only moves its version.
 STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "0": ({"per_query": _add_job_run_id, "aggregate": _add_job_run_id}, "1"),
@@ -161,6 +173,7 @@ STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "5": ({"comparison": _add_bounds}, "6"),
     # the agreement table is new: the existing tables only move their version
     "6": ({}, "7"),
+    "7": ({"per_query": _add_window}, "8"),
 }
 
 

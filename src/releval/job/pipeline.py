@@ -18,7 +18,7 @@ from releval.config import Config, IntervalSettings
 from releval.core import columns as S
 from releval.core.engine import RunStatsEngine, arrow_run_stats, long_format, query_measures
 from releval.core.frames import local_frame
-from releval.core.measures import Measure, parse_measures
+from releval.core.measures import Measure, check_window, parse_measures
 from releval.core.measures.judged import with_judged_measures
 from releval.io import tables
 from releval.io.atomic import read_table
@@ -27,6 +27,7 @@ from releval.job.counts import query_counts
 from releval.job.inputs import JobInputs, finish_checks, job_inputs
 from releval.job.persisted import keeper, materialize
 from releval.job.summary import Summary, aggregate_order
+from releval.job.windows import window_spreads
 from releval.runtime.jvm import explain_string
 from releval.runtime.profile import Phases
 from releval.runtime.testhooks import pause
@@ -89,6 +90,7 @@ def evaluate(
     intervals: IntervalSettings = IntervalSettings(),
     ledger: bool = False,
     keep: Callable[[DataFrame], DataFrame] | None = None,
+    window: bool = False,
 ) -> Evaluation:
     """Evaluate a run against qrels.
 
@@ -113,6 +115,7 @@ def evaluate(
             accounting; :func:`releval.core.engine.query_measures`).
         keep: applied to the engine's result before it is read more than once (the job
             persists it).
+        window: ``run`` has each query's k_q (``window``), read by the ``@window`` measures.
     """
     parts = list(partition_columns)
     queries = query_measures(
@@ -128,6 +131,7 @@ def evaluate(
         depth=depth,
         ledger=ledger,
         keep=keep,
+        window=window,
     )
     return Evaluation(
         queries=queries,
@@ -184,9 +188,11 @@ def job_measures(config: Config) -> list[Measure]:
         judged_only=config.evaluation.judged_only,
     )
     if config.answers is not None:
-        measure = retrieval_measure(config.answers.retrieved_by, relevance_level=level)
+        measure = retrieval_measure(config.answers.retrieval_measure(config.run.window),
+                                    relevance_level=level)
         measures = with_retrieval_measure(measures, measure)
-    return with_judged_measures(measures, relevance_level=level)
+    check_window(measures, config.run.window)
+    return with_judged_measures(measures, relevance_level=level, window=bool(config.run.window))
 
 
 def evaluate_inputs(
@@ -213,6 +219,7 @@ def evaluate_inputs(
         intervals=intervals,
         ledger=True,
         keep=keep,
+        window=inputs.window,
     )
 
 
@@ -229,12 +236,9 @@ def _evaluate_job(
 def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> str:
     """The physical plan of the job's per-query measures, as Spark explains it; runs nothing.
 
-    The plan is the one :func:`run` executes: the inputs (:func:`releval.job.inputs.job_inputs`;
-    both labelled by the row rules, counted by the engine's ledger in the same pass) and the
-    engine's computation of the per-query table. The quarantine (written from a pass of its
-    own only when a row was rejected) is not shown; the job persists the engine's result,
-    which this plan reads more than once (the queries' rows, and for the missing queries the
-    run partitions, the qrels' query rows and the retrieved queries).
+    The plan is the one :func:`run` executes: the inputs (:func:`releval.job.inputs.job_inputs`,
+    counted by the engine's ledger in the same pass) and the engine's per-query computation.
+    The quarantine (a pass of its own when a row was rejected) is not shown.
 
     Args:
         spark: the session.
@@ -258,10 +262,9 @@ def run(
     """Run the evaluation job a config describes; write both Delta tables.
 
     The inputs are read raw; the per-query statistics are computed and persisted in one
-    pass that also counts every input row (the engine's ledger); the inputs' accounts are
-    checked, the quarantine written and
-    strict mode enforced (:func:`releval.job.inputs.finish_checks`, ``strict`` overrides
-    ``evaluation.strict``) before anything else is written. Each output table gets one
+    pass that also counts every input row (the engine's ledger); the accounts are checked,
+    the quarantine written and strict mode enforced (:func:`releval.job.inputs.finish_checks`,
+    ``strict`` overrides ``evaluation.strict``) before anything else is written. Each output table gets one
     atomic commit replacing ``write.predicate`` (the whole table when None); a concurrent
     job's conflicting commit is retried.
 
@@ -284,9 +287,8 @@ def run(
     out_parts = config.output_partition_columns
     try:
         with phases.phase("evaluation"):
-            # planned inside the phase: persisting a DataFrame plans its query (Spark's
-            # optimizer and the inputs' file listing run on the driver, seconds for a
-            # small run), which is the evaluation's time as much as its Spark jobs are
+            # planned inside the phase: persisting plans the query on the driver (Spark's
+            # optimizer, the inputs' file listing), the evaluation's time as its jobs are
             result = _evaluate_job(config, inputs, keep=keep)
             materialize(kept, partition_columns=parts,
                         missing_queries=config.evaluation.missing_queries)
@@ -296,6 +298,7 @@ def run(
                 queries, parts, missing_queries=config.evaluation.missing_queries,
                 measures=measures, intervals=config.intervals,
             )
+            windows = window_spreads(queries, parts)
         counts = found.queries
         answers = None
         if inputs.answers is not None:
@@ -367,6 +370,7 @@ def run(
         missing_queries=config.evaluation.missing_queries,
         depth=config.evaluation.depth,
         rows_beyond_depth=int(counts["beyond_depth"]),
+        windows=windows,
         per_query_rows=per_query_written.rows,
         aggregate_rows=aggregate_written.rows,
         per_query_version=per_query_written.version,

@@ -11,6 +11,7 @@ from releval.checks.accounts import QualityReport
 from releval.config import IntervalSettings
 from releval.core import columns as S
 from releval.core.measures import Measure
+from releval.job.windows import WindowSpread, render_windows
 from releval.stats.attribution import CELLS, NO_QRELS, SHARED_CELLS
 from releval.stats.intervals import FEW_QUERIES
 
@@ -148,6 +149,8 @@ class Summary:
     depth: int | None = None
     #: ranked run rows past the depth: read and used (in the accounts), not evaluated
     rows_beyond_depth: int = 0
+    #: per run partition: the window's k_q and the recall it lost (empty: no window)
+    windows: tuple[WindowSpread, ...] = ()
     #: the aggregate table's rows this job wrote (a few per run partition), as written
     aggregate: tuple[Row, ...] = ()
     #: per run partition and [ties] measure: the queries whose value depends on tie order
@@ -198,6 +201,7 @@ class Summary:
                 f"documents; {self.rows_beyond_depth} ranked run rows beyond it (used, not "
                 "evaluated)"
             )
+        lines += render_windows(self.windows)
         if self.quality is not None:
             lines.append(self.quality.render())
         lines += render_lines(

@@ -38,6 +38,7 @@ from releval.report.html import (
     table_reads,
     warnings_table,
 )
+from releval.report.window import window_section
 from releval.stats.intervals import FEW_QUERIES
 
 if TYPE_CHECKING:
@@ -162,6 +163,9 @@ def build(config: Config, *, date: str | None = None, config_name: str = "",
     agreed = latest_agreement(config)
     if agreed is not None:
         sections.insert(-1, Section("agreement", "Two qrels versions", agreement_section(agreed)))
+    window = window_section(data)
+    if window is not None:  # after the means: the window the means were cut at
+        sections.insert(1, Section("window", f"The window{at}", window))
     subtitle = (f"Tables read: {esc(table_reads(data.tables))}"
                 + (f"; config {esc(config_name)}." if config_name else "."))
     return page("releval report", [s for s in sections if s is not None], subtitle=subtitle,

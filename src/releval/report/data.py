@@ -41,7 +41,7 @@ class ReportData:
 
     Attributes:
         per_query: the per-query rows of ``date`` (every date without a date column), measures
-            with a mean only.
+            with a mean only; with ``window_size`` when the table has it.
         run_log: the run-log rows of the runs that wrote the aggregate rows, or None.
         run_columns: the partition columns that name a run (all but the date column).
         date: the date the per-run figures show (the latest one), or None.
@@ -103,6 +103,8 @@ class _Opened:
     where: str
     version: int | None
     read: Callable[[Sequence[str] | None, Sequence[Filter]], pd.DataFrame]
+    #: the table's column names
+    names: frozenset[str] = frozenset()
 
 
 def _open_path(path: str) -> _Opened | None:
@@ -119,7 +121,7 @@ def _open_path(path: str) -> _Opened | None:
             typed.append((column, op, value))
         return table.to_pandas(columns=list(columns) if columns else None, filters=typed or None)
 
-    return _Opened(path, table.version(), read)
+    return _Opened(path, table.version(), read, frozenset(types))
 
 
 def _open_catalog(spark: SparkSession, name: str) -> _Opened | None:
@@ -137,7 +139,7 @@ def _open_catalog(spark: SparkSession, name: str) -> _Opened | None:
                           else ~F.col(column).isin(list(value)))  # type: ignore[call-overload]
         return (df.select(*columns) if columns else df).toPandas()
 
-    return _Opened(name, version, read)
+    return _Opened(name, version, read, frozenset(spark.table(name).columns))
 
 
 def _open(config: Config, name: str, spark: SparkSession | None) -> _Opened | None:
@@ -204,7 +206,8 @@ def read_report_data(
     filters: list[Filter] = [(S.MEASURE, "not in", list(COUNT_MEASURES))]
     if date_column is not None:
         filters.append((date_column, "=", date))
-    columns = [*parts, S.QUERY_ID, S.MEASURE, S.CUTOFF, S.MEASURE_KEY, S.VALUE, S.NUM_RET]
+    columns = [*parts, S.QUERY_ID, S.MEASURE, S.CUTOFF, S.MEASURE_KEY, S.VALUE, S.NUM_RET,
+               *([S.WINDOW_SIZE] if S.WINDOW_SIZE in pq.names else [])]
     per_query = _as_strings(pq.read(columns, filters), parts)
 
     comparison = None

@@ -135,6 +135,8 @@ def rows(
                 elif spec.micro == "num_rel":
                     value = _ratio(row[sum_column("rel_ret")], row[sum_column("rel")])
                 elif spec.micro == "cutoff_x_queries":
+                    if m.window:  # k_q differs per query: no k * queries to pool over
+                        continue
                     value = _ratio(row[sum_column("rel_ret")],
                                    None if m.cutoff is None else n * m.cutoff)
                 else:  # micro without a denominator

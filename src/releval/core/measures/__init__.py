@@ -16,8 +16,9 @@ from releval.core.measures.registry import (
     REGISTRY,
     Measure,
     MetricSpec,
+    check_window,
     parse_measure,
     parse_measures,
 )
 
-__all__ = ["REGISTRY", "Measure", "MetricSpec", "parse_measure", "parse_measures"]
+__all__ = ["REGISTRY", "Measure", "MetricSpec", "check_window", "parse_measure", "parse_measures"]

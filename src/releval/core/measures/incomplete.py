@@ -11,11 +11,11 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from releval.core.measures.registry import UNIT, Measure, MetricSpec, register
-from releval.core.measures.stats import Stats, safe_divide
+from releval.core.measures.stats import Stats, cutoff_size, safe_divide
 
 
 def _judged(m: Measure, s: Stats) -> Column:
-    return safe_divide(s.judged_ret(cutoff=m.cutoff), s.ret(cutoff=m.cutoff))
+    return safe_divide(s.judged_ret(cutoff=m.cut), s.ret(cutoff=m.cut))
 
 
 def _bpref(m: Measure, s: Stats) -> Column:
@@ -43,7 +43,7 @@ register(
         aliases=(),
         cutoff="optional",
         value=_judged,
-        num_rel_ret=lambda m, s: s.rel_ret(level=m.rel_level, cutoff=m.cutoff),
+        num_rel_ret=lambda m, s: s.rel_ret(level=m.rel_level, cutoff=m.cut),
         trec_name=None,
         judged_variant=False,
         description="Judged@k = (documents at ranks 1..k with a judgment in the qrels; a "
@@ -91,8 +91,8 @@ register(
 
 
 def _unjudged(m: Measure, s: Stats) -> Column:
-    unjudged = s.ret(cutoff=m.cutoff) - s.judged_ret(cutoff=m.cutoff)
-    return unjudged.cast("double") / F.lit(float(m.cutoff or 1))
+    unjudged = s.ret(cutoff=m.cut) - s.judged_ret(cutoff=m.cut)
+    return safe_divide(unjudged, cutoff_size(s, m.cut))
 
 
 register(
@@ -102,7 +102,7 @@ register(
         aliases=(),
         cutoff="required",
         value=_unjudged,
-        num_rel_ret=lambda m, s: s.rel_ret(level=m.rel_level, cutoff=m.cutoff),
+        num_rel_ret=lambda m, s: s.rel_ret(level=m.rel_level, cutoff=m.cut),
         trec_name=lambda m: f"unj_{m.cutoff}",
         description="unj@k = (documents at ranks 1..k without a judgment) / k; divides by k "
         "even when fewer were retrieved (trec_eval's unj; Judged@k divides by the documents "

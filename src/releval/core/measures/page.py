@@ -12,8 +12,9 @@ a test keeps this page and the registry the same). `releval measures` prints the
 `releval.measures()` returns it.
 
 A measure is written `NAME[(rel=N, param=x)][@k][[judged]][[ties]]`: `P@10`, `P(rel=2)@5`,
-`AP`, `nDCG@10[judged]`, `AP[ties]`, `rbp(p=0.8)`; `P@k`, `Hit@k` and `RR` also take `[best]`
-(every unjudged document counted relevant: the value's upper bound). Names are
+`AP`, `nDCG@10[judged]`, `AP[ties]`, `rbp(p=0.8)`; `@window` in place of `@k` cuts each query
+at its own k_q; `P@k`, `Hit@k` and `RR` also take `[best]` (every unjudged document counted
+relevant: the value's upper bound). Names are
 case-insensitive and trec_eval's names are accepted too (`P_5`, `ndcg_cut_10`, `map`,
 `iprec_at_recall_0.10`, `11pt_avg`). Two names stand for trec_eval's sets: `trec_eval` (its
 default measures) and `all_trec` (every measure it has; of its text output only `runid` and
@@ -35,6 +36,13 @@ default measures) and `all_trec` (every measure it has; of its text output only 
   interval; `micro` pools the counts over queries; `sum` totals a count; `geometric` is the
   geometric mean, each value floored at 0.00001 (trec_eval's `gm_map`, `gm_bpref`: they have
   only an `all` line in trec_eval's output).
+- **Window**: every measure that takes `@k` also takes `@window` (`P@window`, `R@window`,
+  `Hit@window`, `nDCG@window`, `AP@window`, `RR@window`, `Judged@window`): the cutoff is each
+  query's k_q, the top documents its consumer used, from the run column `run.window`
+  (`--window`, `window=`); `P@window` divides by k_q, `nDCG@window` cuts the ideal ranking at
+  k_q. The cut counts documents after the tie-break and a depth (so at min(depth, k_q)),
+  before a judged-only condensation. `P@window` has no micro average (no one k to pool
+  over). Without a window the measure is an error ([inputs.md](inputs.md#the-window)).
 - **Range**: the values a query can get; a macro value's confidence interval stays inside it
   (Wilson's interval when every per-query value is 0 or 1, else the t interval clipped to
   it: [statistics.md](statistics.md)). `-`: a count or an unbounded measure.

@@ -12,17 +12,20 @@ from releval.core.measures.stats import Stats, safe_divide
 
 def _reciprocal_rank(m: Measure, s: Stats) -> Column:
     first = s.first_rel_position(level=m.rel_level)
-    hit = first.isNotNull() if m.cutoff is None else first <= m.cutoff
+    if m.window:  # the first relevant document is in the window if any relevant one is
+        hit = s.rel_ret(level=m.rel_level, cutoff=m.cut) > 0
+    else:
+        hit = first.isNotNull() if m.cutoff is None else first <= m.cutoff
     return F.when(hit, F.lit(1.0) / first.cast("double")).otherwise(F.lit(0.0))
 
 
 def _average_precision(m: Measure, s: Stats) -> Column:
-    total = s.precision_sum(level=m.rel_level, cutoff=m.cutoff)
+    total = s.precision_sum(level=m.rel_level, cutoff=m.cut)
     return safe_divide(total, s.num_rel(level=m.rel_level))
 
 
 def _rel_ret(m: Measure, s: Stats) -> Column:
-    return s.rel_ret(level=m.rel_level, cutoff=m.cutoff)
+    return s.rel_ret(level=m.rel_level, cutoff=m.cut)
 
 
 register(

@@ -45,6 +45,13 @@ class Measure:
     params: tuple[tuple[str, float], ...] = ()
     #: The expected value over every ordering of tied scores; key suffix ``[ties]``.
     tie_aware: bool = False
+    #: Cut at each query's window k_q (``@window``, the run's window column); cutoff None.
+    window: bool = False
+
+    @property
+    def cut(self) -> int | str | None:
+        """The cutoff a statistic is asked for: k, :data:`WINDOW` or None (all ranks)."""
+        return WINDOW if self.window else self.cutoff
 
     def param(self, name: str) -> float:
         """The value of one of the spec's parameters."""
@@ -60,7 +67,7 @@ class Measure:
         args = [f"rel={self.rel_level}"] if self.rel_explicit else []
         args += [f"{k}={_number(v)}" for k, v in self.params]
         rel = f"({', '.join(args)})" if args else ""
-        cut = f"@{self.cutoff}" if self.cutoff is not None else ""
+        cut = f"@{self.cut}" if self.cut is not None else ""
         judged = JUDGED_SUFFIX if self.judged_only else ""
         best = BEST_SUFFIX if self.best else ""
         ties = TIES_SUFFIX if self.tie_aware else ""
@@ -69,8 +76,9 @@ class Measure:
     @property
     def trec_name(self) -> str | None:
         """trec_eval's name for this measure, or None (judged-only: ``-J`` is for a whole run;
-        best and tie-aware: not trec_eval measures)."""
-        if self.judged_only or self.best or self.tie_aware or not self.spec.trec_name:
+        best, tie-aware and window: not trec_eval measures)."""
+        if (self.judged_only or self.best or self.tie_aware or self.window
+                or not self.spec.trec_name):
             return None
         return self.spec.trec_name(self)
 
@@ -155,6 +163,8 @@ JUDGED_SUFFIX = "[judged]"
 BEST_SUFFIX = "[best]"
 #: The measure-string suffix of a tie-aware measure (after ``[judged]`` when both).
 TIES_SUFFIX = "[ties]"
+#: The cutoff of ``M@window``: each query's k_q, from the run's window column.
+WINDOW = "window"
 
 
 _TREC_RE = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<cutoff>\d+)$")
@@ -202,7 +212,7 @@ def _all_names() -> list[str]:
 
 
 def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = False) -> Measure:
-    """Parse ``NAME[(rel=N)][@k][[judged] or [best]][[ties]]`` into a :class:`Measure`.
+    """Parse ``NAME[(rel=N)][@k|@window][[judged] or [best]][[ties]]`` into a :class:`Measure`.
 
     trec_eval's names (``P_5``, ``ndcg_cut_10``, ``map``, ``recip_rank``...) are accepted too.
 
@@ -239,12 +249,17 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
         )
     spec = REGISTRY[name]
     cutoff: int | None = None
-    if match["cutoff"] is not None:
+    window = match["cutoff"] is not None and match["cutoff"].strip().lower() == WINDOW
+    if window:
+        if spec.cutoff == "none":
+            raise MeasureError(f"measure {text!r}: {name} takes no cutoff, so no @{WINDOW}")
+    elif match["cutoff"] is not None:
         raw_cut = match["cutoff"].strip()
         if not raw_cut.isdigit() or int(raw_cut) <= 0:
-            raise MeasureError(f"measure {text!r}: the cutoff must be a positive integer, got {raw_cut!r}")
+            raise MeasureError(f"measure {text!r}: the cutoff must be a positive integer or "
+                               f"{WINDOW!r}, got {raw_cut!r}")
         cutoff = int(raw_cut)
-    if spec.cutoff == "required" and cutoff is None:
+    if spec.cutoff == "required" and cutoff is None and not window:
         raise MeasureError(f"measure {text!r}: {name} needs a cutoff, for example {name}@10")
     if spec.cutoff == "none" and cutoff is not None:
         raise MeasureError(f"measure {text!r}: {name} takes no cutoff")
@@ -291,6 +306,12 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
             f"measure {text!r}: {name} has no tie-aware variant; {TIES_SUFFIX} is for "
             f"{', '.join(with_ties)}"
         )
+    if tie_aware and window and (JUDGED_SUFFIX in flags or (judged_only and spec.judged_variant)):
+        raise MeasureError(
+            f"measure {text!r}: [judged][ties] at the window do not combine (the window cuts "
+            "the ranking before the judged-only list is formed); ask for the judged-only or "
+            "the tie-aware form on its own"
+        )
     if best and tie_aware:
         raise MeasureError(
             f"measure {text!r}: {BEST_SUFFIX} and {TIES_SUFFIX} do not combine; ask for each "
@@ -311,7 +332,19 @@ def parse_measure(text: str, *, relevance_level: int = 1, judged_only: bool = Fa
         best=best,
         params=tuple((k, float(values.get(k, default or 0.0))) for k, default in spec.params),
         tie_aware=tie_aware,
+        window=window,
     )
+
+
+def check_window(measures: Sequence[Measure], window: str | bool | None) -> None:
+    """MeasureError when a measure is cut at the window and no window column is configured."""
+    cut = [m.key for m in measures if m.window]
+    if cut and not window:
+        raise MeasureError(
+            f"measure(s) {cut} need the run's window: name the run column holding each "
+            "query's k_q (run.window in the config, --window on the command line, window= "
+            "in releval.evaluate)"
+        )
 
 
 def parse_measures(

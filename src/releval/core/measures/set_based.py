@@ -7,16 +7,16 @@ from pyspark.sql import functions as F
 
 from releval.core.measures import tie_aware
 from releval.core.measures.registry import UNIT, Measure, MetricSpec, register
-from releval.core.measures.stats import Stats, safe_divide
+from releval.core.measures.stats import Stats, cutoff_size, safe_divide
 
 
 def _rel_ret(m: Measure, s: Stats) -> Column:
-    return s.rel_ret(level=m.rel_level, cutoff=m.cutoff)
+    return s.rel_ret(level=m.rel_level, cutoff=m.cut)
 
 
 def _precision(m: Measure, s: Stats) -> Column:
-    # trec_eval divides by k even when fewer than k documents were retrieved.
-    return _rel_ret(m, s).cast("double") / F.lit(float(m.cutoff or 1))
+    # trec_eval divides by k even when fewer than k documents were retrieved; @window by k_q
+    return safe_divide(_rel_ret(m, s), cutoff_size(s, m.cut))
 
 
 def _recall(m: Measure, s: Stats) -> Column:
@@ -42,7 +42,8 @@ register(
         best_variant=True,
         description="P@k = (relevant documents at ranks 1..k) / k; divides by k even when "
         "fewer than k documents were retrieved. P@k[best]: every unjudged document at ranks "
-        "1..k counted relevant, the most judging them can give.",
+        "1..k counted relevant, the most judging them can give. P@window divides by the "
+        "query's k_q.",
     )
 )
 
@@ -81,7 +82,7 @@ register(
 
 
 def _relative_precision(m: Measure, s: Stats) -> Column:
-    denominator = F.least(F.lit(m.cutoff or 1), s.num_rel(level=m.rel_level))
+    denominator = F.least(cutoff_size(s, m.cut), s.num_rel(level=m.rel_level))
     return safe_divide(_rel_ret(m, s), denominator)
 
 

@@ -13,8 +13,12 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+#: A statistic's cutoff: k, :data:`~releval.core.measures.registry.WINDOW` (each ranking's
+#: own k_q) or None (all ranks).
+Cutoff = int | str | None
 
-def _suffix(cutoff: int | None) -> str:
+
+def _suffix(cutoff: Cutoff) -> str:
     return "all" if cutoff is None else str(cutoff)
 
 
@@ -25,12 +29,13 @@ def _level(level: int) -> str:
 @dataclass(frozen=True)
 class RunStat:
     """A run statistic (``kind``: see the :class:`Stats` methods); ``judged``: judged rows
-    only, at condensed positions; ``cutoff`` None: all ranks."""
+    only, at condensed positions; ``cutoff`` None: all ranks, ``"window"``: each ranking's
+    first k_q documents (before the condensation)."""
 
     kind: str
     judged: bool = False
     level: int | None = None
-    cutoff: int | None = None
+    cutoff: Cutoff = None
     gain: str = "linear"
     #: a ``walk``'s walker (:data:`releval.core.walks.WALKERS`) and its parameter
     walker: str | None = None
@@ -52,11 +57,13 @@ class QrelsStat:
 @dataclass
 class Stats:
     """Collects named statistics; ``run_default``: each one's value for a query not in the run;
-    ``depth``: every run statistic reads each ranking's first ``depth`` documents (None: all)."""
+    ``depth``: every run statistic reads each ranking's first ``depth`` documents (None: all);
+    ``window``: the run rows carry each query's k_q (``S.WINDOW``)."""
 
     partition_columns: tuple[str, ...]
     rank_by: str = "score"
     depth: int | None = None
+    window: bool = False
     run_default: dict[str, Column | None] = field(default_factory=dict)
     run_spec: dict[str, RunStat] = field(default_factory=dict)
     qrels_spec: dict[str, QrelsStat] = field(default_factory=dict)
@@ -88,27 +95,31 @@ class Stats:
         return self._run_stat(self._name("_num_ret"), F.lit(0).cast("long"),
                               RunStat("num_ret", judged=self.judged_only))
 
-    def ret(self, *, cutoff: int | None) -> Column:
+    def ret(self, *, cutoff: Cutoff) -> Column:
         """Documents retrieved at ranks 1..cutoff (fewer than k when the run is short)."""
         return self._run_stat(
             self._name(f"_ret_k{_suffix(cutoff)}"), F.lit(0).cast("long"),
             RunStat("ret", judged=self.judged_only, cutoff=cutoff),
         )
 
-    def judged_ret(self, *, cutoff: int | None) -> Column:
+    def judged_ret(self, *, cutoff: Cutoff) -> Column:
         """Documents at ranks 1..cutoff that have a label in the qrels."""
         return self._run_stat(
             self._name(f"_judged_ret_k{_suffix(cutoff)}"), F.lit(0).cast("long"),
             RunStat("judged_ret", judged=self.judged_only, cutoff=cutoff),
         )
 
-    def rel_ret(self, *, level: int, cutoff: int | None) -> Column:
+    def rel_ret(self, *, level: int, cutoff: Cutoff) -> Column:
         """Relevant documents (label >= level) retrieved at positions <= cutoff."""
         return self._run_stat(
             self._best(self._name(f"_rel_ret_l{_level(level)}_k{_suffix(cutoff)}")),
             F.lit(0).cast("long"),
             RunStat("rel_ret", judged=self.judged_only, level=level, cutoff=cutoff, best=self.best),
         )
+
+    def window_size(self) -> Column:
+        """The ranking's window k_q (null for a query the run partition did not retrieve)."""
+        return self._run_stat("_window_k", None, RunStat("window"))
 
     def first_rel_position(self, *, level: int) -> Column:
         """Position of the first relevant document; null when none was retrieved."""
@@ -117,14 +128,14 @@ class Stats:
             RunStat("first_rel", judged=self.judged_only, level=level, best=self.best),
         )
 
-    def dcg(self, *, cutoff: int | None, gain: str = "linear") -> Column:
+    def dcg(self, *, cutoff: Cutoff, gain: str = "linear") -> Column:
         """Sum of gain(label) / log2(position + 1) to cutoff; gain: label or 2^label - 1."""
         return self._run_stat(
             self._name(f"_dcg{'' if gain == 'linear' else '_' + gain}_k{_suffix(cutoff)}"),
             F.lit(0.0), RunStat("dcg", judged=self.judged_only, cutoff=cutoff, gain=gain),
         )
 
-    def precision_sum(self, *, level: int, cutoff: int | None) -> Column:
+    def precision_sum(self, *, level: int, cutoff: Cutoff) -> Column:
         """Sum over relevant documents at positions <= cutoff of (relevant so far / position)."""
         return self._run_stat(
             self._name(f"_prec_sum_l{_level(level)}_k{_suffix(cutoff)}"), F.lit(0.0),
@@ -153,7 +164,7 @@ class Stats:
             RunStat("walk", judged=self.judged_only, level=level, walker=walker, param=param),
         )
 
-    def tie_aware(self, what: str, *, level: int, cutoff: int | None, gain: str = "linear") -> Column:
+    def tie_aware(self, what: str, *, level: int, cutoff: Cutoff, gain: str = "linear") -> Column:
         """The expected value of a statistic over every ordering of tied scores, or whether
         the query's value depends on that order (1.0/0.0): ``what`` is a key of
         :mod:`releval.core.ties`' table (``rel_ret``, ``hit``, ``rr``, ``prec_sum``, ``dcg``,
@@ -176,12 +187,23 @@ class Stats:
         """Judged non-relevant documents of the query: label < level (bpref's N)."""
         return self._qrels_stat(f"_num_nonrel_l{_level(level)}", QrelsStat("num_nonrel", level=level))
 
-    def ideal_dcg(self, *, cutoff: int | None, gain: str = "linear") -> Column:
-        """DCG of the ideal ranking: all positive labels of the query, best first, cut at k."""
+    def ideal_dcg(self, *, cutoff: Cutoff, gain: str = "linear") -> Column:
+        """DCG of the ideal ranking: all positive labels of the query, best first, cut at k
+        (at the window: per ranking, 0 for a query the run partition did not retrieve)."""
+        if isinstance(cutoff, str):
+            return self._run_stat(
+                f"_idcg{'' if gain == 'linear' else '_' + gain}_k{cutoff}", F.lit(0.0),
+                RunStat("idcg", cutoff=cutoff, gain=gain),
+            )
         return self._qrels_stat(
             f"_idcg{'' if gain == 'linear' else '_' + gain}_k{_suffix(cutoff)}",
             QrelsStat("idcg", cutoff=cutoff, gain=gain),
         )
+
+
+def cutoff_size(s: Stats, cutoff: Cutoff) -> Column:
+    """The ranks a cutoff keeps: k, or the ranking's window k_q (null: query not retrieved)."""
+    return s.window_size().cast("double") if isinstance(cutoff, str) else F.lit(float(cutoff or 1))
 
 
 def safe_divide(numerator: Column, denominator: Column) -> Column:

@@ -4,20 +4,19 @@ every ordering of tied scores (McSherry and Najork, ECIR 2008; :mod:`releval.cor
 from __future__ import annotations
 
 from pyspark.sql import Column
-from pyspark.sql import functions as F
 
 from releval.core.measures.registry import Measure, TieVariant
-from releval.core.measures.stats import Stats, safe_divide
+from releval.core.measures.stats import Stats, cutoff_size, safe_divide
 
 
 def _expected(what: str, gain: str = "linear"):
     def column(m: Measure, s: Stats) -> Column:
-        return s.tie_aware(what, level=m.rel_level, cutoff=m.cutoff, gain=gain)
+        return s.tie_aware(what, level=m.rel_level, cutoff=m.cut, gain=gain)
     return column
 
 
 def _precision(m: Measure, s: Stats) -> Column:
-    return _expected("rel_ret")(m, s) / F.lit(float(m.cutoff or 1))
+    return safe_divide(_expected("rel_ret")(m, s), cutoff_size(s, m.cut))
 
 
 def _recall(m: Measure, s: Stats) -> Column:
@@ -30,7 +29,7 @@ def _average_precision(m: Measure, s: Stats) -> Column:
 
 def _ndcg(gain: str):
     def value(m: Measure, s: Stats) -> Column:
-        return safe_divide(_expected("dcg", gain)(m, s), s.ideal_dcg(cutoff=m.cutoff, gain=gain))
+        return safe_divide(_expected("dcg", gain)(m, s), s.ideal_dcg(cutoff=m.cut, gain=gain))
     return value
 
 
