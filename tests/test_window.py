@@ -111,6 +111,28 @@ def test_the_window_cuts_after_the_tie_break_and_before_the_condensation(spark):
     assert got[("q", "Judged@window")] == 1 / 2  # D of A D
 
 
+def test_tie_aware_measures_cut_at_each_querys_window(spark):
+    # A 3, then B C D tied at 2; B relevant (1), D judged 0. Window 2: A and one of B C D
+    # (each 1/3). P@window[ties] = (1/3) / 2 = 1/6; Hit@window[ties] = 1/3; RR@window[ties]:
+    # B at rank 2 with 1/3, so 1/3 * 1/2 = 1/6; R@window[ties] = 1/3 (R = 1).
+    # A window of 4 holds all of them: B always inside, P = 1/4, RR = (1/2 + 1/3 + 1/4) / 3.
+    run = ([("r", "q", d, s, 2.0) for d, s in (("A", 3.0), ("B", 2.0), ("C", 2.0), ("D", 2.0))]
+           + [("r", "p", d, s, 4.0) for d, s in (("A", 3.0), ("B", 2.0), ("C", 2.0), ("D", 2.0))])
+    qrels = [("q", "D", 0), ("q", "B", 1), ("p", "D", 0), ("p", "B", 1)]
+    got = _values(_evaluate(spark, run, qrels, [
+        "P@window[ties]", "Hit@window[ties]", "RR@window[ties]", "R@window[ties]", "P@window"]))
+    assert got[("q", "P@window[ties]")] == pytest.approx(1 / 6, abs=1e-12)
+    assert got[("q", "Hit@window[ties]")] == pytest.approx(1 / 3, abs=1e-12)
+    assert got[("q", "RR@window[ties]")] == pytest.approx(1 / 6, abs=1e-12)
+    assert got[("q", "R@window[ties]")] == pytest.approx(1 / 3, abs=1e-12)
+    assert got[("q", "P@window")] == 0.0  # the tie-break keeps A D
+    assert got[("p", "P@window[ties]")] == pytest.approx(1 / 4, abs=1e-12)
+    assert got[("p", "Hit@window[ties]")] == 1.0
+    assert got[("p", "RR@window[ties]")] == pytest.approx((1 / 2 + 1 / 3 + 1 / 4) / 3, abs=1e-12)
+    with pytest.raises(MeasureError, match="do not combine"):
+        parse_measure("AP@window[judged][ties]")
+
+
 def test_window_with_depth_cuts_at_the_smaller(spark):
     # q1 of the hand case at depth 2: top min(2, 3) = d01 d02; P still divides by k_q = 3
     result = _evaluate(spark, HAND_RUN, HAND_QRELS, ["P@window", "R@window", "R@10"], depth=2)
