@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from releval.config import Config
 from releval.core import columns as S
 from releval.job.partitions import partition_label
-from releval.report.data import ReportData, _as_strings, _open, run_label
+from releval.report.data import ReportData, as_strings, open_output, run_label
 from releval.report.html import Section, esc, name_cell, png, table
 from releval.stats.attribution import CELLS, NO_QRELS, SHARED_CELLS, Thresholds, cell_codes
 from releval.stats.moves import Moves, moves
@@ -61,14 +61,14 @@ def _moves(config: Config, spark: SparkSession | None, attribution: pd.DataFrame
     label = _labels(attribution, parts)
     baseline = str(comparison[S.BASELINE].iloc[0])
     found = _thresholds(attribution[label == baseline])
-    pq = _open(config, "per_query", spark)
+    pq = open_output(config, "per_query", spark)
     if len(found) != 1 or pq is None:
         return None
     ((by, at, correct),) = found
     t = Thresholds(retrieved_by=by, retrieved_at=at, correct_at=correct)
     candidates = [c for c in dict.fromkeys(comparison[S.CANDIDATE].astype(str))
                   if _thresholds(attribution[label == c]) == found]
-    rows = _as_strings(pq.read([*parts, S.QUERY_ID, S.VALUE, S.ANSWER_SCORE],
+    rows = as_strings(pq.read([*parts, S.QUERY_ID, S.VALUE, S.ANSWER_SCORE],
                                [(S.MEASURE_KEY, "=", by)]), parts)
     rows = rows[rows[S.ANSWER_SCORE].notna()]
     side = _labels(rows, parts)
@@ -86,10 +86,10 @@ def read_answers(config: Config, data: ReportData, comparison: pd.DataFrame | No
     """The attribution rows at the report's date and the moves of ``comparison`` (the
     latest); None when there is no attribution table or it has no rows."""
     parts = list(config.run.partition_columns)
-    opened = _open(config, "attribution", spark)
+    opened = open_output(config, "attribution", spark)
     if opened is None:
         return None
-    every = _as_strings(opened.read(None, ()), parts)
+    every = as_strings(opened.read(None, ()), parts)
     if every.empty:
         return None
     at_date = (every if data.date_column is None

@@ -142,7 +142,7 @@ def _open_catalog(spark: SparkSession, name: str) -> _Opened | None:
     return _Opened(name, version, read, frozenset(spark.table(name).columns))
 
 
-def _open(config: Config, name: str, spark: SparkSession | None) -> _Opened | None:
+def open_output(config: Config, name: str, spark: SparkSession | None) -> _Opened | None:
     """Output table ``name``, or None when it does not exist (or has no location)."""
     path, table = location(config, name)
     if table:
@@ -153,7 +153,7 @@ def _open(config: Config, name: str, spark: SparkSession | None) -> _Opened | No
     return _open_path(path) if path else None
 
 
-def _as_strings(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+def as_strings(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     for c in columns:
         df[c] = df[c].map(lambda v: None if v is None or v != v else str(v))  # NaN -> None
     return df
@@ -176,12 +176,12 @@ def read_report_data(
     run_columns = tuple(c for c in parts if c != date_column)
     reads: list[TableRead] = []
 
-    agg = _open(config, "aggregate", spark)
+    agg = open_output(config, "aggregate", spark)
     if agg is None:
         where = location(config, "aggregate")
         raise InputError(f"aggregate table not found: {where[1] or where[0]} "
                          "(run the evaluation job first)")
-    aggregate = _as_strings(agg.read(None, ()), parts)
+    aggregate = as_strings(agg.read(None, ()), parts)
     reads.append(TableRead("aggregate", agg.where, agg.version))
     if aggregate.empty:
         raise InputError(f"aggregate table {agg.where} has no rows")
@@ -198,7 +198,7 @@ def read_report_data(
     elif date is not None:
         raise InputError(f"--date {date}: the run has no {DEFAULT_DATE_COLUMN} partition column")
 
-    pq = _open(config, "per_query", spark)
+    pq = open_output(config, "per_query", spark)
     if pq is None:
         where = location(config, "per_query")
         raise InputError(f"per-query table not found: {where[1] or where[0]}")
@@ -208,15 +208,15 @@ def read_report_data(
         filters.append((date_column, "=", date))
     columns = [*parts, S.QUERY_ID, S.MEASURE, S.CUTOFF, S.MEASURE_KEY, S.VALUE, S.NUM_RET,
                *([S.WINDOW_SIZE] if S.WINDOW_SIZE in pq.names else [])]
-    per_query = _as_strings(pq.read(columns, filters), parts)
+    per_query = as_strings(pq.read(columns, filters), parts)
 
     comparison = None
-    if (cmp := _open(config, "comparison", spark)) is not None:
+    if (cmp := open_output(config, "comparison", spark)) is not None:
         comparison = cmp.read(None, ())
         reads.append(TableRead("comparison", cmp.where, cmp.version))
 
     run_log = None
-    if (log_table := _open(config, "run_log", spark)) is not None:
+    if (log_table := open_output(config, "run_log", spark)) is not None:
         ids = sorted(aggregate[S.JOB_RUN_ID].dropna().unique())
         log = log_table.read(None, ())
         run_log = log[log[S.JOB_RUN_ID].isin(ids)].sort_values("started_at")
