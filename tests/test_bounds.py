@@ -74,7 +74,7 @@ def test_best_is_parsed_keyed_and_refused_where_it_bounds_nothing():
         parse_measure("P@5[judged][best]")
     with pytest.raises(MeasureError, match=r"judged-only measure .* has none"):
         parse_measure("P@5[best]", judged_only=True)
-    with pytest.raises(MeasureError, match="given twice"):
+    with pytest.raises(MeasureError, match=r"repeated suffix \[best\]"):
         parse_measure("P@5[best][best]")
     with pytest.raises(MeasureError, match=r"unknown suffix \[worst\]"):
         parse_measure("P@5[worst]")

@@ -7,6 +7,7 @@ See docs/design/engine.md.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -77,9 +78,12 @@ class _Ranked:
         self.judgments: _Judgments | None = None
         self.group_query = np.zeros(0, dtype=np.int64)
         self.tie = np.arange(len(group))  # set by the caller: a tie group's rows share an id
-        #: 1-based rank counting every document, and each ranking's k_q (None: no window)
-        self.ordinal = np.arange(len(group), dtype=np.int64) - self.starts[group] + 1
-        self.window: np.ndarray | None = None
+        self.window: np.ndarray | None = None  # each ranking's k_q (None: no window)
+
+    @functools.cached_property
+    def ordinal(self) -> np.ndarray:
+        """1-based rank counting every document."""
+        return np.arange(len(self.group), dtype=np.int64) - self.starts[self.group] + 1
 
     def running(self, values: np.ndarray) -> np.ndarray:
         """Running sum of ``values`` within each group, current row included."""
@@ -311,7 +315,8 @@ def _query_stats(
     judged = (qrels_key[at] == run_key) if len(qrels_key) else np.zeros(len(run_key), dtype=bool)
     label = np.where(judged, qrels_label[at] if len(qrels_key) else 0, 0)
     ranked = _Ranked(group, position, label, judged, groups)
-    ranked.tie = tie_groups(group, order_value, rank_by)
+    if any(spec.kind in TIE_KINDS for spec in specs.values()):
+        ranked.tie = tie_groups(group, order_value, rank_by)
     if S.WINDOW in run.column_names:
         ranked.window = group_windows(group, _numpy(run.column(S.WINDOW))[order], groups)
     if any(spec.kind == "walk" for spec in specs.values()):
