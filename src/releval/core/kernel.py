@@ -7,7 +7,6 @@ See docs/design/engine.md.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -79,11 +78,14 @@ class _Ranked:
         self.group_query = np.zeros(0, dtype=np.int64)
         self.tie = np.arange(len(group))  # set by the caller: a tie group's rows share an id
         self.window: np.ndarray | None = None  # each ranking's k_q (None: no window)
+        self._ordinal: np.ndarray | None = None
 
-    @functools.cached_property
+    @property
     def ordinal(self) -> np.ndarray:
-        """1-based rank counting every document."""
-        return np.arange(len(self.group), dtype=np.int64) - self.starts[self.group] + 1
+        """1-based rank counting every document (computed when first read)."""
+        if self._ordinal is None:
+            self._ordinal = np.arange(len(self.group), dtype=np.int64) - self.starts[self.group] + 1
+        return self._ordinal
 
     def running(self, values: np.ndarray) -> np.ndarray:
         """Running sum of ``values`` within each group, current row included."""

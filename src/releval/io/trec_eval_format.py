@@ -35,7 +35,10 @@ def _family(name: str) -> str:
 #: trec_eval's order of its measure families (its ``all_trec`` list, ``runid`` and ``num_q``
 #: first as its ``all`` block prints them): a family's names ``P_5``, ``P_10`` ... follow
 #: their parameter numerically; a name of a family not listed here comes last, alphabetically.
-TREC_ORDER: tuple[str, ...] = ("runid", "num_q", *dict.fromkeys(map(_family, ALL_TREC)))
+_FAMILIES = list(dict.fromkeys(map(_family, ALL_TREC)))
+#: ``relstring`` (text, not a measure, so not in ``all_trec``) prints right after ``P``
+TREC_ORDER: tuple[str, ...] = ("runid", "num_q", *_FAMILIES[:_FAMILIES.index("P") + 1],
+                               "relstring", *_FAMILIES[_FAMILIES.index("P") + 1:])
 _PLACE = {family: i for i, family in enumerate(TREC_ORDER)}
 _NAME_WIDTH = 22
 _MEANS = ("macro", "sum", "geometric")
