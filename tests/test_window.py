@@ -133,6 +133,18 @@ def test_tie_aware_measures_cut_at_each_querys_window(spark):
         parse_measure("AP@window[judged][ties]")
 
 
+def test_best_bounds_cut_at_each_querys_window(spark):
+    # q1, window 3: d01 (unjudged) d02 (2) d03 (0): P@window[best] = 2/3, RR[best] = 1 (d01)
+    # q2, window 5 over 4 retrieved: e1 e2 e3 unjudged, e4 relevant: 4/5; q3 retrieved by none
+    got = _values(_evaluate(spark, HAND_RUN, HAND_QRELS,
+                            ["P@window[best]", "Hit@window[best]", "RR@window[best]"]))
+    assert got[("q1", "P@window[best]")] == pytest.approx(2 / 3, abs=1e-12)
+    assert got[("q1", "RR@window[best]")] == 1.0
+    assert got[("q2", "P@window[best]")] == pytest.approx(4 / 5, abs=1e-12)
+    assert got[("q2", "Hit@window[best]")] == 1.0
+    assert got[("q3", "P@window[best]")] == 0.0
+
+
 def test_window_with_depth_cuts_at_the_smaller(spark):
     # q1 of the hand case at depth 2: top min(2, 3) = d01 d02; P still divides by k_q = 3
     result = _evaluate(spark, HAND_RUN, HAND_QRELS, ["P@window", "R@window", "R@10"], depth=2)
