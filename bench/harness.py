@@ -472,6 +472,7 @@ def _render_notebook(nb: dict[str, Any]) -> list[str]:
     n = nb["repeats"]
     what = {
         "releval": "`releval.evaluate(run, qrels, measures=<16>).aggregate.collect()`",
+        "floor": "floor: releval's engine input shuffled by query to Python, counted",
         "RankingEvaluator": "arrays built and cached, then RankingEvaluator's nDCG@10 and MAP",
     }
     lines = [
@@ -481,7 +482,8 @@ def _render_notebook(nb: dict[str, Any]) -> list[str]:
         f"One SparkSession; the run ({nb['rows']['run']:,} rows) and qrels "
         f"({nb['rows']['qrels']:,} rows) read from Parquet, cached and counted before the "
         f"clock starts. After one untimed warm-up of each, {n} timed runs of each, alternated "
-        "(releval, RankingEvaluator, releval, ...)."
+        + ("(releval, floor, RankingEvaluator, releval, ...)." if "floor" in nb["times_s"]
+           else "(releval, RankingEvaluator, releval, ...).")
         + (" The machine's 1-minute load average: {before:g} before the timed runs, {after:g} "
            "after.".format(**nb["load_average_1min"]) if nb.get("load_average_1min") else ""),
         "",
@@ -490,6 +492,8 @@ def _render_notebook(nb: dict[str, Any]) -> list[str]:
         "|---|--:|" + "--:|" * n + "--:|--:|",
     ]
     for side, label in what.items():
+        if side not in nb["times_s"]:
+            continue
         lines.append(
             f"| {label} | {_fmt(nb['warm_up_s'][side])} | "
             + " | ".join(_fmt(t) for t in nb["times_s"][side])
@@ -498,6 +502,13 @@ def _render_notebook(nb: dict[str, Any]) -> list[str]:
     lines += [
         "",
         f"**releval / RankingEvaluator, medians: {_fmt(nb['ratio'])}** (target: <= 1.5).",
+        *([
+            "",
+            f"The floor / RankingEvaluator: {_fmt(nb['floor_ratio'])}. The floor is the part "
+            "of releval's plan that no measure, check or count adds to: the run and qrels "
+            "rows, with the seven columns releval's engine sends to Python, shuffled by query "
+            "into Python and counted there.",
+        ] if nb.get("floor_ratio") is not None else []),
         "",
         "| mean over queries | releval | RankingEvaluator | diff | |",
         "|---|--:|--:|--:|---|",

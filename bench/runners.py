@@ -372,6 +372,35 @@ NOTEBOOK_METRICS = ("nDCG@10", "AP")
 NOTEBOOK_TOLERANCE = 1e-9
 
 
+def _count_batches(batches: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+
+    yield pa.RecordBatch.from_pydict({"rows": [sum(b.num_rows for b in batches)]})
+
+
+def engine_floor(run: Any, qrels: Any) -> int:
+    """The cheapest plan that moves releval's engine input: run and qrels rows with the
+    seven columns the engine sends to Python, hash-partitioned by query id, through a
+    Python function that only counts them. Returns the rows counted (run + qrels).
+    """
+    from pyspark.sql import functions as F
+
+    partitions = int(run.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
+    rows = run.select(
+        "query_id", "doc_id", F.col("score").cast("double").alias("_order"),
+        F.lit(None).cast("int").alias("relevance"), F.lit(True).alias("_is_run"),
+        F.lit(None).cast("string").alias("_reason"), F.lit(None).cast("int").alias("_qrels_label"),
+    )
+    judgments = qrels.select(
+        "query_id", "doc_id", F.lit(None).cast("double").alias("_order"),
+        F.col("relevance").cast("int").alias("relevance"), F.lit(False).alias("_is_run"),
+        F.lit(None).cast("string").alias("_reason"), F.col("relevance").cast("int").alias("_qrels_label"),
+    )
+    both = rows.unionByName(judgments).repartition(partitions, "query_id")
+    counted = both.mapInArrow(_count_batches, "rows long").agg(F.sum("rows")).first()
+    return int(counted[0] or 0)
+
+
 def notebook_session(spark: Any, data: Path, res: Result, repeats: int = NOTEBOOK_REPEATS) -> None:
     """releval.evaluate and RankingEvaluator alternated in one warm session, on the same
     cached DataFrames; records each side's timings, their medians and their means.
@@ -380,8 +409,10 @@ def notebook_session(spark: Any, data: Path, res: Result, repeats: int = NOTEBOO
     Timed, ``repeats`` times each, alternated (releval, RankingEvaluator, releval, ...):
     ``releval.evaluate(run, qrels, measures=RELEVAL_MEASURES).aggregate.collect()``, and
     RankingEvaluator's arrays built (:func:`ranking_arrays`, cached and counted as the
-    ``spark-RankingEvaluator`` runner does) then nDCG@10 and MAP evaluated. What each side
-    cached is unpersisted after its clock stops, so the next run computes its own.
+    ``spark-RankingEvaluator`` runner does) then nDCG@10 and MAP evaluated; between them
+    :func:`engine_floor`, the shuffle to Python and back that releval's engine cannot do
+    without. What each side cached is unpersisted after its clock stops, so the next run
+    computes its own.
 
     The cached inputs are unpersisted at the end; the session is left running.
     """
@@ -420,6 +451,11 @@ def notebook_session(spark: Any, data: Path, res: Result, repeats: int = NOTEBOO
         means = {r["measure_key"]: float(r["value"]) for r in rows if r["averaging"] == "macro"}
         return seconds["releval"], means
 
+    def run_floor() -> tuple[float, int]:
+        with clock("floor"):
+            counted = engine_floor(run, qrels)
+        return seconds["floor"], counted
+
     def run_ranking_evaluator() -> tuple[float, dict[str, float]]:
         with clock("RankingEvaluator"):
             table = ranking_arrays(run, qrels).cache()
@@ -436,16 +472,20 @@ def notebook_session(spark: Any, data: Path, res: Result, repeats: int = NOTEBOO
     try:
         with res.phase("warm-up: releval"):
             warm_releval, releval_means = run_releval()
+        with res.phase("warm-up: floor"):
+            warm_floor, floor_rows = run_floor()
         with res.phase("warm-up: RankingEvaluator"):
             warm_re, re_means = run_ranking_evaluator()
-        times: dict[str, list[float]] = {"releval": [], "RankingEvaluator": []}
+        times: dict[str, list[float]] = {"releval": [], "floor": [], "RankingEvaluator": []}
         drift = 0.0  # the largest change of a mean from the warm-up's, over the timed runs
         load = [os.getloadavg()[0]]  # the machine's other work, beside this one's 2 cores
-        with res.phase(f"timed: {repeats} x (releval, RankingEvaluator)"):
+        with res.phase(f"timed: {repeats} x (releval, floor, RankingEvaluator)"):
             for _ in range(repeats):
                 took, means = run_releval()
                 times["releval"].append(round(took, 3))
                 drift = max([drift, *(abs(means[m] - releval_means[m]) for m in RELEVAL_MEASURES)])
+                took, _ = run_floor()
+                times["floor"].append(round(took, 3))
                 took, means = run_ranking_evaluator()
                 times["RankingEvaluator"].append(round(took, 3))
                 drift = max([drift, *(abs(means[m] - re_means[m]) for m in NOTEBOOK_METRICS)])
@@ -470,11 +510,15 @@ def notebook_session(spark: Any, data: Path, res: Result, repeats: int = NOTEBOO
         "repeats": repeats,
         "rows": rows,
         "binary_labels": binary,
-        "warm_up_s": {"releval": round(warm_releval, 3), "RankingEvaluator": round(warm_re, 3)},
+        "warm_up_s": {"releval": round(warm_releval, 3), "floor": round(warm_floor, 3),
+                      "RankingEvaluator": round(warm_re, 3)},
+        "floor_rows": floor_rows,
         "times_s": times,
         "median_s": medians,
         "spark_jobs": jobs,  # of the last timed run of each
         "ratio": round(medians["releval"] / medians["RankingEvaluator"], 2)
+        if medians["RankingEvaluator"] > 0 else None,
+        "floor_ratio": round(medians["floor"] / medians["RankingEvaluator"], 2)
         if medians["RankingEvaluator"] > 0 else None,
         "largest_change_between_runs": drift,
         "load_average_1min": {"before": round(load[0], 2), "after": round(load[1], 2)},
@@ -482,8 +526,9 @@ def notebook_session(spark: Any, data: Path, res: Result, repeats: int = NOTEBOO
     }
     res.notes.append(
         f"one session, inputs cached before the clock; releval.evaluate(16 measures)"
-        f".aggregate.collect() and RankingEvaluator (arrays built, cached, nDCG@10 + MAP) "
-        f"alternated {repeats} times each after a warm-up of each; after start-up = all of it"
+        f".aggregate.collect(), the engine's floor and RankingEvaluator (arrays built, cached, "
+        f"nDCG@10 + MAP) alternated {repeats} times each after a warm-up of each; after "
+        f"start-up = all of it"
     )
 
 

@@ -353,13 +353,15 @@ def test_notebook_runner_times_both_and_their_ap_agrees(spark, tmp_path: Path) -
     run, qrels = generate_arrays(30, seed=7)
     nb = _notebook(spark, tmp_path, run, qrels, repeats=2)
     assert nb["rows"] == {"run": 3000, "qrels": 600}
-    for side in ("releval", "RankingEvaluator"):
+    assert nb["floor_rows"] == 3000 + 600  # every run and qrels row reached Python
+    for side in ("releval", "floor", "RankingEvaluator"):
         assert len(nb["times_s"][side]) == 2 and all(t > 0 for t in nb["times_s"][side])
         assert nb["median_s"][side] == pytest.approx(sum(nb["times_s"][side]) / 2, abs=1e-3)
         assert nb["warm_up_s"][side] > 0
     assert nb["ratio"] == pytest.approx(nb["median_s"]["releval"] / nb["median_s"]["RankingEvaluator"], abs=0.01)
+    assert nb["floor_ratio"] == pytest.approx(nb["median_s"]["floor"] / nb["median_s"]["RankingEvaluator"], abs=0.01)
     assert nb["largest_change_between_runs"] < 1e-12
-    assert nb["spark_jobs"]["releval"] > 0 and nb["spark_jobs"]["RankingEvaluator"] > 0
+    assert all(nb["spark_jobs"][side] > 0 for side in ("releval", "floor", "RankingEvaluator"))
     assert not nb["binary_labels"]
     ap, ndcg = nb["agreement"]["AP"], nb["agreement"]["nDCG@10"]
     run_d, qrels_d = _as_dicts(run, qrels)
@@ -397,9 +399,11 @@ def test_a_notebook_run_has_its_own_results_files(tmp_path: Path) -> None:
     (tmp_path / "30m.json").write_text("not read")
     nb = {
         "repeats": 3, "rows": {"run": 10, "qrels": 2}, "binary_labels": False,
-        "warm_up_s": {"releval": 9.0, "RankingEvaluator": 5.0},
-        "times_s": {"releval": [4.0, 3.0, 3.5], "RankingEvaluator": [2.0, 2.5, 1.5]},
-        "median_s": {"releval": 3.5, "RankingEvaluator": 2.0}, "ratio": 1.75,
+        "warm_up_s": {"releval": 9.0, "floor": 4.0, "RankingEvaluator": 5.0},
+        "times_s": {"releval": [4.0, 3.0, 3.5], "floor": [2.5, 2.25, 2.75],
+                    "RankingEvaluator": [2.0, 2.5, 1.5]},
+        "median_s": {"releval": 3.5, "floor": 2.5, "RankingEvaluator": 2.0}, "ratio": 1.75,
+        "floor_ratio": 1.25,  # 2.5 / 2.0
         "largest_change_between_runs": 0.0,
         "agreement": {"AP": {"releval": 0.4, "RankingEvaluator": 0.4, "diff": 0.0, "status": "ok"}},
     }
@@ -418,6 +422,8 @@ def test_a_notebook_run_has_its_own_results_files(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "full-notebook.json").read_text())["ratios"][NOTEBOOK_RATIO] == 1.75
     assert f"| {NOTEBOOK_RATIO} | 1.75 |" in md
     assert "| 9.00 | 4.00 | 3.00 | 3.50 | 3.50 |" in md  # warm-up, runs 1-3, median
+    assert "| 4.00 | 2.50 | 2.25 | 2.75 | 2.50 |" in md  # the floor's
+    assert "The floor / RankingEvaluator: 1.25." in md
     assert "**releval / RankingEvaluator, medians: 1.75** (target: <= 1.5)." in md
     assert "Across sizes" not in md and "## Agreement with releval" not in md
 
@@ -436,6 +442,6 @@ def test_notebook_runner_as_the_harness_starts_it(tmp_path: Path) -> None:
     row = json.loads(result.read_text())
     assert row["ok"], row["error"]
     nb = row["notebook"]
-    assert [len(nb["times_s"][s]) for s in ("releval", "RankingEvaluator")] == [3, 3]
+    assert [len(nb["times_s"][s]) for s in ("releval", "floor", "RankingEvaluator")] == [3, 3, 3]
     assert nb["ratio"] > 0 and nb["agreement"]["AP"]["status"] == "ok"
     assert row["startup_s"] > 0 and "stop" in row["phases"]
