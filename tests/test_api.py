@@ -21,6 +21,7 @@ from releval import result as result_module
 from releval.core import columns as S
 from releval.errors import AccountingError, ConfigError, InputError
 from releval.io import tables
+from releval.job import persisted
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -88,6 +89,45 @@ def test_a_notebook_evaluates_its_own_dataframes_with_string_measures(spark):
         [run_df.schema["engine"]]).names
     assert result.aggregate.schema.names == tables.aggregate_schema(
         [run_df.schema["engine"]]).names
+
+
+def test_the_engine_merges_small_shuffle_partitions_into_few_python_tasks(spark):
+    """A session with many shuffle partitions (a notebook's default is 200; 50 here): the
+    engine's shuffle of 30 queries is merged by adaptive execution, so no stage runs 50
+    tasks, each a Python worker's start; the values are the same, and the session's own
+    setting for persisted plans is back after the evaluation."""
+    run, qrels = random_inputs(7)
+    run_df = spark.createDataFrame(run, "system string, query_id string, doc_id string, score double")
+    qrels_df = spark.createDataFrame(qrels, "query_id string, doc_id string, relevance int")
+    asked = {"spark.sql.shuffle.partitions": "50",
+             "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "50"}
+    before = {key: spark.conf.get(key) for key in [*asked, persisted.MERGE_CACHED_PARTITIONS]}
+    sc = spark.sparkContext
+    result = None
+    try:
+        for key, value in asked.items():
+            spark.conf.set(key, value)
+        sc.setJobGroup("merged-partitions", "the engine's tasks")
+        result = releval.evaluate(run_df, qrels_df, measures=["AP"], partition_by=["system"])
+        merged = {r[S.MEASURE_KEY]: r[S.VALUE] for r in result.aggregate.collect()
+                  if r["averaging"] == "macro" and r["system"] == "bm25"}
+        tasks = [sc.statusTracker().getStageInfo(stage).numTasks
+                 for job in sc.statusTracker().getJobIdsForGroup("merged-partitions")
+                 for stage in sc.statusTracker().getJobInfo(job).stageIds
+                 if sc.statusTracker().getStageInfo(stage) is not None]
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        for key, value in before.items():
+            spark.conf.set(key, value)
+        if result is not None:
+            result.unpersist(blocking=True)
+    assert tasks and max(tasks) < 50, tasks
+    assert spark.conf.get(persisted.MERGE_CACHED_PARTITIONS) == before[persisted.MERGE_CACHED_PARTITIONS]
+    expected = oracle(run, qrels, "bm25")
+    judged = {q for q, _, _ in qrels}
+    # AP's mean over the judged queries, an unretrieved one scoring 0
+    mean_ap = sum(expected[q]["map"] if q in expected else 0.0 for q in judged) / len(judged)
+    assert merged["AP"] == pytest.approx(mean_ap, abs=1e-12)
 
 
 def test_compare_agrees_with_scipy_on_the_same_vectors(spark):

@@ -1,8 +1,8 @@
-"""How rows are laid out across Spark partitions: by query id, once.
+"""How rows are laid out across Spark partitions: by query id.
 
-The run and the qrels are shuffled once, with a fixed partition count so adaptive
-execution cannot coalesce the two sides differently; every later per-query step runs
-inside that layout. See docs/design/engine.md.
+Each query's rows land in one partition. Adaptive execution may merge small partitions
+(a merge keeps whole partitions, so a query never splits): each partition becomes a
+Python task with a fixed start-up cost. See docs/design/engine.md.
 """
 
 from __future__ import annotations
@@ -13,6 +13,6 @@ from releval.core import columns as S
 
 
 def by_query(df: DataFrame) -> DataFrame:
-    """``df`` hash-partitioned by query id into ``spark.sql.shuffle.partitions`` partitions."""
-    partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
-    return df.repartition(partitions, S.QUERY_ID)
+    """``df`` hash-partitioned by query id into ``spark.sql.shuffle.partitions`` partitions,
+    which adaptive execution may merge."""
+    return df.repartition(S.QUERY_ID)

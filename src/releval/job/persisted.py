@@ -9,15 +9,33 @@ from pyspark.sql import DataFrame
 
 from releval.core.engine import reads_result_twice
 
+#: Spark's setting that lets adaptive execution merge the shuffle partitions of a plan it
+#: persists (off by default, so that a reader can use the persisted partitioning)
+MERGE_CACHED_PARTITIONS = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
+
 
 def keeper(kept: list[DataFrame]) -> Callable[[DataFrame], DataFrame]:
     """The ``keep`` of :func:`evaluate`: persist the engine's result, which the steps after it
     read more than once, and read it as one partition per core (it holds a row or two per
     query, and a task per shuffle partition would cost more than its rows). Each persisted
-    DataFrame is appended to ``kept``, to be unpersisted when done."""
+    DataFrame is appended to ``kept``, to be unpersisted when done.
+
+    The plan is persisted with :data:`MERGE_CACHED_PARTITIONS` on (the session's value is
+    restored right after): each of the engine's shuffle partitions is a Python task with a
+    fixed start-up cost, and nothing reads the persisted result by its partitioning.
+    """
 
     def keep(df: DataFrame) -> DataFrame:
-        kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        conf = df.sparkSession.conf
+        before = conf.get(MERGE_CACHED_PARTITIONS)
+        conf.set(MERGE_CACHED_PARTITIONS, "true")
+        try:
+            kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        finally:
+            if before is None:
+                conf.unset(MERGE_CACHED_PARTITIONS)
+            else:
+                conf.set(MERGE_CACHED_PARTITIONS, before)
         return kept[-1].coalesce(df.sparkSession.sparkContext.defaultParallelism)
 
     return keep

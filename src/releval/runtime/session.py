@@ -162,6 +162,8 @@ def local_cores(master: str | None) -> int | None:
 
 #: PySpark's key for recording the Python call site of each DataFrame and Column call.
 DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
+#: The shuffle partition size adaptive execution merges small partitions up to.
+ADVISORY_PARTITION_SIZE = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
 
 def submitted_delta() -> bool:
     """Whether ``spark-submit`` already gave Delta's jars (``--jars`` or ``--packages``).
@@ -218,6 +220,10 @@ def build_session(settings: SparkSettings = SparkSettings(), *, short: bool = Fa
         # the Python call site of every DataFrame call, for Spark's error context, costs
         # most of the Py4J calls of planning; releval names its errors itself
         .config(DATAFRAME_DEBUGGING, "false")
+        # adaptive execution merges the engine's shuffle partitions up to this size, about
+        # 1M run rows: a Python task's fixed start stays small beside its work, and there
+        # are still enough tasks to share the cores
+        .config(ADVISORY_PARTITION_SIZE, "16m")
     )
     # shuffle partitions, executor memory and cores, adaptive execution, warehouse
     for key, value in settings.spark_conf().items():
