@@ -380,12 +380,12 @@ def _count_batches(batches: Iterator[Any]) -> Iterator[Any]:
 
 def engine_floor(run: Any, qrels: Any) -> int:
     """The cheapest plan that moves releval's engine input: run and qrels rows with the
-    seven columns the engine sends to Python, hash-partitioned by query id, through a
-    Python function that only counts them. Returns the rows counted (run + qrels).
+    seven columns the engine sends to Python, hash-partitioned by query id as the engine
+    lays them out (adaptive execution merging small partitions), through a Python function
+    that only counts them. Returns the rows counted (run + qrels).
     """
     from pyspark.sql import functions as F
 
-    partitions = int(run.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
     rows = run.select(
         "query_id", "doc_id", F.col("score").cast("double").alias("_order"),
         F.lit(None).cast("int").alias("relevance"), F.lit(True).alias("_is_run"),
@@ -396,7 +396,7 @@ def engine_floor(run: Any, qrels: Any) -> int:
         F.col("relevance").cast("int").alias("relevance"), F.lit(False).alias("_is_run"),
         F.lit(None).cast("string").alias("_reason"), F.col("relevance").cast("int").alias("_qrels_label"),
     )
-    both = rows.unionByName(judgments).repartition(partitions, "query_id")
+    both = rows.unionByName(judgments).repartition("query_id")
     counted = both.mapInArrow(_count_batches, "rows long").agg(F.sum("rows")).first()
     return int(counted[0] or 0)
 
