@@ -32,10 +32,7 @@ def keeper(kept: list[DataFrame]) -> Callable[[DataFrame], DataFrame]:
         try:
             kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         finally:
-            if before is None:
-                conf.unset(MERGE_CACHED_PARTITIONS)
-            else:
-                conf.set(MERGE_CACHED_PARTITIONS, before)
+            conf.set(MERGE_CACHED_PARTITIONS, before)  # a Spark SQL key: always has a value
         return kept[-1].coalesce(df.sparkSession.sparkContext.defaultParallelism)
 
     return keep
