@@ -18,9 +18,9 @@ def to_numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 def codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
     """Dense int64 codes of a column's values (nulls get a code too), and the dictionary."""
+    if isinstance(column, pa.ChunkedArray):  # one dictionary, not one per chunk to unify
+        column = column.combine_chunks()
     encoded = pc.dictionary_encode(column, null_encoding="encode")
-    if isinstance(encoded, pa.ChunkedArray):
-        encoded = encoded.combine_chunks()
     return to_numpy(encoded.indices).astype(np.int64), encoded.dictionary
 
 

@@ -78,7 +78,9 @@ class _Ranked:
         self.group_query = np.zeros(0, dtype=np.int64)
         self.tie = np.arange(len(group))  # set by the caller: a tie group's rows share an id
         self.window: np.ndarray | None = None  # each ranking's k_q (None: no window)
+        self.ordinal_positions = False  # set by the caller: position is the 1-based row number
         self._ordinal: np.ndarray | None = None
+        self._memo: dict[tuple[Any, ...], np.ndarray] = {}
 
     @property
     def ordinal(self) -> np.ndarray:
@@ -96,10 +98,41 @@ class _Ranked:
     def per_group(self, weights: np.ndarray) -> np.ndarray:
         return np.bincount(self.group, weights=weights, minlength=self.groups)
 
+    def memo(self, key: tuple[Any, ...], compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """A per-row array several statistics share, computed once per partition."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
     def relevant(self, level: int, *, best: bool = False) -> np.ndarray:
         """label >= level; with ``best`` an unjudged row too (the ``[best]`` bound)."""
-        relevant = self.judged & (self.label >= level)
-        return relevant | ~self.judged if best else relevant
+        def compute() -> np.ndarray:
+            relevant = self.judged & (self.label >= level)
+            return relevant | ~self.judged if best else relevant
+        return self.memo(("relevant", level, best), compute)
+
+    def ends(self, *, judged: bool, cutoff: int | None) -> np.ndarray:
+        """Per group: the end (exclusive) of its rows at view positions 1..cutoff. Positions
+        never decrease within a group, so those rows are the group's first ones."""
+        def compute() -> np.ndarray:
+            if cutoff is None:
+                return np.append(self.starts[1:], len(self.group)).astype(np.int64)
+            if not judged and self.ordinal_positions:
+                sizes = np.diff(np.append(self.starts, len(self.group)))
+                return self.starts + np.minimum(sizes, cutoff)
+            within = self.view_position(judged) <= cutoff
+            return self.starts + np.bincount(self.group[within], minlength=self.groups)
+        return self.memo(("ends", judged, cutoff), compute)
+
+    def total(self, values: np.ndarray, *, judged: bool, cutoff: int | str | None) -> np.ndarray:
+        """Per group: the sum of ``values`` (int64 or float64) over the rows the view counts
+        at ranks 1..cutoff (:meth:`within`)."""
+        if isinstance(cutoff, str):  # the window: each ranking's own k_q
+            within = self.within(judged=judged, cutoff=cutoff)
+            return self.per_group(np.where(within, values, 0)).astype(values.dtype)
+        if judged:
+            values = np.where(self.judged, values, 0)
+        return segment_sums(values, self.starts, self.ends(judged=judged, cutoff=cutoff))
 
     def view_position(self, judged: bool) -> np.ndarray:
         return self.judged_position if judged else self.position
@@ -146,28 +179,47 @@ def _first_rel(r: _Ranked, spec: RunStat) -> pa.Array:
     return pa.array(out, pa.int64(), mask=mask)
 
 
+def segment_sums(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``values[starts[i]:ends[i]].sum()`` for each i (0 where empty); ``starts`` ascending,
+    each ``ends[i]`` between ``starts[i]`` and ``starts[i + 1]``."""
+    out = np.zeros(len(starts), dtype=values.dtype)
+    if not len(starts):
+        return out
+    bounds = np.empty(2 * len(starts), dtype=np.int64)
+    bounds[0::2], bounds[1::2] = starts, ends
+    # a trailing 0 keeps every bound a valid index; an empty segment sums one value: masked
+    sums = np.add.reduceat(np.append(values, values.dtype.type(0)), bounds)[0::2]
+    return np.where(ends > starts, sums, out)
+
+
 def _count(r: _Ranked, spec: RunStat) -> np.ndarray:
-    rows = r.within(judged=spec.judged, cutoff=spec.cutoff)
     if spec.kind == "judged_ret":
-        rows = rows & r.judged
+        rows = r.judged
     elif spec.kind == "rel_ret":
-        rows = rows & r.relevant(spec.level or 0, best=spec.best)
-    return r.per_group(rows).astype(np.int64)
+        rows = r.relevant(spec.level or 0, best=spec.best)
+    else:
+        rows = np.ones(len(r.group), dtype=bool)
+    key = ("count", spec.kind, spec.level, spec.best)
+    return r.total(r.memo(key, lambda: rows.astype(np.int64)), judged=spec.judged,
+                   cutoff=spec.cutoff)
 
 
 def _dcg(r: _Ranked, spec: RunStat) -> np.ndarray:
-    rows = r.within(judged=spec.judged, cutoff=spec.cutoff)
-    position = np.maximum(r.view_position(spec.judged), 1).astype(np.float64)
-    term = _gain(np.where(r.judged, r.label, 0), spec.gain) / np.log2(position + 1.0)
-    return r.per_group(np.where(rows, term, 0.0))
+    def term() -> np.ndarray:
+        position = np.maximum(r.view_position(spec.judged), 1).astype(np.float64)
+        return _gain(np.where(r.judged, r.label, 0), spec.gain) / np.log2(position + 1.0)
+    return r.total(r.memo(("dcg", spec.gain, spec.judged), term), judged=spec.judged,
+                   cutoff=spec.cutoff)
 
 
 def _prec_sum(r: _Ranked, spec: RunStat) -> np.ndarray:
-    relevant = r.relevant(spec.level or 0)
-    rows = relevant & r.within(judged=spec.judged, cutoff=spec.cutoff)
-    running = r.running(relevant.astype(np.int64)).astype(np.float64)
-    position = np.maximum(r.view_position(spec.judged), 1).astype(np.float64)
-    return r.per_group(np.where(rows, running / position, 0.0))
+    def term() -> np.ndarray:
+        relevant = r.relevant(spec.level or 0)
+        running = r.running(relevant.astype(np.int64)).astype(np.float64)
+        position = np.maximum(r.view_position(spec.judged), 1).astype(np.float64)
+        return np.where(relevant, running / position, 0.0)
+    return r.total(r.memo(("prec_sum", spec.level, spec.judged), term), judged=spec.judged,
+                   cutoff=spec.cutoff)
 
 
 def _rel_pos(r: _Ranked, spec: RunStat) -> pa.Array:
@@ -317,6 +369,7 @@ def _query_stats(
     judged = (qrels_key[at] == run_key) if len(qrels_key) else np.zeros(len(run_key), dtype=bool)
     label = np.where(judged, qrels_label[at] if len(qrels_key) else 0, 0)
     ranked = _Ranked(group, position, label, judged, groups)
+    ranked.ordinal_positions = rank_by == "score"
     if any(spec.kind in TIE_KINDS for spec in specs.values()):
         ranked.tie = tie_groups(group, order_value, rank_by)
     if S.WINDOW in run.column_names:

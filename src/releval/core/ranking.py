@@ -28,13 +28,20 @@ def best_first(group: np.ndarray, primary: np.ndarray, doc: np.ndarray, docs: pa
         doc: each row's code in ``docs``.
         docs: the doc ids; sorted only when two documents of a group tie on ``primary``.
     """
-    order = np.lexsort((primary, group))
+    # a ranked list usually arrives in ranking order: one linear check spares the sort
+    in_order = np.all((group[1:] > group[:-1])
+                      | ((group[1:] == group[:-1]) & (primary[1:] >= primary[:-1])))
+    order = np.arange(len(group)) if in_order else np.lexsort((primary, group))
     g, p = group[order], primary[order]
-    if not np.any((g[1:] == g[:-1]) & (p[1:] == p[:-1])):
+    tied = (g[1:] == g[:-1]) & (p[1:] == p[:-1])
+    if not np.any(tied):
         return order
     doc_rank = np.empty(len(docs), dtype=np.int64)
     doc_rank[pc.sort_indices(docs).to_numpy(zero_copy_only=False)] = np.arange(len(docs))
-    return np.lexsort((-doc_rank[doc], primary, group))
+    # within each run of equal (group, primary): doc id descending; the runs keep their order
+    run = np.concatenate(([0], np.cumsum(~tied)))
+    key = run * len(docs) + (len(docs) - 1 - doc_rank[doc[order]])
+    return order[np.argsort(key, kind="stable")]
 
 
 def check_depth(depth: object) -> int | None:
