@@ -7,7 +7,6 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
 from releval.checks.answers import ANSWERS_RAW_COLUMNS
@@ -168,9 +167,7 @@ def evaluate(
         negative_labels=negative_labels, depth=depth, intervals=IntervalSettings(level=ci_level),
         keep=keeper(kept),
     )
-    queries = evaluation.queries.persist(StorageLevel.MEMORY_AND_DISK)  # read by each table
-    kept.append(queries)
-    evaluation = dataclasses.replace(evaluation, queries=queries)
+    # the engine's result is persisted (``keep``); each table projects its measures from it
     return Result(evaluation, inputs, missing_queries, "run DataFrame", "qrels DataFrame",
                   kept, thresholds, index)
 
