@@ -506,7 +506,7 @@ def _render_notebook(nb: dict[str, Any]) -> list[str]:
             "",
             f"The floor / RankingEvaluator: {_fmt(nb['floor_ratio'])}. The floor is the part "
             "of releval's plan that no measure, check or count adds to: the run and qrels "
-            "rows, with the seven columns releval's engine sends to Python, shuffled by query "
+            "rows, with the five columns releval's engine sends to Python, shuffled by query "
             "into Python and counted there.",
         ] if nb.get("floor_ratio") is not None else []),
         "",

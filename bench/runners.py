@@ -380,21 +380,20 @@ def _count_batches(batches: Iterator[Any]) -> Iterator[Any]:
 
 def engine_floor(run: Any, qrels: Any) -> int:
     """The cheapest plan that moves releval's engine input: run and qrels rows with the
-    seven columns the engine sends to Python, hash-partitioned by query id as the engine
-    lays them out (adaptive execution merging small partitions), through a Python function
-    that only counts them. Returns the rows counted (run + qrels).
+    five columns the engine sends to Python (query id, doc id, the score or label as
+    ``_order``, ``_is_run``, ``_reason``), hash-partitioned by query id as the engine lays
+    them out (adaptive execution merging small partitions), through a Python function that
+    only counts them. Returns the rows counted (run + qrels).
     """
     from pyspark.sql import functions as F
 
     rows = run.select(
         "query_id", "doc_id", F.col("score").cast("double").alias("_order"),
-        F.lit(None).cast("int").alias("relevance"), F.lit(True).alias("_is_run"),
-        F.lit(None).cast("string").alias("_reason"), F.lit(None).cast("int").alias("_qrels_label"),
+        F.lit(True).alias("_is_run"), F.lit(None).cast("string").alias("_reason"),
     )
     judgments = qrels.select(
-        "query_id", "doc_id", F.lit(None).cast("double").alias("_order"),
-        F.col("relevance").cast("int").alias("relevance"), F.lit(False).alias("_is_run"),
-        F.lit(None).cast("string").alias("_reason"), F.col("relevance").cast("int").alias("_qrels_label"),
+        "query_id", "doc_id", F.col("relevance").cast("double").alias("_order"),
+        F.lit(False).alias("_is_run"), F.lit(None).cast("string").alias("_reason"),
     )
     both = rows.unionByName(judgments).repartition("query_id")
     counted = both.mapInArrow(_count_batches, "rows long").agg(F.sum("rows")).first()

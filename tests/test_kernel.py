@@ -7,8 +7,8 @@ Ranking: D(1) A(2) E(3) B(4): the repeated A is dropped; E and B tie on 3 and E 
 
 Run "s", query q1: X 1.0, C 0.5 -> X(1) C(2); X's label is -1. The function reads every
 qrels row it receives as a judgment: X is judged and non-relevant (bpref too). Under the
-default negative-label rule X's row never reaches it (``releval.core.engine.judgment``
-removes it before both engines; tests/test_judged.py checks both rules end to end).
+default negative-label rule X's label never reaches it (``releval.core.kernel.engine_rows``
+reads it as no judgment; tests/test_judged.py checks both rules end to end).
 """
 
 from __future__ import annotations

@@ -234,10 +234,14 @@ def cut_at_depth(unique: DataFrame, *, stats: Stats, partition_columns: Sequence
     ).where(F.col(_ORDINAL) <= stats.depth)
 
 
-def prepare_qrels(qrels: DataFrame) -> DataFrame:
+def prepare_qrels(qrels: DataFrame, negative_labels: str = "unjudged") -> DataFrame:
     """One label per (query, doc): the highest, when a document was judged twice (a null
-    label: not a judgment, kept so that its query is in the query set)."""
-    return qrels.groupBy(S.QUERY_ID, S.DOC_ID).agg(F.max(S.RELEVANCE).alias(S.RELEVANCE))
+    label: not a judgment, kept so that its query is in the query set). Under
+    ``negative_labels="unjudged"`` (trec_eval's rule) a negative label is no judgment."""
+    label = F.col(S.RELEVANCE)
+    if negative_labels == "unjudged":
+        label = F.when(label >= 0, label)
+    return qrels.groupBy(S.QUERY_ID, S.DOC_ID).agg(F.max(label).alias(S.RELEVANCE))
 
 
 def qrels_stats(judgments: DataFrame, stats: Stats) -> DataFrame:
@@ -274,7 +278,7 @@ def sql_run_stats(
     if stats.depth is not None:
         unique = cut_at_depth(unique, stats=stats, partition_columns=parts)
         repeated, beyond = F.max(_ALL_REPEATS), F.max(BEYOND_DEPTH)
-    judgments = prepare_qrels(qrels)
+    judgments = prepare_qrels(qrels, stats.negative_labels)
     judged = judge(unique, judgments)
     rank = position(rank_by=stats.rank_by, partition_columns=parts).alias(S.POSITION)
     # the aggregates first: building them registers the row columns they read

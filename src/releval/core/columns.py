@@ -125,7 +125,8 @@ LEDGER_ROWS = "_rows"
 #: On a qrels row sent to the engine: the label as read (the accounts').
 QRELS_LABEL = "_qrels_label"
 IS_RUN = "_is_run"
-#: On a run row sent to the engine: the value it is ranked by (score or rank).
+#: On a row sent to the engine: a run row's value it is ranked by (score or rank); a qrels
+#: row's label as read (``core.kernel.engine_rows`` gives it back as the kernel reads it).
 ORDER = "_order"
 MEASURES = "_measures"
 #: In each entry of ``_measures`` when a ``[ties]`` measure was asked: its value depends on

@@ -23,14 +23,13 @@ from releval.core.columns import (
     MEASURES,
     NEGATIVE_LABEL_RULES,
     ORDER,
-    QRELS_LABEL,
     REASON,
     REPEATED,
     RETRIEVED_BY,
     TIE_DEPENDENT,
     quote_identifier,
 )
-from releval.core.kernel import partition_stats, qrels_ddl, run_ddl
+from releval.core.kernel import engine_rows, partition_stats, qrels_ddl, run_ddl
 from releval.core.layout import by_query
 from releval.core.measures.registry import WINDOW, Measure, check_window
 from releval.core.measures.stats import Stats, safe_divide
@@ -38,19 +37,15 @@ from releval.core.ranking import check_depth
 from releval.errors import MeasureError
 
 
-def judgment(negative_labels: str) -> Column:
-    """The label the measures read (null: not a judgment); the one place the rule applies.
-
-    Args:
-        negative_labels: ``"unjudged"`` (trec_eval: a negative label is pooled, not judged)
-            or ``"judged"`` (non-relevant at every level above the label); else ValueError.
-    """
+def check_negative_labels(negative_labels: str) -> str:
+    """``negative_labels`` when it is a rule the engine knows (``"unjudged"``: trec_eval's,
+    a negative label is pooled, not judged; ``"judged"``: non-relevant at every level above
+    the label; :func:`releval.core.kernel.engine_rows` applies it); else ValueError."""
     if negative_labels not in NEGATIVE_LABEL_RULES:
         raise ValueError(
             f"negative_labels must be one of {list(NEGATIVE_LABEL_RULES)}, got {negative_labels!r}"
         )
-    label = F.col(S.RELEVANCE)
-    return label if negative_labels == "judged" else F.when(label >= 0, label)
+    return negative_labels
 
 
 def arrow_run_stats(
@@ -65,7 +60,8 @@ def arrow_run_stats(
     """One row per (run partition, query) with every run statistic of ``stats``.
 
     Args:
-        qrels: canonical qrels rows (a null relevance: not a judgment).
+        qrels: canonical qrels rows, each label as read (``stats.negative_labels`` decides
+            which are judgments; a null label is not one).
         laid_out_by_query: ignored: a union of two partitioned inputs is not partitioned.
         ledger: the inputs are every row with its ``_reason``; the result adds ledger rows.
 
@@ -75,26 +71,26 @@ def arrow_run_stats(
     """
     parts = list(partition_columns)
     order_column = S.SCORE if stats.rank_by == "score" else S.RANK
+    # as few columns as the kernel needs: the shuffle costs per column and row (a qrels
+    # row's label travels in _order; kernel.engine_rows gives it back)
     rows = run.select(
         *parts, S.QUERY_ID, S.DOC_ID,
         F.col(order_column).cast("double").alias(ORDER),
-        F.lit(None).cast("int").alias(S.RELEVANCE),
         F.lit(True).alias(IS_RUN),
-        *([F.col(REASON), F.lit(None).cast("int").alias(QRELS_LABEL)] if ledger else []),
+        *([F.col(REASON)] if ledger else []),
         *([F.col(S.WINDOW).cast("long").alias(S.WINDOW)] if stats.window else []),
     )
     judgments = qrels.select(
         *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
         S.QUERY_ID, S.DOC_ID,
-        F.lit(None).cast("double").alias(ORDER),
-        F.col(S.RELEVANCE).cast("int").alias(S.RELEVANCE),
+        F.col(S.RELEVANCE).cast("int").cast("double").alias(ORDER),
         F.lit(False).alias(IS_RUN),
-        *([F.col(REASON), F.col(QRELS_LABEL).cast("int").alias(QRELS_LABEL)] if ledger else []),
+        *([F.col(REASON)] if ledger else []),
         *([F.lit(None).cast("long").alias(S.WINDOW)] if stats.window else []),
     )
     specs = dict(stats.run_spec)
     qrels_specs = dict(stats.qrels_spec)
-    rank_by, depth = stats.rank_by, stats.depth
+    rank_by, depth, negative_labels = stats.rank_by, stats.depth, stats.negative_labels
     part_ddl = [f"{quote_identifier(c)} {run.schema[c].dataType.simpleString()}" for c in parts]
     schema = ", ".join([
         *part_ddl, f"`{S.QUERY_ID}` string", f"`{IN_RUN}` boolean", f"`{IN_QRELS}` boolean",
@@ -109,8 +105,9 @@ def arrow_run_stats(
         if not collected or not any(b.num_rows for b in collected):
             return
         table = partition_stats(
-            pa.Table.from_batches(collected), specs=specs, partition_columns=parts, rank_by=rank_by,
-            qrels_specs=qrels_specs, depth=depth,
+            engine_rows(pa.Table.from_batches(collected), negative_labels=negative_labels),
+            specs=specs, partition_columns=parts, rank_by=rank_by, qrels_specs=qrels_specs,
+            depth=depth,
         )
         yield from table.to_batches()
 
@@ -199,7 +196,8 @@ def query_measures(
         rank_by: the ranking rule (:mod:`releval.core.ranking`).
         run_stats: the statistics' engine; tests pass the SQL oracle.
         laid_out_by_query: both inputs are already partitioned by query (:mod:`.layout`).
-        negative_labels: ``"unjudged"`` (trec_eval) or ``"judged"`` (see :func:`judgment`).
+        negative_labels: ``"unjudged"`` (trec_eval) or ``"judged"``
+            (:func:`releval.core.kernel.engine_rows`); else ValueError.
         depth: evaluate each ranking's first ``depth`` documents (trec_eval ``-M``), after
             the tie-break and before the judged-only condensation; None: all; else
             ValueError (:func:`releval.core.ranking.check_depth`).
@@ -228,7 +226,7 @@ def query_measures(
             f"be computed with a depth (depth={depth}): evaluate them without one"
         )
     stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by, depth=depth,
-                  window=window)
+                  window=window, negative_labels=check_negative_labels(negative_labels))
     num_ret = stats.num_ret()
     extra = window_columns(stats, measures) if window else []
     entries = []
@@ -250,15 +248,8 @@ def query_measures(
                    .cast("boolean").alias(TIE_DEPENDENT)] if any_ties else []),
             )
         )
-    # every clean qrels row keeps its query in the query set; only judgments count
-    if ledger:
-        to_engine = qrels.withColumn(QRELS_LABEL, F.col(S.RELEVANCE)).withColumn(
-            S.RELEVANCE, F.when(F.col(REASON).isNull(), judgment(negative_labels))
-        )
-    else:
-        to_engine = qrels.withColumn(S.RELEVANCE, judgment(negative_labels))
     run_q = run_stats(
-        run, to_engine, stats=stats,
+        run, qrels, stats=stats,
         partition_columns=partition_columns, laid_out_by_query=laid_out_by_query,
         **({"ledger": True} if ledger else {}),
     )

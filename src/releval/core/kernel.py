@@ -27,6 +27,7 @@ from releval.core.columns import (
     LEDGER,
     LEDGER_ROWS,
     ORDER,
+    QRELS_LABEL,
     REASON,
     REPEATED,
     RETRIEVED_BY,
@@ -250,6 +251,28 @@ KINDS: dict[str, Callable[[_Ranked, RunStat], Any]] = {
 }
 
 
+def engine_rows(table: pa.Table, *, negative_labels: str) -> pa.Table:
+    """The engine's rows as :func:`partition_stats` reads them. A qrels row's label travels
+    in ``_order`` (each column is shuffled at a fixed cost per row); this gives it back as
+    ``relevance``, the label the measures read, and, with ``_reason``, as ``_qrels_label``.
+
+    ``relevance`` is null when the row is not a judgment: a rejected row, a null label, or a
+    negative label under ``negative_labels="unjudged"`` (trec_eval's rule: pooled, not
+    judged); under ``"judged"`` a negative label is a judgment, non-relevant at every level
+    above it. This is the one place the rule applies.
+    """
+    is_run = table.column(IS_RUN)
+    value = table.column(ORDER)
+    label = pc.cast(pc.if_else(is_run, pa.scalar(None, pa.float64()), value), pa.int32())
+    judged = pc.greater_equal(label, 0) if negative_labels == "unjudged" else pc.is_valid(label)
+    if REASON in table.column_names:
+        judged = pc.and_(judged, pc.is_null(table.column(REASON)))
+        table = table.append_column(QRELS_LABEL, label)
+    table = table.set_column(table.schema.get_field_index(ORDER), ORDER,
+                             pc.if_else(is_run, value, pa.scalar(None, pa.float64())))
+    return table.append_column(S.RELEVANCE, pc.if_else(judged, label, pa.scalar(None, pa.int32())))
+
+
 def _labels(qrels: pa.Table, query: np.ndarray, doc: np.ndarray, docs: int) -> tuple[np.ndarray, np.ndarray]:
     """Sorted (query, doc) keys of the qrels' judgments (non-null labels), highest label each."""
     labels = qrels.column(S.RELEVANCE)
@@ -423,4 +446,4 @@ def _query_stats(
     ])
 
 
-__all__ = ["KINDS", "QRELS_KINDS", "partition_stats", "qrels_ddl"]
+__all__ = ["KINDS", "QRELS_KINDS", "engine_rows", "partition_stats", "qrels_ddl"]

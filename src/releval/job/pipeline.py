@@ -106,7 +106,7 @@ def evaluate(
         run_stats: the run statistics' engine; production has one (the default), the
             tests pass their SQL oracle (``releval.core.engine.RunStatsEngine``).
         negative_labels: what a negative label means, "unjudged" (trec_eval) or "judged"
-            (:func:`releval.core.engine.judgment`); recorded in both tables.
+            (:func:`releval.core.kernel.engine_rows`); recorded in both tables.
         depth: evaluate each ranking's first ``depth`` documents (trec_eval ``-M``); None:
             all; recorded in both tables.
         intervals: the confidence intervals of the aggregate's macro values.
