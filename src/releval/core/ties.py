@@ -175,7 +175,7 @@ TIE_PREFIX = "ties_"
 
 
 def tie_stat(r: Any, spec: RunStat) -> np.ndarray:
-    """A tie-aware statistic of the kernel's ranked rows (``kernel._Ranked``), per ranking."""
+    """A tie-aware statistic of the kernel's ranked rows (``releval.core.ranked.Ranked``), per ranking."""
     rows = r.judged if spec.judged else np.ones(len(r.group), dtype=bool)
     what = spec.kind.removeprefix(TIE_PREFIX)
     gain = None
