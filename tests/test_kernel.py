@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from releval.core.kernel import partition_stats
 from releval.core.measures.stats import QrelsStat, RunStat
+from releval.core.ranked import segment_sums
 
 RUN = [("r", "q1", "D", 5.0), ("r", "q1", "A", 4.0), ("r", "q1", "E", 3.0), ("r", "q1", "B", 3.0),
        ("r", "q1", "A", 1.0), ("s", "q1", "X", 1.0), ("s", "q1", "C", 0.5)]
@@ -281,3 +283,12 @@ def test_a_partition_whose_rows_were_all_rejected_gives_its_ledger_only():
         ("r", "received", 1, None), ("r", "invalid_score", 1, None),
         (None, "qrels:received", 1, None), (None, "qrels:missing_query_id", 1, None),
     ]
+
+
+def test_segment_sums_add_each_rankings_first_rows():
+    # rankings [0, 3) and [3, 5) of values 1 2 3 | 4 5: their first 2 rows, 0 rows, all
+    values = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    starts = np.array([0, 3])
+    assert segment_sums(values, starts, np.array([2, 5])).tolist() == [1 + 2, 4 + 5]
+    assert segment_sums(values, starts, np.array([0, 3])).tolist() == [0.0, 0.0]
+    assert segment_sums(values.astype(np.int64), starts, np.array([3, 4])).tolist() == [6, 4]

@@ -33,6 +33,18 @@ def test_best_first_keeps_the_given_order_of_full_ties():
                       docs).tolist() == [2, 0, 1]
 
 
+def test_best_first_of_rows_already_in_order_breaks_their_ties_by_doc_id():
+    # given in ranking order but for ties: group 0 holds A -5, B -4, A -4, C -4 (B, A, C
+    # tie at -4: C, B, A by doc id descending); group 1 holds B -2, C -1 (no tie)
+    docs = pa.array(["A", "B", "C"])
+    group = np.array([0, 0, 0, 0, 1, 1])
+    primary = np.array([-5.0, -4.0, -4.0, -4.0, -2.0, -1.0])
+    doc = np.array([0, 1, 0, 2, 1, 2])
+    assert best_first(group, primary, doc, docs).tolist() == [0, 3, 1, 2, 4, 5]
+    # without the tie the order is the rows' own
+    assert best_first(group[4:], primary[4:], doc[4:], docs).tolist() == [0, 1]
+
+
 def test_a_documents_later_occurrences_are_repeated():
     # in ranking order: group 0 holds docs 5, 3, 5 (the second 5 repeats); group 1 holds 5, 5
     group = np.array([0, 0, 0, 1, 1])

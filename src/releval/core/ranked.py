@@ -61,7 +61,8 @@ class Ranked:
         return np.bincount(self.group, weights=weights, minlength=self.groups)
 
     def memo(self, key: tuple[Any, ...], compute: Callable[[], np.ndarray]) -> np.ndarray:
-        """A per-row array several statistics share, computed once per partition."""
+        """A per-row array several statistics share, computed once per partition (shared:
+        read it, never write to it)."""
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]
