@@ -286,7 +286,8 @@ def test_a_partition_whose_rows_were_all_rejected_gives_its_ledger_only():
 
 
 def test_segment_sums_add_each_rankings_first_rows():
-    # rankings [0, 3) and [3, 5) of values 1 2 3 | 4 5: their first 2 rows, 0 rows, all
+    # rankings [0, 3) and [3, 5) of values 1 2 3 | 4 5: the first 2 rows of each, none,
+    # then all of the first and the first row of the second
     values = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     starts = np.array([0, 3])
     assert segment_sums(values, starts, np.array([2, 5])).tolist() == [1 + 2, 4 + 5]

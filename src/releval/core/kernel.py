@@ -78,15 +78,15 @@ def _first_rel(r: Ranked, spec: RunStat) -> pa.Array:
 
 
 def _count(r: Ranked, spec: RunStat) -> np.ndarray:
-    if spec.kind == "judged_ret":
-        rows = r.judged
-    elif spec.kind == "rel_ret":
-        rows = r.relevant(spec.level or 0, best=spec.best)
-    else:
-        rows = np.ones(len(r.group), dtype=bool)
-    key = ("count", spec.kind, spec.level, spec.best)
-    return r.total(r.memo(key, lambda: rows.astype(np.int64)), judged=spec.judged,
-                   cutoff=spec.cutoff)
+    def rows() -> np.ndarray:
+        if spec.kind == "judged_ret":
+            return r.judged.astype(np.int64)
+        if spec.kind == "rel_ret":
+            return r.relevant(spec.level or 0, best=spec.best).astype(np.int64)
+        return np.ones(len(r.group), dtype=np.int64)  # num_ret and ret count every row
+    counted = spec.kind if spec.kind in ("judged_ret", "rel_ret") else "ret"
+    return r.total(r.memo(("count", counted, spec.level, spec.best), rows),
+                   judged=spec.judged, cutoff=spec.cutoff)
 
 
 def _dcg(r: Ranked, spec: RunStat) -> np.ndarray:
@@ -275,8 +275,7 @@ def _query_stats(
     at[at >= len(qrels_key)] = 0
     judged = (qrels_key[at] == run_key) if len(qrels_key) else np.zeros(len(run_key), dtype=bool)
     label = np.where(judged, qrels_label[at] if len(qrels_key) else 0, 0)
-    ranked = Ranked(group, position, label, judged, groups)
-    ranked.ordinal_positions = rank_by == "score"
+    ranked = Ranked(group, position, label, judged, groups, ordinal_positions=rank_by == "score")
     if any(spec.kind in TIE_KINDS for spec in specs.values()):
         ranked.tie = tie_groups(group, order_value, rank_by)
     if S.WINDOW in run.column_names:

@@ -30,7 +30,7 @@ class Ranked:
     """One partition's deduplicated run rows in ranking order, with their labels."""
 
     def __init__(self, group: np.ndarray, position: np.ndarray, label: np.ndarray,
-                 judged: np.ndarray, groups: int) -> None:
+                 judged: np.ndarray, groups: int, *, ordinal_positions: bool = False) -> None:
         self.group, self.position, self.label, self.judged = group, position, label, judged
         self.groups = groups
         self.starts = np.searchsorted(group, np.arange(groups))
@@ -40,7 +40,7 @@ class Ranked:
         self.group_query = np.zeros(0, dtype=np.int64)
         self.tie = np.arange(len(group))  # set by the caller: a tie group's rows share an id
         self.window: np.ndarray | None = None  # each ranking's k_q (None: no window)
-        self.ordinal_positions = False  # set by the caller: position is the 1-based row number
+        self.ordinal_positions = ordinal_positions  # position is the 1-based row number
         self._ordinal: np.ndarray | None = None
         self._memo: dict[tuple[Any, ...], np.ndarray] = {}
 
