@@ -338,6 +338,7 @@ def submit_conf(folder: Path, *, python: str = sys.executable, ui_port: int | No
         "spark.eventLog.enabled": "true",
         "spark.eventLog.dir": str(events_dir),
         "spark.eventLog.compress": "false",
+        "spark.eventLog.logBlockUpdates.enabled": "true",
         "spark.scheduler.minRegisteredResourcesRatio": "1.0",
         "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
     }
@@ -568,10 +569,13 @@ def test_worker_killed_mid_evaluation_the_job_completes_with_the_same_tables(
             f"stage {part(e)} failed ({e['Task End Reason']['Reason']}) and was not run again")
     if not failed:
         # the task seen running finished a moment before its worker died (its stage then
-        # completed, and no task failed): the shuffle output it left on the lost executor is
-        # computed again, by a later stage of the phase over the same RDDs on the executor left
-        removed_at = next(e["Timestamp"] for e in evs if e["Event"] == "SparkListenerExecutorRemoved"
-                          and e["Executor ID"] == lost)
+        # completed, and no task failed): the output it left on the lost executor (shuffle
+        # output, or the blocks of a persisted result) is computed again on the executor left,
+        # by a later stage of the phase over the same RDDs or by the task that next reads the
+        # persisted blocks (the event log's block updates, in the log's order)
+        removed_at, removed_index = next(
+            (e["Timestamp"], i) for i, e in enumerate(evs)
+            if e["Event"] == "SparkListenerExecutorRemoved" and e["Executor ID"] == lost)
         rdds = {e["Stage Info"]["Stage ID"]: {r["RDD ID"] for r in e["Stage Info"]["RDD Info"]}
                 for e in evs if e["Event"] == "SparkListenerStageSubmitted"}
         done_there = {part(e)[1] for e in ends if e["Stage ID"] == stage["stageId"]
@@ -581,10 +585,20 @@ def test_worker_killed_mid_evaluation_the_job_completes_with_the_same_tables(
                  and rdds[e["Stage ID"]] == rdds[stage["stageId"]]
                  and e["Task Info"]["Executor ID"] != lost and e["Task Info"]["Launch Time"] >= removed_at
                  and e["Task End Reason"]["Reason"] == "Success"}
-        assert done_there and done_there <= again, (
+        stored = [(i, e["Block Updated Info"]) for i, e in enumerate(evs)
+                  if e["Event"] == "SparkListenerBlockUpdated"
+                  and e["Block Updated Info"]["Block ID"].startswith("rdd_")
+                  and int(e["Block Updated Info"]["Block ID"].split("_")[1]) in rdds[stage["stageId"]]
+                  and e["Block Updated Info"]["Memory Size"] + e["Block Updated Info"]["Disk Size"] > 0]
+        blocks_lost = {b["Block ID"] for i, b in stored
+                       if i < removed_index and b["Block Manager ID"]["Executor ID"] == lost}
+        blocks_again = {b["Block ID"] for i, b in stored
+                        if i > removed_index and b["Block Manager ID"]["Executor ID"] != lost}
+        assert done_there and (done_there <= again or blocks_lost and blocks_lost <= blocks_again), (
             "no task of the evaluation phase failed with the lost executor, and the output it "
-            f"computed there (partitions {done_there} of stage {stage['stageId']}) was not "
-            f"computed again (partitions {again})")
+            f"computed there (partitions {done_there} of stage {stage['stageId']}, persisted "
+            f"blocks {sorted(blocks_lost)}) was not computed again (partitions {again}, "
+            f"blocks {sorted(blocks_again)})")
     print(f"tasks of the evaluation phase lost with executor {lost} and run again: "
           f"{sorted({(part(e), e['Task End Reason']['Reason']) for e in failed})}")
 
