@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,19 @@ def test_measures_lists_every_registered_measure():
     names = {line.split(" ")[0].rstrip(",") for line in result.stdout.splitlines()}
     assert {"P", "R", "Hit", "RR", "nDCG", "AP", "num_ret"} <= names
 
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly():
+    # `releval measures | head -1`, with the reader gone before the first line: no traceback,
+    # and the status a SIGPIPE gives (128 + 13)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run([*RELEVAL, "measures"], stdout=write_end, stderr=subprocess.PIPE,
+                                text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (141, "")
 
 @pytest.mark.slow  # a subprocess with its own JVM
 def test_explain_prints_the_plan_and_writes_nothing(conformance_dir, tmp_path):

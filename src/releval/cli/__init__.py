@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -95,9 +96,15 @@ def run(argv: Sequence[str] | None = None) -> None:
     """The ``releval`` command as a process: :func:`main`, then exit with its code.
 
     deltalake (the tables read without Spark) can abort the interpreter's teardown, so once
-    it was imported the process exits right after flushing its output."""
-    code = main(argv)
-    sys.stdout.flush()
+    it was imported the process exits right after flushing its output. A reader that closes
+    the pipe early (``releval measures | head``) ends the process quietly with status 141, as
+    a SIGPIPE ends other commands."""
+    try:
+        code = main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 128 + signal.SIGPIPE
     sys.stderr.flush()
     if "deltalake" in sys.modules:
         os._exit(code)
