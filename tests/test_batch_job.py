@@ -85,8 +85,10 @@ def test_incremental_runs_replace_only_the_selected_partitions(
 
     # nothing pending: no commit to the output tables, one run-log row saying so
     versions = (version(spark, pq), version(spark, agg))
-    third = run_job(spark, config, select(pending=True), job_run_id="run-none").record
+    none_done = run_job(spark, config, select(pending=True), job_run_id="run-none")
+    third = none_done.record
     assert third.status == lineage.NOTHING_PENDING and third.partitions == []
+    assert "\n  rows written: none\n" in none_done.render() + "\n"
     assert (version(spark, pq), version(spark, agg)) == versions
     # one commit per table per run that wrote: the first creates the table with its rows
     # (one CREATE TABLE AS SELECT), the next replaces its partitions

@@ -58,6 +58,11 @@ class JobResult:
         parts = ", ".join(labels[:SHOWN_PARTITIONS]) or "none"
         if len(labels) > SHOWN_PARTITIONS:  # all of them are in the run log
             parts = f"{len(labels)}: {parts} and {len(labels) - SHOWN_PARTITIONS} more (run log)"
+        written = (
+            f"per-query {r.per_query_rows} (v{r.per_query_version}), "
+            f"aggregate {r.aggregate_rows} (v{r.aggregate_version}){attribution}"
+            if r.per_query_rows is not None else "none"
+        )
         return "\n".join(
             [
                 "releval batch job",
@@ -66,8 +71,7 @@ class JobResult:
                 f"qrels {r.qrels_source} @v{r.qrels_version}",
                 f"  selection: {r.selection}",
                 f"  partitions evaluated: {parts}",
-                f"  rows written: per-query {r.per_query_rows} (v{r.per_query_version}), "
-                f"aggregate {r.aggregate_rows} (v{r.aggregate_version}){attribution}",
+                f"  rows written: {written}",
                 *evaluated,
             ]
         )
