@@ -61,7 +61,6 @@ def test_measures_lists_every_registered_measure():
     assert {"P", "R", "Hit", "RR", "nDCG", "AP", "num_ret"} <= names
 
 
-
 def test_a_reader_that_closes_the_pipe_ends_the_command_quietly():
     # `releval measures | head -1`, with the reader gone before the first line: no traceback,
     # and the status a SIGPIPE gives (128 + 13)
@@ -73,6 +72,7 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly():
     finally:
         os.close(write_end)
     assert (result.returncode, result.stderr) == (141, "")
+
 
 @pytest.mark.slow  # a subprocess with its own JVM
 def test_explain_prints_the_plan_and_writes_nothing(conformance_dir, tmp_path):
