@@ -194,15 +194,16 @@ def test_releval_compare_on_files_warns_of_each_sign_that_does_not_hold():
     assert "weak P@2" not in text
 
 
-def test_a_mean_difference_within_the_tie_tolerance_has_no_sign(spark):
-    from releval.stats.comparison import with_bounds
+def test_a_mean_difference_within_the_tie_tolerance_has_no_sign():
+    from releval.config import ComparisonSettings
+    from releval.stats.paired_groups import finish
 
-    tests = spark.createDataFrame(
-        [("c", "P@5", 1e-17), ("c", "P@5[best]", 0.0), ("c", "RR", -1e-17),
-         ("c", "RR[best]", 0.25), ("c", "AP", 0.5)],
-        f"{S.CANDIDATE} string, {S.MEASURE_KEY} string, {S.MEAN_DIFF} double")
+    tests = [{S.CANDIDATE: "c", S.MEASURE_KEY: key, S.MEAN_DIFF: diff, S.T_P_VALUE: 0.5,
+              S.RANDOMIZATION_P_VALUE: 0.5}
+             for key, diff in [("P@5", 1e-17), ("P@5[best]", 0.0), ("RR", -1e-17),
+                               ("RR[best]", 0.25), ("AP", 0.5)]]
     got = {r[S.MEASURE_KEY]: (r[S.MEAN_DIFF_BEST], r[S.SIGN_HOLDS])
-           for r in with_bounds(tests).collect()}
+           for r in finish(tests, ComparisonSettings())}
     # 1e-17 is float noise around 0: the same sign as 0, not as 0.25
     assert got == {"P@5": (0.0, True), "RR": (0.25, False), "AP": (None, None),
                    "P@5[best]": (None, None), "RR[best]": (None, None)}

@@ -1,15 +1,22 @@
 """Is the difference real? A baseline run partition against candidates, query by query.
 
 :func:`compare` gives one row per (candidate, measure): the paired statistics and p-values,
-corrected over the whole comparison as one family. See docs/statistics.md."""
+corrected over the whole comparison as one family. Its plan reads the per-query rows once,
+whatever the number of candidates and measures. Up to :data:`DRIVER_ROWS` compared rows, the
+family is computed on the driver in one pass; above, the pairs are made and tested in the
+executors, and only each group's statistics reach the driver. See docs/statistics.md."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import reduce
+from operator import or_
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -17,22 +24,16 @@ from pyspark.sql import types as T
 from releval.config import ComparisonSettings
 from releval.core import columns as S
 from releval.core.frames import local_frame
-from releval.core.measures.registry import BEST_SUFFIX, REGISTRY
+from releval.core.measures.registry import REGISTRY
 from releval.stats import kernel
+from releval.stats import paired_groups as G
 from releval.stats.intervals import query_key
-from releval.stats.power import paired_power
 
-_B, _C, _KEY = "_baseline_value", "_candidate_value", "_key"
-_MEASURE_COLUMNS = list(S.MEASURE_COLUMNS)
-_STATS = [
-    (S.NUM_PAIRS, "long"), (S.BASELINE_MEAN, "double"), (S.CANDIDATE_MEAN, "double"),
-    (S.MEAN_DIFF, "double"), (S.DIFF_CI_LOW, "double"), (S.DIFF_CI_HIGH, "double"),
-    (S.RELATIVE_CHANGE, "double"), (S.WINS, "long"), (S.TIES, "long"), (S.LOSSES, "long"),
-    (S.EFFECT_SIZE, "double"), (S.T_P_VALUE, "double"), (S.RANDOMIZATION_P_VALUE, "double"),
-    (S.MIN_DETECTABLE_DIFF, "double"), (S.QUERIES_NEEDED, "long"),
-]
-_ADJUSTED = [(S.T_P_ADJUSTED, "double"), (S.RANDOMIZATION_P_ADJUSTED, "double"),
-             (S.SIGNIFICANT, "boolean")]
+#: Up to this many per-query rows of the compared run partitions, the comparison collects
+#: them (a few columns, through Arrow: about 100 MB at most) and runs on the driver.
+DRIVER_ROWS = 1_000_000
+_CAND, _IS_BASE, _NB, _NC = "_cand", "_is_base", "_nb", "_nc"
+_REPEATED, _REPEATS, _BOTH = "_repeated", "_repeats", "_both"
 
 
 def side_condition(values: Mapping[str, str]) -> Column:
@@ -45,158 +46,16 @@ def _compared_measures(per_query: DataFrame) -> DataFrame:
     return per_query.where(~F.col(S.MEASURE).isin(counts))
 
 
-def pairs(
-    per_query: DataFrame,
-    *,
-    baseline: Mapping[str, str],
-    candidates: Mapping[str, Mapping[str, str]],
-    missing_queries: str,
-) -> DataFrame:
-    """The pairs of every candidate with the baseline, by measure and query.
-
-    Args:
-        baseline: the baseline run partition (column -> value).
-        candidates: label -> candidate run partition.
-        missing_queries: ``zero`` (queries either side scored, 0 where missing) or ``skip``.
-
-    Returns:
-        ``candidate``, the measure columns, ``query_id`` and both values, for measures both have.
-    """
-    rows = _compared_measures(per_query)
-    base = rows.where(side_condition(baseline)).select(
-        *_MEASURE_COLUMNS, S.QUERY_ID, F.col(S.VALUE).alias(_B))
-    cand = reduce(DataFrame.unionByName, [
-        rows.where(side_condition(values)).select(
-            F.lit(label).alias(S.CANDIDATE), *_MEASURE_COLUMNS, S.QUERY_ID,
-            F.col(S.VALUE).alias(_C))
-        for label, values in candidates.items()
-    ])
-    labels = local_frame(rows.sparkSession, [(k,) for k in candidates],
-                         T.StructType([T.StructField(S.CANDIDATE, T.StringType())]))
-    # measures one side lacks are never paired with zeros
-    common = cand.select(S.CANDIDATE, S.MEASURE_KEY).distinct().join(
-        base.select(S.MEASURE_KEY).distinct(), S.MEASURE_KEY)
-    base_x = base.crossJoin(F.broadcast(labels))
-    keys = [S.CANDIDATE, S.MEASURE_KEY, S.QUERY_ID]
-    if missing_queries == "skip":
-        described = [c for c in _MEASURE_COLUMNS if c != S.MEASURE_KEY]  # taken from base
-        joined = base_x.join(cand.drop(*described), keys, "inner")
-        return joined.select(S.CANDIDATE, *_MEASURE_COLUMNS, S.QUERY_ID, _B, _C)
-    b, c = base_x.alias("b"), cand.alias("c")
-    joined = b.join(c, [F.col(f"b.{k}") == F.col(f"c.{k}") for k in keys], "full_outer")
-    out = joined.select(
-        *[F.coalesce(F.col(f"b.{k}"), F.col(f"c.{k}")).alias(k) for k in [S.CANDIDATE,
-                                                                          *_MEASURE_COLUMNS,
-                                                                          S.QUERY_ID]],
-        F.coalesce(F.col(f"b.{_B}"), F.lit(0.0)).alias(_B),
-        F.coalesce(F.col(f"c.{_C}"), F.lit(0.0)).alias(_C),
-    )
-    return out.join(F.broadcast(common), [S.CANDIDATE, S.MEASURE_KEY], "left_semi")
-
-
-def paired_tests(
-    pair_rows: DataFrame, *, alpha: float, permutations: int, seed: int, power: float = 0.8,
-    effect_of_interest: float = 0.02,
-) -> DataFrame:
-    """One row per (candidate, measure): the paired statistics, the randomization test and
-    the t-test's power (:func:`releval.stats.power.paired_power`).
-
-    Args:
-        alpha: the difference's interval has level 1 - alpha; the power is at alpha too.
-        seed: hashed with each query id into its signs.
-        power: of ``min_detectable_diff`` and ``queries_needed``.
-        effect_of_interest: the absolute difference ``queries_needed`` is for.
-    """
-    group = [S.CANDIDATE, *_MEASURE_COLUMNS]
-    types = {f.name: f.dataType.simpleString() for f in pair_rows.schema.fields}
-    schema = ", ".join([*(f"`{c}` {types[c]}" for c in group), *(f"{n} {t}" for n, t in _STATS)])
-
-    def one_group(key: tuple, pdf: pd.DataFrame) -> pd.DataFrame:
-        pdf = pdf.sort_values(S.QUERY_ID)
-        b, c = pdf[_B].to_numpy(np.float64), pdf[_C].to_numpy(np.float64)
-        stats = kernel.paired(b, c, level=1.0 - alpha)
-        d = kernel.differences(b, c)
-        p = kernel.randomization_p(d, pdf[_KEY].to_numpy(np.int64), permutations=permutations)
-        detects = paired_power(d, alpha=alpha, power=power,
-                               effect_of_interest=effect_of_interest)
-        values = {**dict(zip(group, key, strict=True)), **stats.__dict__,
-                  **detects.__dict__, S.NUM_PAIRS: stats.pairs, S.RANDOMIZATION_P_VALUE: p}
-        return pd.DataFrame({k: pd.Series([values[k]], dtype=object)
-                             for k in [*group, *(n for n, _ in _STATS)]})
-
-    rows = pair_rows.select(*group, S.QUERY_ID, _B, _C, query_key(seed).alias(_KEY))
-    return rows.groupBy(*group).applyInPandas(one_group, schema)
-
-
-def tukey_tests(
-    pair_rows: DataFrame, *, missing_queries: str, permutations: int, seed: int
-) -> DataFrame:
-    """Randomized Tukey HSD p-value of each candidate against the baseline, per measure.
-
-    Returns:
-        ``candidate``, ``measure_key``, ``tukey_p_value``.
-    """
-    schema = f"{S.CANDIDATE} string, {S.MEASURE_KEY} string, {S.TUKEY_P_VALUE} double"
-
-    def one_measure(pdf: pd.DataFrame) -> pd.DataFrame:
-        by_query = pdf.groupby(S.QUERY_ID)
-        wide = pd.concat(
-            [by_query[_B].first().rename("_baseline"),
-             pdf.pivot_table(index=S.QUERY_ID, columns=S.CANDIDATE, values=_C, aggfunc="first")],
-            axis=1)
-        wide = (wide.fillna(0.0) if missing_queries == "zero" else wide.dropna()).sort_index()
-        keys = by_query[_KEY].first().loc[wide.index].to_numpy(np.int64)
-        p = kernel.tukey_hsd_p(wide.to_numpy(np.float64), keys, permutations=permutations)
-        return pd.DataFrame({S.CANDIDATE: list(wide.columns[1:]),
-                             S.MEASURE_KEY: pdf[S.MEASURE_KEY].iloc[0],
-                             S.TUKEY_P_VALUE: p[0, 1:]})
-
-    rows = pair_rows.select(S.CANDIDATE, S.MEASURE_KEY, S.QUERY_ID, _B, _C,
-                            query_key(seed).alias(_KEY))
-    return rows.groupBy(S.MEASURE_KEY).applyInPandas(one_measure, schema)
-
-
-def correct(tests: DataFrame, *, correction: str, alpha: float, test: str) -> DataFrame:
-    """Add the corrected p-values over the whole family (every row, one small group) and
-    ``significant``; ``correction`` is a key of :data:`releval.stats.kernel.CORRECTIONS`."""
-    adjust = kernel.CORRECTIONS[correction]
-    chosen = {"randomization": S.RANDOMIZATION_P_ADJUSTED, "t": S.T_P_ADJUSTED,
-              "tukey": S.TUKEY_P_VALUE}[test]
-    schema = ", ".join(
-        [*(f"`{f.name}` {f.dataType.simpleString()}" for f in tests.schema.fields),
-         *(f"{n} {t}" for n, t in _ADJUSTED)])
-
-    def family(pdf: pd.DataFrame) -> pd.DataFrame:
-        out = pdf.copy()
-        for raw, adjusted in ((S.T_P_VALUE, S.T_P_ADJUSTED),
-                              (S.RANDOMIZATION_P_VALUE, S.RANDOMIZATION_P_ADJUSTED)):
-            values = adjust(pdf[raw].to_numpy(np.float64, na_value=np.nan))
-            out[adjusted] = pd.Series(values, index=pdf.index).astype(object).where(
-                ~np.isnan(values), None)
-        out[S.SIGNIFICANT] = [p is not None and p == p and p < alpha for p in out[chosen]]
-        return out
-
-    return tests.withColumn("_family", F.lit(0)).groupBy("_family").applyInPandas(
-        lambda pdf: family(pdf.drop(columns="_family")), schema)
-
-
-def with_bounds(tests: DataFrame) -> DataFrame:
-    """Add ``mean_diff_best`` (the mean difference of the row's ``[best]`` measure, the same
-    candidate) and ``sign_holds`` (the two differences have the same sign, a mean within
-    :data:`releval.stats.kernel.TIE_TOLERANCE` of 0 being 0) to each row whose ``[best]`` key
-    is among the rows; null on the others."""
-    best = tests.select(
-        F.col(S.CANDIDATE).alias("_b_candidate"), F.col(S.MEASURE_KEY).alias("_b_key"),
-        F.col(S.MEAN_DIFF).alias(S.MEAN_DIFF_BEST))
-    # a key ends with its suffixes and [best] combines with no other, so M[best] = M + [best]
-    on = ((F.col(S.CANDIDATE) == F.col("_b_candidate"))
-          & (F.concat(F.col(S.MEASURE_KEY), F.lit(BEST_SUFFIX)) == F.col("_b_key")))
-    def sign(c: Column) -> Column:
-        return F.when(F.abs(c) <= kernel.TIE_TOLERANCE, 0.0).otherwise(F.signum(c))
-
-    holds = sign(F.col(S.MEAN_DIFF)) == sign(F.col(S.MEAN_DIFF_BEST))
-    return (tests.join(F.broadcast(best), on, "left")
-            .withColumn(S.SIGN_HOLDS, holds).drop("_b_candidate", "_b_key"))
+def side_rows(per_query: DataFrame, sides: Sequence[Mapping[str, str]], *, seed: int
+              ) -> DataFrame:
+    """The per-query rows of each side, read once: ``_side`` (the index in ``sides``; a row
+    of two sides appears twice), the measure columns, ``query_id``, ``_value`` and the
+    query's key (:func:`releval.stats.intervals.query_key`); counts are not compared."""
+    conditions = [side_condition(values) for values in sides]
+    which = F.array_compact(F.array(*[F.when(c, F.lit(i)) for i, c in enumerate(conditions)]))
+    return _compared_measures(per_query).where(reduce(or_, conditions)).select(
+        F.explode(which).alias(G.SIDE), *S.MEASURE_COLUMNS, S.QUERY_ID,
+        F.col(S.VALUE).alias(G.VALUE), query_key(seed).alias(G.KEY))
 
 
 def compare(
@@ -206,24 +65,194 @@ def compare(
     candidates: Mapping[str, Mapping[str, str]],
     missing_queries: str,
     settings: ComparisonSettings = ComparisonSettings(),
+    driver_rows: int = DRIVER_ROWS,
 ) -> DataFrame:
-    """The comparison rows: :func:`pairs`, :func:`paired_tests`, :func:`correct`.
+    """The comparison rows, one per (candidate, measure both sides have).
+
+    Args:
+        baseline: the baseline run partition (column -> value).
+        candidates: label -> candidate run partition.
+        missing_queries: ``zero`` (queries either side scored, 0 where missing) or ``skip``.
+        driver_rows: up to this many compared per-query rows, on the driver.
 
     Returns:
         ``candidate``, the measure columns, the statistics, ``min_detectable_diff`` and
-        ``queries_needed``, corrected p-values, ``significant``, ``mean_diff_best`` and
-        ``sign_holds`` (:func:`with_bounds`).
+        ``queries_needed``, the Tukey p-value (``test="tukey"``), corrected p-values,
+        ``significant``, ``mean_diff_best`` and ``sign_holds``; the randomization test's
+        columns are null with ``test="t"``. A DataFrame of rows made on the driver.
+
+    Raises:
+        ComparisonError: a side has two per-query rows for one query and measure.
     """
-    pair_rows = pairs(per_query, baseline=baseline, candidates=candidates,
-                      missing_queries=missing_queries)
-    tests = paired_tests(pair_rows, alpha=settings.alpha, permutations=settings.permutations,
-                         seed=settings.seed, power=settings.power,
-                         effect_of_interest=settings.effect_of_interest)
-    if settings.test == "tukey":
-        hsd = tukey_tests(pair_rows, missing_queries=missing_queries,
-                          permutations=settings.permutations, seed=settings.seed)
-        tests = tests.join(hsd, [S.CANDIDATE, S.MEASURE_KEY], "left")
+    labels = list(candidates)
+    rows = side_rows(per_query, [baseline, *candidates.values()], seed=settings.seed)
+    if rows.limit(driver_rows + 1).count() <= driver_rows:
+        out = _on_driver(rows, labels, missing_queries=missing_queries, settings=settings)
     else:
-        tests = tests.withColumn(S.TUKEY_P_VALUE, F.lit(None).cast("double"))
-    return with_bounds(correct(tests, correction=settings.correction, alpha=settings.alpha,
-                               test=settings.test))
+        out = _in_executors(rows, labels, missing_queries=missing_queries, settings=settings)
+    schema = _schema(per_query)
+    return local_frame(per_query.sparkSession,
+                       [tuple(r.get(f.name) for f in schema.fields) for r in out], schema)
+
+
+def _schema(per_query: DataFrame) -> T.StructType:
+    types = {"long": T.LongType(), "double": T.DoubleType(), "boolean": T.BooleanType()}
+    return T.StructType([
+        T.StructField(S.CANDIDATE, T.StringType()),
+        *(T.StructField(c, per_query.schema[c].dataType) for c in S.MEASURE_COLUMNS),
+        *(T.StructField(n, types[t]) for n, t in [*G.STATS, *G.ADDED]),
+    ])
+
+
+def _on_driver(rows: DataFrame, labels: Sequence[str], *, missing_queries: str,
+               settings: ComparisonSettings) -> list[dict[str, Any]]:
+    """The whole family from the collected rows, in one pass."""
+    table = rows.toArrow()
+    ids = pc.dictionary_encode(table.column(S.QUERY_ID).combine_chunks())
+    order = np.asarray(pc.array_sort_indices(ids.dictionary))
+    code_of = np.empty(len(order), dtype=np.int64)
+    code_of[order] = np.arange(len(order))
+    codes = code_of[np.asarray(ids.indices)]  # codes in the order of the query ids
+    keys = np.empty(len(order), dtype=np.int64)
+    keys[codes] = table.column(G.KEY).to_numpy()
+    pdf = pd.DataFrame({G.SIDE: table.column(G.SIDE).to_numpy(), S.QUERY_ID: codes,
+                        S.MEASURE_KEY: table.column(S.MEASURE_KEY).to_pylist(),
+                        G.VALUE: table.column(G.VALUE).to_numpy()})
+    names = ids.dictionary.take(pa.array(order)).to_pylist()
+    pair_rows = G.pairs(pdf, labels, missing_queries=missing_queries, query_names=names)
+    tests = G.tests(pair_rows, keys, settings)
+    hsd = None
+    if settings.test == "tukey":
+        with_keys = pair_rows.assign(**{G.KEY: keys[pair_rows[S.QUERY_ID].to_numpy()]})
+        hsd = _tukey_map([G.tukey(g, missing_queries=missing_queries,
+                                  permutations=settings.permutations)
+                          for _, g in with_keys.groupby(S.MEASURE_KEY, sort=True)])
+    described = _descriptions(table)
+    for t in tests:
+        t.update(described[t[S.MEASURE_KEY]])
+    return G.finish(tests, settings, hsd)
+
+
+def _descriptions(table: pa.Table) -> dict[str, dict[str, Any]]:
+    """measure_key -> its measure columns, from the collected rows."""
+    keys = table.column(S.MEASURE_KEY)
+    out = {}
+    for key in pc.unique(keys).to_pylist():
+        at = pc.index(keys, key).as_py()
+        out[key] = {c: table.column(c)[at].as_py() for c in S.MEASURE_COLUMNS}
+    return out
+
+
+def _tukey_map(frames: Sequence[pd.DataFrame]) -> dict[tuple[str, str], float]:
+    return {(r[S.CANDIDATE], r[S.MEASURE_KEY]): float(r[S.TUKEY_P_VALUE])
+            for f in frames for r in f.to_dict("records")}
+
+
+def _pairs(rows: DataFrame, count: int) -> DataFrame:
+    """Each candidate's pairs with the baseline in the executors: a group per (candidate,
+    measure, query) instead of a join, so the plan holds the per-query rows once."""
+    each = F.when(F.col(G.SIDE) == 0, F.array(*[F.lit(i) for i in range(1, count + 1)])
+                  ).otherwise(F.array(F.col(G.SIDE)))
+    base = F.col(_IS_BASE)
+    return rows.select(F.explode(each).alias(_CAND), (F.col(G.SIDE) == 0).alias(_IS_BASE),
+                       *S.MEASURE_COLUMNS, S.QUERY_ID, G.VALUE, G.KEY).groupBy(
+        _CAND, *S.MEASURE_COLUMNS, S.QUERY_ID).agg(
+        F.first(G.KEY).alias(G.KEY),
+        F.count(F.when(base, 1)).alias(_NB), F.count(F.when(~base, 1)).alias(_NC),
+        F.max(F.when(base, F.col(G.VALUE))).alias(G.B),
+        F.max(F.when(~base, F.col(G.VALUE))).alias(G.C))
+
+
+def _in_executors(rows: DataFrame, labels: Sequence[str], *, missing_queries: str,
+                  settings: ComparisonSettings) -> list[dict[str, Any]]:
+    """The pairs and each group's statistics in the executors; the family on the driver."""
+    pairs = _pairs(rows, len(labels))
+    if missing_queries == "skip":
+        pairs = pairs.where((F.col(_NB) > 0) & (F.col(_NC) > 0))
+    pairs = pairs.select(
+        F.element_at(F.array(*[F.lit(x) for x in labels]), F.col(_CAND)).alias(S.CANDIDATE),
+        *S.MEASURE_COLUMNS, S.QUERY_ID, G.KEY, _NB, _NC,
+        F.coalesce(F.col(G.B), F.lit(0.0)).alias(G.B),
+        F.coalesce(F.col(G.C), F.lit(0.0)).alias(G.C))
+    group = [S.CANDIDATE, *S.MEASURE_COLUMNS]
+    found = (_moments(pairs, group, settings) if settings.test == "t"
+             else _tested(pairs, group, settings))
+    tests = []
+    for r in found:
+        if r[_REPEATS]:
+            raise G.repeated(r[S.CANDIDATE] if r[_REPEATS] < 0 else "the baseline",
+                             r[_REPEATED], r[S.MEASURE_KEY], abs(r[_REPEATS]))
+        if r[_BOTH]:
+            tests.append({k: v for k, v in r.items() if not k.startswith("_")})
+    hsd = None
+    if settings.test == "tukey":
+        tested = sorted(f"{t[S.CANDIDATE]}\x00{t[S.MEASURE_KEY]}" for t in tests)
+        both = F.concat_ws("\x00", S.CANDIDATE, S.MEASURE_KEY).isin(tested)
+        hsd = _tukey(pairs.where(both), missing_queries, settings)
+    return G.finish(tests, settings, hsd)
+
+
+def _checks() -> list[Column]:
+    """A group's repeated rows (``_repeats``: the count, negative on the candidate's side;
+    ``_repeated``: one such query) and whether both sides have the measure (``_both``)."""
+    nb, nc = F.col(_NB), F.col(_NC)
+    return [
+        F.coalesce(F.max(F.when(nb > 1, nb)), -F.max(F.when(nc > 1, nc)), F.lit(0))
+        .alias(_REPEATS),
+        F.max(F.when((nb > 1) | (nc > 1), F.col(S.QUERY_ID))).alias(_REPEATED),
+        ((F.max(nb) > 0) & (F.max(nc) > 0)).alias(_BOTH),
+    ]
+
+
+def _moments(pairs: DataFrame, group: list[str], settings: ComparisonSettings
+             ) -> list[dict[str, Any]]:
+    """Each group's paired statistics from its moments, aggregated in Spark (no Python)."""
+    raw = F.col(G.C) - F.col(G.B)
+    d = F.when(F.abs(raw) <= kernel.TIE_TOLERANCE, F.lit(0.0)).otherwise(raw)
+    found = pairs.groupBy(*group).agg(
+        F.count(F.lit(1)).alias("n"), F.avg(G.B).alias("mean_b"), F.avg(G.C).alias("mean_c"),
+        F.avg(d).alias("mean_d"), F.stddev_samp(d).alias("sd"),
+        F.count(F.when(d > 0, 1)).alias("wins"), F.count(F.when(d == 0, 1)).alias("ties"),
+        F.count(F.when(d < 0, 1)).alias("losses"), *_checks()).collect()
+    return [{**{c: r[c] for c in [*group, _REPEATS, _REPEATED, _BOTH]},
+             **(G.from_moments(r.asDict(), settings) if r[_BOTH] else {})} for r in found]
+
+
+def _tested(pairs: DataFrame, group: list[str], settings: ComparisonSettings
+            ) -> list[dict[str, Any]]:
+    """Each group's statistics and randomization test in a Python task of its own."""
+    types = {f.name: f.dataType.simpleString() for f in pairs.schema.fields}
+    schema = ", ".join([*(f"`{c}` {types[c]}" for c in group),
+                        *(f"{n} {t}" for n, t in G.STATS),
+                        f"{_REPEATS} long, {_REPEATED} {types[S.QUERY_ID]}, {_BOTH} boolean"])
+    names = [*group, *(n for n, _ in G.STATS), _REPEATS, _REPEATED, _BOTH]
+
+    def one_group(key: tuple, pdf: pd.DataFrame) -> pd.DataFrame:
+        nb, nc = pdf[_NB].to_numpy(), pdf[_NC].to_numpy()
+        values: dict[str, Any] = dict(zip(group, key, strict=True))
+        twice = (nb > 1) | (nc > 1)
+        values[_REPEATS] = int(nb.max() if (nb > 1).any() else -nc.max() if twice.any() else 0)
+        values[_REPEATED] = pdf[S.QUERY_ID].to_numpy()[twice][0] if twice.any() else None
+        values[_BOTH] = bool((nb > 0).any() and (nc > 0).any())
+        stats = {n: None for n, _ in G.STATS}
+        if values[_BOTH] and not twice.any():
+            pdf = pdf.sort_values(S.QUERY_ID)
+            stats = G.one_test(pdf[G.B].to_numpy(np.float64), pdf[G.C].to_numpy(np.float64),
+                               pdf[G.KEY].to_numpy(np.int64), settings)
+        return pd.DataFrame({k: pd.Series([{**values, **stats}[k]], dtype=object)
+                             for k in names})
+
+    return [r.asDict() for r in pairs.groupBy(*group).applyInPandas(one_group, schema).collect()]
+
+
+def _tukey(pairs: DataFrame, missing_queries: str, settings: ComparisonSettings
+           ) -> dict[tuple[str, str], float]:
+    """Each measure's randomized Tukey HSD in a Python task of its own."""
+    schema = f"{S.CANDIDATE} string, {S.MEASURE_KEY} string, {S.TUKEY_P_VALUE} double"
+
+    def one_measure(pdf: pd.DataFrame) -> pd.DataFrame:
+        return G.tukey(pdf, missing_queries=missing_queries, permutations=settings.permutations)
+
+    found = pairs.select(S.CANDIDATE, S.MEASURE_KEY, S.QUERY_ID, G.B, G.C, G.KEY).groupBy(
+        S.MEASURE_KEY).applyInPandas(one_measure, schema).collect()
+    return {(r[S.CANDIDATE], r[S.MEASURE_KEY]): r[S.TUKEY_P_VALUE] for r in found}

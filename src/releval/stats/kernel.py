@@ -136,6 +136,35 @@ def randomization_p(differences: np.ndarray, keys: np.ndarray, *, permutations: 
     return (1 + at_least) / (1 + permutations)
 
 
+def randomization_ps(
+    groups: list[np.ndarray], rows: list[np.ndarray], keys: np.ndarray, *, permutations: int
+) -> np.ndarray:
+    """:func:`randomization_p` of each group at once, the signs drawn once for all of them.
+
+    Args:
+        groups: each group's differences.
+        rows: each group's positions in ``keys`` (the queries of all groups, each once).
+        keys: the queries' keys; a query's sign in a draw is the same in every group.
+
+    Returns:
+        One p-value per group: as :func:`randomization_p` of (``groups[g]``,
+        ``keys[rows[g]]``), since a query a group lacks adds 0 to each of its sums.
+    """
+    out = np.full(len(groups), np.nan)
+    live = [g for g, d in enumerate(groups) if len(d)]
+    dense = np.zeros((len(keys), len(live)))
+    for j, g in enumerate(live):
+        dense[rows[g], j] = groups[g]
+    observed = np.array([abs(groups[g].sum()) for g in live])
+    slack = 1e-10 * np.abs(dense).sum(axis=0)
+    at_least = np.zeros(len(live), dtype=np.int64)
+    for draws in _blocks(permutations, len(keys)):
+        at_least += (np.abs(random_signs(keys, draws) @ dense) >= observed - slack).sum(axis=0)
+    out[live] = (1 + at_least) / (1 + permutations)
+    out[[g for j, g in enumerate(live) if not dense[:, j].any()]] = 1.0
+    return out
+
+
 @dataclass(frozen=True)
 class Paired:
     """Paired statistics of candidate - baseline over one set of queries (NaN: undefined)."""
@@ -170,9 +199,21 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, *, level: float) -> Pair
     d = differences(b, c)
     n = len(d)
     nan = float("nan")
-    mean_b = float(b.mean()) if n else nan
-    mean_d = float(d.mean()) if n else nan
-    sd = float(d.std(ddof=1)) if n >= 2 else nan
+    return from_moments(
+        n, baseline_mean=float(b.mean()) if n else nan,
+        candidate_mean=float(c.mean()) if n else nan, mean_diff=float(d.mean()) if n else nan,
+        sd=float(d.std(ddof=1)) if n >= 2 else nan, wins=int((d > 0).sum()),
+        ties=int((d == 0).sum()), losses=int((d < 0).sum()), level=level)
+
+
+def from_moments(
+    n: int, *, baseline_mean: float, candidate_mean: float, mean_diff: float, sd: float,
+    wins: int, ties: int, losses: int, level: float,
+) -> Paired:
+    """:func:`paired` from the moments of the pairs (``sd``: of the differences, ddof 1,
+    NaN below 2 pairs), as an aggregation in Spark gives them."""
+    nan = float("nan")
+    mean_b, mean_d = baseline_mean, mean_diff
     if sd <= TIE_TOLERANCE:
         sd = 0.0
     half = float(t_half_width(sd, n, level)) if n >= 2 else nan
@@ -186,14 +227,14 @@ def paired(baseline: np.ndarray, candidate: np.ndarray, *, level: float) -> Pair
     return Paired(
         pairs=n,
         baseline_mean=mean_b,
-        candidate_mean=float(c.mean()) if n else nan,
+        candidate_mean=candidate_mean,
         mean_diff=mean_d,
         diff_ci_low=mean_d - half,
         diff_ci_high=mean_d + half,
         relative_change=mean_d / mean_b if n and mean_b != 0 else nan,
-        wins=int((d > 0).sum()),
-        ties=int((d == 0).sum()),
-        losses=int((d < 0).sum()),
+        wins=wins,
+        ties=ties,
+        losses=losses,
         effect_size=mean_d / sd if n >= 2 and sd > 0 else nan,
         t_p_value=p,
     )

@@ -94,9 +94,15 @@ def paired_power(
     then, and below 2 pairs, both are undefined."""
     d = np.asarray(differences, dtype=np.float64)
     sd = float(d.std(ddof=1)) if len(d) >= 2 else float("nan")
+    return power_of(len(d), sd, alpha=alpha, power=power, effect_of_interest=effect_of_interest)
+
+
+def power_of(n: int, sd: float, *, alpha: float, power: float,
+             effect_of_interest: float) -> Power:
+    """:func:`paired_power` from the pairs' count and the differences' standard deviation."""
     if not sd > TIE_TOLERANCE:
         return Power(float("nan"), None)
     return Power(
-        min_detectable_diff=detectable_effect(len(d), alpha=alpha, power=power) * sd,
+        min_detectable_diff=detectable_effect(n, alpha=alpha, power=power) * sd,
         queries_needed=pairs_needed(effect_of_interest / sd, alpha=alpha, power=power),
     )
