@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pyspark.sql import types as T
 
 from releval.config import ComparisonSettings
 from releval.core import columns as S
@@ -12,8 +13,8 @@ from releval.core.measures import parse_measures
 from releval.errors import ComparisonError
 from releval.io import tables
 from releval.stats import comparison
-from tests.test_comparison import PARTS
 
+PARTS = [T.StructField("system", T.StringType()), T.StructField("date", T.StringType())]
 SCHEMA = tables.per_query_schema(PARTS)
 CANDIDATES = {f"system={s}": {"system": s} for s in ("dense", "hybrid", "same")}
 KEYS = [(c, m) for c in ("dense", "hybrid", "same") for m in ("P@5", "P@5[best]", "RR", "nDCG@10")]

@@ -213,7 +213,10 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
     path = str(tmp_path / "out" / "comparison")
     # the comparison table as version 2 wrote it: none of the columns added since
     added = (S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED, S.MEAN_DIFF_BEST, S.SIGN_HOLDS)
-    v2 = T.StructType([f for f in tables.comparison_schema([PARTS[1]]).fields
+    # and both randomization columns NOT NULL
+    required = (S.RANDOMIZATION_P_VALUE, S.RANDOMIZATION_P_ADJUSTED)
+    v2 = T.StructType([T.StructField(f.name, f.dataType, f.nullable and f.name not in required)
+                       for f in tables.comparison_schema([PARTS[1]]).fields
                        if f.name not in added])
     (DeltaTable.create(spark).location(path).addColumns(v2).partitionedBy("date")
      .property(SCHEMA_VERSION_PROPERTY, "2").execute())
@@ -228,9 +231,9 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
         compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("hybrid")])
 
     assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == [
-        "2", "3", "4", "5", "6", "7", "8"]
-    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == ["8"]
-    assert table_schema_version(spark, path=path, table=None) == "8"
+        "2", "3", "4", "5", "6", "7", "8", "9"]
+    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == ["9"]
+    assert table_schema_version(spark, path=path, table=None) == "9"
     table = spark.read.format("delta").load(path)
     # added at the end, nullable, commented; the old row holds nulls there
     assert table.columns == [*v2.names, *added]
@@ -242,12 +245,16 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
     assert (row[S.COMPARISON_ID], row[S.MIN_DETECTABLE_DIFF], row[S.QUERIES_NEEDED],
             row[S.MEAN_DIFF_BEST], row[S.SIGN_HOLDS]) == ("old", None, None, None, None)
     assert table.schema[S.SIGN_HOLDS].dataType == T.BooleanType()
-    # the job writes the migrated table; the other date's old row stays
-    compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("hybrid")],
+    assert all(table.schema[name].nullable for name in required)
+    # the job writes the migrated table, a t-test comparison's null randomization p-values
+    # included; the other date's old row stays
+    t_only = dataclasses.replace(config, comparison=dataclasses.replace(config.comparison,
+                                                                        test="t"))
+    compare_job.run(spark, t_only, baseline=side("bm25"), candidates=[side("hybrid")],
                     comparison_id="new")
     after = spark.read.format("delta").load(path)
-    assert sorted((r["date"], r[S.COMPARISON_ID]) for r in after.collect()) == [
-        ("2026-11-27", "old"), (DATE, "new")]
+    assert sorted((r["date"], r[S.COMPARISON_ID], r[S.RANDOMIZATION_P_VALUE])
+                  for r in after.collect()) == [("2026-11-27", "old", 0.5), (DATE, "new", None)]
 
 
 def test_job_refuses_different_qrels_and_missing_sides(spark, tmp_path):

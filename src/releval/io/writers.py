@@ -12,7 +12,7 @@ from pyspark.sql import types as T
 
 #: Table property holding the version of the output schemas (docs/migrations.md).
 SCHEMA_VERSION_PROPERTY = "releval.schema_version"
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 
 
 def with_comments(schema: T.StructType, comments: Mapping[str, str]) -> T.StructType:

@@ -162,6 +162,16 @@ def _add_window(
     )
 
 
+def _randomization_nullable(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """8 -> 9, comparison: ``randomization_p_value`` and ``randomization_p_adjusted`` may be
+    null (a comparison with ``test = "t"`` runs no randomization test); metadata only."""
+    for column in (S.RANDOMIZATION_P_VALUE, S.RANDOMIZATION_P_ADJUSTED):
+        spark.sql(f"ALTER TABLE {sql_name(path, table)} ALTER COLUMN "
+                  f"{quote_identifier(column)} DROP NOT NULL")
+
+
 #: version found -> ({kind: step}, next version); a kind without a step only moves its version.
 STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "0": ({"per_query": _add_job_run_id, "aggregate": _add_job_run_id}, "1"),
@@ -174,6 +184,7 @@ STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     # the agreement table is new: the existing tables only move their version
     "6": ({}, "7"),
     "7": ({"per_query": _add_window}, "8"),
+    "8": ({"comparison": _randomization_nullable}, "9"),
 }
 
 

@@ -32,6 +32,11 @@ from releval.stats.intervals import query_key
 #: Up to this many per-query rows of the compared run partitions, the comparison collects
 #: them (a few columns, through Arrow: about 100 MB at most) and runs on the driver.
 DRIVER_ROWS = 1_000_000
+#: Spark's setting for inferring filters from a plan's constraints: off while compare plans,
+#: since over the projections of an evaluation's per-query rows the inferred constraints
+#: grow with the number of measures (a 1 GB driver runs out of memory), and a comparison's
+#: filters and groups gain nothing from them
+CONSTRAINTS = "spark.sql.constraintPropagation.enabled"
 _CAND, _IS_BASE, _NB, _NC = "_cand", "_is_base", "_nb", "_nc"
 _REPEATED, _REPEATS, _BOTH = "_repeated", "_repeats", "_both"
 
@@ -86,10 +91,17 @@ def compare(
     """
     labels = list(candidates)
     rows = side_rows(per_query, [baseline, *candidates.values()], seed=settings.seed)
-    if rows.limit(driver_rows + 1).count() <= driver_rows:
-        out = _on_driver(rows, labels, missing_queries=missing_queries, settings=settings)
-    else:
-        out = _in_executors(rows, labels, missing_queries=missing_queries, settings=settings)
+    conf = per_query.sparkSession.conf
+    before = conf.get(CONSTRAINTS)
+    conf.set(CONSTRAINTS, "false")
+    try:
+        if rows.limit(driver_rows + 1).count() <= driver_rows:
+            out = _on_driver(rows, labels, missing_queries=missing_queries, settings=settings)
+        else:
+            out = _in_executors(rows, labels, missing_queries=missing_queries,
+                                settings=settings)
+    finally:
+        conf.set(CONSTRAINTS, before)
     schema = _schema(per_query)
     return local_frame(per_query.sparkSession,
                        [tuple(r.get(f.name) for f in schema.fields) for r in out], schema)
