@@ -25,7 +25,7 @@ SPARK_SUBMIT = PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $
 
 DIST_DIR := dist
 
-.PHONY: help install jars classes browser run sample compare agree report test test-fast cluster-test dist bench clean
+.PHONY: help install jars classes browser run sample compare agree report test test-fast cluster-test dist bench bench-compare clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -114,6 +114,11 @@ test-fast: install ## lint, then the fast layer: every test not marked slow (a f
 bench: install ## benchmark releval against its peers on synthetic data (BENCH_SIZE=quick|full|30m|100m)
 	$(PY) -m pip install --quiet -e '.[bench]' || echo "bench: some peers did not install (recorded in the report)"
 	$(PY) -m bench.harness --size $(BENCH_SIZE) --install
+	$(PY) -m bench.compare notebook
+
+bench-compare: install ## compare against what it compares: a default notebook session, and 1M queries against the Spark SQL floor
+	$(PY) -m bench.compare notebook
+	$(PY) -m bench.compare scale
 
 clean: ## remove the sample warehouse, caches and dist/ (keeps .venv and .jars)
 	rm -rf warehouse spark-warehouse metastore_db derby.log .pytest_cache $(DIST_DIR) build

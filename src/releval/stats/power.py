@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import optimize, stats
@@ -30,6 +31,7 @@ def t_power(effect: float, n: float, *, alpha: float) -> float:
     return float(stats.nct.sf(critical, df, shift) + stats.nct.sf(critical, df, -shift))
 
 
+@lru_cache(maxsize=256)
 def detectable_effect(n: int, *, alpha: float, power: float) -> float:
     """d_min: the standardized difference the test detects with probability ``power`` at
     ``n`` pairs (:func:`t_power` = ``power``, solved with Brent's method).
@@ -59,6 +61,27 @@ def pairs_needed(effect: float, *, alpha: float, power: float) -> int | None:
         return None
     if t_power(effect, 2, alpha=alpha) >= power:
         return 2
+    # the normal approximation ((z_{alpha/2} + z_power) / effect)^2 is within a pair or two
+    # of the answer for the sizes a comparison has: a few steps from it find the smallest
+    # integer that reaches the power; else Brent's method finds the root first
+    start = ((stats.norm.isf(alpha / 2.0) + stats.norm.ppf(power)) / effect) ** 2
+    if start <= MAX_PAIRS:
+        needed = max(2, math.ceil(start))
+        for _ in range(STEPS):
+            if needed > 2 and t_power(effect, needed - 1, alpha=alpha) >= power:
+                needed -= 1
+            elif t_power(effect, needed, alpha=alpha) < power:
+                needed += 1
+            else:
+                return needed
+    return _pairs_by_root(effect, alpha=alpha, power=power)
+
+
+#: Steps :func:`pairs_needed` takes from the normal approximation before it solves instead.
+STEPS = 6
+
+
+def _pairs_by_root(effect: float, *, alpha: float, power: float) -> int | None:
     high = 4.0
     while t_power(effect, high, alpha=alpha) < power:
         high *= 2.0

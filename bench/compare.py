@@ -1,0 +1,249 @@
+"""``releval.compare`` side by side with what it compares, in one process per scenario.
+
+``notebook``: a default classic session (``SparkSession.builder.master("local[2]")``, a 1 GB
+driver), 1,000 queries x 5 systems x 20 measures: ``compare`` on the ``Result``'s
+``per_query`` (its tables computed) against the ``releval.evaluate(...).aggregate.collect()``
+it compares, alternated, medians; the t-test p-values checked against SciPy.
+
+``scale``: a 2 GB driver, a per-query table of 1M queries x 2 runs x 10 measures in Parquet:
+``compare(test="t")`` against a hand-written Spark SQL paired t-test (join, mean and standard
+deviation of the differences), alternated, medians, the mean differences checked equal; then
+the randomization test's own time, ``compare(test="randomization")`` less ``compare(test="t")``.
+
+    .venv/bin/python -m bench.compare notebook      # -> bench/results/compare-notebook.md
+    .venv/bin/python -m bench.compare scale         # -> bench/results/compare-scale.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+RESULTS = Path(__file__).parent / "results"
+DATA = Path(__file__).parent / "data"
+MEASURES = ["P@{}", "R@{}", "nDCG@{}", "Hit@{}", "P(rel=2)@{}"]
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def _alternated(a: Callable[[], Any], b: Callable[[], Any], runs: int) -> tuple[list, list]:
+    first, second = [], []
+    for _ in range(runs):
+        first.append(_timed(a)[0])
+        second.append(_timed(b)[0])
+    return first, second
+
+
+def _session(**conf: str):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[2]")
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def notebook(runs: int) -> dict[str, Any]:
+    """The notebook scenario (a default session)."""
+    import pandas as pd
+    from scipy import stats
+
+    import releval
+
+    spark = _session()
+    rng = np.random.default_rng(47)
+    queries, systems, docs = 1000, 5, 50
+    q = np.repeat(np.arange(queries), docs)
+    d = np.tile(np.arange(docs), queries)
+    grades = rng.choice([0, 1, 2], size=len(q), p=[0.7, 0.2, 0.1])
+    qrels = pd.DataFrame({"qid": [f"q{i:04d}" for i in q], "item_id": [f"d{j}" for j in d],
+                          "grade": grades.astype(np.int32)})
+    run = pd.concat([
+        pd.DataFrame({"system": f"s{s}", "qid": qrels["qid"], "item_id": qrels["item_id"],
+                      "sim": grades * (0.2 + 0.1 * s) + rng.normal(0, 1, len(q))})
+        for s in range(systems)])
+    run_df = spark.createDataFrame(run).cache()
+    qrels_df = spark.createDataFrame(qrels).cache()
+    run_df.count(), qrels_df.count()
+    measures = [m.format(k) for k in (1, 3, 5, 10, 20) for m in MEASURES][:18] + ["RR", "map"]
+    columns = {"query_id": "qid", "doc_id": "item_id", "score": "sim"}
+    qcols = {"query_id": "qid", "doc_id": "item_id", "relevance": "grade"}
+    held: dict[str, Any] = {}
+
+    def evaluate() -> None:
+        if "result" in held:
+            held["result"].unpersist()
+        held["result"] = releval.evaluate(run_df, qrels_df, measures=measures,
+                                          partition_by=["system"], columns=columns,
+                                          qrels_columns=qcols)
+        held["aggregate"] = held["result"].aggregate.collect()
+
+    def compare() -> None:
+        held["comparison"] = releval.compare(
+            held["result"].per_query, baseline="system=s0",
+            candidates=[f"system=s{s}" for s in range(1, systems)]).collect()
+
+    evaluate(), compare()  # warm-up
+    t_eval, t_cmp = _alternated(evaluate, compare, runs)
+    compare()
+    per_query = held["result"].per_query.toPandas()
+    worst = 0.0
+    for row in held["comparison"]:
+        sides = per_query[per_query.measure_key == row.measure_key].pivot(
+            index="query_id", columns="system", values="value").fillna(0.0)
+        expected = stats.ttest_rel(sides[row.candidate.split("=")[1]], sides["s0"]).pvalue
+        if row.t_p_value is not None and not np.isnan(expected):
+            worst = max(worst, abs(row.t_p_value - expected) / max(expected, 1e-300))
+    return {"scenario": "notebook", "queries": queries, "systems": systems,
+            "measures": len(measures), "comparison_rows": len(held["comparison"]),
+            "evaluate_s": t_eval, "compare_s": t_cmp,
+            "ratio": statistics.median(t_cmp) / statistics.median(t_eval),
+            "t_p_value_max_relative_error_vs_scipy": worst}
+
+
+def _scale_data(folder: Path, queries: int, measures: int) -> Path:
+    """A per-query table (the columns compare reads) for 2 runs: written once."""
+    path = folder / f"per_query_{queries}_{measures}.parquet"
+    if path.exists():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    keys = [f"nDCG@{k}" for k in range(1, measures + 1)]
+    schema = pa.schema([("system", pa.string()), ("query_id", pa.string()),
+                        ("measure", pa.string()), ("cutoff", pa.int32()),
+                        ("rel_level", pa.int32()), ("judged_only", pa.bool_()),
+                        ("measure_key", pa.string()), ("value", pa.float64())])
+    with pq.ParquetWriter(path, schema) as writer:
+        chunk = 100_000
+        for start in range(0, queries, chunk):
+            rng = np.random.default_rng([7, start])
+            ids = pa.array([f"q{i:07d}" for i in range(start, min(start + chunk, queries))])
+            n = len(ids)
+            for k, key in enumerate(keys, 1):
+                base = rng.uniform(0, 1, n)
+                for system, shift in (("base", 0.0), ("cand", 0.002)):
+                    value = np.clip(base + shift + rng.normal(0, 0.05, n), 0, 1)
+                    writer.write_table(pa.table({
+                        "system": pa.array([system] * n), "query_id": ids,
+                        "measure": pa.array(["nDCG"] * n), "cutoff": pa.array([k] * n, pa.int32()),
+                        "rel_level": pa.array([1] * n, pa.int32()),
+                        "judged_only": pa.array([False] * n),
+                        "measure_key": pa.array([key] * n), "value": value}, schema=schema))
+    return path
+
+
+FLOOR_SQL = """
+SELECT c.measure_key, count(*) AS n, avg(c.value - b.value) AS mean_diff,
+       stddev_samp(c.value - b.value) AS sd
+FROM pq b JOIN pq c ON b.query_id = c.query_id AND b.measure_key = c.measure_key
+WHERE b.system = 'base' AND c.system = 'cand'
+GROUP BY c.measure_key
+"""
+
+
+def scale(runs: int, queries: int, measures: int, permutations: int) -> dict[str, Any]:
+    """The scale scenario (a 2 GB driver)."""
+    import releval
+
+    path = _scale_data(DATA / "compare", queries, measures)
+    spark = _session(**{"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "16"})
+    df = spark.read.parquet(str(path))
+    df.createOrReplaceTempView("pq")
+    held: dict[str, Any] = {}
+
+    def floor() -> None:
+        held["floor"] = {r.measure_key: r for r in spark.sql(FLOOR_SQL).collect()}
+
+    def compare(test: str = "t", n: int = 10000) -> Callable[[], None]:
+        def go() -> None:
+            held[test] = {r.measure_key: r for r in releval.compare(
+                df, baseline="system=base", candidates=["system=cand"], test=test,
+                permutations=n).collect()}
+        return go
+
+    floor(), compare()()  # warm-up
+    t_floor, t_t = _alternated(floor, compare(), runs)
+    diffs = max(abs(held["t"][k].mean_diff - held["floor"][k].mean_diff) for k in held["floor"])
+    t_rand, _ = _timed(compare("randomization", permutations))
+    return {"scenario": "scale", "queries": queries, "runs_compared": 2, "measures": measures,
+            "rows": queries * 2 * measures, "floor_s": t_floor, "compare_t_s": t_t,
+            "ratio": statistics.median(t_t) / statistics.median(t_floor),
+            "mean_diff_max_abs_difference_vs_floor": diffs,
+            "randomization_permutations": permutations,
+            "compare_randomization_s": t_rand,
+            "randomization_own_s": t_rand - statistics.median(t_t)}
+
+
+def render(r: dict[str, Any]) -> str:
+    def runs(xs: list[float]) -> str:
+        return ", ".join(f"{x:.2f}" for x in xs)
+
+    if r["scenario"] == "notebook":
+        return "\n".join([
+            "# compare in a notebook's default session", "",
+            f"{r['queries']} queries x {r['systems']} systems x {r['measures']} measures "
+            f"({r['comparison_rows']} comparison rows); `SparkSession.builder.master('local[2]')"
+            ".getOrCreate()`, nothing else set (1 GB driver, 200 shuffle partitions).", "",
+            "| step | runs (s) | median (s) |", "|---|---|--:|",
+            f"| `releval.evaluate(...).aggregate.collect()` | {runs(r['evaluate_s'])} | "
+            f"{statistics.median(r['evaluate_s']):.2f} |",
+            f"| `releval.compare(result.per_query, ...)` | {runs(r['compare_s'])} | "
+            f"{statistics.median(r['compare_s']):.2f} |", "",
+            f"compare / evaluate: **{r['ratio']:.2f}** (target at most 1.0). t-test p-values "
+            f"against `scipy.stats.ttest_rel`: largest relative difference "
+            f"{r['t_p_value_max_relative_error_vs_scipy']:.1e}.", ""])
+    return "\n".join([
+        "# compare at scale", "",
+        f"A per-query table of {r['queries']:,} queries x {r['runs_compared']} runs x "
+        f"{r['measures']} measures ({r['rows']:,} rows) in Parquet; local[2], a 2 GB driver.", "",
+        "| step | runs (s) | median (s) |", "|---|---|--:|",
+        f"| floor: Spark SQL join, mean and standard deviation of the differences | "
+        f"{runs(r['floor_s'])} | {statistics.median(r['floor_s']):.2f} |",
+        f"| `releval.compare(per_query, ..., test=\"t\")` | {runs(r['compare_t_s'])} | "
+        f"{statistics.median(r['compare_t_s']):.2f} |", "",
+        f"compare / floor: **{r['ratio']:.2f}** (target at most 2.0); mean differences equal "
+        f"the floor's to {r['mean_diff_max_abs_difference_vs_floor']:.1e}.", "",
+        f"The randomization test with {r['randomization_permutations']:,} permutations: "
+        f"`compare(test=\"randomization\")` took {r['compare_randomization_s']:.1f} s, "
+        f"{r['randomization_own_s']:.1f} s of it the test's own "
+        f"({r['randomization_own_s'] / r['measures']:.1f} s per measure over 2 cores).", ""])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenario", choices=["notebook", "scale"])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--queries", type=int, default=1_000_000)
+    parser.add_argument("--measures", type=int, default=10)
+    parser.add_argument("--permutations", type=int, default=1000)
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    report = (notebook(args.runs) if args.scenario == "notebook"
+              else scale(args.runs, args.queries, args.measures, args.permutations))
+    args.results.mkdir(parents=True, exist_ok=True)
+    name = f"compare-{args.scenario}"
+    (args.results / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n")
+    (args.results / f"{name}.md").write_text(render(report))
+    print(render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
