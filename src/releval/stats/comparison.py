@@ -160,16 +160,20 @@ def _tukey_map(frames: Sequence[pd.DataFrame]) -> dict[tuple[str, str], float]:
             for f in frames for r in f.to_dict("records")}
 
 
-def _pairs(rows: DataFrame, count: int) -> DataFrame:
+def _pairs(rows: DataFrame, count: int, *, keyed: bool) -> DataFrame:
     """Each candidate's pairs with the baseline in the executors: a group per (candidate,
-    measure, query) instead of a join, so the plan holds the per-query rows once."""
+    measure key, query) instead of a join, so the plan holds the per-query rows once; the
+    other measure columns ride along (a measure key names one measure), and the query's
+    hash key only when a randomized test reads it (``keyed``)."""
     each = F.when(F.col(G.SIDE) == 0, F.array(*[F.lit(i) for i in range(1, count + 1)])
                   ).otherwise(F.array(F.col(G.SIDE)))
     base = F.col(_IS_BASE)
+    described = [c for c in S.MEASURE_COLUMNS if c != S.MEASURE_KEY]
     return rows.select(F.explode(each).alias(_CAND), (F.col(G.SIDE) == 0).alias(_IS_BASE),
-                       *S.MEASURE_COLUMNS, S.QUERY_ID, G.VALUE, G.KEY).groupBy(
-        _CAND, *S.MEASURE_COLUMNS, S.QUERY_ID).agg(
-        F.first(G.KEY).alias(G.KEY),
+                       *S.MEASURE_COLUMNS, S.QUERY_ID, G.VALUE,
+                       *([G.KEY] if keyed else [])).groupBy(
+        _CAND, S.MEASURE_KEY, S.QUERY_ID).agg(
+        *(F.first(c).alias(c) for c in [*described, *([G.KEY] if keyed else [])]),
         F.count(F.when(base, 1)).alias(_NB), F.count(F.when(~base, 1)).alias(_NC),
         F.max(F.when(base, F.col(G.VALUE))).alias(G.B),
         F.max(F.when(~base, F.col(G.VALUE))).alias(G.C))
@@ -178,12 +182,13 @@ def _pairs(rows: DataFrame, count: int) -> DataFrame:
 def _in_executors(rows: DataFrame, labels: Sequence[str], *, missing_queries: str,
                   settings: ComparisonSettings) -> list[dict[str, Any]]:
     """The pairs and each group's statistics in the executors; the family on the driver."""
-    pairs = _pairs(rows, len(labels))
+    keyed = settings.test != "t"
+    pairs = _pairs(rows, len(labels), keyed=keyed)
     if missing_queries == "skip":
         pairs = pairs.where((F.col(_NB) > 0) & (F.col(_NC) > 0))
     pairs = pairs.select(
         F.element_at(F.array(*[F.lit(x) for x in labels]), F.col(_CAND)).alias(S.CANDIDATE),
-        *S.MEASURE_COLUMNS, S.QUERY_ID, G.KEY, _NB, _NC,
+        *S.MEASURE_COLUMNS, S.QUERY_ID, *([G.KEY] if keyed else []), _NB, _NC,
         F.coalesce(F.col(G.B), F.lit(0.0)).alias(G.B),
         F.coalesce(F.col(G.C), F.lit(0.0)).alias(G.C))
     group = [S.CANDIDATE, *S.MEASURE_COLUMNS]
