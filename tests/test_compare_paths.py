@@ -124,3 +124,20 @@ def test_a_side_matching_two_partitions_is_an_error(spark, driver_rows):
         comparison.compare(per_query, baseline={"system": "bm25"},
                            candidates={"system=dense": {"system": "dense"}},
                            missing_queries="zero", driver_rows=driver_rows)
+
+
+@pytest.mark.parametrize("driver_rows", [comparison.DRIVER_ROWS, 0], ids=["driver", "executors"])
+def test_sides_that_share_rows(spark, driver_rows):
+    # the candidate "date=2026-11-28" names no system: bm25's rows (the only ones here) are
+    # of both sides, so every pair is (v, v)
+    rows = [r for r in pinned_rows() if r[0] == "bm25"]
+    per_query = spark.createDataFrame(rows, SCHEMA)
+    settings = ComparisonSettings(permutations=200, seed=11, test="t")
+    got = comparison.compare(per_query, baseline={"system": "bm25"},
+                             candidates={"date=2026-11-28": {"date": "2026-11-28"}},
+                             missing_queries="zero", settings=settings,
+                             driver_rows=driver_rows).collect()
+    # 4 measures, 39 queries each (bm25 lacks q09): difference 0 on every pair, all ties
+    assert sorted(r[S.MEASURE_KEY] for r in got) == ["P@5", "P@5[best]", "RR", "nDCG@10"]
+    assert {(r[S.NUM_PAIRS], r[S.MEAN_DIFF], r[S.TIES], r[S.T_P_VALUE]) for r in got} == {
+        (39, 0.0, 39, 1.0)}

@@ -51,15 +51,25 @@ def _compared_measures(per_query: DataFrame) -> DataFrame:
     return per_query.where(~F.col(S.MEASURE).isin(counts))
 
 
+def _disjoint(sides: Sequence[Mapping[str, str]]) -> bool:
+    """Whether no row can be of two sides: every two sides differ on a column both name."""
+    return all(any(a[c] != b[c] for c in set(a) & set(b))
+               for i, a in enumerate(sides) for b in sides[i + 1:])
+
+
 def side_rows(per_query: DataFrame, sides: Sequence[Mapping[str, str]], *, seed: int
               ) -> DataFrame:
     """The per-query rows of each side, read once: ``_side`` (the index in ``sides``; a row
     of two sides appears twice), the measure columns, ``query_id``, ``_value`` and the
     query's key (:func:`releval.stats.intervals.query_key`); counts are not compared."""
     conditions = [side_condition(values) for values in sides]
-    which = F.array_compact(F.array(*[F.when(c, F.lit(i)) for i, c in enumerate(conditions)]))
+    cases = [F.when(c, F.lit(i)) for i, c in enumerate(conditions)]
+    if _disjoint(sides):  # one side per row: no array to explode
+        side = F.coalesce(*cases) if len(cases) > 1 else cases[0]
+    else:
+        side = F.explode(F.array_compact(F.array(*cases)))
     return _compared_measures(per_query).where(reduce(or_, conditions)).select(
-        F.explode(which).alias(G.SIDE), *S.MEASURE_COLUMNS, S.QUERY_ID,
+        side.alias(G.SIDE), *S.MEASURE_COLUMNS, S.QUERY_ID,
         F.col(S.VALUE).alias(G.VALUE), query_key(seed).alias(G.KEY))
 
 
@@ -165,11 +175,12 @@ def _pairs(rows: DataFrame, count: int, *, keyed: bool) -> DataFrame:
     measure key, query) instead of a join, so the plan holds the per-query rows once; the
     other measure columns ride along (a measure key names one measure), and the query's
     hash key only when a randomized test reads it (``keyed``)."""
-    each = F.when(F.col(G.SIDE) == 0, F.array(*[F.lit(i) for i in range(1, count + 1)])
-                  ).otherwise(F.array(F.col(G.SIDE)))
+    each = (F.lit(1) if count == 1 else F.explode(
+        F.when(F.col(G.SIDE) == 0, F.array(*[F.lit(i) for i in range(1, count + 1)])
+               ).otherwise(F.array(F.col(G.SIDE)))))
     base = F.col(_IS_BASE)
     described = [c for c in S.MEASURE_COLUMNS if c != S.MEASURE_KEY]
-    return rows.select(F.explode(each).alias(_CAND), (F.col(G.SIDE) == 0).alias(_IS_BASE),
+    return rows.select(each.alias(_CAND), (F.col(G.SIDE) == 0).alias(_IS_BASE),
                        *S.MEASURE_COLUMNS, S.QUERY_ID, G.VALUE,
                        *([G.KEY] if keyed else [])).groupBy(
         _CAND, S.MEASURE_KEY, S.QUERY_ID).agg(
