@@ -46,6 +46,9 @@ class Result:
     #: the answers' thresholds and the retrieval measure's index (with ``answers=``)
     thresholds: Thresholds | None = None
     retrieval_index: int = 0
+    #: the evaluation's settings as given (measures, relevance level, ...): logged by
+    #: :meth:`log_mlflow`
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def per_query(self) -> DataFrame:
