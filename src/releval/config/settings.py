@@ -228,6 +228,9 @@ class OutputSettings:
     attribution_table: str | None = None
     agreement_path: str | None = None
     agreement_table: str | None = None
+    #: Log each evaluation to MLflow (the active run, else one it starts): the macro means,
+    #: the settings and the per-query rows (``pip install 'releval[mlflow]'``).
+    mlflow: bool = False
 
 
 @dataclass(frozen=True)

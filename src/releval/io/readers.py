@@ -137,6 +137,11 @@ def read_run(spark: SparkSession, src: RunSource, *, version: int | None = None)
             )
         return df.select(*src.partition_columns, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK)
     df = _run_table(spark, src, version=version, check_types=False)
+    if src.ranked:  # one row per query: a row per element, ranked by position
+        df = shapes.ranked_rows(df, ranked=src.ranked, query_id=src.query_id,
+                                partition_columns=src.partition_columns, window=None,
+                                name=source_name(src), key=f"run.{RANKED}")
+        src = RunSource(partition_columns=src.partition_columns)
 
     def col_or_null(name: str | None, type_: str) -> Column:
         return F.col(name).cast(type_) if name and name in df.columns else F.lit(None).cast(type_)
