@@ -3,15 +3,22 @@ frame or a qrels frame of their own; the same numbers as the long rows and as tr
 
 from __future__ import annotations
 
+import doctest
+import re
+from pathlib import Path
+
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 import releval
 from releval.core import columns as S
+from releval.io import mlflow_log, shapes
 from releval.errors import ConfigError, InputError
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
+
+INPUTS = Path(__file__).resolve().parents[1] / "docs" / "inputs.md"
 
 # releval's measure key -> pytrec_eval's
 ORACLE = {"P@2": "P_2", "R@5": "recall_5", "nDCG@10": "ndcg_cut_10", "AP": "map",
@@ -151,3 +158,23 @@ def test_wrong_mappings_and_shapes_are_errors_naming_the_column(spark):
     with pytest.raises(InputError, match=r"column 'hits' \(qrels_columns.graded\).*map id"):
         releval.evaluate(df, None, measures=["RR"], columns={"query_id": "q", "ranked": "hits"},
                          qrels_columns={"graded": "hits"})
+
+
+def test_the_example_of_docs_inputs_runs_as_written(spark, tmp_path, monkeypatch):
+    section = INPUTS.read_text().split("## One row per query", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block, "docs/inputs.md has no python example of one row per query"
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block.group(1), "docs/inputs.md", "exec"), {"__name__": "inputs_md"})
+
+
+def test_the_docstring_examples_run(spark):
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner()
+    found = [t for module in (shapes, mlflow_log)
+             for t in finder.find(module, globs={**vars(module), "spark": spark}) if t.examples]
+    assert {t.name.rsplit(".", 1)[-1] for t in found} >= {"ranked_rows", "gold_rows",
+                                                          "counted", "metric_name"}
+    for test in found:
+        runner.run(test)
+    assert runner.failures == 0

@@ -28,7 +28,7 @@ from releval.core.measures.judged import with_judged_measures
 from releval.core.measures.registry import parse_measures
 from releval.errors import ConfigError, InputError
 from releval.io.readers import raw_answers_input, raw_qrels_input, raw_run_input
-from releval.io.shapes import GRADED, RANKED, RELEVANT
+from releval.io.shapes import GRADED, RANKED, RELEVANT, counted
 from releval.job import answers as job_answers
 from releval.job.inputs import checked_inputs
 from releval.job.partitions import partition_label
@@ -182,8 +182,9 @@ def evaluate(
                 "judged_only": judged_only, "missing_queries": missing_queries,
                 "negative_labels": negative_labels, "depth": depth, "rank_by": run_src.rank_by}
     qrels_name = "qrels DataFrame" if qrels is not None else "run DataFrame (gold labels)"
-    return Result(evaluation, inputs, missing_queries, "run DataFrame", qrels_name,
-                  kept, thresholds, index, settings=settings)
+    return Result(evaluation, inputs, missing_queries, counted("run DataFrame", run_src.ranked),
+                  counted(qrels_name, qrels_src.gold), kept, thresholds, index,
+                  settings=settings)
 
 
 def _run_source(run: DataFrame, columns: Mapping[str, str] | None, parts: tuple[str, ...],

@@ -165,6 +165,17 @@ def gold_rows(df: DataFrame, *, gold: str, graded: bool, query_id: str, name: st
     )
 
 
+def counted(name: str, column: str | None) -> str:
+    """An input's name in the accounts: given one row per query (``column``), its rows are
+    the elements of that column.
+
+    Example:
+        >>> counted("run DataFrame", "retrieved")
+        "run DataFrame; a row is an element of 'retrieved'"
+    """
+    return f"{name}; a row is an element of {column!r}" if column else name
+
+
 def run_partitions(df: DataFrame, partition_columns: Sequence[str]) -> DataFrame:
     """The run partitions ``df`` names, whether or not their arrays hold an element."""
     return df.select(*partition_columns).distinct()
