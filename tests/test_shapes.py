@@ -13,8 +13,8 @@ from pyspark.sql import functions as F
 
 import releval
 from releval.core import columns as S
-from releval.io import mlflow_log, shapes
 from releval.errors import ConfigError, InputError
+from releval.io import mlflow_log, shapes
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
