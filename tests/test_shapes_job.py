@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,3 +99,25 @@ def test_config_keys_of_the_shapes(tmp_path):
     cfg = config_from_args(args, str(tmp_path))
     assert (cfg.run.ranked, cfg.run.rank_by, cfg.qrels.path, cfg.qrels.relevant,
             cfg.output.mlflow) == ("hits", "rank", "r.jsonl", "gold", True)
+
+
+@pytest.mark.slow  # a subprocess with its own JVM
+def test_the_cli_reads_json_lines_with_arrays_and_logs_to_mlflow(tmp_path):
+    run = tmp_path / "rag.jsonl"
+    run.write_text("".join(json.dumps({"system": s, "query_id": q, "retrieved": ids,
+                                       "grades": GRADES[q]}) + "\n" for s, q, ids in ROWS))
+    store = (tmp_path / "mlruns").as_uri()
+    done = subprocess.run(
+        [sys.executable, "-m", "releval.cli", "evaluate", "--run", str(run), "--format", "jsonl",
+         "--ranked", "retrieved", "--graded", "grades", "--partition-columns", "system",
+         "--measures", "nDCG@10", "--mlflow", "--master", "local[2]"],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "MLFLOW_TRACKING_URI": store})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "a row is an element of 'retrieved'" in done.stdout
+    run_id = done.stdout.split("MLflow run: ")[1].split()[0]
+    mlflow.set_tracking_uri(store)
+    metrics = mlflow.get_run(run_id).data.metrics
+    assert metrics["dense/ndcg_at_10"] == pytest.approx(EXPECTED[("dense", "q1")] / 2)
+    assert metrics["bm25/ndcg_at_10"] == pytest.approx(
+        (EXPECTED[("bm25", "q1")] + EXPECTED[("bm25", "q2")]) / 2)
