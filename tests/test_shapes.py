@@ -117,7 +117,9 @@ def test_bad_elements_and_disagreeing_gold_are_quarantined_with_their_position(s
     df = spark.createDataFrame(
         [("s", "q1", ["d1", None, "d1", "d2"], ["d2"]),
          ("s", "q2", ["d5"], ["d5"]),
-         ("t", "q2", ["d5"], ["d6"])],  # q2's gold differs between the rows: none is used
+         ("t", "q2", ["d5"], ["d6"]),   # q2's gold differs between the rows: none is used
+         ("u", "q1", ["d2"], ["d2"]),   # two rankings of q1 in run partition u: none is used
+         ("u", "q1", ["d1"], ["d2"])],
         "system string, question string, retrieved array<string>, gold array<string>")
     result = releval.evaluate(df, None, measures=["RR"], partition_by=["system"],
                               columns={"query_id": "question", "ranked": "retrieved"},
@@ -127,16 +129,18 @@ def test_bad_elements_and_disagreeing_gold_are_quarantined_with_their_position(s
         F.col(S.RAW)[S.DOC_ID].alias("doc"), F.col(S.RAW)[S.RANK].alias("position"))
     expected = spark.createDataFrame(
         [("run", "missing_doc_id", "q1", None, "2"), ("run", "duplicate_doc", "q1", "d1", "3"),
+         ("run", "duplicate_ranking", "q1", "d2", "1"), ("run", "duplicate_ranking", "q1", "d1", "1"),
          ("qrels", "conflicting_gold", "q2", "d5", None),
          ("qrels", "conflicting_gold", "q2", "d6", None)],
         "input string, reason_code string, q string, doc string, position string")
     assert_df_equality(quarantined, expected, ignore_row_order=True, ignore_nullable=True)
     # q1 ranks d1 (d2 after the two set aside at positions 2 and 3): RR = 1/4 by position;
-    # q2 has no usable labels: not scored; t did not retrieve the judged q1: 0
-    assert values(result, ["RR"]) == {("s", "q1", "RR"): 0.25, ("t", "q1", "RR"): 0.0}
+    # q2 has no usable labels: not scored; t and u did not retrieve the judged q1: 0
+    assert values(result, ["RR"]) == {("s", "q1", "RR"): 0.25, ("t", "q1", "RR"): 0.0,
+                                      ("u", "q1", "RR"): 0.0}
     run, qrels = result.accounts.run, result.accounts.qrels
-    assert (run.input, run.used, run.quarantined) == (6, 4, {"duplicate_doc": 1,
-                                                             "missing_doc_id": 1})
+    assert (run.input, run.used, run.quarantined) == (8, 4, {
+        "duplicate_doc": 1, "duplicate_ranking": 2, "missing_doc_id": 1})
     assert (qrels.input, qrels.used, qrels.quarantined) == (3, 1, {"conflicting_gold": 2})
 
 

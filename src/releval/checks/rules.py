@@ -22,6 +22,7 @@ from releval.core.arrays import codes, sort_rank, to_numpy
 from releval.core.columns import (
     GOLD_CONFLICT,
     MALFORMED,
+    RANKING_REPEATED,
     RAW_BLOCK,
     RAW_LINE,
     RAW_MALFORMED,
@@ -40,6 +41,7 @@ INVALID_ANSWER_SCORE = "invalid_answer_score"
 UNKNOWN_PARTITION = "unknown_partition"
 DUPLICATE_ANSWER = "duplicate_answer"
 CONFLICTING_GOLD = "conflicting_gold"
+DUPLICATE_RANKING = "duplicate_ranking"
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,9 @@ REASONS: dict[str, Reason] = {
             "conflicting_label", QRELS,
             "the (query, doc) is judged again with a higher label; the highest label is used",
         ),
+        Reason(DUPLICATE_RANKING, RUN,
+               "rankings given as arrays: this query has more than one in this run partition "
+               "(a partition column missing?); none is used"),
         Reason(CONFLICTING_GOLD, QRELS,
                "gold labels given once per query: rows of this query disagree on them; "
                "none is used"),
@@ -123,6 +128,12 @@ def meta_columns(df: DataFrame) -> list[Column]:
 
 def _malformed_rule(df: DataFrame) -> list[tuple[Column, str]]:
     return [(F.col(RAW_MALFORMED), MALFORMED)] if RAW_MALFORMED in df.columns else []
+
+
+def _ranking_rule(df: DataFrame) -> list[tuple[Column, str]]:
+    """Ranked arrays (:mod:`releval.io.shapes`): a query with two in one run partition."""
+    return ([(F.col(RANKING_REPEATED), DUPLICATE_RANKING)] if RANKING_REPEATED in df.columns
+            else [])
 
 
 def _gold_rule(df: DataFrame) -> list[tuple[Column, str]]:
@@ -175,6 +186,7 @@ def typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
     rules = [
         *_malformed_rule(run),
         (blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
+        *_ranking_rule(run),
         (blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
     ]
     rules.append((bad_score, "invalid_score") if rank_by == "score" else (bad_rank, "invalid_rank"))

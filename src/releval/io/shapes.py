@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from releval.core import columns as S
-from releval.core.columns import GOLD_CONFLICT, RAW_LINE, RAW_SOURCE
+from releval.core.columns import GOLD_CONFLICT, RANKING_REPEATED, RAW_LINE, RAW_SOURCE
 from releval.errors import InputError
 
 #: The keys of the column mappings (``columns=``, ``[run]``, ``[qrels]``) for these shapes.
@@ -43,7 +43,8 @@ def ranked_rows(df: DataFrame, *, ranked: str, query_id: str, partition_columns:
                 window: str | None, name: str, key: str) -> DataFrame:
     """One run row per array element: partition columns, ``_source``, ``_line``, query_id,
     doc_id, score (a struct's ``score``, else null) and rank (the 1-based position), values
-    as read. An empty or null array gives no row (the query retrieved nothing).
+    as read, and ``_ranking_repeated`` (the query has another array in its run partition:
+    quarantined). An empty or null array gives no row (the query retrieved nothing).
 
     Args:
         ranked: the array column: of ids (any type a doc id may have), or of structs with
@@ -55,7 +56,7 @@ def ranked_rows(df: DataFrame, *, ranked: str, query_id: str, partition_columns:
 
     Example:
         >>> df = spark.createDataFrame([("q1", ["d3", "d1"])], "q string, hits array<string>")
-        >>> [tuple(r)[2:] for r in ranked_rows(df, ranked="hits", query_id="q",
+        >>> [tuple(r)[2:6] for r in ranked_rows(df, ranked="hits", query_id="q",
         ...     partition_columns=(), window=None, name="run", key="ranked").collect()]
         [('q1', 'd3', None, 1), ('q1', 'd1', None, 2)]
     """
@@ -77,8 +78,12 @@ def ranked_rows(df: DataFrame, *, ranked: str, query_id: str, partition_columns:
     else:
         raise _fail(name, ranked, key, dtype, expected)
     kept = [*partition_columns, *([window] if window else [])]
-    exploded = df.select(*kept, F.col(query_id).alias(S.QUERY_ID),
-                         F.posexplode(F.col(ranked)).alias(_POSITION, _ELEMENT))
+    per_query = Window.partitionBy(*partition_columns, query_id)
+    counted_rows = df.select(*kept, query_id, ranked,
+                             (F.count(F.lit(1)).over(per_query) > 1).alias(RANKING_REPEATED))
+    exploded = counted_rows.select(
+        *kept, F.col(query_id).alias(S.QUERY_ID), RANKING_REPEATED,
+        F.posexplode(F.col(ranked)).alias(_POSITION, _ELEMENT))
     return exploded.select(
         *partition_columns,
         F.lit(name).alias(RAW_SOURCE),
@@ -88,6 +93,7 @@ def ranked_rows(df: DataFrame, *, ranked: str, query_id: str, partition_columns:
         score.alias(S.SCORE),
         (F.col(_POSITION) + 1).cast("int").alias(S.RANK),
         *([F.col(window).alias(S.WINDOW)] if window else []),
+        RANKING_REPEATED,
     )
 
 
