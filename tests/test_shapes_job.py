@@ -1,4 +1,4 @@
-"""One row per query in the config, the batch job and the CLI: Parquet with arrays and
+"""One row per query in the config, the batch job and the CLI: Delta with arrays and
 maps, JSON Lines with one object per query, the gold labels in the run's table or their
 own, and ``[output] mlflow = true``."""
 
@@ -52,16 +52,16 @@ def ndcg(spark, cfg) -> dict:
     return {(r.system, r.query_id): r.value for r in rows}
 
 
-def test_parquet_arrays_and_json_lines_run_through_the_job_and_mlflow(spark, tmp_path):
+def test_delta_arrays_and_json_lines_run_through_the_job_and_mlflow(spark, tmp_path):
     mlflow.set_tracking_uri((tmp_path / "mlruns").as_uri())
-    parquet = str(tmp_path / "run.parquet")
+    delta = str(tmp_path / "run_delta")
     spark.createDataFrame([(s, q, ids, GRADES[q]) for s, q, ids in ROWS],
                           "system string, question string, retrieved array<string>, "
-                          "gold_grades map<string,int>").write.parquet(parquet)
-    # the gold labels in the run's table: [qrels] without path or table
-    cfg = config_from_dict(config(tmp_path, parquet, {"graded": "gold_grades"},
-                                  format="parquet"))
-    assert (cfg.qrels.path, cfg.qrels.format, cfg.run.rank_by) == (parquet, "parquet", "rank")
+                          "gold_grades map<string,int>").write.format("delta").save(delta)
+    # the gold labels in the run's table: [qrels] without path or table (Parquet reads the
+    # same way: only the format differs)
+    cfg = config_from_dict(config(tmp_path, delta, {"graded": "gold_grades"}, format="delta"))
+    assert (cfg.qrels.path, cfg.qrels.format, cfg.run.rank_by) == (delta, "delta", "rank")
     with mlflow.start_run() as active:
         run_job(spark, cfg, job_run_id="job-1")
     found = ndcg(spark, cfg)
@@ -70,6 +70,8 @@ def test_parquet_arrays_and_json_lines_run_through_the_job_and_mlflow(spark, tmp
     # macro nDCG@10 of dense: (dense q1 + 0) / 2
     assert logged.metrics["dense/ndcg_at_10"] == pytest.approx(EXPECTED[("dense", "q1")] / 2)
     assert (logged.params["job_run_id"], logged.params["measures"]) == ("job-1", "nDCG@10")
+    # both inputs are the one Delta table, pinned at its version
+    assert (logged.params["run_version"], logged.params["qrels_version"]) == ("0", "0")
 
     # JSON Lines, one object per query; the grades in a file of their own, as JSON objects
     jsonl, gold = tmp_path / "run.jsonl", tmp_path / "gold.jsonl"
