@@ -18,7 +18,7 @@ from releval.cli.evaluate import add_evaluate_arguments, config_from_args
 from releval.config import config_from_dict
 from releval.core import columns as S
 from releval.errors import ConfigError
-from releval.job.batch import run_job
+from releval.job.batch import available_partitions, run_job
 
 mlflow = pytest.importorskip("mlflow")
 
@@ -72,6 +72,8 @@ def test_delta_arrays_and_json_lines_run_through_the_job_and_mlflow(spark, tmp_p
     assert (logged.params["job_run_id"], logged.params["measures"]) == ("job-1", "nDCG@10")
     # both inputs are the one Delta table, pinned at its version
     assert (logged.params["run_version"], logged.params["qrels_version"]) == ("0", "0")
+    # --pending lists the run partitions of a run given one row per query
+    assert sorted(p["system"] for p in available_partitions(spark, cfg.run)) == ["bm25", "dense"]
 
     # JSON Lines, one object per query; the grades in a file of their own, as JSON objects
     jsonl, gold = tmp_path / "run.jsonl", tmp_path / "gold.jsonl"
