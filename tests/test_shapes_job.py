@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
+from releval.adhoc import read_runs
 from releval.cli.evaluate import add_evaluate_arguments, config_from_args
 from releval.config import config_from_dict
 from releval.core import columns as S
@@ -87,6 +88,19 @@ def test_delta_arrays_and_json_lines_run_through_the_job_and_mlflow(spark, tmp_p
     with mlflow.start_run():
         run_job(spark, cfg, job_run_id="job-2")
     assert ndcg(spark, cfg) == pytest.approx(EXPECTED, abs=1e-9)
+
+
+def test_compare_reads_json_lines_runs(spark, tmp_path):
+    paths = []
+    for name, docs in (("bm25", ["d1", "d2"]), ("dense", ["d2"])):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"query_id": "q1", "doc_id": d, "score": 2.0 - i})
+                                + "\n" for i, d in enumerate(docs)))
+        paths.append(str(path))
+    run, tags = read_runs(spark, paths, run_format="jsonl")
+    assert tags == ["bm25", "dense"]  # the file names: the rows carry no run_id
+    assert sorted((r.run_id, r.doc_id) for r in run.collect()) == [
+        ("bm25", "d1"), ("bm25", "d2"), ("dense", "d2")]
 
 
 def test_config_keys_of_the_shapes(tmp_path):
