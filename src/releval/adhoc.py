@@ -31,9 +31,10 @@ from releval.stats.moves import moves
 
 
 def file_tag(path: str) -> str:
-    """A run's name when its rows carry no tag: its file or folder name, less ``.parquet``."""
+    """A run's name when its rows carry no tag: its file or folder name, less ``.parquet`` or
+    ``.jsonl``."""
     name = Path(path.rstrip("/")).name
-    return name.removesuffix(".parquet") or name
+    return name.removesuffix(".parquet").removesuffix(".jsonl") or name
 
 
 def read_runs(spark: SparkSession, paths: Sequence[str], *, run_format: str) -> tuple[DataFrame, list[str]]:
@@ -57,7 +58,8 @@ def read_runs(spark: SparkSession, paths: Sequence[str], *, run_format: str) -> 
             raws.append(read_run_raw(spark, src))
             continue
         try:
-            loaded = spark.read.format(run_format).load(path)
+            loaded = (spark.read.json(path) if run_format == "jsonl"  # JSON Lines
+                      else spark.read.format(run_format).load(path))
         except Exception as exc:  # Spark's AnalysisException: not a table of this format
             raise InputError(f"cannot read {run_format} {path}: {str(exc).splitlines()[0]}") from None
         tagged = (TREC_RUN_ID,) if TREC_RUN_ID in loaded.columns else ()

@@ -28,6 +28,7 @@ from releval.core.measures.judged import with_judged_measures
 from releval.core.measures.registry import parse_measures
 from releval.errors import ConfigError, InputError
 from releval.io.readers import raw_answers_input, raw_qrels_input, raw_run_input
+from releval.io.shapes import GRADED, RANKED, RELEVANT, counted
 from releval.job import answers as job_answers
 from releval.job.inputs import checked_inputs
 from releval.job.partitions import partition_label
@@ -52,13 +53,13 @@ def _mapping(given: Mapping[str, str] | None, known: Sequence[str], name: str,
 
 def evaluate(
     run: DataFrame,
-    qrels: DataFrame,
+    qrels: DataFrame | None,
     *,
     measures: Sequence[str],
     partition_by: Sequence[str] = (),
     columns: Mapping[str, str] | None = None,
     qrels_columns: Mapping[str, str] | None = None,
-    rank_by: str = "score",
+    rank_by: str | None = None,
     relevance_level: int = 1,
     judged_only: bool = False,
     missing_queries: str = "zero",
@@ -79,15 +80,23 @@ def evaluate(
 
     Args:
         run: one row per retrieved document: query id, doc id, score and/or rank, and the
-            ``partition_by`` columns.
-        qrels: one row per judgment: query id, doc id, relevance (an integer label).
+            ``partition_by`` columns; or, with ``columns={"ranked": ...}``, one row per run
+            partition and query holding the ranking as an array (docs/inputs.md).
+        qrels: one row per judgment: query id, doc id, relevance (an integer label); or,
+            with ``qrels_columns={"relevant": ...}`` or ``{"graded": ...}``, one row per
+            query holding its labels; None: ``run`` holds them in that form.
         measures: names as ``releval measures`` lists them: ``"nDCG@10"``,
             ``"P(rel=2)@5"``, ``"AP"``, ``"map"``; Judged@k is added for each cutoff k.
         partition_by: the run columns that identify one run (system, date, ...).
         columns, qrels_columns: releval's column name -> yours, e.g.
-            ``{"doc_id": "item_id", "rank": "position"}``.
-        rank_by: ``"score"`` (descending, ties by doc id descending, as trec_eval) or
-            ``"rank"`` (the given positions).
+            ``{"doc_id": "item_id", "rank": "position"}``; ``ranked`` (an array of ids, or
+            of ``{id, score}`` structs, in rank order) replaces ``doc_id``, ``score`` and
+            ``rank``; ``relevant`` (an array of ids, label 1) or ``graded`` (a map id ->
+            grade, or an array of ``{id, grade}`` structs) replaces ``doc_id`` and
+            ``relevance``.
+        rank_by: ``"score"`` (descending, ties by doc id descending, as trec_eval; the
+            default) or ``"rank"`` (the given positions); a ranked array is ranked by its
+            positions.
         relevance_level: the lowest label that counts as relevant.
         judged_only: evaluate every measure on the judged documents only (trec_eval -J).
         missing_queries: ``"zero"``: a judged query a run did not retrieve scores 0
@@ -124,25 +133,26 @@ def evaluate(
         >>> sorted((r.measure_key, r.value) for r in result.aggregate.collect()
         ...        if r.averaging == "macro")
         [('Judged@1', 0.0), ('P@1', 0.0), ('RR', 0.5)]
+
+        One row per query, the labels in the same frame:
+
+        >>> rag = spark.createDataFrame([("q1", ["a", "b"], ["b"])],
+        ...     "question string, retrieved array<string>, gold array<string>")
+        >>> result = evaluate(rag, None, measures=["RR"],
+        ...     columns={"query_id": "question", "ranked": "retrieved"},
+        ...     qrels_columns={"relevant": "gold"})
+        >>> result.per_query.where("measure_key = 'RR'").first().value
+        0.5
     """
     parts = tuple(partition_by)
-    run_map = _mapping(columns, RUN_RAW_COLUMNS, "columns", run)
-    qrels_map = _mapping(qrels_columns, QRELS_RAW_COLUMNS, "qrels_columns", qrels)
-    if rank_by not in ("score", "rank"):
-        raise ConfigError(f"rank_by must be 'score' or 'rank', got {rank_by!r}")
+    run_src = _run_source(run, columns, parts, rank_by, window)
+    qrels_src = _qrels_source(run if qrels is None else qrels, qrels_columns,
+                              run_src.query_id if qrels is None else None)
     check_depth(depth, "depth")
-    run_src = RunSource(
-        format=DATAFRAME, query_id=run_map[S.QUERY_ID], doc_id=run_map[S.DOC_ID],
-        score=run_map[S.SCORE], rank=run_map[S.RANK], partition_columns=parts, rank_by=rank_by,
-        window=window,
-    )
-    qrels_src = QrelsSource(
-        format=DATAFRAME, query_id=qrels_map[S.QUERY_ID], doc_id=qrels_map[S.DOC_ID],
-        relevance=qrels_map[S.RELEVANCE],
-    )
-    inputs = checked_inputs(raw_run_input(run, run_src, section="columns"),
-                            raw_qrels_input(qrels, qrels_src, section="qrels_columns"),
-                            rank_by=rank_by, partition_columns=parts)
+    inputs = checked_inputs(
+        raw_run_input(run, run_src, section="columns"),
+        raw_qrels_input(run if qrels is None else qrels, qrels_src, section="qrels_columns"),
+        rank_by=run_src.rank_by, partition_columns=parts)
     parsed = parse_measures(list(measures), relevance_level=relevance_level,
                             judged_only=judged_only)
     thresholds, index = None, 0
@@ -168,8 +178,63 @@ def evaluate(
         keep=keeper(kept),
     )
     # the engine's result is persisted (``keep``); each table projects its measures from it
-    return Result(evaluation, inputs, missing_queries, "run DataFrame", "qrels DataFrame",
-                  kept, thresholds, index)
+    settings = {"measures": ",".join(measures), "relevance_level": relevance_level,
+                "judged_only": judged_only, "missing_queries": missing_queries,
+                "negative_labels": negative_labels, "depth": depth, "rank_by": run_src.rank_by}
+    qrels_name = "qrels DataFrame" if qrels is not None else "run DataFrame (gold labels)"
+    return Result(evaluation, inputs, missing_queries, counted("run DataFrame", run_src.ranked),
+                  counted(qrels_name, qrels_src.gold), kept, thresholds, index,
+                  settings=settings)
+
+
+def _run_source(run: DataFrame, columns: Mapping[str, str] | None, parts: tuple[str, ...],
+                rank_by: str | None, window: str | None) -> RunSource:
+    """The run's source from ``columns``: rows, or a ranked array per query."""
+    given = dict(columns or {})
+    run_map = _mapping(given, (*RUN_RAW_COLUMNS, RANKED), "columns", run)
+    ranked = given.get(RANKED)
+    if ranked:
+        clash = sorted(set(given) & {S.DOC_ID, S.SCORE, S.RANK})
+        if clash:
+            raise ConfigError(f"columns: 'ranked' ({ranked!r}) holds each query's documents "
+                              f"in rank order, which replaces {clash}: drop them")
+        if rank_by not in (None, "rank"):
+            raise ConfigError(f"rank_by={rank_by!r}: a ranked array ({ranked!r}) is ranked by "
+                              "its positions; to rank by score, give one row per document")
+    rank_by = "rank" if ranked else (rank_by or "score")
+    if rank_by not in ("score", "rank"):
+        raise ConfigError(f"rank_by must be 'score' or 'rank', got {rank_by!r}")
+    return RunSource(
+        format=DATAFRAME, query_id=run_map[S.QUERY_ID], doc_id=run_map[S.DOC_ID],
+        score=run_map[S.SCORE], rank=run_map[S.RANK], partition_columns=parts, rank_by=rank_by,
+        window=window, ranked=ranked,
+    )
+
+
+def _qrels_source(qrels: DataFrame, columns: Mapping[str, str] | None,
+                  run_query_id: str | None) -> QrelsSource:
+    """The qrels' source from ``qrels_columns``: rows, or gold labels per query;
+    ``run_query_id`` (qrels=None: the run holds the labels) is the default query id."""
+    given = dict(columns or {})
+    known = (*QRELS_RAW_COLUMNS, RELEVANT, GRADED)
+    qrels_map = _mapping(given, known, "qrels_columns", qrels)
+    gold = [k for k in (RELEVANT, GRADED) if given.get(k)]
+    if len(gold) > 1:
+        raise ConfigError("qrels_columns: give 'relevant' (ids, label 1) or 'graded' "
+                          "(id -> grade), not both")
+    if run_query_id is not None and not gold:
+        raise ConfigError("qrels=None: the run DataFrame holds the gold labels; name their "
+                          "column in qrels_columns, {'relevant': ...} or {'graded': ...}")
+    clash = sorted(set(given) & {S.DOC_ID, S.RELEVANCE})
+    if gold and clash:
+        raise ConfigError(f"qrels_columns: {gold[0]!r} ({given[gold[0]]!r}) holds each "
+                          f"query's labels, which replaces {clash}: drop them")
+    query_id = given.get(S.QUERY_ID) or run_query_id or qrels_map[S.QUERY_ID]
+    return QrelsSource(
+        format=DATAFRAME, query_id=query_id, doc_id=qrels_map[S.DOC_ID],
+        relevance=qrels_map[S.RELEVANCE], relevant=given.get(RELEVANT),
+        graded=given.get(GRADED),
+    )
 
 
 def _side(value: Mapping[str, str] | str, columns: Sequence[str]) -> dict[str, str]:

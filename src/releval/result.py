@@ -9,6 +9,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from releval import __version__
 from releval.checks.accounts import QualityReport
 from releval.config import DATAFRAME
 from releval.core.engine import long_format
@@ -46,6 +47,9 @@ class Result:
     #: the answers' thresholds and the retrieval measure's index (with ``answers=``)
     thresholds: Thresholds | None = None
     retrieval_index: int = 0
+    #: the evaluation's settings as given (measures, relevance level, ...): logged by
+    #: :meth:`log_mlflow`
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def per_query(self) -> DataFrame:
@@ -142,6 +146,41 @@ class Result:
             self.evaluation.queries.sparkSession,
             [tuple(r.get(f.name) for f in schema.fields) for r in self._answers.rows], schema,
         )
+
+    def log_mlflow(self, prefix: str | None = None, run_id: str | None = None, *,
+                   report: str | None = None) -> str:
+        """Log to MLflow's active run (or ``run_id``; neither: a run started and ended here):
+        every macro mean as a metric (``ndcg_at_10``; with run partitions
+        ``bm25/ndcg_at_10``), the settings as params, the per-query rows as
+        ``releval/per_query.parquet`` and ``report`` (an HTML file) when given.
+
+        Args:
+            prefix: put before every metric and param name, e.g. ``"retrieval/"``.
+            run_id: the MLflow run to log to.
+            report: a file to log as an artifact (``releval report``'s HTML).
+
+        Returns:
+            The MLflow run id.
+
+        Example:
+            >>> import mlflow
+            >>> mlflow.set_tracking_uri((tmp / "mlruns").as_uri())
+            >>> run = spark.createDataFrame([("q1", ["a", "b"], ["b"])],
+            ...     "q string, hits array<string>, gold array<string>")
+            >>> result = evaluate(run, None, measures=["nDCG@10"],
+            ...     columns={"query_id": "q", "ranked": "hits"}, qrels_columns={"relevant": "gold"})
+            >>> run_id = result.log_mlflow()
+            >>> round(mlflow.get_run(run_id).data.metrics["ndcg_at_10"], 4)  # 1/log2(3) / 1
+            0.6309
+        """
+        from releval.io.mlflow_log import log_evaluation
+
+        params = {**self.settings, "partition_columns": ",".join(self.inputs.partition_columns),
+                  "run": self.run_name, "qrels": self.qrels_name, "releval_version": __version__}
+        return log_evaluation(
+            aggregate=self._aggregate_rows, partition_columns=self.inputs.partition_columns,
+            params=params, per_query=self.per_query, report=report, prefix=prefix,
+            run_id=run_id)
 
     def unpersist(self, blocking: bool = False) -> None:
         """Drop what the evaluation keeps in Spark's cache (its per-query rows, a few per

@@ -20,7 +20,9 @@ from pyspark.sql import functions as F
 from releval.core import columns as S
 from releval.core.arrays import codes, sort_rank, to_numpy
 from releval.core.columns import (
+    GOLD_CONFLICT,
     MALFORMED,
+    RANKING_REPEATED,
     RAW_BLOCK,
     RAW_LINE,
     RAW_MALFORMED,
@@ -38,6 +40,8 @@ ANSWERS = "answers"
 INVALID_ANSWER_SCORE = "invalid_answer_score"
 UNKNOWN_PARTITION = "unknown_partition"
 DUPLICATE_ANSWER = "duplicate_answer"
+CONFLICTING_GOLD = "conflicting_gold"
+DUPLICATE_RANKING = "duplicate_ranking"
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,12 @@ REASONS: dict[str, Reason] = {
             "conflicting_label", QRELS,
             "the (query, doc) is judged again with a higher label; the highest label is used",
         ),
+        Reason(DUPLICATE_RANKING, RUN,
+               "rankings given as arrays: this query has more than one in this run partition "
+               "(a partition column missing?); none is used"),
+        Reason(CONFLICTING_GOLD, QRELS,
+               "gold labels given once per query: rows of this query disagree on them; "
+               "none is used"),
         Reason(INVALID_ANSWER_SCORE, ANSWERS,
                "the answer score is null, non-numeric, NaN or outside [0, 1]"),
         Reason(UNKNOWN_PARTITION, ANSWERS,
@@ -118,6 +128,17 @@ def meta_columns(df: DataFrame) -> list[Column]:
 
 def _malformed_rule(df: DataFrame) -> list[tuple[Column, str]]:
     return [(F.col(RAW_MALFORMED), MALFORMED)] if RAW_MALFORMED in df.columns else []
+
+
+def _ranking_rule(df: DataFrame) -> list[tuple[Column, str]]:
+    """Ranked arrays (:mod:`releval.io.shapes`): a query with two in one run partition."""
+    return ([(F.col(RANKING_REPEATED), DUPLICATE_RANKING)] if RANKING_REPEATED in df.columns
+            else [])
+
+
+def _gold_rule(df: DataFrame) -> list[tuple[Column, str]]:
+    """Gold labels read one row per query (:mod:`releval.io.shapes`) whose rows disagree."""
+    return [(F.col(GOLD_CONFLICT), CONFLICTING_GOLD)] if GOLD_CONFLICT in df.columns else []
 
 
 #: Prefix of the original columns a labelled frame keeps for the quarantine's ``raw`` map.
@@ -165,6 +186,7 @@ def typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
     rules = [
         *_malformed_rule(run),
         (blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
+        *_ranking_rule(run),
         (blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
     ]
     rules.append((bad_score, "invalid_score") if rank_by == "score" else (bad_rank, "invalid_rank"))
@@ -269,6 +291,7 @@ def typed_qrels(qrels: DataFrame) -> DataFrame:
         first_reason(
             *_malformed_rule(qrels),
             (blank(F.col(S.QUERY_ID).cast("string")), "missing_query_id"),
+            *_gold_rule(qrels),
             (blank(F.col(S.DOC_ID).cast("string")), "missing_doc_id"),
             (bad_label, "invalid_relevance"),
         ).alias(REASON),

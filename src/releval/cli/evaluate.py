@@ -35,7 +35,8 @@ TREC_EVAL_COUNTS = "num_ret,num_rel,num_rel_ret"
 def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
     """The arguments of ``releval evaluate``."""
     ev.add_argument("--run", required=True, help="run file, folder or Delta path")
-    ev.add_argument("--qrels", required=True, help="qrels file, folder or Delta path")
+    ev.add_argument("--qrels", default=None, help="qrels file, folder or Delta path "
+                    "(without it, --relevant or --graded name the run's gold columns)")
     ev.add_argument("--format", choices=FORMATS, default="trec",
                     help="format of both inputs (default: trec)")
     ev.add_argument("--qrels-format", choices=FORMATS, default=None,
@@ -78,6 +79,17 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--strict", action="store_true",
                     help="fail (exit 2) when any input row is quarantined; the quarantine "
                     "table is written first")
+    ev.add_argument("--ranked", default=None, metavar="COLUMN",
+                    help="the run column holding each query's ranking as an array, one row "
+                    "per run partition and query (Parquet/Delta/JSON Lines runs)")
+    ev.add_argument("--relevant", default=None, metavar="COLUMN",
+                    help="the qrels (or, without --qrels, the run) column holding each "
+                    "query's relevant ids as an array, label 1 each")
+    ev.add_argument("--graded", default=None, metavar="COLUMN",
+                    help="as --relevant, a map id -> grade (or an array of {id, grade})")
+    ev.add_argument("--mlflow", action="store_true",
+                    help="log the macro means, settings and per-query rows to MLflow (the "
+                    "tracking URI of MLFLOW_TRACKING_URI; pip install 'releval[mlflow]')")
     ev.add_argument("--answers", default=None,
                     help="answer scores in [0, 1] per run partition and query (columns "
                     "query_id, answer_score and the run partition columns; run_id for a TREC "
@@ -130,10 +142,16 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
         parts = ("run_id",)
     trec_file = getattr(args, "trec_eval_output", None)
     measures = (args.measures, TREC_EVAL_COUNTS) if trec_file else (args.measures,)
+    ranked = getattr(args, "ranked", None)
+    qrels = getattr(args, "qrels", None)
     config = Config(
         run=RunSource(path=args.run, format=args.format, partition_columns=parts,
-                      rank_by=args.rank_by, window=getattr(args, "window", None)),
-        qrels=QrelsSource(path=args.qrels, format=args.qrels_format or args.format),
+                      rank_by="rank" if ranked else args.rank_by,
+                      window=getattr(args, "window", None), ranked=ranked),
+        qrels=QrelsSource(path=qrels or args.run,
+                          format=(args.qrels_format or args.format) if qrels else args.format,
+                          relevant=getattr(args, "relevant", None),
+                          graded=getattr(args, "graded", None)),
         evaluation=EvaluationSettings(
             measures=measures,
             relevance_level=args.relevance_level,
@@ -148,6 +166,7 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
             aggregate_path=str(Path(output) / "aggregate"),
             quarantine_path=str(Path(output) / "quarantine"),
             attribution_path=str(Path(output) / "attribution"),
+            mlflow=bool(getattr(args, "mlflow", False)),
         ),
         spark=SparkSettings(master=args.master, app_name="releval-cli", shuffle_partitions=8),
         answers=_answers(args),
@@ -171,7 +190,11 @@ def run(args: argparse.Namespace) -> int:
 
     check_window(parse_measures([args.measures], relevance_level=args.relevance_level),
                  getattr(args, "window", None))  # fail fast
-    for name in (args.run, args.qrels, *([args.answers] if args.answers else [])):
+    if args.qrels is None and not (args.relevant or args.graded):
+        raise RelevalError("--qrels is required unless --relevant or --graded names the "
+                           "run's gold label column")
+    for name in (args.run, *([args.qrels] if args.qrels else []),
+                 *([args.answers] if args.answers else [])):
         if "://" not in name and not Path(name).exists():
             raise RelevalError(f"input not found: {name}")
     with tempfile.TemporaryDirectory(prefix="releval-") as tmp:
@@ -200,6 +223,10 @@ def run(args: argparse.Namespace) -> int:
             )
             keys = [m.key for m in pipeline.job_measures(config)]
             print(summary.overview(keys, config.run.partition_columns))
+            if config.output.mlflow:  # before the temporary folder goes
+                from releval.job.mlflow_out import log_summary
+
+                print(f"MLflow run: {log_summary(spark, config, summary)}")
         finally:
             spark.stop()
     print(summary.render())

@@ -227,6 +227,13 @@ def validate(config: Config, source: str = "config") -> Config:
         check_agree(config.agree, source)
     _check_identifiers(config, source)
     _check_spark(config.spark, source)
+    for name, key in (("run", config.run.ranked), ("qrels", config.qrels.gold)):
+        if key and getattr(config, name).format == "trec":
+            raise ConfigError(f"{source}: [{name}] holds arrays or maps ({key!r}): give it as "
+                              "a Delta, Parquet or JSON Lines table, not TREC text")
+    if config.qrels.relevant and config.qrels.graded:
+        raise ConfigError(f"{source}: [qrels] takes 'relevant' (ids, label 1) or 'graded' "
+                          "(id -> grade), not both")
     _check_choice(config.run.rank_by, RANK_BY, "run.rank_by", source)
     if config.run.rank_by == "score" and not config.run.score and config.run.format != "trec":
         raise ConfigError(f"{source}: run.rank_by = 'score' needs run.score (the score column)")
@@ -260,6 +267,34 @@ def validate(config: Config, source: str = "config") -> Config:
     return config
 
 
+#: The keys a run or qrels given one row per query (arrays, maps) replaces.
+ROW_KEYS = {"ranked": ("doc_id", "score", "rank", "rank_by"),
+            "relevant": ("doc_id", "relevance"), "graded": ("doc_id", "relevance")}
+
+
+def per_query_shapes(config: Config, raw: Mapping[str, Any], source: str) -> Config:
+    """A run with ``ranked`` is ranked by position; qrels with ``relevant`` or ``graded``
+    and neither ``path`` nor ``table`` are read from the run's table (its query id and
+    filter unless given). ConfigError when a key they replace is given too."""
+    for section, src in (("run", config.run), ("qrels", config.qrels)):
+        given = raw.get(section) or {}
+        for key, replaced in ROW_KEYS.items():
+            clash = [k for k in replaced if k in given]
+            if getattr(src, key, None) and clash:
+                raise ConfigError(f"{source}: {section}.{key} holds one row per query, which "
+                                  f"replaces {[f'{section}.{k}' for k in clash]}: drop them")
+    run, qrels = config.run, config.qrels
+    if run.ranked:
+        run = dataclasses.replace(run, rank_by="rank")
+    if qrels.gold and qrels.path is None and qrels.table is None:
+        given = raw.get("qrels") or {}
+        qrels = dataclasses.replace(
+            qrels, path=run.path, table=run.table, format=run.format,
+            query_id=given.get("query_id", run.query_id),
+            filter=given.get("filter", run.filter))
+    return dataclasses.replace(config, run=run, qrels=qrels)
+
+
 def config_from_dict(raw: Mapping[str, Any], source: str = "config") -> Config:
     """Parse a mapping (a parsed TOML document) into a validated :class:`Config`."""
     sections = {f.name: f for f in fields(Config)}
@@ -270,7 +305,7 @@ def config_from_dict(raw: Mapping[str, Any], source: str = "config") -> Config:
         if required not in raw:
             raise ConfigError(f"{source}: missing section [{required}]")
     built = {name: _build(_SECTION_TYPES[name], value, name, source) for name, value in raw.items()}
-    return validate(Config(**built), source)
+    return validate(per_query_shapes(Config(**built), raw, source), source)
 
 
 def load_config(path: str | Path) -> Config:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from releval.core.columns import NEGATIVE_LABEL_RULES
 
-FORMATS = ("delta", "parquet", "trec")
+FORMATS = ("delta", "parquet", "trec", "jsonl")
 #: The formats of the answers input (an evaluator's output: a table or a CSV file).
 ANSWER_FORMATS = ("delta", "parquet", "csv")
 #: The format of a source given as a DataFrame (releval.evaluate), never read from a config.
@@ -83,6 +83,9 @@ class RunSource:
     #: The column holding each query's window k_q (the top documents the consumer used), read
     #: by the ``@window`` measures; None: no window.
     window: str | None = None
+    #: The column holding each query's ranking as an array (one row per run partition and
+    #: query; position i is rank i), instead of ``doc_id``/``score``/``rank``; None: rows.
+    ranked: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,16 @@ class QrelsSource:
     filter: str | None = None
     #: Read this Delta version (time travel); the batch job pins the one it started with.
     version: int | None = None
+    #: One row per query instead of ``doc_id``/``relevance``: the column holding an array of
+    #: relevant ids (label 1 each), or one holding a map id -> grade (or an array of
+    #: ``{id, grade}`` structs). Without a path or table, the run's table holds them.
+    relevant: str | None = None
+    graded: str | None = None
+
+    @property
+    def gold(self) -> str | None:
+        """The column of gold labels per query (``relevant`` or ``graded``); None: rows."""
+        return self.relevant or self.graded
 
 
 @dataclass(frozen=True)
@@ -215,6 +228,9 @@ class OutputSettings:
     attribution_table: str | None = None
     agreement_path: str | None = None
     agreement_table: str | None = None
+    #: Log each evaluation to MLflow (the active run, else one it starts): the macro means,
+    #: the settings and the per-query rows (``pip install 'releval[mlflow]'``).
+    mlflow: bool = False
 
 
 @dataclass(frozen=True)

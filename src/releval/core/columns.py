@@ -105,6 +105,10 @@ RAW_BLOCK = "_block"
 RAW_ROW = "_row"
 #: A TREC line with the wrong number of fields.
 RAW_MALFORMED = "_malformed"
+#: A gold label of a query whose rows (one per query) disagree on its labels.
+GOLD_CONFLICT = "_gold_conflict"
+#: A run element of a query with more than one ranked array in its run partition.
+RANKING_REPEATED = "_ranking_repeated"
 #: Per (run partition, query): retrieved by the run, judged in the qrels.
 IN_RUN = "_in_run"
 IN_QRELS = "_in_qrels"

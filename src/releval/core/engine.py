@@ -130,9 +130,11 @@ def query_table(
     stats: Stats,
     partition_columns: Sequence[str],
     missing_queries: str,
+    run_partitions: DataFrame | None = None,
 ) -> DataFrame:
     """One row per (run partition, query); with ``missing_queries == "zero"`` also the qrels
-    queries a partition did not retrieve (``_in_run`` false)."""
+    queries a partition did not retrieve (``_in_run`` false), in each partition that ranked
+    a row or is among ``run_partitions`` (those a run names though they ranked nothing)."""
     parts = list(partition_columns)
     qrels_only = ~F.col(IN_RUN) & F.col(IN_QRELS)
     if missing_queries == "zero" and not parts:
@@ -145,7 +147,10 @@ def query_table(
         query_rows = run_q.where(qrels_only)
         kept = [S.QUERY_ID, IN_QRELS, *stats.qrels_spec.keys()]
         # each qrels query in each run partition less those retrieved; coalesce(1): no shuffle
-        runs = run_q.where(F.col(IN_RUN)).select(*parts).coalesce(1).distinct()
+        runs = run_q.where(F.col(IN_RUN)).select(*parts)
+        if run_partitions is not None:
+            runs = runs.unionByName(run_partitions.select(*parts))
+        runs = runs.coalesce(1).distinct()
         expected = F.broadcast(runs).crossJoin(query_rows.select(*kept))
         retrieved = run_q.where(F.col(IN_RUN)).select(
             *[F.col(c).alias(f"_right_{i}") for i, c in enumerate([*parts, S.QUERY_ID])]
@@ -186,6 +191,7 @@ def query_measures(
     ledger: bool = False,
     keep: Callable[[DataFrame], DataFrame] | None = None,
     window: bool = False,
+    run_partitions: DataFrame | None = None,
 ) -> DataFrame:
     """Compute every measure for every (run partition, query), one wide row each.
 
@@ -205,6 +211,8 @@ def query_measures(
         keep: applied to the engine's result, which is read more than once.
         window: the run rows carry each query's k_q (``window``); a ``@window`` measure
             without it is a MeasureError.
+        run_partitions: run partitions that may have ranked no row (a run given one row per
+            query whose arrays are empty): with ``"zero"`` their qrels queries score 0.
 
     Returns:
         Partition columns, query_id, the flags, ``_repeated``, ``_beyond_depth`` (rows past
@@ -260,6 +268,7 @@ def query_measures(
         stats=stats,
         partition_columns=partition_columns,
         missing_queries=missing_queries,
+        run_partitions=run_partitions,
     )
     return table.select(
         *partition_columns,

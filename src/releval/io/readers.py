@@ -22,6 +22,8 @@ from releval.core.columns import (
     UNCAST_PARTITION,
 )
 from releval.errors import InputError
+from releval.io import shapes
+from releval.io.shapes import GRADED, RANKED, RELEVANT
 from releval.io.trec import RawInput, trec_fields, trec_input
 
 #: The canonical run and qrels rows the casting readers return (without partition columns).
@@ -56,6 +58,8 @@ def _load(spark: SparkSession, src: Source, version: int | None = None) -> DataF
     try:
         if src.format == "csv":
             return spark.read.option("header", "true").csv(src.path)
+        if src.format == "jsonl":  # JSON Lines: one object per line
+            return spark.read.json(src.path)
         reader = spark.read.format(src.format)
         if version is not None:
             reader = reader.option("versionAsOf", version)
@@ -91,8 +95,13 @@ def _checked_run(df: DataFrame, src: RunSource, *, check_types: bool, section: s
                  ) -> DataFrame:
     mapping = {"query_id": src.query_id, "doc_id": src.doc_id, "score": src.score, "rank": src.rank,
                "window": src.window}
-    needed = {k: v for k, v in mapping.items() if k in ("query_id", "doc_id", "window", src.rank_by)}
+    if src.ranked:  # one row per query: the array replaces doc_id, score and rank
+        mapping = {"query_id": src.query_id, "window": src.window, RANKED: src.ranked}
+    needed = {k: v for k, v in mapping.items()
+              if k in ("query_id", "doc_id", "window", RANKED, src.rank_by)}
     _require_columns(df, needed, src, section)
+    if src.ranked:
+        mapping.pop(RANKED)  # its element type is checked where it is exploded
     if check_types:
         _require_types(df, mapping, src, section)
     missing_parts = [c for c in src.partition_columns if c not in df.columns]
@@ -128,6 +137,11 @@ def read_run(spark: SparkSession, src: RunSource, *, version: int | None = None)
             )
         return df.select(*src.partition_columns, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK)
     df = _run_table(spark, src, version=version, check_types=False)
+    if src.ranked:  # one row per query: a row per element, ranked by position
+        df = shapes.ranked_rows(df, ranked=src.ranked, query_id=src.query_id,
+                                partition_columns=src.partition_columns, window=None,
+                                name=source_name(src), key=f"run.{RANKED}")
+        src = RunSource(partition_columns=src.partition_columns)
 
     def col_or_null(name: str | None, type_: str) -> Column:
         return F.col(name).cast(type_) if name and name in df.columns else F.lit(None).cast(type_)
@@ -236,8 +250,14 @@ def read_run_raw(spark: SparkSession, src: RunSource) -> RawInput:
 
 
 def raw_run_input(df: DataFrame, src: RunSource, *, section: str = "run") -> RawInput:
-    """:func:`read_run_raw` of a table already loaded (or a caller's DataFrame)."""
+    """:func:`read_run_raw` of a table already loaded (or a caller's DataFrame); a run with
+    ``ranked`` (one row per query) gives one row per array element (:mod:`.shapes`)."""
     df = _checked_run(df, src, check_types=True, section=section)
+    if src.ranked:
+        rows = shapes.ranked_rows(df, ranked=src.ranked, query_id=src.query_id,
+                                  partition_columns=src.partition_columns, window=src.window,
+                                  name=source_name(src), key=f"{section}.{RANKED}")
+        return RawInput(rows, partitions=shapes.run_partitions(df, src.partition_columns))
 
     def col_or_null(name: str | None) -> Column:
         return F.col(name) if name and name in df.columns else F.lit(None).cast("string")
@@ -276,7 +296,17 @@ def read_qrels_raw(spark: SparkSession, src: QrelsSource) -> RawInput:
 
 
 def raw_qrels_input(df: DataFrame, src: QrelsSource, *, section: str = "qrels") -> RawInput:
-    """:func:`read_qrels_raw` of a table already loaded (or a caller's DataFrame)."""
+    """:func:`read_qrels_raw` of a table already loaded (or a caller's DataFrame); qrels with
+    ``relevant`` or ``graded`` (one row per query) give one row per label (:mod:`.shapes`)."""
+    if src.gold:
+        key = RELEVANT if src.relevant else GRADED
+        mapping = {"query_id": src.query_id, key: src.gold}
+        _require_columns(df, dict(mapping), src, section)
+        _require_types(df, {"query_id": src.query_id}, src, section)
+        df = _apply_filter(df, src, "qrels", ())
+        return RawInput(shapes.gold_rows(df, gold=src.gold, graded=not src.relevant,
+                                         query_id=src.query_id, name=source_name(src),
+                                         key=f"{section}.{key}"))
     mapping = {"query_id": src.query_id, "doc_id": src.doc_id, "relevance": src.relevance}
     _require_columns(df, dict(mapping), src, section)
     _require_types(df, dict(mapping), src, section)

@@ -55,6 +55,9 @@ class RawInput:
     lines: DataFrame | None = None
     malformed: DataFrame | None = None
     expected: str = ""
+    #: A run given one row per query: its run partitions, those whose arrays are all empty
+    #: included (:mod:`releval.io.shapes`); None: the partitions of ``rows``.
+    partitions: DataFrame | None = None
 
     def number_lines(self, rows: DataFrame) -> DataFrame:
         """``rows`` with ``_block`` and ``_row`` replaced by the 1-based ``_line`` in its file;

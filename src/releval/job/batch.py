@@ -24,6 +24,7 @@ from releval.io import run_log, views
 from releval.io.atomic import read_table, table_exists
 from releval.io.readers import read_run, run_partition_fields
 from releval.job import lineage, pipeline
+from releval.job.mlflow_out import log_summary
 from releval.job.partitions import (
     NULL_VALUE,
     PartitionSelection,
@@ -277,16 +278,18 @@ def run_job(
         except Exception:  # noqa: BLE001 - the original error matters more (e.g. no run log)
             pass
         raise
-    return JobResult(
-        log(
-            lineage.SUCCEEDED,
-            replace_predicate=replace,
-            partitions=todo,
-            per_query_version=summary.per_query_version,
-            aggregate_version=summary.aggregate_version,
-            per_query_rows=summary.per_query_rows,
-            aggregate_rows=summary.aggregate_rows,
-        ),
-        summary,
+    record = log(
+        lineage.SUCCEEDED,
+        replace_predicate=replace,
+        partitions=todo,
+        per_query_version=summary.per_query_version,
+        aggregate_version=summary.aggregate_version,
+        per_query_rows=summary.per_query_rows,
+        aggregate_rows=summary.aggregate_rows,
     )
+    if config.output.mlflow:  # after the run log: the tables are written whatever MLflow does
+        with phases.phase("mlflow"):
+            log_summary(spark, pinned, summary, job_run_id=job_run_id,
+                        extra={"run_version": run_version, "qrels_version": qrels_version})
+    return JobResult(record, summary)
 

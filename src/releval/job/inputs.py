@@ -27,6 +27,7 @@ from releval.io.readers import (
     read_run_raw,
     source_name,
 )
+from releval.io.shapes import counted
 from releval.io.tables import write_quarantine
 from releval.job.answers import Answers
 from releval.job.counts import Counts
@@ -182,7 +183,8 @@ def finish_checks(
     strict = config.evaluation.strict if strict is None else strict
     path, table = quarantine_target(config)
     report = account(
-        inputs, counts, run_name=source_name(config.run), qrels_name=source_name(config.qrels),
+        inputs, counts, run_name=counted(source_name(config.run), config.run.ranked),
+        qrels_name=counted(source_name(config.qrels), config.qrels.gold),
         run_filter=config.run.filter, qrels_filter=config.qrels.filter,
         quarantine=table or path, strict=strict,
     )

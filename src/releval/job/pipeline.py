@@ -91,6 +91,7 @@ def evaluate(
     ledger: bool = False,
     keep: Callable[[DataFrame], DataFrame] | None = None,
     window: bool = False,
+    run_partitions: DataFrame | None = None,
 ) -> Evaluation:
     """Evaluate a run against qrels.
 
@@ -116,22 +117,15 @@ def evaluate(
         keep: applied to the engine's result before it is read more than once (the job
             persists it).
         window: ``run`` has each query's k_q (``window``), read by the ``@window`` measures.
+        run_partitions: run partitions that may have ranked no row (see
+            :func:`releval.core.engine.query_measures`).
     """
     parts = list(partition_columns)
     queries = query_measures(
-        run,
-        qrels,
-        measures=measures,
-        partition_columns=parts,
-        missing_queries=missing_queries,
-        rank_by=rank_by,
-        run_stats=run_stats,
-        laid_out_by_query=laid_out_by_query,
-        negative_labels=negative_labels,
-        depth=depth,
-        ledger=ledger,
-        keep=keep,
-        window=window,
+        run, qrels, measures=measures, partition_columns=parts, missing_queries=missing_queries,
+        rank_by=rank_by, run_stats=run_stats, laid_out_by_query=laid_out_by_query,
+        negative_labels=negative_labels, depth=depth, ledger=ledger, keep=keep, window=window,
+        run_partitions=run_partitions,
     )
     return Evaluation(
         queries=queries,
@@ -220,6 +214,7 @@ def evaluate_inputs(
         ledger=True,
         keep=keep,
         window=inputs.window,
+        run_partitions=inputs.raw_run.partitions,
     )
 
 

@@ -1,0 +1,148 @@
+"""An evaluation logged to MLflow: each macro mean as a metric (per run partition), the
+settings as params, the per-query rows (Parquet) and the report as artifacts. MLflow is
+imported when used: ``pip install 'releval[mlflow]'``. See docs/usage.md ("MLflow")."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from releval.core import columns as S
+from releval.errors import ConfigError
+
+#: releval's measure families that MLflow's retriever metrics name (``precision_at_k``).
+FAMILIES = {"P": "precision", "R": "recall", "nDCG": "ndcg"}
+#: Where the artifacts go in the run.
+ARTIFACT_PATH = "releval"
+_BATCH = 100  # MLflow's limit of params per batch (and well under its metrics limit)
+
+
+def _sanitized(text: str) -> str:
+    return re.sub(r"_+", "_", re.sub(r"[^0-9A-Za-z]", "_", text)).strip("_")
+
+
+def metric_name(measure_key: str) -> str:
+    """MLflow's name for a measure: ``P@k``, ``R@k``, ``nDCG@k`` as its retriever metrics
+    (``precision_at_k``, ``recall_at_k``, ``ndcg_at_k``); the family of any other lower-cased,
+    ``@`` read as ``_at_``, every other sign an underscore.
+
+    Example:
+        >>> [metric_name(k) for k in ("nDCG@10", "P(rel=2)@5", "RR", "AP[judged]", "Rprec")]
+        ['ndcg_at_10', 'precision_rel_2_at_5', 'rr', 'ap_judged', 'rprec']
+    """
+    family = re.match(r"[A-Za-z]*", measure_key).group(0)  # type: ignore[union-attr]
+    rest = _sanitized(measure_key[len(family):].replace("@", "_at_")).lower()
+    name = FAMILIES.get(family, family.lower())
+    return f"{name}_{rest}" if rest else name
+
+
+def partition_prefix(values: Mapping[str, Any]) -> str:
+    """A run partition's metric prefix: its values in column order, each followed by ``/``
+    (``{"system": "bm25", "day": "2026-11-28"}`` -> ``bm25/2026-11-28/``); ``""`` without
+    partitions. Signs MLflow refuses in a name become ``_``."""
+    def part(value: Any) -> str:
+        text = re.sub(r"[^\w.\- ]", "_", "null" if value is None else str(value))
+        return "_" if text.strip(".") == "" else text
+
+    return "".join(f"{part(v)}/" for v in values.values())
+
+
+def macro_metrics(aggregate: Iterable[Mapping[str, Any]], partition_columns: Sequence[str],
+                  prefix: str = "") -> dict[str, float]:
+    """``{name: macro mean}``: one per (run partition, measure) of the aggregate rows; a mean
+    over no query (null) is left out.
+
+    Raises:
+        ConfigError: two measures of a run partition get the same name.
+    """
+    metrics: dict[str, float] = {}
+    keys: dict[str, str] = {}
+    for row in aggregate:
+        if row[S.AVERAGING] != "macro" or row[S.VALUE] is None:
+            continue
+        values = {c: row[c] for c in partition_columns}
+        name = prefix + partition_prefix(values) + metric_name(row[S.MEASURE_KEY])
+        if keys.setdefault(name, row[S.MEASURE_KEY]) != row[S.MEASURE_KEY]:
+            raise ConfigError(f"MLflow: measures {keys[name]!r} and {row[S.MEASURE_KEY]!r} "
+                              f"both log as {name!r}; evaluate them separately")
+        metrics[name] = float(row[S.VALUE])
+    return metrics
+
+
+def _mlflow() -> Any:
+    try:
+        import mlflow
+    except ImportError:
+        raise ConfigError("logging to MLflow needs mlflow: pip install 'releval[mlflow]' "
+                          "(or mlflow-skinny)") from None
+    uri = mlflow.get_tracking_uri()
+    if uri.startswith("file:") or "://" not in uri:
+        # a local folder store, which MLflow 3 refuses unless opted in
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    return mlflow
+
+
+def _chunks(items: list[Any]) -> Iterable[list[Any]]:
+    for i in range(0, len(items), _BATCH):
+        yield items[i:i + _BATCH]
+
+
+def log_evaluation(
+    *,
+    aggregate: Iterable[Mapping[str, Any]],
+    partition_columns: Sequence[str],
+    params: Mapping[str, Any],
+    per_query: DataFrame | None = None,
+    report: str | None = None,
+    prefix: str | None = None,
+    run_id: str | None = None,
+) -> str:
+    """Log an evaluation to MLflow's active run, to ``run_id``, or to a run it starts (and
+    ends) when neither.
+
+    Args:
+        aggregate: the aggregate rows (mappings); each macro mean becomes a metric named
+            ``prefix`` + :func:`partition_prefix` + :func:`metric_name`.
+        params: logged as params (``prefix`` before each name; None as ``"none"``).
+        per_query: logged as ``releval/per_query.parquet`` (collected to the driver).
+        report: an HTML file, logged under ``releval/``.
+
+    Returns:
+        The MLflow run id.
+    """
+    mlflow = _mlflow()
+    from mlflow.entities import Metric, Param
+
+    prefix = prefix or ""
+    metrics = macro_metrics(aggregate, partition_columns, prefix)
+    client = mlflow.MlflowClient()
+    started = None
+    if run_id is None:
+        active = mlflow.active_run()
+        started = None if active is not None else mlflow.start_run()
+        run_id = (active or started).info.run_id
+    try:
+        now = int(time.time() * 1000)
+        for chunk in _chunks([Metric(k, v, now, 0) for k, v in metrics.items()]):
+            client.log_batch(run_id, metrics=chunk)
+        for chunk in _chunks([Param(prefix + k, "none" if v is None else str(v))
+                              for k, v in params.items()]):
+            client.log_batch(run_id, params=chunk)
+        if per_query is not None:
+            with tempfile.TemporaryDirectory(prefix="releval-mlflow-") as tmp:
+                path = Path(tmp) / "per_query.parquet"
+                per_query.toPandas().to_parquet(path, index=False)
+                client.log_artifact(run_id, str(path), ARTIFACT_PATH)
+        if report is not None:
+            client.log_artifact(run_id, report, ARTIFACT_PATH)
+    finally:
+        if started is not None:
+            mlflow.end_run()
+    return run_id
