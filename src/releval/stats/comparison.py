@@ -38,7 +38,9 @@ DRIVER_ROWS = 1_000_000
 #: filters and groups gain nothing from them
 CONSTRAINTS = "spark.sql.constraintPropagation.enabled"
 _CAND, _IS_BASE, _NB, _NC = "_cand", "_is_base", "_nb", "_nc"
-_REPEATED, _REPEATS, _BOTH = "_repeated", "_repeats", "_both"
+_REPEATED, _REPEATS, _BOTH, _COUNT = "_repeated", "_repeats", "_both", "_count"
+#: the measure columns a measure key determines
+_DESCRIBED = [c for c in S.MEASURE_COLUMNS if c != S.MEASURE_KEY]
 
 
 def side_condition(values: Mapping[str, str]) -> Column:
@@ -105,10 +107,12 @@ def compare(
     before = conf.get(CONSTRAINTS)
     conf.set(CONSTRAINTS, "false")
     try:
-        if rows.limit(driver_rows + 1).count() <= driver_rows:
-            out = _on_driver(rows, labels, missing_queries=missing_queries, settings=settings)
+        count, described = _survey(rows)
+        if count <= driver_rows:
+            out = _on_driver(rows, labels, described, missing_queries=missing_queries,
+                             settings=settings)
         else:
-            out = _in_executors(rows, labels, missing_queries=missing_queries,
+            out = _in_executors(rows, labels, described, missing_queries=missing_queries,
                                 settings=settings)
     finally:
         conf.set(CONSTRAINTS, before)
@@ -126,10 +130,12 @@ def _schema(per_query: DataFrame) -> T.StructType:
     ])
 
 
-def _on_driver(rows: DataFrame, labels: Sequence[str], *, missing_queries: str,
+def _on_driver(rows: DataFrame, labels: Sequence[str],
+               described: Mapping[str, Mapping[str, Any]], *, missing_queries: str,
                settings: ComparisonSettings) -> list[dict[str, Any]]:
-    """The whole family from the collected rows, in one pass."""
-    table = rows.toArrow()
+    """The whole family from the collected rows, in one pass (``described``: each measure
+    key's measure columns)."""
+    table = rows.select(G.SIDE, S.QUERY_ID, S.MEASURE_KEY, G.VALUE, G.KEY).toArrow()
     ids = pc.dictionary_encode(table.column(S.QUERY_ID).combine_chunks())
     order = np.asarray(pc.array_sort_indices(ids.dictionary))
     code_of = np.empty(len(order), dtype=np.int64)
@@ -149,20 +155,18 @@ def _on_driver(rows: DataFrame, labels: Sequence[str], *, missing_queries: str,
         hsd = _tukey_map([G.tukey(g, missing_queries=missing_queries,
                                   permutations=settings.permutations)
                           for _, g in with_keys.groupby(S.MEASURE_KEY, sort=True)])
-    described = _descriptions(table)
     for t in tests:
         t.update(described[t[S.MEASURE_KEY]])
     return G.finish(tests, settings, hsd)
 
 
-def _descriptions(table: pa.Table) -> dict[str, dict[str, Any]]:
-    """measure_key -> its measure columns, from the collected rows."""
-    keys = table.column(S.MEASURE_KEY)
-    out = {}
-    for key in pc.unique(keys).to_pylist():
-        at = pc.index(keys, key).as_py()
-        out[key] = {c: table.column(c)[at].as_py() for c in S.MEASURE_COLUMNS}
-    return out
+def _survey(rows: DataFrame) -> tuple[int, dict[str, dict[str, Any]]]:
+    """The number of compared rows and each measure key's measure columns, in one job (a
+    group per measure key: a few rows reach the driver)."""
+    found = rows.groupBy(S.MEASURE_KEY).agg(
+        F.count(F.lit(1)).alias(_COUNT), *(F.first(c).alias(c) for c in _DESCRIBED)).collect()
+    return (sum(r[_COUNT] for r in found),
+            {r[S.MEASURE_KEY]: {c: r[c] for c in S.MEASURE_COLUMNS} for r in found})
 
 
 def _tukey_map(frames: Sequence[pd.DataFrame]) -> dict[tuple[str, str], float]:
@@ -173,36 +177,36 @@ def _tukey_map(frames: Sequence[pd.DataFrame]) -> dict[tuple[str, str], float]:
 def _pairs(rows: DataFrame, count: int, *, keyed: bool) -> DataFrame:
     """Each candidate's pairs with the baseline in the executors: a group per (candidate,
     measure key, query) instead of a join, so the plan holds the per-query rows once; the
-    other measure columns ride along (a measure key names one measure), and the query's
-    hash key only when a randomized test reads it (``keyed``)."""
+    query's hash key only when a randomized test reads it (``keyed``)."""
     each = (F.lit(1) if count == 1 else F.explode(
         F.when(F.col(G.SIDE) == 0, F.array(*[F.lit(i) for i in range(1, count + 1)])
                ).otherwise(F.array(F.col(G.SIDE)))))
     base = F.col(_IS_BASE)
-    described = [c for c in S.MEASURE_COLUMNS if c != S.MEASURE_KEY]
     return rows.select(each.alias(_CAND), (F.col(G.SIDE) == 0).alias(_IS_BASE),
-                       *S.MEASURE_COLUMNS, S.QUERY_ID, G.VALUE,
+                       S.MEASURE_KEY, S.QUERY_ID, G.VALUE,
                        *([G.KEY] if keyed else [])).groupBy(
         _CAND, S.MEASURE_KEY, S.QUERY_ID).agg(
-        *(F.first(c).alias(c) for c in [*described, *([G.KEY] if keyed else [])]),
+        *([F.first(G.KEY).alias(G.KEY)] if keyed else []),
         F.count(F.when(base, 1)).alias(_NB), F.count(F.when(~base, 1)).alias(_NC),
         F.max(F.when(base, F.col(G.VALUE))).alias(G.B),
         F.max(F.when(~base, F.col(G.VALUE))).alias(G.C))
 
 
-def _in_executors(rows: DataFrame, labels: Sequence[str], *, missing_queries: str,
+def _in_executors(rows: DataFrame, labels: Sequence[str],
+                  described: Mapping[str, Mapping[str, Any]], *, missing_queries: str,
                   settings: ComparisonSettings) -> list[dict[str, Any]]:
-    """The pairs and each group's statistics in the executors; the family on the driver."""
+    """The pairs and each group's statistics in the executors; the family on the driver
+    (``described``: each measure key's measure columns)."""
     keyed = settings.test != "t"
     pairs = _pairs(rows, len(labels), keyed=keyed)
     if missing_queries == "skip":
         pairs = pairs.where((F.col(_NB) > 0) & (F.col(_NC) > 0))
     pairs = pairs.select(
         F.element_at(F.array(*[F.lit(x) for x in labels]), F.col(_CAND)).alias(S.CANDIDATE),
-        *S.MEASURE_COLUMNS, S.QUERY_ID, *([G.KEY] if keyed else []), _NB, _NC,
+        S.MEASURE_KEY, S.QUERY_ID, *([G.KEY] if keyed else []), _NB, _NC,
         F.coalesce(F.col(G.B), F.lit(0.0)).alias(G.B),
         F.coalesce(F.col(G.C), F.lit(0.0)).alias(G.C))
-    group = [S.CANDIDATE, *S.MEASURE_COLUMNS]
+    group = [S.CANDIDATE, S.MEASURE_KEY]
     found = (_moments(pairs, group, settings) if settings.test == "t"
              else _tested(pairs, group, settings))
     tests = []
@@ -211,7 +215,8 @@ def _in_executors(rows: DataFrame, labels: Sequence[str], *, missing_queries: st
             raise G.repeated(r[S.CANDIDATE] if r[_REPEATS] < 0 else "the baseline",
                              r[_REPEATED], r[S.MEASURE_KEY], abs(r[_REPEATS]))
         if r[_BOTH]:
-            tests.append({k: v for k, v in r.items() if not k.startswith("_")})
+            tests.append({**{k: v for k, v in r.items() if not k.startswith("_")},
+                          **described[r[S.MEASURE_KEY]]})
     hsd = None
     if settings.test == "tukey":
         tested = sorted(f"{t[S.CANDIDATE]}\x00{t[S.MEASURE_KEY]}" for t in tests)
