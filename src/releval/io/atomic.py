@@ -1,17 +1,17 @@
 """Exact, atomic Delta writes for the batch job: one commit each, retried from a fresh snapshot
-on a concurrent conflict (the write is idempotent). See docs/design/commits.md."""
+on a concurrent conflict (the write is idempotent). See docs/design/commits.md.
+
+Tables are asked about through Delta's SQL (``SHOW TBLPROPERTIES``, ``DESCRIBE HISTORY``) and
+written through the DataFrame writer, which classic and Spark Connect sessions both answer."""
 
 from __future__ import annotations
 
-import json
 import random
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from delta.exceptions import base as delta_exceptions
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import types as T
 
@@ -24,7 +24,6 @@ from releval.io.writers import (
     create_table_as,
     ensure_table,
 )
-from releval.runtime.jvm import list_names, read_text
 
 #: Delta's exceptions that mean "a concurrent transaction got there first: retry".
 CONFLICTS = (
@@ -69,7 +68,32 @@ def table_exists(spark: SparkSession, *, path: str | None, table: str | None) ->
     """Whether the Delta table exists (a catalog name or a folder with a _delta_log)."""
     if table:
         return bool(spark.catalog.tableExists(table))
-    return bool(DeltaTable.isDeltaTable(spark, absolute(path or "")))
+    return table_properties(spark, path=path, table=None) is not None
+
+
+#: Spark's and Delta's error conditions for a table that is not there.
+_MISSING = ("DELTA_MISSING_DELTA_TABLE", "TABLE_OR_VIEW_NOT_FOUND", "DELTA_TABLE_NOT_FOUND",
+            "DELTA_PATH_DOES_NOT_EXIST", "PATH_NOT_FOUND")
+
+
+def is_missing_table(exc: BaseException) -> bool:
+    """True for the errors of a SQL statement over a table (or path) that is not a table."""
+    condition = getattr(exc, "getCondition", lambda: None)()
+    return condition in _MISSING or any(f"[{m}]" in str(exc) for m in _MISSING)
+
+
+def table_properties(
+    spark: SparkSession, *, path: str | None, table: str | None
+) -> dict[str, str] | None:
+    """A table's properties (``SHOW TBLPROPERTIES``, from its metadata: no Spark job); None
+    when there is no table there."""
+    try:
+        rows = spark.sql(f"SHOW TBLPROPERTIES {sql_name(path, table)}").collect()
+    except Exception as exc:  # noqa: BLE001 - a missing table is an answer; the rest is raised
+        if is_missing_table(exc):
+            return None
+        raise
+    return {r["key"]: r["value"] for r in rows}
 
 
 def read_table(spark: SparkSession, *, path: str | None, table: str | None) -> DataFrame:
@@ -77,9 +101,10 @@ def read_table(spark: SparkSession, *, path: str | None, table: str | None) -> D
     return spark.table(table) if table else spark.read.format("delta").load(absolute(path or ""))
 
 
-def delta_table(spark: SparkSession, *, path: str | None, table: str | None) -> DeltaTable:
-    """The DeltaTable handle of a path or a catalog table."""
-    return DeltaTable.forName(spark, table) if table else DeltaTable.forPath(spark, absolute(path or ""))
+def latest_version(spark: SparkSession, *, path: str | None, table: str | None) -> int | None:
+    """A Delta table's latest version (``DESCRIBE HISTORY ... LIMIT 1``); None if it has none."""
+    rows = spark.sql(f"DESCRIBE HISTORY {sql_name(path, table)} LIMIT 1").select("version").collect()
+    return int(rows[0]["version"]) if rows else None
 
 
 def quote_name(table: str) -> str:
@@ -93,10 +118,8 @@ def sql_name(path: str | None, table: str | None) -> str:
 
 
 def table_schema_version(spark: SparkSession, *, path: str | None, table: str | None) -> str:
-    """An existing table's ``releval.schema_version`` ("0" when it has none), from metadata
-    only (``DeltaTable.detail()`` would run a Spark job)."""
-    rows = spark.sql(f"SHOW TBLPROPERTIES {sql_name(path, table)}").collect()
-    return next((r["value"] for r in rows if r["key"] == SCHEMA_VERSION_PROPERTY), "0")
+    """An existing table's ``releval.schema_version`` ("0" when it has none)."""
+    return (table_properties(spark, path=path, table=table) or {}).get(SCHEMA_VERSION_PROPERTY, "0")
 
 
 def check_schema_version(spark: SparkSession, *, path: str | None, table: str | None) -> bool:
@@ -108,9 +131,10 @@ def check_schema_version(spark: SparkSession, *, path: str | None, table: str | 
     Raises:
         SchemaVersionError: naming the table, its version and the migration to run.
     """
-    if not table_exists(spark, path=path, table=table):
+    properties = table_properties(spark, path=path, table=table)
+    if properties is None:
         return False
-    found = table_schema_version(spark, path=path, table=table)
+    found = properties.get(SCHEMA_VERSION_PROPERTY, "0")
     if found != SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{table_name(path, table)} has {SCHEMA_VERSION_PROPERTY} = {found!r}, this releval "
@@ -129,37 +153,26 @@ class WriteResult:
     attempts: int
 
 
-def table_location(spark: SparkSession, *, path: str | None, table: str | None) -> str:
-    """The folder of a Delta table: the path, or a catalog table's location."""
-    if not table:
-        return absolute(path or "")
-    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {quote_name(table)}").collect()
-    return next(r["data_type"] for r in rows if r["col_name"] == "Location")
-
-
-_COMMIT_FILE = re.compile(r"(\d{20})\.json")
+#: The newest commits :func:`commit_of` reads first; the whole history only when its commit is
+#: older (more concurrent commits than this came after it).
+RECENT_COMMITS = 20
 
 
 def commit_of(
     spark: SparkSession, *, path: str | None, table: str | None, user_metadata: str
 ) -> tuple[int, int]:
     """(version, numOutputRows) of the latest commit whose userMetadata is ``user_metadata``,
-    else (-1, 0); read from the log files on the driver, so no Spark job runs."""
-    log = f"{table_location(spark, path=path, table=table).rstrip('/')}/_delta_log"
-    versions = sorted(
-        (int(m.group(1)) for name in list_names(spark, log)
-         if (m := _COMMIT_FILE.fullmatch(name))),
-        reverse=True,
-    )
-    for version in versions:
-        text = read_text(spark, log, f"{version:020d}.json")
-        for line in text.splitlines():
-            if '"commitInfo"' not in line:
-                continue
-            info = json.loads(line).get("commitInfo", {})
-            if info.get("userMetadata") == user_metadata:
-                metrics = info.get("operationMetrics") or {}
-                return version, int(metrics.get("numOutputRows", 0))
+    else (-1, 0); read from the table's history (``DESCRIBE HISTORY``, newest first: the
+    commits' metadata, no Spark job)."""
+    for limit in (RECENT_COMMITS, None):
+        query = f"DESCRIBE HISTORY {sql_name(path, table)}" + (f" LIMIT {limit}" if limit else "")
+        rows = spark.sql(query).select("version", "userMetadata", "operationMetrics").collect()
+        for row in rows:
+            if row["userMetadata"] == user_metadata:
+                metrics = row["operationMetrics"] or {}
+                return int(row["version"]), int(metrics.get("numOutputRows", 0))
+        if limit is not None and len(rows) < limit:
+            break
     return -1, 0
 
 
