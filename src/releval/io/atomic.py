@@ -1,8 +1,8 @@
 """Exact, atomic Delta writes for the batch job: one commit each, retried from a fresh snapshot
 on a concurrent conflict (the write is idempotent). See docs/design/commits.md.
 
-Tables are asked about through Delta's SQL (``SHOW TBLPROPERTIES``, ``DESCRIBE HISTORY``) and
-written through the DataFrame writer, which classic and Spark Connect sessions both answer."""
+Tables are written through the DataFrame writer and asked about through Delta's SQL, or
+:mod:`releval.runtime.delta_log` where a classic session has a cheaper way."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from releval.io.writers import (
     create_table_as,
     ensure_table,
 )
+from releval.runtime.delta_log import find_commit, is_delta_path, properties
 
 #: Delta's exceptions that mean "a concurrent transaction got there first: retry".
 CONFLICTS = (
@@ -68,32 +69,14 @@ def table_exists(spark: SparkSession, *, path: str | None, table: str | None) ->
     """Whether the Delta table exists (a catalog name or a folder with a _delta_log)."""
     if table:
         return bool(spark.catalog.tableExists(table))
-    return table_properties(spark, path=path, table=None) is not None
-
-
-#: Spark's and Delta's error conditions for a table that is not there.
-_MISSING = ("DELTA_MISSING_DELTA_TABLE", "TABLE_OR_VIEW_NOT_FOUND", "DELTA_TABLE_NOT_FOUND",
-            "DELTA_PATH_DOES_NOT_EXIST", "PATH_NOT_FOUND")
-
-
-def is_missing_table(exc: BaseException) -> bool:
-    """True for the errors of a SQL statement over a table (or path) that is not a table."""
-    condition = getattr(exc, "getCondition", lambda: None)()
-    return condition in _MISSING or any(f"[{m}]" in str(exc) for m in _MISSING)
+    return is_delta_path(spark, absolute(path or ""))
 
 
 def table_properties(
     spark: SparkSession, *, path: str | None, table: str | None
 ) -> dict[str, str] | None:
-    """A table's properties (``SHOW TBLPROPERTIES``, from its metadata: no Spark job); None
-    when there is no table there."""
-    try:
-        rows = spark.sql(f"SHOW TBLPROPERTIES {sql_name(path, table)}").collect()
-    except Exception as exc:  # noqa: BLE001 - a missing table is an answer; the rest is raised
-        if is_missing_table(exc):
-            return None
-        raise
-    return {r["key"]: r["value"] for r in rows}
+    """A table's properties (``SHOW TBLPROPERTIES``); None when there is no table there."""
+    return properties(spark, sql_name(path, table))
 
 
 def read_table(spark: SparkSession, *, path: str | None, table: str | None) -> DataFrame:
@@ -131,10 +114,9 @@ def check_schema_version(spark: SparkSession, *, path: str | None, table: str | 
     Raises:
         SchemaVersionError: naming the table, its version and the migration to run.
     """
-    properties = table_properties(spark, path=path, table=table)
-    if properties is None:
+    if not table_exists(spark, path=path, table=table):
         return False
-    found = properties.get(SCHEMA_VERSION_PROPERTY, "0")
+    found = table_schema_version(spark, path=path, table=table)
     if found != SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{table_name(path, table)} has {SCHEMA_VERSION_PROPERTY} = {found!r}, this releval "
@@ -153,27 +135,23 @@ class WriteResult:
     attempts: int
 
 
-#: The newest commits :func:`commit_of` reads first; the whole history only when its commit is
-#: older (more concurrent commits than this came after it).
-RECENT_COMMITS = 20
+def table_location(spark: SparkSession, *, path: str | None, table: str | None) -> str:
+    """The folder of a Delta table: the path, or a catalog table's location."""
+    if not table:
+        return absolute(path or "")
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {quote_name(table)}").collect()
+    return next(r["data_type"] for r in rows if r["col_name"] == "Location")
 
 
 def commit_of(
     spark: SparkSession, *, path: str | None, table: str | None, user_metadata: str
 ) -> tuple[int, int]:
     """(version, numOutputRows) of the latest commit whose userMetadata is ``user_metadata``,
-    else (-1, 0); read from the table's history (``DESCRIBE HISTORY``, newest first: the
-    commits' metadata, no Spark job)."""
-    for limit in (RECENT_COMMITS, None):
-        query = f"DESCRIBE HISTORY {sql_name(path, table)}" + (f" LIMIT {limit}" if limit else "")
-        rows = spark.sql(query).select("version", "userMetadata", "operationMetrics").collect()
-        for row in rows:
-            if row["userMetadata"] == user_metadata:
-                metrics = row["operationMetrics"] or {}
-                return int(row["version"]), int(metrics.get("numOutputRows", 0))
-        if limit is not None and len(rows) < limit:
-            break
-    return -1, 0
+    else (-1, 0) (:func:`releval.runtime.delta_log.find_commit`)."""
+    return find_commit(
+        spark, location=lambda: table_location(spark, path=path, table=table),
+        sql_name=sql_name(path, table), user_metadata=user_metadata,
+    )
 
 
 def _save(writer: DataFrameWriter, *, path: str | None, table: str | None) -> None:

@@ -10,6 +10,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from releval.config import URI_SCHEME
+
 #: Table property holding the version of the output schemas (docs/migrations.md).
 SCHEMA_VERSION_PROPERTY = "releval.schema_version"
 SCHEMA_VERSION = "9"
@@ -40,8 +42,9 @@ def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
 
 
 def absolute(path: str) -> str:
-    """A local relative path made absolute (Delta's table builder needs it); URIs unchanged."""
-    return path if "://" in path or path.startswith("/") else os.path.abspath(path)
+    """A local relative path made absolute, against this process's working directory (a Spark
+    Connect server would resolve it against its own); URIs (``s3a://``, ``dbfs:/``) unchanged."""
+    return path if URI_SCHEME.match(path) or path.startswith("/") else os.path.abspath(path)
 
 
 def create_table_as(
