@@ -8,7 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from releval.cli.evaluate import DEFAULT_MEASURES, add_remote_argument, remote_of, session
+from releval.cli.evaluate import (
+    DEFAULT_MEASURES,
+    add_remote_argument,
+    default_master,
+    remote_of,
+    session,
+)
 from releval.config import (
     ANSWER_FORMATS,
     CORRECTIONS,
@@ -187,8 +193,7 @@ def _compare_files(args: argparse.Namespace) -> int:
                             else args.effect_of_interest),
     )
     fmt = args.format or "trec"
-    remote = remote_of(args)
-    master = args.master or (None if remote else "local[*]")
+    remote, master = remote_of(args), default_master(args)
     validate(Config(run=RunSource(path=args.run[0], format=fmt),
                     qrels=QrelsSource(path=args.qrels, format=args.qrels_format or fmt),
                     comparison=settings, spark=SparkSettings(master=master)),

@@ -109,10 +109,17 @@ def add_remote_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def remote_of(args: argparse.Namespace) -> str | None:
-    """The command line's ``--remote`` (checked), else ``SPARK_REMOTE``, else None."""
+    """The command line's ``--remote`` (checked), else None (then the config's ``remote``,
+    else ``SPARK_REMOTE``, decides: :func:`releval.runtime.session.remote_url`)."""
     remote = getattr(args, "remote", None)
     check_remote(remote, "--remote")
-    return remote or os.environ.get("SPARK_REMOTE") or None
+    return remote
+
+
+def default_master(args: argparse.Namespace) -> str | None:
+    """``--master``, else ``local[*]`` unless the session is a Spark Connect client."""
+    connect = remote_of(args) or os.environ.get("SPARK_REMOTE")
+    return args.master or (None if connect else "local[*]")
 
 
 def answers_format(path: str) -> str:
@@ -170,8 +177,8 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
             attribution_path=str(Path(output) / "attribution"),
         ),
         spark=SparkSettings(
-            master=args.master or (None if remote_of(args) else "local[*]"),
-            remote=getattr(args, "remote", None), app_name="releval-cli", shuffle_partitions=8),
+            master=default_master(args), remote=remote_of(args), app_name="releval-cli",
+            shuffle_partitions=8),
         answers=_answers(args),
     )
     return validate(config, source="command line")

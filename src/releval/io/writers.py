@@ -124,7 +124,12 @@ def ensure_table(
     properties: Mapping[str, str] | None = None,
 ) -> None:
     """Create the Delta table with its schema, comments, partitioning and ``properties`` if
-    it does not exist (``CREATE TABLE IF NOT EXISTS``)."""
+    it does not exist (``CREATE TABLE IF NOT EXISTS``).
+
+    Raises:
+        Delta's error (``DELTA_MISSING_DELTA_TABLE``) when ``path`` is a folder of other files:
+            ``IF NOT EXISTS`` takes any folder for an existing table, so the table is read back.
+    """
     name = table or "delta.`" + absolute(path or "").replace("`", "``") + "`"
     props = {SCHEMA_VERSION_PROPERTY: SCHEMA_VERSION, **(properties or {}),
              "delta.appendOnly": "false"}
@@ -138,3 +143,5 @@ def ensure_table(
         + ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in props.items()) + ")"
     )
     spark.sql(statement)
+    if not table:
+        spark.sql(f"SHOW TBLPROPERTIES {name}").collect()
