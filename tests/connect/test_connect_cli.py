@@ -1,5 +1,5 @@
-"""The ``releval`` command on a Spark Connect server: ``--remote``, and ``SPARK_REMOTE`` as
-PySpark reads it; the files and the printed comparison are those of a classic session."""
+"""The ``releval`` command on a Spark Connect server: ``SPARK_REMOTE`` as PySpark reads it, and
+``--remote``; the files and the printed comparison are those of a classic session."""
 
 from __future__ import annotations
 
@@ -26,14 +26,18 @@ def releval(*args: str, cwd: Path, remote_env: str | None = None) -> subprocess.
                           capture_output=True, text=True, timeout=900)
 
 
-def test_evaluate_with_remote_writes_the_trec_eval_file_of_a_classic_session(
+def test_evaluate_with_spark_remote_writes_the_trec_eval_file_of_a_classic_session(
     shared_session, connect_url: str, tmp_path: Path
 ) -> None:
     args = ["evaluate", "--run", str(EXAMPLES / "bm25.txt"), "--qrels", str(EXAMPLES / "qrels.txt"),
             "--measures", "P@5,nDCG@10,RR,AP,bpref"]
-    done = releval(*args, "--trec-eval-output", "connect.trec_eval", "--remote", connect_url,
-                   "--profile", cwd=tmp_path)  # a relative path: the client's, not the server's
+    # a relative output path: the client's working folder, not the server's
+    done = releval(*args, "--trec-eval-output", "connect.trec_eval", "--master", "local[2]",
+                   "--profile", cwd=tmp_path, remote_env=connect_url)
     assert done.returncode == 0, done.stderr[-3000:]
+    # the master does not apply to a Connect session: one line says so
+    assert (f"releval: [spark] master = 'local[2]' is ignored: the session is a Spark Connect "
+            f"client of {connect_url}") in done.stderr.splitlines()
     assert "releval: the count of Spark jobs is not available on Spark Connect" in done.stdout
     assert main([*args, "--trec-eval-output", str(tmp_path / "classic.trec_eval")]) == 0
     connect = (tmp_path / "connect.trec_eval").read_text()
@@ -41,16 +45,14 @@ def test_evaluate_with_remote_writes_the_trec_eval_file_of_a_classic_session(
     assert "bpref" in connect and len(connect.splitlines()) > 40 * 5
 
 
-def test_compare_with_spark_remote_prints_the_comparison_of_a_classic_session(
+def test_compare_with_remote_prints_the_comparison_of_a_classic_session(
     shared_session, connect_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ["compare", "--qrels", str(EXAMPLES / "qrels.txt"), "--measures", "P@5,AP",
             "--run", str(EXAMPLES / "bm25.txt"), "--run", str(EXAMPLES / "dense.txt")]
-    done = releval(*args, "--master", "local[2]", cwd=tmp_path, remote_env=connect_url)
+    done = releval(*args, "--remote", connect_url, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    # the master does not apply to a Connect session: one line says so
-    assert (f"releval: [spark] master = 'local[2]' is ignored: the session is a Spark Connect "
-            f"client of {connect_url}") in done.stderr.splitlines()
+    assert "ignored" not in done.stderr  # no master given: no note
     assert main(args) == 0
     classic = capsys.readouterr().out
     shown = [line for line in done.stdout.splitlines() if not line.startswith("releval: ")]

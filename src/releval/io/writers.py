@@ -4,6 +4,7 @@ the DataFrame writer and SQL (what classic and Spark Connect sessions both answe
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
@@ -11,6 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from releval.config import URI_SCHEME
+from releval.runtime.delta_log import is_missing_table
 
 #: Table property holding the version of the output schemas (docs/migrations.md).
 SCHEMA_VERSION_PROPERTY = "releval.schema_version"
@@ -126,9 +128,11 @@ def ensure_table(
     """Create the Delta table with its schema, comments, partitioning and ``properties`` if
     it does not exist (``CREATE TABLE IF NOT EXISTS``).
 
+    ``IF NOT EXISTS`` takes any non-empty folder for an existing table: a path's table is read
+    back, waiting a few seconds for another job that is creating it to commit.
+
     Raises:
-        Delta's error (``DELTA_MISSING_DELTA_TABLE``) when ``path`` is a folder of other files:
-            ``IF NOT EXISTS`` takes any folder for an existing table, so the table is read back.
+        Delta's error (``DELTA_MISSING_DELTA_TABLE``) when ``path`` holds other files.
     """
     name = table or "delta.`" + absolute(path or "").replace("`", "``") + "`"
     props = {SCHEMA_VERSION_PROPERTY: SCHEMA_VERSION, **(properties or {}),
@@ -143,5 +147,17 @@ def ensure_table(
         + ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in props.items()) + ")"
     )
     spark.sql(statement)
-    if not table:
-        spark.sql(f"SHOW TBLPROPERTIES {name}").collect()
+    if table:
+        return
+    for wait in (*CREATION_WAITS, None):
+        try:
+            spark.sql(f"SHOW TBLPROPERTIES {name}").collect()
+            return
+        except Exception as exc:  # noqa: BLE001 - a table another job has not committed yet
+            if wait is None or not is_missing_table(exc):
+                raise
+            time.sleep(wait)
+
+
+#: How long :func:`ensure_table` waits, in turn, for another job's table to be committed.
+CREATION_WAITS = (0.2, 0.4, 0.8, 1.6, 3.2, 6.4)
