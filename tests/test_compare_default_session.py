@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent('''
     from pyspark.sql import SparkSession
     from scipy import stats
     import releval
-    from releval.runtime.jvm import explain_string
+    from releval.runtime.mode import explain_string
     from releval.stats import comparison
 
     spark = SparkSession.builder.master("local[2]").getOrCreate()

@@ -127,3 +127,19 @@ def test_the_corrections_the_config_accepts_are_the_ones_the_kernel_has():
     from releval.stats import kernel
 
     assert set(CORRECTIONS) == set(kernel.CORRECTIONS)
+
+
+def test_spark_remote_is_a_connect_url_and_wins_over_spark_remote_env(tmp_path, monkeypatch):
+    from releval.runtime.session import remote_url
+
+    config = load_config(write(tmp_path, MINIMAL + "[spark]\nremote = 'sc://spark-host:15002'\n"))
+    assert config.spark.remote == "sc://spark-host:15002"
+    monkeypatch.setenv("SPARK_REMOTE", "sc://other:1")
+    assert remote_url(config.spark) == "sc://spark-host:15002"
+    assert remote_url(load_config(write(tmp_path, MINIMAL)).spark) == "sc://other:1"
+    monkeypatch.delenv("SPARK_REMOTE")
+    assert remote_url(load_config(write(tmp_path, MINIMAL)).spark) is None
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, MINIMAL + "[spark]\nremote = 'localhost:15002'\n"))
+    assert str(info.value).endswith("job.toml: spark.remote = 'localhost:15002'; expected a "
+                                    "Spark Connect URL, sc://host:port (e.g. sc://localhost:15002)")

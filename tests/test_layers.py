@@ -92,3 +92,59 @@ def test_a_wrong_import_is_found(layer, package, source):
 )
 def test_a_right_import_passes(layer, package, source):
     assert violations(source, layer, package) == []
+
+
+#: What only a classic session has: its JVM (Py4J), its SparkContext and RDDs, and Delta's
+#: Python ``DeltaTable`` (a JVM handle); only ``releval.runtime`` may use them, each behind a
+#: function with a path for Spark Connect too.
+CLASSIC_ATTRIBUTES = {"sparkContext", "_jvm", "_jsc", "_jdf", "_jsparkSession", "_sc", "rdd",
+                      "_gateway"}
+CLASSIC_IMPORTS = {"SparkContext", "RDD", "delta.tables", "py4j"}
+
+
+def classic_only_uses(source: str) -> list[str]:
+    """(line: what) of each use of :data:`CLASSIC_ATTRIBUTES` and :data:`CLASSIC_IMPORTS`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in CLASSIC_ATTRIBUTES:
+            found.append(f"line {node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.Name) and node.id in CLASSIC_IMPORTS:
+            found.append(f"line {node.lineno}: {node.id}")
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names]
+            module = getattr(node, "module", None) or ""
+            for name in [module, *names, *(f"{module}.{n}" for n in names)]:
+                if name in CLASSIC_IMPORTS or name.split(".")[0] == "py4j":
+                    found.append(f"line {node.lineno}: import {name}")
+                    break
+    return found
+
+
+def test_only_the_runtime_layer_reaches_into_a_classic_session():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        if parts[0] == "runtime":
+            continue
+        found += [f"{path.relative_to(PACKAGE)}: {use}" for use in classic_only_uses(path.read_text())]
+    jobs = PACKAGE.parents[1] / "jobs"
+    for path in sorted(jobs.glob("*.py")):
+        found += [f"jobs/{path.name}: {use}" for use in classic_only_uses(path.read_text())]
+    assert found == []
+
+
+@pytest.mark.parametrize("source", [
+    "n = df.sparkSession.sparkContext.defaultParallelism\n",
+    "rows = df.rdd.collect()\n",
+    "plan = df._jdf.queryExecution()\n",
+    "from pyspark import SparkContext\n",
+    "from delta.tables import DeltaTable\n",
+    "jvm = spark._jvm\n",
+])
+def test_a_classic_only_use_is_found(source):
+    assert classic_only_uses(source)
+
+
+def test_the_dataframe_api_passes():
+    source = "n = spark.conf.get('spark.master')\nrows = df.select('a').collect()\n"
+    assert classic_only_uses(source) == []

@@ -24,6 +24,7 @@ from releval.errors import ComparisonError, InputError
 from releval.io import tables
 from releval.io.atomic import read_table
 from releval.io.readers import TREC_RUN_ID, raw_run_input, read_qrels_raw, read_run_raw
+from releval.io.writers import absolute
 from releval.job.answer_moves import AnswerMoves, side_cells
 from releval.job.partitions import partition_label
 from releval.stats.intervals import FEW_QUERIES
@@ -58,8 +59,8 @@ def read_runs(spark: SparkSession, paths: Sequence[str], *, run_format: str) -> 
             raws.append(read_run_raw(spark, src))
             continue
         try:
-            loaded = (spark.read.json(path) if run_format == "jsonl"  # JSON Lines
-                      else spark.read.format(run_format).load(path))
+            loaded = (spark.read.json(absolute(path)) if run_format == "jsonl"  # JSON Lines
+                      else spark.read.format(run_format).load(absolute(path)))
         except Exception as exc:  # Spark's AnalysisException: not a table of this format
             raise InputError(f"cannot read {run_format} {path}: {str(exc).splitlines()[0]}") from None
         tagged = (TREC_RUN_ID,) if TREC_RUN_ID in loaded.columns else ()
@@ -177,8 +178,8 @@ def _read_answers(spark: SparkSession, src: AnswersSource) -> DataFrame:
     """The answers file (Delta, Parquet, or CSV with a header) as read."""
     try:
         if src.format == "csv":
-            return spark.read.option("header", "true").csv(src.path)
-        return spark.read.format(src.format).load(src.path)
+            return spark.read.option("header", "true").csv(absolute(src.path or ""))
+        return spark.read.format(src.format).load(absolute(src.path or ""))
     except Exception as exc:  # Spark's AnalysisException: not a table of this format
         raise InputError(f"cannot read {src.format} {src.path}: "
                          f"{str(exc).splitlines()[0]}") from None

@@ -41,3 +41,7 @@ class ComparisonError(RelevalError):
 
 class ClusterError(RelevalError):
     """The executors' Python lacks a module, or cannot see a path the job reads or writes."""
+
+
+class DeltaUnavailableError(RelevalError):
+    """The SparkSession cannot write Delta tables: Delta's jars or its two settings are missing."""

@@ -21,6 +21,7 @@ from releval.job.counts import Counts, query_counts
 from releval.job.inputs import JobInputs, account, rejected_rows
 from releval.job.persisted import materialize
 from releval.job.pipeline import Evaluation
+from releval.runtime.delta import require_delta
 from releval.stats.aggregate import bootstrap, rows
 from releval.stats.attribution import Thresholds
 
@@ -204,6 +205,9 @@ class Result:
                 ``catalog`` a table name; None: not written.
             catalog: the names are catalog tables, not paths.
 
+        Raises:
+            DeltaUnavailableError: the session has no Delta Lake (the message says what to set).
+
         Example:
             >>> run = spark.createDataFrame([("q1", "a", 1.0)], "query_id string, doc_id string, score double")
             >>> qrels = spark.createDataFrame([("q1", "a", 1)], "query_id string, doc_id string, relevance int")
@@ -211,6 +215,8 @@ class Result:
             >>> spark.read.format("delta").load(str(tmp / "per_query")).count()
             2
         """
+        if per_query or aggregate or quarantine or attribution:
+            require_delta(self.evaluation.queries.sparkSession, "result.write")
         fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
 
         def where(name: str | None) -> dict[str, str | None]:

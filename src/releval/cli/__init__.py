@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from releval.cli import agree, compare, evaluate, tables
 from releval.cli.agree import add_agree_arguments
 from releval.cli.compare import add_compare_arguments
-from releval.cli.evaluate import add_evaluate_arguments, config_from_args
+from releval.cli.evaluate import add_evaluate_arguments, add_remote_argument, config_from_args
 from releval.cli.tables import add_report_arguments
 from releval.errors import RelevalError
 
@@ -42,12 +42,15 @@ def _parser() -> argparse.ArgumentParser:
     sql.add_argument("--config", required=True, help="the TOML config whose output tables to read")
     sql.add_argument("query", help="the SQL; tables: per_query, aggregate, run_log, comparison, "
                      "attribution")
+    sql.add_argument("--remote", default=None, metavar="sc://HOST:PORT",
+                     help="accepted as by the other commands; sql reads the tables without Spark")
     sub.add_parser("measures", help="list the measures and their formulas")
     views = sub.add_parser("views", help="the wide views of the output tables (docs/warehouse.md): "
                            "created for catalog tables, printed as SQL for paths")
     views.add_argument("--config", required=True, help="the job's TOML config")
     views.add_argument("--dialect", choices=["spark", "duckdb"], default="spark",
                        help="SQL for Spark (default) or DuckDB (delta_scan over the paths)")
+    add_remote_argument(views)
     return parser
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from releval.cli.evaluate import session
+from releval.cli.evaluate import add_remote_argument, remote_of, session
 from releval.errors import ComparisonError, ConfigError
 
 
@@ -29,6 +29,7 @@ def add_agree_arguments(agree: argparse.ArgumentParser) -> None:
                        "under both versions ([comparison] test and correction) and list "
                        "the decisions that differ")
     agree.add_argument("--agreement-id", default=None, help="the agreement's id (default: uuid4)")
+    add_remote_argument(agree)
 
 
 def _shared(items: list[str]) -> dict[str, str]:
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
                               f"{list(config.run.partition_columns)}")
     baseline = (parse_side(args.baseline, shared=shared, columns=config.run.partition_columns)
                 if args.baseline else None)
-    spark = session(config)
+    spark = session(config, remote_of(args))
     try:
         report = agree_job.run(
             spark, agree_job.with_partitions(config, shared), other_filter=args.other_filter,

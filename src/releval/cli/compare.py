@@ -8,7 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from releval.cli.evaluate import DEFAULT_MEASURES, session
+from releval.cli.evaluate import (
+    DEFAULT_MEASURES,
+    add_remote_argument,
+    default_master,
+    remote_of,
+    session,
+)
 from releval.config import (
     ANSWER_FORMATS,
     CORRECTIONS,
@@ -92,7 +98,9 @@ def add_compare_arguments(cmp: argparse.ArgumentParser) -> None:
     files.add_argument("--retrieved-at", type=float, default=None,
                        help=f"retrieved when --retrieved-by >= this (default "
                        f"{AnswersSource.retrieved_at:g})")
-    files.add_argument("--master", default=None, help="Spark master (default local[*])")
+    files.add_argument("--master", default=None,
+                       help="Spark master (default local[*]; not with a Spark Connect server)")
+    add_remote_argument(cmp)
 
 
 #: The flags of each ``releval compare`` mode: a config's per-query table, or run files.
@@ -147,7 +155,7 @@ def _compare_table(args: argparse.Namespace) -> int:
         shared[key.strip()] = value.strip()
     baseline = compare_job.parse_side(args.baseline, shared=shared, columns=columns)
     candidates = [compare_job.parse_side(c, shared=shared, columns=columns) for c in args.candidate]
-    spark = session(config)
+    spark = session(config, remote_of(args))
     try:
         report = compare_job.run(spark, config, baseline=baseline, candidates=candidates,
                                 comparison_id=args.comparison_id)
@@ -185,12 +193,12 @@ def _compare_files(args: argparse.Namespace) -> int:
                             else args.effect_of_interest),
     )
     fmt = args.format or "trec"
-    master = args.master or "local[*]"
+    remote, master = remote_of(args), default_master(args)
     validate(Config(run=RunSource(path=args.run[0], format=fmt),
                     qrels=QrelsSource(path=args.qrels, format=args.qrels_format or fmt),
                     comparison=settings, spark=SparkSettings(master=master)),
              source="command line")
-    spark = _files_session(master, [*args.run, args.qrels])
+    spark = _files_session(master, [*args.run, args.qrels], remote)
     try:
         with tempfile.TemporaryDirectory(prefix="releval-") as tmp:
             text = adhoc.compare_files(
@@ -224,9 +232,14 @@ def _answers(args: argparse.Namespace) -> AnswersSource | None:
     )
 
 
-def _files_session(master: str, paths: Sequence[str]) -> SparkSession:
-    """The SparkSession of a command over input files (a short job's JVM for small ones)."""
+def _files_session(master: str | None, paths: Sequence[str], remote: str | None) -> SparkSession:
+    """The SparkSession of a command over input files (a short job's JVM for small ones; a
+    client of ``remote``, a Spark Connect server, when given)."""
+    from releval.runtime.delta import require_delta
     from releval.runtime.session import build_session, short_inputs
 
-    settings = SparkSettings(master=master, app_name="releval-cli", shuffle_partitions=8)
-    return build_session(settings, short=short_inputs(master, paths))
+    settings = SparkSettings(master=master, remote=remote, app_name="releval-cli",
+                             shuffle_partitions=8)
+    spark = build_session(settings, short=short_inputs(master, paths))
+    require_delta(spark, "releval compare")
+    return spark

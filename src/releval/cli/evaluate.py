@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +20,7 @@ from releval.config import (
     QrelsSource,
     RunSource,
     SparkSettings,
+    check_remote,
     validate,
 )
 from releval.errors import RelevalError
@@ -61,7 +64,9 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
                     "--answers attribution) Delta tables (default: a temporary folder)")
     ev.add_argument("--trec-eval-output", default=None,
                     help="also write trec_eval -q's text: per-query and 'all' lines, in its order")
-    ev.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    ev.add_argument("--master", default=None,
+                    help="Spark master (default local[*]; not with a Spark Connect server)")
+    add_remote_argument(ev)
     ev.add_argument("--negative-labels", choices=list(NEGATIVE_LABELS), default=NEGATIVE_LABELS[0],
                     help="what a negative qrels label means: in the pool but not judged "
                     "(unjudged, default, trec_eval) or judged non-relevant (judged)")
@@ -105,6 +110,28 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
                     "Hit@window with --window, else Hit@10)")
     ev.add_argument("--retrieved-at", type=float, default=AnswersSource.retrieved_at,
                     help="the evidence was retrieved when --retrieved-by >= this (default 1)")
+
+
+def add_remote_argument(parser: argparse.ArgumentParser) -> None:
+    """``--remote``: the Spark Connect server a command's session is a client of."""
+    parser.add_argument(
+        "--remote", default=None, metavar="sc://HOST:PORT",
+        help="run on this Spark Connect server (default: SPARK_REMOTE when set, else a "
+        "classic session; a --master or [spark] master is then ignored)")
+
+
+def remote_of(args: argparse.Namespace) -> str | None:
+    """The command line's ``--remote`` (checked), else None (then the config's ``remote``,
+    else ``SPARK_REMOTE``, decides: :func:`releval.runtime.session.remote_url`)."""
+    remote = getattr(args, "remote", None)
+    check_remote(remote, "--remote")
+    return remote
+
+
+def default_master(args: argparse.Namespace) -> str | None:
+    """``--master``, else ``local[*]`` unless the session is a Spark Connect client."""
+    connect = remote_of(args) or os.environ.get("SPARK_REMOTE")
+    return args.master or (None if connect else "local[*]")
 
 
 def answers_format(path: str) -> str:
@@ -168,18 +195,26 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
             attribution_path=str(Path(output) / "attribution"),
             mlflow=bool(getattr(args, "mlflow", False)),
         ),
-        spark=SparkSettings(master=args.master, app_name="releval-cli", shuffle_partitions=8),
+        spark=SparkSettings(
+            master=default_master(args), remote=remote_of(args), app_name="releval-cli",
+            shuffle_partitions=8),
         answers=_answers(args),
     )
     return validate(config, source="command line")
 
 
-def session(config: Config) -> SparkSession:
+def session(config: Config, remote: str | None = None) -> SparkSession:
     """A command's SparkSession: a short job's JVM (C1 only) when the inputs are small local
-    files (:func:`releval.runtime.session.short_job`)."""
+    files (:func:`releval.runtime.session.short_job`); a client of ``remote`` (a Spark Connect
+    URL, ``--remote``) when given. It must have Delta Lake (the commands read or write it)."""
+    from releval.runtime.delta import require_delta
     from releval.runtime.session import build_session, short_job
 
-    return build_session(config.spark, short=short_job(config))
+    if remote:
+        config = dataclasses.replace(config, spark=dataclasses.replace(config.spark, remote=remote))
+    spark = build_session(config.spark, short=short_job(config))
+    require_delta(spark, "releval")
+    return spark
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from releval.cli.evaluate import session
+from releval.cli.evaluate import add_remote_argument, remote_of, session
 
 
 def add_report_arguments(rep: argparse.ArgumentParser) -> None:
@@ -16,6 +16,7 @@ def add_report_arguments(rep: argparse.ArgumentParser) -> None:
                      help="the HTML file to write (default report.html)")
     rep.add_argument("--date", default=None,
                      help="the date of the per-run figures (default: the latest in the tables)")
+    add_remote_argument(rep)
 
 
 def report(args: argparse.Namespace) -> int:
@@ -25,7 +26,7 @@ def report(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     if needs_spark(config):  # catalog tables: only Spark knows the metastore
-        spark = session(config)
+        spark = session(config, remote_of(args))
         try:
             path = report.write(config, args.output, date=args.date, config_name=args.config,
                                 spark=spark)
@@ -57,7 +58,7 @@ def views(args: argparse.Namespace) -> int:
         return 0
     from releval.io.views import views_command
 
-    spark = session(config)
+    spark = session(config, remote_of(args))
     try:
         print(views_command(spark, config, dialect=args.dialect))
     finally:

@@ -113,8 +113,21 @@ MEMORY_SIZE = re.compile(r"^[1-9][0-9]*[kmgtp]b?$", re.IGNORECASE)
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+#: A Spark Connect URL, as pyspark takes it: ``sc://host``, ``sc://host:port``, ``/;param=v``.
+CONNECT_URL = re.compile(r"^sc://[^/:;]+(:[0-9]+)?(/.*)?$")
+
+
+def check_remote(url: str | None, where: str) -> None:
+    """ConfigError naming ``where`` unless ``url`` is None or a Spark Connect URL."""
+    if url is not None and not CONNECT_URL.match(url):
+        raise ConfigError(f"{where} = {url!r}; expected a Spark Connect URL, sc://host:port "
+                          "(e.g. sc://localhost:15002)")
+
+
 def _check_spark(spark: SparkSettings, source: str) -> None:
-    """Positive counts, a memory size with a unit, no ``[spark.conf]`` for a dedicated key."""
+    """Positive counts, a memory size with a unit, a Spark Connect URL, no ``[spark.conf]`` for
+    a dedicated key."""
+    check_remote(spark.remote, f"{source}: spark.remote")
     for key in ("shuffle_partitions", "executor_cores"):
         value = getattr(spark, key)
         if value is not None and value < 1:

@@ -41,6 +41,9 @@ URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
 class SparkSettings:
     """How the SparkSession is built; ``master`` None leaves it to ``spark-submit``."""
     master: str | None = None
+    #: A Spark Connect server (``sc://host:port``): the session is its client, ``master`` is
+    #: ignored; None: ``SPARK_REMOTE`` if set, else a classic session.
+    remote: str | None = None
     app_name: str = "releval"
     shuffle_partitions: int | None = None
     #: Each executor's JVM heap (``spark.executor.memory``), e.g. ``"4g"``; None: Spark's default.

@@ -1,17 +1,17 @@
 """Exact, atomic Delta writes for the batch job: one commit each, retried from a fresh snapshot
-on a concurrent conflict (the write is idempotent). See docs/design/commits.md."""
+on a concurrent conflict (the write is idempotent). See docs/design/commits.md.
+
+Tables are written through the DataFrame writer and asked about through Delta's SQL, or
+:mod:`releval.runtime.delta_log` where a classic session has a cheaper way."""
 
 from __future__ import annotations
 
-import json
 import random
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from delta.exceptions import base as delta_exceptions
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql import types as T
 
@@ -24,7 +24,7 @@ from releval.io.writers import (
     create_table_as,
     ensure_table,
 )
-from releval.runtime.jvm import list_names, read_text
+from releval.runtime.delta_log import find_commit, is_delta_path, properties
 
 #: Delta's exceptions that mean "a concurrent transaction got there first: retry".
 CONFLICTS = (
@@ -69,7 +69,14 @@ def table_exists(spark: SparkSession, *, path: str | None, table: str | None) ->
     """Whether the Delta table exists (a catalog name or a folder with a _delta_log)."""
     if table:
         return bool(spark.catalog.tableExists(table))
-    return bool(DeltaTable.isDeltaTable(spark, absolute(path or "")))
+    return is_delta_path(spark, absolute(path or ""))
+
+
+def table_properties(
+    spark: SparkSession, *, path: str | None, table: str | None
+) -> dict[str, str] | None:
+    """A table's properties (``SHOW TBLPROPERTIES``); None when there is no table there."""
+    return properties(spark, sql_name(path, table))
 
 
 def read_table(spark: SparkSession, *, path: str | None, table: str | None) -> DataFrame:
@@ -77,9 +84,10 @@ def read_table(spark: SparkSession, *, path: str | None, table: str | None) -> D
     return spark.table(table) if table else spark.read.format("delta").load(absolute(path or ""))
 
 
-def delta_table(spark: SparkSession, *, path: str | None, table: str | None) -> DeltaTable:
-    """The DeltaTable handle of a path or a catalog table."""
-    return DeltaTable.forName(spark, table) if table else DeltaTable.forPath(spark, absolute(path or ""))
+def latest_version(spark: SparkSession, *, path: str | None, table: str | None) -> int | None:
+    """A Delta table's latest version (``DESCRIBE HISTORY ... LIMIT 1``); None if it has none."""
+    rows = spark.sql(f"DESCRIBE HISTORY {sql_name(path, table)} LIMIT 1").select("version").collect()
+    return int(rows[0]["version"]) if rows else None
 
 
 def quote_name(table: str) -> str:
@@ -93,10 +101,8 @@ def sql_name(path: str | None, table: str | None) -> str:
 
 
 def table_schema_version(spark: SparkSession, *, path: str | None, table: str | None) -> str:
-    """An existing table's ``releval.schema_version`` ("0" when it has none), from metadata
-    only (``DeltaTable.detail()`` would run a Spark job)."""
-    rows = spark.sql(f"SHOW TBLPROPERTIES {sql_name(path, table)}").collect()
-    return next((r["value"] for r in rows if r["key"] == SCHEMA_VERSION_PROPERTY), "0")
+    """An existing table's ``releval.schema_version`` ("0" when it has none)."""
+    return (table_properties(spark, path=path, table=table) or {}).get(SCHEMA_VERSION_PROPERTY, "0")
 
 
 def check_schema_version(spark: SparkSession, *, path: str | None, table: str | None) -> bool:
@@ -137,30 +143,15 @@ def table_location(spark: SparkSession, *, path: str | None, table: str | None) 
     return next(r["data_type"] for r in rows if r["col_name"] == "Location")
 
 
-_COMMIT_FILE = re.compile(r"(\d{20})\.json")
-
-
 def commit_of(
     spark: SparkSession, *, path: str | None, table: str | None, user_metadata: str
 ) -> tuple[int, int]:
     """(version, numOutputRows) of the latest commit whose userMetadata is ``user_metadata``,
-    else (-1, 0); read from the log files on the driver, so no Spark job runs."""
-    log = f"{table_location(spark, path=path, table=table).rstrip('/')}/_delta_log"
-    versions = sorted(
-        (int(m.group(1)) for name in list_names(spark, log)
-         if (m := _COMMIT_FILE.fullmatch(name))),
-        reverse=True,
+    else (-1, 0) (:func:`releval.runtime.delta_log.find_commit`)."""
+    return find_commit(
+        spark, location=lambda: table_location(spark, path=path, table=table),
+        sql_name=sql_name(path, table), user_metadata=user_metadata,
     )
-    for version in versions:
-        text = read_text(spark, log, f"{version:020d}.json")
-        for line in text.splitlines():
-            if '"commitInfo"' not in line:
-                continue
-            info = json.loads(line).get("commitInfo", {})
-            if info.get("userMetadata") == user_metadata:
-                metrics = info.get("operationMetrics") or {}
-                return version, int(metrics.get("numOutputRows", 0))
-    return -1, 0
 
 
 def _save(writer: DataFrameWriter, *, path: str | None, table: str | None) -> None:

@@ -25,6 +25,7 @@ from releval.errors import InputError
 from releval.io import shapes
 from releval.io.shapes import GRADED, RANKED, RELEVANT
 from releval.io.trec import RawInput, trec_fields, trec_input
+from releval.io.writers import absolute
 
 #: The canonical run and qrels rows the casting readers return (without partition columns).
 RUN_SCHEMA = T.StructType([
@@ -57,15 +58,15 @@ def _load(spark: SparkSession, src: Source, version: int | None = None) -> DataF
     version = src.version if version is None else version
     try:
         if src.format == "csv":
-            return spark.read.option("header", "true").csv(src.path)
+            return spark.read.option("header", "true").csv(absolute(src.path or ""))
         if src.format == "jsonl":  # JSON Lines: one object per line
-            return spark.read.json(src.path)
+            return spark.read.json(absolute(src.path or ""))
         reader = spark.read.format(src.format)
         if version is not None:
             reader = reader.option("versionAsOf", version)
         if src.table:
             return reader.table(src.table) if version is not None else spark.table(src.table)
-        return reader.load(src.path)
+        return reader.load(absolute(src.path or ""))
     except Exception as exc:  # Spark raises AnalysisException subclasses here
         message = str(exc).splitlines()[0]
         raise InputError(f"cannot read {source_name(src)}: {message}") from None

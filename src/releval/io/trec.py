@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from releval.core.columns import RAW_BLOCK, RAW_LINE, RAW_MALFORMED, RAW_ROW, RAW_SOURCE
 from releval.errors import InputError
+from releval.io.writers import absolute
 
 
 def trec_line_fields(line: Column) -> Column:
@@ -35,7 +36,7 @@ def trec_rows(lines: DataFrame, *keep: str) -> DataFrame:
 def trec_fields(spark: SparkSession, path: str, name: str) -> DataFrame:
     """The rows of a TREC text file as their fields ``f`` (:func:`trec_rows`)."""
     try:
-        lines = spark.read.text(path)
+        lines = spark.read.text(absolute(path))
     except Exception as exc:
         raise InputError(f"cannot read {name}: {str(exc).splitlines()[0]}") from None
     return trec_rows(lines).select("f")
@@ -97,7 +98,7 @@ def _trec_text(spark: SparkSession, path: str, name: str) -> DataFrame:
     """Every physical line of TREC text with its position, taken before any filter so that
     ``_row`` numbers every line."""
     try:
-        text = spark.read.text(path)
+        text = spark.read.text(absolute(path))
     except Exception as exc:
         raise InputError(f"cannot read {name}: {str(exc).splitlines()[0]}") from None
     return text.select(

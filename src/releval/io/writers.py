@@ -1,14 +1,18 @@
-"""Delta table creation: explicit schemas with column comments, partitioning, properties."""
+"""Delta table creation: explicit schemas with column comments, partitioning, properties, through
+the DataFrame writer and SQL (what classic and Spark Connect sessions both answer)."""
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from releval.config import URI_SCHEME
+from releval.runtime.delta_log import is_missing_table
 
 #: Table property holding the version of the output schemas (docs/migrations.md).
 SCHEMA_VERSION_PROPERTY = "releval.schema_version"
@@ -40,8 +44,9 @@ def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
 
 
 def absolute(path: str) -> str:
-    """A local relative path made absolute (Delta's table builder needs it); URIs unchanged."""
-    return path if "://" in path or path.startswith("/") else os.path.abspath(path)
+    """A local relative path made absolute, against this process's working directory (a Spark
+    Connect server would resolve it against its own); URIs (``s3a://``, ``dbfs:/``) unchanged."""
+    return path if URI_SCHEME.match(path) or path.startswith("/") else os.path.abspath(path)
 
 
 def create_table_as(
@@ -93,6 +98,23 @@ def create_table_as(
             spark.conf.set(key, previous)
 
 
+def sql_string(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def column_ddl(field: T.StructField) -> str:
+    """A column of ``CREATE TABLE``: its quoted name, type, NOT NULL and comment.
+
+    SQL's types have no NOT NULL inside an array or a map: their elements are nullable."""
+    ddl = f"`{field.name.replace('`', '``')}` {field.dataType.simpleString()}"
+    if not field.nullable:
+        ddl += " NOT NULL"
+    if "comment" in field.metadata:
+        ddl += f" COMMENT {sql_string(str(field.metadata['comment']))}"
+    return ddl
+
+
 def ensure_table(
     spark: SparkSession,
     *,
@@ -104,13 +126,38 @@ def ensure_table(
     properties: Mapping[str, str] | None = None,
 ) -> None:
     """Create the Delta table with its schema, comments, partitioning and ``properties`` if
-    it does not exist."""
-    builder = DeltaTable.createIfNotExists(spark)
-    builder = builder.tableName(table) if table else builder.location(absolute(path or ""))
-    builder = builder.addColumns(schema).comment(description)
-    if partition_columns:
-        builder = builder.partitionedBy(*partition_columns)
-    builder = builder.property(SCHEMA_VERSION_PROPERTY, SCHEMA_VERSION)
-    for key, value in (properties or {}).items():
-        builder = builder.property(key, value)
-    builder.property("delta.appendOnly", "false").execute()
+    it does not exist (``CREATE TABLE IF NOT EXISTS``).
+
+    ``IF NOT EXISTS`` takes any non-empty folder for an existing table: a path's table is read
+    back, waiting a few seconds for another job that is creating it to commit.
+
+    Raises:
+        Delta's error (``DELTA_MISSING_DELTA_TABLE``) when ``path`` holds other files.
+    """
+    name = table or "delta.`" + absolute(path or "").replace("`", "``") + "`"
+    props = {SCHEMA_VERSION_PROPERTY: SCHEMA_VERSION, **(properties or {}),
+             "delta.appendOnly": "false"}
+    statement = (
+        f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(column_ddl(f) for f in schema.fields)}) "
+        "USING delta"
+        + (f" PARTITIONED BY ({', '.join(f'`{c}`' for c in partition_columns)})"
+           if partition_columns else "")
+        + f" COMMENT {sql_string(description)}"
+        + " TBLPROPERTIES ("
+        + ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in props.items()) + ")"
+    )
+    spark.sql(statement)
+    if table:
+        return
+    for wait in (*CREATION_WAITS, None):
+        try:
+            spark.sql(f"SHOW TBLPROPERTIES {name}").collect()
+            return
+        except Exception as exc:  # noqa: BLE001 - a table another job has not committed yet
+            if wait is None or not is_missing_table(exc):
+                raise
+            time.sleep(wait)
+
+
+#: How long :func:`ensure_table` waits, in turn, for another job's table to be committed.
+CREATION_WAITS = (0.2, 0.4, 0.8, 1.6, 3.2, 6.4)

@@ -35,6 +35,7 @@ from releval.job.partitions import (
     selection_predicate,
 )
 from releval.job.summary import Summary
+from releval.runtime.delta import require_delta
 from releval.runtime.profile import Phases
 from releval.runtime.testhooks import pause
 
@@ -196,6 +197,7 @@ def run_job(
     Raises:
         RelevalError: a user error; the run log gets a ``failed`` row unless it failed itself.
     """
+    require_delta(spark, "the evaluation job")
     check_partition_filter(spark, config)  # before anything is read or written
     phases = phases if phases is not None else Phases(spark)
     job_run_id = job_run_id or str(uuid.uuid4())

@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from releval.config import AnswersSource, Config, QrelsSource, RunSource
 from releval.core.frames import local_frame
 from releval.io import run_log
-from releval.io.writers import absolute
+from releval.io.atomic import latest_version
 
 #: run-log statuses
 SUCCEEDED = "succeeded"
@@ -63,13 +63,7 @@ def input_version(
     """The latest Delta version of an input (to pin it for the whole job); None if not Delta."""
     if src.format != "delta":
         return None
-    from delta.tables import DeltaTable
-
-    table = DeltaTable.forName(spark, src.table) if src.table else DeltaTable.forPath(
-        spark, absolute(src.path or "")
-    )
-    row = table.history(1).select("version").first()
-    return int(row["version"]) if row else None
+    return latest_version(spark, path=src.path, table=src.table)
 
 
 def run_log_location(config: Config) -> tuple[str | None, str | None]:

@@ -8,6 +8,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
 from releval.core.engine import reads_result_twice
+from releval.runtime.mode import default_parallelism
 
 #: Spark's setting that lets adaptive execution merge the shuffle partitions of a plan it
 #: persists (off by default, so that a reader can use the persisted partitioning)
@@ -25,6 +26,8 @@ def keeper(kept: list[DataFrame]) -> Callable[[DataFrame], DataFrame]:
     fixed start-up cost, and nothing reads the persisted result by its partitioning.
     """
 
+    cores: list[int] = []  # asked once: a Connect session plans a query for it
+
     def keep(df: DataFrame) -> DataFrame:
         conf = df.sparkSession.conf
         before = conf.get(MERGE_CACHED_PARTITIONS)
@@ -33,7 +36,9 @@ def keeper(kept: list[DataFrame]) -> Callable[[DataFrame], DataFrame]:
             kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         finally:
             conf.set(MERGE_CACHED_PARTITIONS, before)  # a Spark SQL key: always has a value
-        return kept[-1].coalesce(df.sparkSession.sparkContext.defaultParallelism)
+        if not cores:
+            cores.append(default_parallelism(df.sparkSession))
+        return kept[-1].coalesce(cores[0])
 
     return keep
 

@@ -28,7 +28,7 @@ from releval.job.inputs import JobInputs, finish_checks, job_inputs
 from releval.job.persisted import keeper, materialize
 from releval.job.summary import Summary, aggregate_order
 from releval.job.windows import window_spreads
-from releval.runtime.jvm import explain_string
+from releval.runtime.mode import explain_string
 from releval.runtime.profile import Phases
 from releval.runtime.testhooks import pause
 from releval.stats.aggregate import aggregate, bootstrap

@@ -18,6 +18,8 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from releval.io.writers import absolute
+
 #: system name -> noise of its scores (smaller is better)
 SYSTEMS = {"bm25": 1.2, "dense": 0.8, "hybrid": 0.5}
 #: eight days, Sunday to Sunday: a week-over-week change (docs/warehouse.md)
@@ -140,5 +142,5 @@ def write_sample(spark: SparkSession, *, run_path: str, qrels_path: str,
         # through Arrow: the rows go to the JVM as they are, with no Python task
         df: DataFrame = spark.createDataFrame(pa.Table.from_pandas(frame, preserve_index=False))
         (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-         .partitionBy(*parts).save(path))
+         .partitionBy(*parts).save(absolute(path)))
     return len(run), len(both), len(frames[2][0]) if answers_path else 0

@@ -125,12 +125,13 @@ def _open_path(path: str) -> _Opened | None:
 
 
 def _open_catalog(spark: SparkSession, name: str) -> _Opened | None:
-    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
+
+    from releval.io.atomic import latest_version
 
     if not spark.catalog.tableExists(name):
         return None
-    version = int(DeltaTable.forName(spark, name).history(1).first()["version"])
+    version = latest_version(spark, path=None, table=name)
 
     def read(columns: Sequence[str] | None, filters: Sequence[Filter]) -> pd.DataFrame:
         df = spark.read.option("versionAsOf", version).table(name)

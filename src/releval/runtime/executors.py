@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from releval.config import URI_SCHEME, Config
 from releval.errors import ClusterError
+from releval.runtime.mode import CONNECT_NOTE, is_connect, master
 
 #: What the executors' Python imports: releval and its tasks' dependencies (PySpark is there).
 EXECUTOR_MODULES = ("numpy", "pandas", "pyarrow", "scipy", "releval")
@@ -156,10 +157,16 @@ def _cause(exc: BaseException) -> str:
 def check_executors(spark: SparkSession, config: Config) -> ExecutorReport | None:
     """On a cluster master, check the executors' Python and print what was found (None if local).
 
+    A Spark Connect session cannot run the probe's RDD tasks: on a cluster it prints a note
+    and returns None (the server's executors are the server's to set up).
+
     Raises:
         ClusterError: naming, per host and Python, each module or path that is missing.
     """
-    if is_local(spark.sparkContext.master):
+    if is_local(master(spark)):
+        return None
+    if is_connect(spark):
+        print(CONNECT_NOTE.format(what="the check of the executors' Python"), flush=True)
         return None
     report = probe_executors(spark, paths=shared_paths(config))
     problems = report.problems()

@@ -2,7 +2,9 @@
 options for a small local job (docs/performance.md, "Runtime accelerators").
 
 Delta's jars come from ``.jars/`` (or ``RELEVAL_JARS``), else from Maven through Spark's own
-resolver; a job that ``spark-submit`` started with Delta's jars keeps those.
+resolver; a job that ``spark-submit`` started with Delta's jars keeps those. With a Spark
+Connect URL (``[spark] remote``, ``--remote`` or ``SPARK_REMOTE``) the session is a client of
+that server, which brings its own Delta; releval sets only its SQL settings there.
 """
 
 from __future__ import annotations
@@ -160,11 +162,6 @@ def local_cores(master: str | None) -> int | None:
     return os.cpu_count() or 1 if inside == "*" else int(inside)
 
 
-#: PySpark's key for recording the Python call site of each DataFrame and Column call.
-DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
-#: The shuffle partition size adaptive execution merges small partitions up to.
-ADVISORY_PARTITION_SIZE = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
-
 def submitted_delta() -> bool:
     """Whether ``spark-submit`` already gave Delta's jars (``--jars`` or ``--packages``).
 
@@ -182,8 +179,50 @@ def submitted_delta() -> bool:
     return "delta-spark" in f"{conf.get('spark.jars', '')},{conf.get('spark.jars.packages', '')}"
 
 
+#: PySpark's key for recording the Python call site of each DataFrame and Column call.
+DATAFRAME_DEBUGGING = "spark.python.sql.dataFrameDebugging.enabled"
+#: The shuffle partition size adaptive execution merges small partitions up to.
+ADVISORY_PARTITION_SIZE = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
+
+
+def remote_url(settings: SparkSettings) -> str | None:
+    """The Spark Connect server to use: ``settings.remote``, else ``SPARK_REMOTE``; None: classic."""
+    return settings.remote or os.environ.get("SPARK_REMOTE") or None
+
+
+#: releval's SQL settings, on every session it builds (classic or Spark Connect).
+SQL_SETTINGS = {
+    # a join on (query id, doc id) may reuse a partitioning by query id alone
+    "spark.sql.requireAllClusterKeysForCoPartition": "false",
+    "spark.sql.session.timeZone": "UTC",
+    # the Arrow engine receives a shuffle partition in batches of this many rows
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+    # adaptive execution merges the engine's shuffle partitions up to this size, about 1M
+    # run rows: a Python task's fixed start stays small beside its work, and there are still
+    # enough tasks to share the cores
+    ADVISORY_PARTITION_SIZE: "16m",
+}
+
+
+def connect_session(settings: SparkSettings, url: str) -> SparkSession:
+    """A Spark Connect session at ``url`` with releval's SQL settings and ``settings``' SQL
+    keys (a server's static settings, its jars, memory and cores, stay the server's).
+
+    ``settings.master`` does not apply to a Connect session: a note says so."""
+    if settings.master:
+        print(f"releval: [spark] master = {settings.master!r} is ignored: the session is a Spark "
+              f"Connect client of {url}", file=sys.stderr, flush=True)
+    builder = SparkSession.builder.remote(url)
+    conf = {**SQL_SETTINGS, **settings.spark_conf(), **settings.conf}
+    for key, value in conf.items():
+        if key.startswith("spark.sql.") or key.startswith("spark.databricks."):
+            builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
 def build_session(settings: SparkSettings = SparkSettings(), *, short: bool = False) -> SparkSession:
-    """Build (or get) the SparkSession with Delta Lake's extension and catalog.
+    """Build (or get) the SparkSession with Delta Lake's extension and catalog; with a Spark
+    Connect URL (:func:`remote_url`), a client of that server (:func:`connect_session`).
 
     Args:
         settings: master, application name, the cluster keys (shuffle partitions, executor
@@ -195,6 +234,9 @@ def build_session(settings: SparkSettings = SparkSettings(), *, short: bool = Fa
     Returns:
         The active SparkSession.
     """
+    url = remote_url(settings)
+    if url:
+        return connect_session(settings, url)
     # local workers need this interpreter's packages; an explicit PYSPARK_PYTHON wins
     if (settings.master or "").startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -211,20 +253,13 @@ def build_session(settings: SparkSettings = SparkSettings(), *, short: bool = Fa
     builder = (
         builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-        # a join on (query id, doc id) may reuse a partitioning by query id alone
-        .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
-        .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
-        # the Arrow engine receives a shuffle partition in batches of this many rows
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
         # the Python call site of every DataFrame call, for Spark's error context, costs
         # most of the Py4J calls of planning; releval names its errors itself
         .config(DATAFRAME_DEBUGGING, "false")
-        # adaptive execution merges the engine's shuffle partitions up to this size, about
-        # 1M run rows: a Python task's fixed start stays small beside its work, and there
-        # are still enough tasks to share the cores
-        .config(ADVISORY_PARTITION_SIZE, "16m")
     )
+    for key, value in SQL_SETTINGS.items():
+        builder = builder.config(key, value)
     # shuffle partitions, executor memory and cores, adaptive execution, warehouse
     for key, value in settings.spark_conf().items():
         builder = builder.config(key, value)

@@ -1,0 +1,82 @@
+"""releval's Python API on a Spark Connect session: evaluate, every table of the Result, its
+accounts and write (Delta on the server), compare and measures give what they give on the
+suite's classic session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from chispa import assert_approx_df_equality
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from support.connect_support import CLIENT_PROLOGUE, MEASURES, api_inputs, last_json, run_client
+
+import releval
+
+pytestmark = pytest.mark.slow  # a Spark Connect server and a client process
+
+TABLES = ("per_query", "aggregate", "quarantine", "attribution")
+
+SCRIPT = CLIENT_PROLOGUE + f"""
+import releval
+from releval.runtime.mode import is_connect
+from support.connect_support import api_inputs
+
+out = sys.argv[1]
+run, qrels, answers = api_inputs(spark)
+result = releval.evaluate(run, qrels, measures={MEASURES!r}, partition_by=["system"],
+                          answers=answers)
+for name in {TABLES!r}:  # each table as the Result gives it, then through result.write
+    getattr(result, name).write.format("parquet").save(f"{{out}}/frame_{{name}}")
+result.write(**{{name: f"{{out}}/{{name}}" for name in {TABLES!r}}})
+comparison = releval.compare(result.per_query, baseline="system=s0",
+                             candidates=["system=s1", "system=s2"], seed=7)
+comparison.write.format("delta").save(f"{{out}}/comparison")
+print(json.dumps({{"connect": is_connect(spark), "accounts": result.accounts.render(),
+                  "measures": releval.measures()}}))
+"""
+
+
+def _sorted(df: DataFrame) -> DataFrame:
+    """``df`` with its map and array columns as JSON text, ordered by its text columns first
+    (the keys), then the others."""
+    cols = [F.to_json(df[f.name]).alias(f.name)
+            if isinstance(f.dataType, T.MapType | T.ArrayType) else df[f.name]
+            for f in df.schema.fields]
+    out = df.select(*cols)
+    keys = [f.name for f in out.schema.fields if isinstance(f.dataType, T.StringType)]
+    return out.orderBy(*keys, *[c for c in out.columns if c not in keys])
+
+
+def test_evaluate_compare_and_write_on_spark_connect(
+    spark: SparkSession, connect_url: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "connect"
+    got = last_json(run_client(connect_url, SCRIPT, str(out), cwd=tmp_path))
+    assert got["connect"] is True
+
+    run, qrels, answers = api_inputs(spark)
+    classic = releval.evaluate(run, qrels, measures=MEASURES, partition_by=["system"],
+                               answers=answers)
+    assert got["accounts"] == classic.accounts.render()
+    assert "quarantined rows: 2" in got["accounts"]  # the null doc id and the NaN score
+    assert got["measures"] == json.loads(json.dumps(releval.measures()))
+    mine = tmp_path / "classic"
+    classic.write(**{name: str(mine / name) for name in TABLES})
+    for name in TABLES:
+        frame, expected = spark.read.parquet(str(out / f"frame_{name}")), getattr(classic, name)
+        written = spark.read.format("delta").load(str(out / name))
+        expected_written = spark.read.format("delta").load(str(mine / name))
+        assert expected.count() > 0, name
+        for actual, wanted in ((frame, expected), (written, expected_written)):
+            assert_approx_df_equality(_sorted(actual), _sorted(wanted), 1e-12,
+                                      ignore_nullable=True)
+    compared = releval.compare(classic.per_query, baseline="system=s0",
+                               candidates=["system=s1", "system=s2"], seed=7)
+    written = spark.read.format("delta").load(str(out / "comparison"))
+    assert written.count() == compared.count() > 0
+    assert_approx_df_equality(_sorted(written), _sorted(compared.select(*written.columns)),
+                              1e-12, ignore_nullable=True)
