@@ -141,3 +141,14 @@ def test_sides_that_share_rows(spark, driver_rows):
     assert sorted(r[S.MEASURE_KEY] for r in got) == ["P@5", "P@5[best]", "RR", "nDCG@10"]
     assert {(r[S.NUM_PAIRS], r[S.MEAN_DIFF], r[S.TIES], r[S.T_P_VALUE]) for r in got} == {
         (39, 0.0, 39, 1.0)}
+
+
+def test_a_measure_key_naming_two_measures_is_an_error(spark):
+    # bm25's RR rows computed at relevance level 1, dense's at 2, both keyed "RR"
+    rows = [r for r in pinned_rows() if r[0] in ("bm25", "dense") and r[7] == "RR"]
+    rows = [(*r[:5], 2 if r[0] == "dense" else r[5], *r[6:]) for r in rows]
+    per_query = spark.createDataFrame(rows, SCHEMA)
+    with pytest.raises(ComparisonError, match=r"measure_key 'RR' names two measures"):
+        comparison.compare(per_query, baseline={"system": "bm25"},
+                           candidates={"system=dense": {"system": "dense"}},
+                           missing_queries="zero", settings=ComparisonSettings(test="t"))

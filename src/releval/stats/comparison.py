@@ -25,6 +25,7 @@ from releval.config import ComparisonSettings
 from releval.core import columns as S
 from releval.core.frames import local_frame
 from releval.core.measures.registry import REGISTRY
+from releval.errors import ComparisonError
 from releval.stats import kernel
 from releval.stats import paired_groups as G
 from releval.stats.intervals import query_key
@@ -39,8 +40,6 @@ DRIVER_ROWS = 1_000_000
 CONSTRAINTS = "spark.sql.constraintPropagation.enabled"
 _CAND, _IS_BASE, _NB, _NC = "_cand", "_is_base", "_nb", "_nc"
 _REPEATED, _REPEATS, _BOTH, _COUNT = "_repeated", "_repeats", "_both", "_count"
-#: the measure columns a measure key determines
-_DESCRIBED = [c for c in S.MEASURE_COLUMNS if c != S.MEASURE_KEY]
 
 
 def side_condition(values: Mapping[str, str]) -> Column:
@@ -162,11 +161,21 @@ def _on_driver(rows: DataFrame, labels: Sequence[str],
 
 def _survey(rows: DataFrame) -> tuple[int, dict[str, dict[str, Any]]]:
     """The number of compared rows and each measure key's measure columns, in one job (a
-    group per measure key: a few rows reach the driver)."""
-    found = rows.groupBy(S.MEASURE_KEY).agg(
-        F.count(F.lit(1)).alias(_COUNT), *(F.first(c).alias(c) for c in _DESCRIBED)).collect()
-    return (sum(r[_COUNT] for r in found),
-            {r[S.MEASURE_KEY]: {c: r[c] for c in S.MEASURE_COLUMNS} for r in found})
+    group per measure: a few rows reach the driver).
+
+    Raises:
+        ComparisonError: rows of one measure key disagree on its other measure columns.
+    """
+    found = rows.groupBy(*S.MEASURE_COLUMNS).agg(F.count(F.lit(1)).alias(_COUNT)).collect()
+    described: dict[str, dict[str, Any]] = {}
+    for r in found:
+        key = r[S.MEASURE_KEY]
+        if key in described:
+            raise ComparisonError(
+                f"measure_key {key!r} names two measures in the per-query rows: "
+                f"{described[key]} and {({c: r[c] for c in S.MEASURE_COLUMNS})}")
+        described[key] = {c: r[c] for c in S.MEASURE_COLUMNS}
+    return sum(r[_COUNT] for r in found), described
 
 
 def _tukey_map(frames: Sequence[pd.DataFrame]) -> dict[tuple[str, str], float]:
