@@ -19,6 +19,15 @@ import releval
 pytestmark = pytest.mark.slow  # a Spark Connect server and a client process
 
 TABLES = ("per_query", "aggregate", "quarantine", "attribution")
+#: one row per (system, question): the ranking and the gold grades in arrays and a map
+SHAPED = [("s0", "q1", ["d1", "d2", "d3"], {"d2": 2, "d9": 1}),
+          ("s0", "q2", ["d4", "d5"], {"d4": 1}),
+          ("s1", "q1", ["d2", "d1"], {"d2": 2, "d9": 1}),
+          ("s1", "q2", [], {"d4": 1})]
+SHAPED_SCHEMA = "system string, question string, retrieved array<string>, grades map<string,int>"
+SHAPED_ARGS = dict(measures=["nDCG@10", "P@2", "RR"], partition_by=["system"],
+                   columns={"query_id": "question", "ranked": "retrieved"},
+                   qrels_columns={"graded": "grades"})
 
 SCRIPT = CLIENT_PROLOGUE + f"""
 import releval
@@ -35,8 +44,13 @@ result.write(**{{name: f"{{out}}/{{name}}" for name in {TABLES!r}}})
 comparison = releval.compare(result.per_query, baseline="system=s0",
                              candidates=["system=s1", "system=s2"], seed=7)
 comparison.write.format("delta").save(f"{{out}}/comparison")
+import mlflow
+mlflow.set_tracking_uri(f"file://{{out}}/mlruns")
+shaped = releval.evaluate(spark.createDataFrame({SHAPED!r}, {SHAPED_SCHEMA!r}), None,
+                          **{SHAPED_ARGS!r})
+shaped.per_query.write.format("parquet").save(f"{{out}}/shaped_per_query")
 print(json.dumps({{"connect": is_connect(spark), "accounts": result.accounts.render(),
-                  "measures": releval.measures()}}))
+                  "measures": releval.measures(), "mlflow_run": shaped.log_mlflow()}}))
 """
 
 
@@ -80,3 +94,16 @@ def test_evaluate_compare_and_write_on_spark_connect(
     assert written.count() == compared.count() > 0
     assert_approx_df_equality(_sorted(written), _sorted(compared.select(*written.columns)),
                               1e-12, ignore_nullable=True)
+    # one row per query, from the Connect client, and logged to MLflow from there
+    shaped = releval.evaluate(spark.createDataFrame(SHAPED, SHAPED_SCHEMA), None, **SHAPED_ARGS)
+    assert_approx_df_equality(_sorted(spark.read.parquet(str(out / "shaped_per_query"))),
+                              _sorted(shaped.per_query), 1e-12, ignore_nullable=True)
+    # s1 retrieved nothing for q2: it scores 0 there (RR: s1 1/1 on q1, 0 on q2)
+    macro = {(r.system, r.measure_key): r.value
+             for r in shaped.aggregate.where("averaging = 'macro'").collect()}
+    assert macro[("s1", "RR")] == pytest.approx(0.5)
+    import mlflow
+
+    mlflow.set_tracking_uri(f"file://{out}/mlruns")
+    metrics = mlflow.get_run(got["mlflow_run"]).data.metrics
+    assert len(metrics) == len(macro) and metrics["s1/rr"] == pytest.approx(0.5)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 
 from releval.core import columns as S
@@ -138,7 +139,7 @@ def log_evaluation(
         if per_query is not None:
             with tempfile.TemporaryDirectory(prefix="releval-mlflow-") as tmp:
                 path = Path(tmp) / "per_query.parquet"
-                per_query.toPandas().to_parquet(path, index=False)
+                pq.write_table(per_query.toArrow(), path)
                 client.log_artifact(run_id, str(path), ARTIFACT_PATH)
         if report is not None:
             client.log_artifact(run_id, report, ARTIFACT_PATH)
