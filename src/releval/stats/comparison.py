@@ -98,7 +98,8 @@ def compare(
         columns are null with ``test="t"``. A DataFrame of rows made on the driver.
 
     Raises:
-        ComparisonError: a side has two per-query rows for one query and measure.
+        ComparisonError: a side has two per-query rows for one query and measure, or one
+            measure key names two measures.
     """
     labels = list(candidates)
     rows = side_rows(per_query, [baseline, *candidates.values()], seed=settings.seed)
