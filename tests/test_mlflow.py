@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 
+import mlflow
 import pandas as pd
 import pytest
 from pyspark.sql import functions as F
@@ -12,8 +13,6 @@ from pyspark.sql import functions as F
 import releval
 from releval.core import columns as S
 from releval.io.mlflow_log import macro_metrics, metric_name, partition_prefix
-
-mlflow = pytest.importorskip("mlflow")
 
 RANKED = {"q1": ["d1", "d2", "d3", "d4", "d5", "d6"], "q2": ["d7", "d8", "d9", "d10", "d11"],
           "q3": ["e1", "e2", "e3", "e4", "e5"]}
@@ -92,8 +91,6 @@ def releval_scores(spark, measure: str, ranked: dict, gold: dict) -> dict[str, f
 
 @pytest.mark.parametrize("family", ["P", "R", "nDCG"])
 def test_mlflow_retriever_metrics_agree_when_k_documents_are_retrieved(spark, family):
-    if family == "nDCG":
-        pytest.importorskip("sklearn")  # MLflow's ndcg_at_k calls sklearn.metrics.ndcg_score
     metric = {"P": mlflow.metrics.precision_at_k, "R": mlflow.metrics.recall_at_k,
               "nDCG": mlflow.metrics.ndcg_at_k}[family]
     ours = releval_scores(spark, f"{family}@5", RANKED, GOLD)
@@ -111,7 +108,6 @@ def test_mlflow_precision_and_ndcg_differ_by_definition_below_k(spark):
     # P@5: trec_eval divides by k (1/5); MLflow by the documents retrieved (1/1)
     assert releval_scores(spark, "P@5", ranked, gold)["q"] == pytest.approx(0.2)
     assert mlflow_scores(mlflow.metrics.precision_at_k, 5, ranked, gold)["q"] == 1.0
-    pytest.importorskip("sklearn")
     # nDCG@5: the ideal ranking at 5 holds both (1 + 1/log2(3)); MLflow's is cut at the one
     # retrieved (1)
     assert releval_scores(spark, "nDCG@5", ranked, gold)["q"] == pytest.approx(

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import pytrec_eval
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
@@ -15,8 +16,6 @@ import releval
 from releval.core import columns as S
 from releval.errors import ConfigError, InputError
 from releval.io import mlflow_log, shapes
-
-pytrec_eval = pytest.importorskip("pytrec_eval")
 
 INPUTS = Path(__file__).resolve().parents[1] / "docs" / "inputs.md"
 

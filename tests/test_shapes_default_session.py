@@ -66,7 +66,6 @@ SCRIPT = textwrap.dedent('''
 
 
 def test_arrays_in_a_default_session_agree_with_trec_eval_and_log_to_mlflow(tmp_path):
-    pytest.importorskip("mlflow")
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=1200)

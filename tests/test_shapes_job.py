@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import mlflow
 import pytest
 from pyspark.sql import functions as F
 
@@ -20,8 +21,6 @@ from releval.config import config_from_dict
 from releval.core import columns as S
 from releval.errors import ConfigError
 from releval.job.batch import available_partitions, run_job
-
-mlflow = pytest.importorskip("mlflow")
 
 GRADES = {"q1": {"d2": 2, "d4": 1}, "q2": {"d6": 1}}
 ROWS = [("bm25", "q1", ["d1", "d2", "d3", "d4"]), ("bm25", "q2", ["d5", "d6"]),
