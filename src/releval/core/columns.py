@@ -92,6 +92,15 @@ MIN_DETECTABLE_DIFF = "min_detectable_diff"
 QUERIES_NEEDED = "queries_needed"
 MEAN_DIFF_BEST = "mean_diff_best"
 SIGN_HOLDS = "sign_holds"
+#: Slices (a queries input's attributes): the slice column's name and the value as a string,
+#: both null on the rows over all queries; a query's traffic weight.
+SLICE = "slice"
+SLICE_VALUE = "slice_value"
+WEIGHT = "weight"
+#: The slice value of a scored query that the queries input does not list, and of a null
+#: attribute.
+UNLISTED_SLICE = "(unlisted)"
+NULL_SLICE = "(null)"
 #: The measure columns shared by the per-query, aggregate and comparison tables.
 MEASURE_COLUMNS = (MEASURE, CUTOFF, REL_LEVEL, JUDGED_ONLY, MEASURE_KEY)
 
