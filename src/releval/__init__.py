@@ -18,3 +18,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     raise AttributeError(f"module 'releval' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names and the public API (``__all__``), loaded or not: what Tab offers."""
+    return sorted({*globals(), *__all__})

@@ -28,7 +28,8 @@ from releval.stats.attribution import Thresholds
 
 @dataclass(frozen=True)
 class Result:
-    """An evaluation on DataFrames: lazy until one of its tables or its accounts is used.
+    """An evaluation on DataFrames: lazy until one of its tables or its accounts is used;
+    each table is built once and the same DataFrame is given at every read.
 
     Attributes:
         per_query: one row per (run partition, query, measure): the per-query table's
@@ -52,12 +53,13 @@ class Result:
     #: :meth:`log_mlflow`
     settings: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def per_query(self) -> DataFrame:
+        """One row per (run partition, query, measure): planned once, at the first read."""
         return tables.per_query_rows(self._long, partition_columns=self.inputs.partition_columns,
                                      job_run_id=None)
 
-    @property
+    @cached_property
     def _long(self) -> DataFrame:
         """The per-query rows without ``job_run_id``, with the answer scores when answered."""
         if self._answers is None:
@@ -66,13 +68,14 @@ class Result:
                            partition_columns=self.inputs.partition_columns,
                            measures=self.evaluation.measures)
 
-    @property
+    @cached_property
     def quarantine(self) -> DataFrame:
+        """One row per rejected input row, with the reason: planned once, at the first read."""
         fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
         return tables.quarantine_rows(self._rejected, partition_fields=fields,
                                       qrels=self.qrels_name, job_run_id=None)
 
-    @property
+    @cached_property
     def _rejected(self) -> DataFrame:
         """Every rejected input row: the run's and the qrels' (a scan of their own), the
         answers' when given."""

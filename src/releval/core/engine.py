@@ -28,6 +28,7 @@ from releval.core.columns import (
     RETRIEVED_BY,
     TIE_DEPENDENT,
     quote_identifier,
+    quote_literal,
 )
 from releval.core.kernel import engine_rows, partition_stats, qrels_ddl, run_ddl
 from releval.core.layout import by_query
@@ -298,6 +299,21 @@ def window_columns(stats: Stats, measures: Sequence[Measure]) -> list[Column]:
     ]
 
 
+def measure_names(measures: Sequence[Measure]) -> Column:
+    """The measures' columns (``measure``, ``cutoff``, ``rel_level``, ``judged_only``,
+    ``measure_key``) as an array of structs in the order of ``measures``: one SQL
+    expression, whatever the number of measures (a plan made with one driver call)."""
+    def entry(m: Measure) -> str:
+        cutoff = "NULL" if m.cutoff is None else str(int(m.cutoff))
+        return (f"named_struct({quote_literal(S.MEASURE)}, {quote_literal(m.name)}, "
+                f"{quote_literal(S.CUTOFF)}, CAST({cutoff} AS INT), "
+                f"{quote_literal(S.REL_LEVEL)}, CAST({int(m.rel_level)} AS INT), "
+                f"{quote_literal(S.JUDGED_ONLY)}, {'true' if m.judged_only else 'false'}, "
+                f"{quote_literal(S.MEASURE_KEY)}, {quote_literal(m.key)})")
+
+    return F.expr(f"array({', '.join(entry(m) for m in measures)})")
+
+
 def long_format(
     wide: DataFrame, *, partition_columns: Sequence[str], measures: Sequence[Measure]
 ) -> DataFrame:
@@ -312,16 +328,7 @@ def long_format(
         The columns of :func:`releval.io.tables.per_query_schema` but ``job_run_id``.
     """
     parts = list(partition_columns)
-    names = F.array(*[
-        F.struct(
-            F.lit(m.name).alias(S.MEASURE),
-            F.lit(m.cutoff).cast("int").alias(S.CUTOFF),
-            F.lit(m.rel_level).cast("int").alias(S.REL_LEVEL),
-            F.lit(m.judged_only).alias(S.JUDGED_ONLY),
-            F.lit(m.key).alias(S.MEASURE_KEY),
-        )
-        for m in measures
-    ])
+    names = measure_names(measures)
     m = F.posexplode(F.col(MEASURES)).alias("_i", "_m")
     answer = (F.col(S.ANSWER_SCORE) if S.ANSWER_SCORE in wide.columns
               else F.lit(None)).cast("double").alias(S.ANSWER_SCORE)
