@@ -131,3 +131,14 @@ def test_single_group_randomization_is_pinned():
     for permutations, p_all, p_first in SINGLE:
         assert kernel.randomization_p(d, keys, permutations=permutations) == p_all
         assert kernel.randomization_p(d[:37], keys[:37], permutations=permutations) == p_first
+
+
+def test_signs_are_the_draws_below_a_half():
+    # the sign of (draw, query) is +1 where that draw's U[0, 1) (SplitMix64's top 53 bits)
+    # is below 1/2, however many hashes are made at once
+    rng = np.random.default_rng(3)
+    for n in (1, 7, 1000, kernel.HASH_CELLS + 3):
+        keys = rng.integers(-2**63, 2**63 - 1, size=n, dtype=np.int64)
+        for draws in (np.arange(0, 5, dtype=np.uint64), np.arange(100, 400, dtype=np.uint64)):
+            signs = kernel.random_signs(keys, draws)
+            assert np.array_equal(signs, np.where(kernel.uniforms(keys, draws) < 0.5, 1.0, -1.0))

@@ -12,6 +12,8 @@ from scipy import special
 
 #: Largest (draws x queries) matrix made at once (8 bytes each: 32 MB).
 BLOCK_CELLS = 4_000_000
+#: Hashes made at once by :func:`random_signs` (8 bytes each: 512 kB).
+HASH_CELLS = 65_536
 #: Differences within this of 0 are ties: they count as 0 in every statistic.
 TIE_TOLERANCE = 1e-12
 
@@ -25,9 +27,23 @@ _POISSON1_CDF = np.cumsum(
 
 
 def _splitmix(x: np.ndarray) -> np.ndarray:
-    x = (x ^ (x >> np.uint64(30))) * _M1
-    x = (x ^ (x >> np.uint64(27))) * _M2
-    return x ^ (x >> np.uint64(31))
+    """SplitMix64's finalizer of each of ``x`` (uint64), computed in place: ``x`` is
+    overwritten and returned."""
+    shifted = np.empty_like(x)
+    for shift, multiplier in ((30, _M1), (27, _M2)):
+        np.right_shift(x, np.uint64(shift), out=shifted)
+        np.bitwise_xor(x, shifted, out=x)
+        np.multiply(x, multiplier, out=x)
+    np.right_shift(x, np.uint64(31), out=shifted)
+    np.bitwise_xor(x, shifted, out=x)
+    return x
+
+
+def _hashes(keys: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """SplitMix64 of ``key + (draw + 1) * golden``, ``len(draws) x len(keys)``."""
+    k = as_keys(keys) if keys.dtype != np.uint64 else keys
+    d = (np.asarray(draws, dtype=np.uint64) + np.uint64(1)) * _GOLDEN
+    return _splitmix(k[None, :] + d[:, None])
 
 
 def as_keys(keys: np.ndarray) -> np.ndarray:
@@ -38,9 +54,7 @@ def as_keys(keys: np.ndarray) -> np.ndarray:
 def uniforms(keys: np.ndarray, draws: np.ndarray) -> np.ndarray:
     """U[0, 1) per (draw, query) of ``keys`` (uint64 or Spark's int64): SplitMix64 of
     ``key + (draw + 1) * golden``, top 53 bits."""
-    k = as_keys(keys) if keys.dtype != np.uint64 else keys
-    d = (np.asarray(draws, dtype=np.uint64) + np.uint64(1)) * _GOLDEN
-    h = _splitmix(k[None, :] + d[:, None])
+    h = _hashes(keys, draws)
     return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
@@ -50,8 +64,23 @@ def poisson_weights(keys: np.ndarray, draws: np.ndarray) -> np.ndarray:
 
 
 def random_signs(keys: np.ndarray, draws: np.ndarray) -> np.ndarray:
-    """+1 or -1 with probability 1/2 each, ``len(draws) x len(keys)``."""
-    return np.where(uniforms(keys, draws) < 0.5, 1.0, -1.0)
+    """+1 or -1 with probability 1/2 each, ``len(draws) x len(keys)``: +1 where the
+    :func:`uniforms` draw is below 1/2, that is where its hash's top bit is 0. The hashes
+    are made :data:`HASH_CELLS` at a time (they stay in the processor's cache)."""
+    k = as_keys(keys) if keys.dtype != np.uint64 else keys
+    d = (np.asarray(draws, dtype=np.uint64) + np.uint64(1)) * _GOLDEN
+    signs = np.empty((len(d), len(k)), dtype=np.float64)
+    step = max(1, HASH_CELLS // max(len(k), 1))
+    hashes = np.empty((min(step, len(d)), len(k)), dtype=np.uint64)
+    for start in range(0, len(d), step):
+        end = min(start + step, len(d))
+        h = hashes[:end - start]
+        np.add(k[None, :], d[start:end, None], out=h)
+        np.right_shift(_splitmix(h), np.uint64(63), out=h)
+        out = signs[start:end]
+        np.multiply(h, -2.0, out=out, casting="unsafe")
+        out += 1.0
+    return signs
 
 
 def _blocks(total: int, queries: int) -> list[np.ndarray]:

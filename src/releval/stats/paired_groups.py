@@ -17,7 +17,7 @@ from releval.core import columns as S
 from releval.core.measures.registry import BEST_SUFFIX
 from releval.errors import ComparisonError
 from releval.stats import kernel
-from releval.stats.power import paired_power, power_of
+from releval.stats.power import paired_power, power_of, powers_of
 
 #: the hidden columns of a side's rows and of the pairs
 SIDE, VALUE, KEY = "_side", "_value", "_key"
@@ -117,18 +117,29 @@ def from_moments(moments: Mapping[str, Any], settings: ComparisonSettings) -> di
 
 def tests(pair_rows: pd.DataFrame, keys: np.ndarray, settings: ComparisonSettings
           ) -> list[dict[str, Any]]:
-    """:func:`one_test` of every (candidate, measure) of :func:`pairs`, the randomization
-    test (unless ``settings.test`` is ``t``) of all groups at once
-    (:func:`releval.stats.kernel.randomization_ps`).
+    """:func:`one_test` of every (candidate, measure) of :func:`pairs`: the power search
+    (:func:`releval.stats.power.powers_of`) and the randomization test (unless
+    ``settings.test`` is ``t``; :func:`releval.stats.kernel.randomization_ps`) of all
+    groups at once.
 
     Args:
         keys: each query code's key.
     """
     groups = list(pair_rows.groupby([S.CANDIDATE, S.MEASURE_KEY], sort=False))
-    out = []
+    out, counts, spreads = [], [], []
     for (label, key), g in groups:
         b, c = g[B].to_numpy(np.float64), g[C].to_numpy(np.float64)
-        out.append({S.CANDIDATE: label, S.MEASURE_KEY: key, **one_test(b, c, None, settings)})
+        stats = kernel.paired(b, c, level=1.0 - settings.alpha)
+        d = kernel.differences(b, c)
+        counts.append(len(d))
+        spreads.append(float(d.std(ddof=1)) if len(d) >= 2 else float("nan"))
+        out.append({S.CANDIDATE: label, S.MEASURE_KEY: key, **stats.__dict__,
+                    S.NUM_PAIRS: stats.pairs, S.RANDOMIZATION_P_VALUE: float("nan")})
+    # the power search of the whole family at once (as :func:`one_test`'s, row by row)
+    detects = powers_of(counts, spreads, alpha=settings.alpha, power=settings.power,
+                        effect_of_interest=settings.effect_of_interest)
+    for row, found in zip(out, detects, strict=True):
+        row.update(found.__dict__)
     if settings.test != "t":
         for index, p in _randomization(groups, keys, settings.permutations):
             out[index][S.RANDOMIZATION_P_VALUE] = p

@@ -7,6 +7,7 @@ mean difference ``delta``, t has ``n - 1`` degrees of freedom and noncentrality
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -53,28 +54,61 @@ def detectable_effect(n: int, *, alpha: float, power: float) -> float:
                                  xtol=1e-14, rtol=1e-12))
 
 
+def t_powers(effect: np.ndarray, n: np.ndarray, *, alpha: float) -> np.ndarray:
+    """:func:`t_power` of each (``effect``, ``n``), in one call of each SciPy distribution
+    (element by element the same values)."""
+    n = np.asarray(n, dtype=np.float64)
+    df = n - 1.0
+    critical = stats.t.isf(alpha / 2.0, df)
+    shift = np.asarray(effect, dtype=np.float64) * np.sqrt(n)
+    return np.asarray(stats.nct.sf(critical, df, shift) + stats.nct.sf(critical, df, -shift),
+                      dtype=np.float64)
+
+
 def pairs_needed(effect: float, *, alpha: float, power: float) -> int | None:
     """The fewest pairs (at least 2) whose test detects the standardized difference
     ``effect`` with probability ``power``; None when ``effect`` is not > 0 or it would
     take more than :data:`MAX_PAIRS`."""
-    if not effect > 0.0:
-        return None
-    if t_power(effect, 2, alpha=alpha) >= power:
-        return 2
+    return pairs_needed_each([effect], alpha=alpha, power=power)[0]
+
+
+def pairs_needed_each(effects: Sequence[float], *, alpha: float, power: float
+                      ) -> list[int | None]:
+    """:func:`pairs_needed` of each of ``effects``, their power evaluated together: a few
+    calls of SciPy's distributions for the whole family, not a few per effect."""
+    e = np.asarray(effects, dtype=np.float64)
+    out: list[int | None] = [None] * len(e)
+    live = np.flatnonzero(e > 0.0)
+    if not len(live):
+        return out
+    at_two = t_powers(e[live], np.full(len(live), 2.0), alpha=alpha) >= power
+    for i in live[at_two]:
+        out[i] = 2
     # the normal approximation ((z_{alpha/2} + z_power) / effect)^2 is within a pair or two
     # of the answer for the sizes a comparison has: a few steps from it find the smallest
     # integer that reaches the power; else Brent's method finds the root first
-    start = ((stats.norm.isf(alpha / 2.0) + stats.norm.ppf(power)) / effect) ** 2
-    if start <= MAX_PAIRS:
-        needed = max(2, math.ceil(start))
-        for _ in range(STEPS):
-            if needed > 2 and t_power(effect, needed - 1, alpha=alpha) >= power:
-                needed -= 1
-            elif t_power(effect, needed, alpha=alpha) < power:
-                needed += 1
-            else:
-                return needed
-    return _pairs_by_root(effect, alpha=alpha, power=power)
+    z = stats.norm.isf(alpha / 2.0) + stats.norm.ppf(power)
+    starts = {int(i): (z / float(e[i])) ** 2 for i in live[~at_two]}
+    by_root = [i for i, start in starts.items() if not start <= MAX_PAIRS]
+    pending = np.array([i for i, start in starts.items() if start <= MAX_PAIRS], dtype=np.int64)
+    needed = np.zeros(len(e), dtype=np.int64)
+    needed[pending] = [max(2, math.ceil(starts[i])) for i in pending.tolist()]
+    for _ in range(STEPS):
+        if not len(pending):
+            break
+        at, effect = needed[pending], e[pending]
+        lower = np.zeros(len(pending), dtype=bool)
+        above = at > 2
+        lower[above] = t_powers(effect[above], at[above] - 1, alpha=alpha) >= power
+        reached = t_powers(effect, at, alpha=alpha) >= power
+        needed[pending[lower]] -= 1
+        needed[pending[~lower & ~reached]] += 1
+        for i in pending[~lower & reached].tolist():
+            out[i] = int(needed[i])
+        pending = pending[lower | ~reached]
+    for i in [*by_root, *pending.tolist()]:
+        out[i] = _pairs_by_root(float(e[i]), alpha=alpha, power=power)
+    return out
 
 
 #: Steps :func:`pairs_needed` takes from the normal approximation before it solves instead.
@@ -123,9 +157,18 @@ def paired_power(
 def power_of(n: int, sd: float, *, alpha: float, power: float,
              effect_of_interest: float) -> Power:
     """:func:`paired_power` from the pairs' count and the differences' standard deviation."""
-    if not sd > TIE_TOLERANCE:
-        return Power(float("nan"), None)
-    return Power(
-        min_detectable_diff=detectable_effect(n, alpha=alpha, power=power) * sd,
-        queries_needed=pairs_needed(effect_of_interest / sd, alpha=alpha, power=power),
-    )
+    return powers_of([n], [sd], alpha=alpha, power=power,
+                     effect_of_interest=effect_of_interest)[0]
+
+
+def powers_of(ns: Sequence[int], sds: Sequence[float], *, alpha: float, power: float,
+              effect_of_interest: float) -> list[Power]:
+    """:func:`power_of` of each (pairs' count, standard deviation) of a family at once
+    (:func:`pairs_needed_each`; :func:`detectable_effect` once per count)."""
+    spread = [bool(sd > TIE_TOLERANCE) for sd in sds]
+    needed = pairs_needed_each(
+        [effect_of_interest / sd if ok else math.nan for sd, ok in zip(sds, spread, strict=True)],
+        alpha=alpha, power=power)
+    return [Power(detectable_effect(n, alpha=alpha, power=power) * sd, k) if ok
+            else Power(float("nan"), None)
+            for n, sd, ok, k in zip(ns, sds, spread, needed, strict=True)]
