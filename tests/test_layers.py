@@ -9,10 +9,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "releval"
 #: lowest first; ``core`` may import only ``errors`` of the top-level modules, the other
-#: layers also ``config``; the top-level modules may import any layer
+#: layers also ``config`` and ``display``; the top-level modules may import any layer
 LAYERS = ("core", "checks", "stats", "runtime", "io", "job")
 SHARED = {"core": {"errors"}}
-DEFAULT_SHARED = {"errors", "config"}
+DEFAULT_SHARED = {"errors", "config", "display"}
 
 
 def imported_modules(source: str, package: list[str]) -> list[tuple[int, str]]:

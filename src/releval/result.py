@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import html
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from pyspark.sql import DataFrame
 
-from releval import __version__
+from releval import __version__, display
 from releval.checks.accounts import QualityReport
 from releval.config import DATAFRAME
+from releval.core import columns as S
 from releval.core.engine import long_format
 from releval.core.frames import local_frame
 from releval.errors import ConfigError
@@ -151,6 +153,80 @@ class Result:
             [tuple(r.get(f.name) for f in schema.fields) for r in self._answers.rows], schema,
         )
 
+    #: the measures (rows) :meth:`__repr__` and :meth:`_repr_html_` show at most, and the
+    #: run partitions (columns) of the HTML table (the text is cut to 130 characters)
+    SHOWN_MEASURES: ClassVar[int] = 20
+    SHOWN_PARTITIONS: ClassVar[int] = 8
+
+    def _summary(self) -> tuple[list[str], list[str], list[list[Any]], str]:
+        """What :meth:`__repr__` and :meth:`_repr_html_` show: the header lines, the macro
+        table's columns and rows (a row per measure) and the footer line.
+        Computes the aggregate when it was not yet (once: :attr:`aggregate` reuses it)."""
+        parts = list(self.inputs.partition_columns)
+        asked = [m for m in str(self.settings.get("measures") or "").split(",") if m] or [
+            m.key for m in self.evaluation.measures]
+        head = [f"releval.Result: {self.run_name} against {self.qrels_name}",
+                f"  measures ({len(asked)}): {_listed(asked, 12)}"]
+        footer = ("tables (DataFrames, planned and not collected): result.per_query, "
+                  "result.quarantine" + (", result.attribution" if self._answers else "")
+                  + "; result.aggregate has every averaging; result.accounts")
+        try:
+            found = self._aggregate_rows
+        except Exception as error:  # noqa: BLE001 - shown, as reading the table would raise it
+            head.append(f"  not computed: the aggregate raised {type(error).__name__}: {error}")
+            return head, [], [], footer
+        report = self.accounts
+        head.append("  rows used (quarantined): " + "; ".join(
+            f"{a.name.split(';')[0]} {a.used:,} ({a.quarantined_total:,})"
+            for a in report.inputs))
+        macro = [r for r in found if r[S.AVERAGING] == "macro"]
+        labels = sorted({", ".join(str(r[c]) for c in parts) for r in macro})
+        if parts:
+            head.append(f"  run partitions by {', '.join(parts)} ({len(labels)}): "
+                        f"{_listed(labels, self.SHOWN_PARTITIONS)}")
+        methods = sorted({r[S.CI_METHOD] for r in macro if r.get(S.CI_METHOD)})
+        levels = sorted({r[S.CI_LEVEL] for r in macro if r.get(S.CI_LEVEL) is not None})
+        interval = " ".join([*(f"{v:.0%}" for v in levels), "interval",
+                             *([f"({', '.join(methods)})"] if methods else [])])
+        head.append(f"macro means [{interval}]" + (", a column per run partition" if parts
+                                                   else "") + ":")
+        keys = list(dict.fromkeys(r[S.MEASURE_KEY] for r in macro))
+        cells = {(", ".join(str(r[c]) for c in parts), r[S.MEASURE_KEY]): _mean(r)
+                 for r in macro}
+        columns = [S.MEASURE_KEY, *(labels if parts else ["mean"])]
+        rows = [[k, *(cells.get((label, k)) for label in (labels if parts else [""]))]
+                for k in keys]
+        return head, columns, rows, footer
+
+    def __repr__(self) -> str:
+        """A short summary: the inputs, the measures, the run partitions and the macro means
+        with their intervals (at most :data:`SHOWN_MEASURES` rows), and the tables to read
+        for the rest. It computes the aggregate once, as :attr:`aggregate` does (and shares
+        it); the per-query and quarantine rows are not computed to show it.
+
+        Example:
+            >>> run = spark.createDataFrame([("q1", "a", 1.0)], "query_id string, doc_id string, score double")
+            >>> qrels = spark.createDataFrame([("q1", "a", 1)], "query_id string, doc_id string, relevance int")
+            >>> print(repr(evaluate(run, qrels, measures=["P@1"])).splitlines()[-3])
+            P@1          1.0000 [-, -]
+        """
+        head, columns, rows, footer = self._summary()
+        table = (display.text_table(rows, columns, max_rows=self.SHOWN_MEASURES, max_width=130,
+                                    noun="measure")
+                 if columns else "")
+        return "\n".join([*head, *([table] if table else []), footer])
+
+    def _repr_html_(self) -> str:
+        """:meth:`__repr__` as HTML, for notebooks (the same rows, computed once)."""
+        head, columns, rows, footer = self._summary()
+        most = 1 + self.SHOWN_PARTITIONS
+        if len(columns) > most:
+            footer = f"{len(columns) - most} more run partitions in result.aggregate; {footer}"
+        lines = "".join(f"<div>{html.escape(line.strip())}</div>" for line in head)
+        table = (display.html_table([r[:most] for r in rows], columns[:most],
+                                    max_rows=self.SHOWN_MEASURES, noun="measure") if columns else "")
+        return f"<div>{lines}{table}<div>{html.escape(footer)}</div></div>"
+
     def log_mlflow(self, prefix: str | None = None, run_id: str | None = None, *,
                    report: str | None = None) -> str:
         """Log to MLflow's active run (or ``run_id``; neither: a run started and ended here):
@@ -252,3 +328,15 @@ class Result:
                 **where(attribution), partition_fields=fields, output_partition_columns=(),
                 predicate=None, job_run_id=None,
             )
+
+
+def _listed(names: list[str], most: int) -> str:
+    """The first ``most`` names, then how many more."""
+    shown = ", ".join(names[:most])
+    return shown + (f", ... {len(names) - most} more" if len(names) > most else "")
+
+
+def _mean(row: dict[str, Any]) -> str:
+    """A macro mean and its interval: ``0.4123 [0.401, 0.423]``."""
+    return (f"{display.cell(row[S.VALUE])} [{display.cell(row.get(S.CI_LOW), digits=3)}, "
+            f"{display.cell(row.get(S.CI_HIGH), digits=3)}]")

@@ -50,7 +50,10 @@ shaped = releval.evaluate(spark.createDataFrame({SHAPED!r}, {SHAPED_SCHEMA!r}), 
                           **{SHAPED_ARGS!r})
 shaped.per_query.write.format("parquet").save(f"{{out}}/shaped_per_query")
 print(json.dumps({{"connect": is_connect(spark), "accounts": result.accounts.render(),
-                  "measures": releval.measures(), "mlflow_run": shaped.log_mlflow()}}))
+                  "measures": releval.measures(), "mlflow_run": shaped.log_mlflow(),
+                  "repr": repr(result), "html": result._repr_html_(),
+                  "built_once": result.per_query is result.per_query,
+                  "dir": [n for n in releval.__all__ if n in dir(releval)]}}))
 """
 
 
@@ -78,6 +81,10 @@ def test_evaluate_compare_and_write_on_spark_connect(
     assert got["accounts"] == classic.accounts.render()
     assert "quarantined rows: 2" in got["accounts"]  # the null doc id and the NaN score
     assert got["measures"] == json.loads(json.dumps(releval.measures()))
+    # how the result shows itself in a notebook: as on the classic session, short
+    assert got["repr"] == repr(classic) and len(got["repr"].splitlines()) <= 40
+    assert got["html"] == classic._repr_html_()
+    assert got["built_once"] is True and got["dir"] == releval.__all__
     mine = tmp_path / "classic"
     classic.write(**{name: str(mine / name) for name in TABLES})
     for name in TABLES:
