@@ -1,9 +1,11 @@
 """``releval.compare`` side by side with what it compares, in one process per scenario.
 
 ``notebook``: a default classic session (``SparkSession.builder.master("local[2]")``, a 1 GB
-driver), 1,000 queries x 5 systems x 20 measures: ``compare`` on the ``Result``'s
-``per_query`` (its tables computed) against the ``releval.evaluate(...).aggregate.collect()``
-it compares, alternated, medians; the t-test p-values checked against SciPy.
+driver), two workloads of 1,000 queries x 5 systems x 20 measures (:data:`WORKLOADS`), one
+after the other: ``compare`` (its default test) on the ``Result``'s ``per_query`` against the
+``releval.evaluate(...).aggregate.collect()`` it compares, alternated, medians; the driver's
+share of compare (wall time less the time Spark jobs ran, from the session's UI); the t-test
+p-values checked against SciPy.
 
 ``scale``: a 2 GB driver, a per-query table of 1M queries x 2 runs x 10 measures in Parquet:
 ``compare(test="t")`` against a hand-written Spark SQL paired t-test (join, mean and standard
@@ -61,15 +63,10 @@ def _session(**conf: str):
     return spark
 
 
-def notebook(runs: int) -> dict[str, Any]:
-    """The notebook scenario (a default session)."""
+def _dense_workload(rng: np.random.Generator) -> tuple[Any, Any]:
+    """1,000 queries x 5 systems: each system ranks all 50 judged documents of a query."""
     import pandas as pd
-    from scipy import stats
 
-    import releval
-
-    spark = _session()
-    rng = np.random.default_rng(47)
     queries, systems, docs = 1000, 5, 50
     q = np.repeat(np.arange(queries), docs)
     d = np.tile(np.arange(docs), queries)
@@ -80,13 +77,89 @@ def notebook(runs: int) -> dict[str, Any]:
         pd.DataFrame({"system": f"s{s}", "qid": qrels["qid"], "item_id": qrels["item_id"],
                       "sim": grades * (0.2 + 0.1 * s) + rng.normal(0, 1, len(q))})
         for s in range(systems)])
+    return run, qrels
+
+
+def _sparse_workload(rng: np.random.Generator) -> tuple[Any, Any]:
+    """1,000 queries x 5 systems: 120 documents per query, 15 of them judged (labels 0-2);
+    each system ranks 50 of the 120 (drawn per query and system), its score correlated with
+    the label; the run's rows in random order."""
+    import pandas as pd
+
+    queries, systems, docs, judged, ranked = 1000, 5, 120, 15, 50
+    labels = np.zeros((queries, docs), dtype=np.int32)
+    which = np.argsort(rng.random((queries, docs)), axis=1)[:, :judged]
+    np.put_along_axis(labels, which, rng.choice([0, 1, 2], size=(queries, judged),
+                                                p=[0.5, 0.3, 0.2]).astype(np.int32), axis=1)
+    qids = np.array([f"q{i:04d}" for i in range(queries)])
+    dids = np.array([f"d{j:03d}" for j in range(docs)])
+    qrels = pd.DataFrame({"qid": np.repeat(qids, judged), "item_id": dids[which].ravel(),
+                          "grade": np.take_along_axis(labels, which, axis=1).ravel()})
+    parts = []
+    for s in range(systems):
+        chosen = np.argsort(rng.random((queries, docs)), axis=1)[:, :ranked]
+        grade = np.take_along_axis(labels, chosen, axis=1)
+        parts.append(pd.DataFrame({
+            "system": f"s{s}", "qid": np.repeat(qids, ranked), "item_id": dids[chosen].ravel(),
+            "sim": (grade * (0.2 + 0.1 * s) + rng.normal(0, 1, grade.shape)).ravel()}))
+    run = pd.concat(parts, ignore_index=True)
+    return run.iloc[rng.permutation(len(run))].reset_index(drop=True), qrels
+
+
+#: the notebook scenario's workloads: name -> (description, data)
+WORKLOADS: dict[str, tuple[str, Callable[[np.random.Generator], tuple[Any, Any]]]] = {
+    "dense": ("50 documents per query, all judged, each system ranks all 50", _dense_workload),
+    "sparse": ("120 documents per query, 15 judged; each system ranks 50 of them, rows in "
+               "random order", _sparse_workload),
+}
+
+
+def _job_intervals(spark) -> list[tuple[float, float]]:
+    """(start, end) in seconds since the epoch of every finished Spark job, from the
+    session's UI (its REST API)."""
+    import datetime
+    import urllib.request
+
+    sc = spark.sparkContext
+    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/jobs"
+    with urllib.request.urlopen(url) as reply:
+        jobs = json.load(reply)
+
+    def seconds(stamp: str) -> float:
+        return datetime.datetime.strptime(stamp.replace("GMT", "+0000"),
+                                          "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+
+    return [(seconds(j["submissionTime"]), seconds(j["completionTime"])) for j in jobs
+            if j.get("submissionTime") and j.get("completionTime")]
+
+
+def _inside(jobs: list[tuple[float, float]], start: float, end: float) -> float:
+    """Seconds of [start, end] during which at least one Spark job ran."""
+    cut = sorted((max(a, start), min(b, end)) for a, b in jobs if b > start and a < end)
+    total, reached = 0.0, start
+    for a, b in cut:
+        if b > reached:
+            total += b - max(a, reached)
+            reached = b
+    return total
+
+
+def _notebook_workload(spark, name: str, runs: int) -> dict[str, Any]:
+    """One workload of the notebook scenario, in the session given."""
+    from scipy import stats
+
+    import releval
+
+    description, make = WORKLOADS[name]
+    run, qrels = make(np.random.default_rng(47))
     run_df = spark.createDataFrame(run).cache()
     qrels_df = spark.createDataFrame(qrels).cache()
     run_df.count(), qrels_df.count()
+    systems = int(run["system"].nunique())
     measures = [m.format(k) for k in (1, 3, 5, 10, 20) for m in MEASURES][:18] + ["RR", "map"]
     columns = {"query_id": "qid", "doc_id": "item_id", "score": "sim"}
     qcols = {"query_id": "qid", "doc_id": "item_id", "relevance": "grade"}
-    held: dict[str, Any] = {}
+    held: dict[str, Any] = {"windows": []}
 
     def evaluate() -> None:
         if "result" in held:
@@ -97,13 +170,19 @@ def notebook(runs: int) -> dict[str, Any]:
         held["aggregate"] = held["result"].aggregate.collect()
 
     def compare() -> None:
+        start = time.time()
         held["comparison"] = releval.compare(
             held["result"].per_query, baseline="system=s0",
             candidates=[f"system=s{s}" for s in range(1, systems)]).collect()
+        held["windows"].append((start, time.time()))
 
     evaluate(), compare()  # warm-up
+    held["windows"].clear()
     t_eval, t_cmp = _alternated(evaluate, compare, runs)
-    compare()
+    time.sleep(1.0)  # the UI's listener has the last job's end
+    jobs = _job_intervals(spark)
+    in_jobs = [_inside(jobs, a, b) for a, b in held["windows"]]
+    driver = [1.0 - j / (b - a) for j, (a, b) in zip(in_jobs, held["windows"], strict=True)]
     per_query = held["result"].per_query.toPandas()
     worst = 0.0
     for row in held["comparison"]:
@@ -112,11 +191,25 @@ def notebook(runs: int) -> dict[str, Any]:
         expected = stats.ttest_rel(sides[row.candidate.split("=")[1]], sides["s0"]).pvalue
         if row.t_p_value is not None and not np.isnan(expected):
             worst = max(worst, abs(row.t_p_value - expected) / max(expected, 1e-300))
-    return {"scenario": "notebook", "queries": queries, "systems": systems,
-            "measures": len(measures), "comparison_rows": len(held["comparison"]),
+    held["result"].unpersist()
+    run_df.unpersist(), qrels_df.unpersist()
+    return {"workload": name, "description": description,
+            "queries": int(run["qid"].nunique()), "systems": systems,
+            "measures": len(measures), "run_rows": len(run), "qrels_rows": len(qrels),
+            "comparison_rows": len(held["comparison"]), "test": "randomization (default)",
             "evaluate_s": t_eval, "compare_s": t_cmp,
             "ratio": statistics.median(t_cmp) / statistics.median(t_eval),
+            "compare_in_jobs_s": in_jobs,
+            "compare_driver_share": statistics.median(driver),
             "t_p_value_max_relative_error_vs_scipy": worst}
+
+
+def notebook(runs: int) -> dict[str, Any]:
+    """The notebook scenario: both workloads side by side in one default session."""
+    spark = _session()
+    found = [_notebook_workload(spark, name, runs) for name in WORKLOADS]
+    return {"scenario": "notebook", "runs": runs, "cores": os.cpu_count(),
+            "load_average_at_end": os.getloadavg()[0], "workloads": found}
 
 
 def _scale_data(folder: Path, queries: int, measures: int) -> Path:
@@ -196,19 +289,30 @@ def render(r: dict[str, Any]) -> str:
         return ", ".join(f"{x:.2f}" for x in xs)
 
     if r["scenario"] == "notebook":
-        return "\n".join([
+        lines = [
             "# compare in a notebook's default session", "",
-            f"{r['queries']} queries x {r['systems']} systems x {r['measures']} measures "
-            f"({r['comparison_rows']} comparison rows); `SparkSession.builder.master('local[2]')"
-            ".getOrCreate()`, nothing else set (1 GB driver, 200 shuffle partitions).", "",
-            "| step | runs (s) | median (s) |", "|---|---|--:|",
-            f"| `releval.evaluate(...).aggregate.collect()` | {runs(r['evaluate_s'])} | "
-            f"{statistics.median(r['evaluate_s']):.2f} |",
-            f"| `releval.compare(result.per_query, ...)` | {runs(r['compare_s'])} | "
-            f"{statistics.median(r['compare_s']):.2f} |", "",
-            f"compare / evaluate: **{r['ratio']:.2f}** (target at most 1.0). t-test p-values "
-            f"against `scipy.stats.ttest_rel`: largest relative difference "
-            f"{r['t_p_value_max_relative_error_vs_scipy']:.1e}.", ""])
+            "`SparkSession.builder.master('local[2]').getOrCreate()`, nothing else set (1 GB "
+            "driver, 200 shuffle partitions); both workloads in one session, one after the "
+            f"other; each step run {r['runs']} times, alternated, after a warm-up. "
+            "`compare` runs its default test (randomization, 10,000 permutations) on the "
+            "`Result`'s `per_query`. The driver's share of compare is its wall time less the "
+            "time in which a Spark job ran (the session's UI), over its wall time. The "
+            f"machine's load average when it ended: {r['load_average_at_end']:.1f} on "
+            f"{r['cores']} cores.", "",
+            "| workload | evaluate runs (s) | compare runs (s) | compare / evaluate | "
+            "compare's driver share | t p-value vs SciPy |", "|---|---|---|--:|--:|--:|"]
+        for w in r["workloads"]:
+            lines.append(
+                f"| {w['workload']}: {w['queries']:,} queries x {w['systems']} systems x "
+                f"{w['measures']} measures, {w['description']} ({w['run_rows']:,} run rows, "
+                f"{w['comparison_rows']} comparison rows) | {runs(w['evaluate_s'])} | "
+                f"{runs(w['compare_s'])} | **{w['ratio']:.2f}** | "
+                f"{w['compare_driver_share']:.0%} | "
+                f"{w['t_p_value_max_relative_error_vs_scipy']:.0e} |")
+        lines += ["", "Target: compare / evaluate at most 1.0 on both (medians). The last "
+                  "column is the largest relative difference of the t-test's p-values from "
+                  "`scipy.stats.ttest_rel`.", ""]
+        return "\n".join(lines)
     return "\n".join([
         "# compare at scale", "",
         f"A per-query table of {r['queries']:,} queries x {r['runs_compared']} runs x "
@@ -229,7 +333,7 @@ def render(r: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenario", choices=["notebook", "scale"])
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--queries", type=int, default=1_000_000)
     parser.add_argument("--measures", type=int, default=10)
     parser.add_argument("--permutations", type=int, default=1000)
