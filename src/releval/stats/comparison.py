@@ -136,28 +136,40 @@ def _on_driver(rows: DataFrame, labels: Sequence[str],
     """The whole family from the collected rows, in one pass (``described``: each measure
     key's measure columns)."""
     table = rows.select(G.SIDE, S.QUERY_ID, S.MEASURE_KEY, G.VALUE, G.KEY).toArrow()
-    ids = pc.dictionary_encode(table.column(S.QUERY_ID).combine_chunks())
-    order = np.asarray(pc.array_sort_indices(ids.dictionary))
-    code_of = np.empty(len(order), dtype=np.int64)
-    code_of[order] = np.arange(len(order))
-    codes = code_of[np.asarray(ids.indices)]  # codes in the order of the query ids
-    keys = np.empty(len(order), dtype=np.int64)
+    names, codes = _sorted_codes(table.column(S.QUERY_ID))
+    measure_names, measures = _sorted_codes(table.column(S.MEASURE_KEY))
+    keys = np.empty(len(names), dtype=np.int64)
     keys[codes] = table.column(G.KEY).to_numpy()
+    # the measure keys as codes in their order too: pandas pairs and groups integers
     pdf = pd.DataFrame({G.SIDE: table.column(G.SIDE).to_numpy(), S.QUERY_ID: codes,
-                        S.MEASURE_KEY: table.column(S.MEASURE_KEY).to_pylist(),
-                        G.VALUE: table.column(G.VALUE).to_numpy()})
-    names = ids.dictionary.take(pa.array(order)).to_pylist()
-    pair_rows = G.pairs(pdf, labels, missing_queries=missing_queries, query_names=names)
+                        S.MEASURE_KEY: measures, G.VALUE: table.column(G.VALUE).to_numpy()})
+    pair_rows = G.pairs(pdf, labels, missing_queries=missing_queries, query_names=names,
+                        measure_names=measure_names)
     tests = G.tests(pair_rows, keys, settings)
     hsd = None
     if settings.test == "tukey":
-        with_keys = pair_rows.assign(**{G.KEY: keys[pair_rows[S.QUERY_ID].to_numpy()]})
+        with_keys = pair_rows.assign(**{
+            G.KEY: keys[pair_rows[S.QUERY_ID].to_numpy()],
+            S.MEASURE_KEY: np.asarray(measure_names, dtype=object)[
+                pair_rows[S.MEASURE_KEY].to_numpy()]})
         hsd = _tukey_map([G.tukey(g, missing_queries=missing_queries,
                                   permutations=settings.permutations)
                           for _, g in with_keys.groupby(S.MEASURE_KEY, sort=True)])
     for t in tests:
+        t[S.MEASURE_KEY] = measure_names[t[S.MEASURE_KEY]]
         t.update(described[t[S.MEASURE_KEY]])
     return G.finish(tests, settings, hsd)
+
+
+def _sorted_codes(column: pa.ChunkedArray) -> tuple[list[Any], np.ndarray]:
+    """A column's distinct values in their order, and each row's code: its value's index
+    there (so that codes sort as the values do)."""
+    found = pc.dictionary_encode(column.combine_chunks())
+    order = np.asarray(pc.array_sort_indices(found.dictionary))
+    code_of = np.empty(len(order), dtype=np.int64)
+    code_of[order] = np.arange(len(order))
+    return (found.dictionary.take(pa.array(order)).to_pylist(),
+            code_of[np.asarray(found.indices)])
 
 
 def _survey(rows: DataFrame) -> tuple[int, dict[str, dict[str, Any]]]:

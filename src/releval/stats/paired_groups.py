@@ -49,7 +49,7 @@ def repeated(side: str, query_id: Any, measure_key: str, count: int) -> Comparis
 
 
 def pairs(rows: pd.DataFrame, labels: Sequence[str], *, missing_queries: str,
-          query_names: Sequence[Any] = ()) -> pd.DataFrame:
+          query_names: Sequence[Any] = (), measure_names: Sequence[str] = ()) -> pd.DataFrame:
     """Every candidate's pairs with the baseline, by measure and query.
 
     Args:
@@ -57,6 +57,8 @@ def pairs(rows: pd.DataFrame, labels: Sequence[str], *, missing_queries: str,
             ``query_id`` (codes in the order of the ids), ``_value``.
         missing_queries: ``zero`` (queries either side scored, 0 where missing) or ``skip``.
         query_names: the query id of each code, for the error of a repeated row.
+        measure_names: the measure key of each code, when ``measure_key`` holds codes
+            (in the keys' order), for the same error.
 
     Returns:
         ``candidate``, ``measure_key``, ``query_id``, ``_baseline_value``,
@@ -64,13 +66,17 @@ def pairs(rows: pd.DataFrame, labels: Sequence[str], *, missing_queries: str,
     """
     twice = rows.duplicated([SIDE, S.MEASURE_KEY, S.QUERY_ID], keep=False)
     if twice.any():
-        first = rows[twice].iloc[0]
+        # the first repeated row, each column with its own type (a row of numbers only
+        # would be floats)
+        repeats = rows[twice]
+        first = {c: repeats[c].iloc[0] for c in rows.columns}
         side = "the baseline" if first[SIDE] == 0 else labels[int(first[SIDE]) - 1]
         count = int((twice & (rows[SIDE] == first[SIDE]) & (rows[S.QUERY_ID] == first[S.QUERY_ID])
                      & (rows[S.MEASURE_KEY] == first[S.MEASURE_KEY])).sum())
         code = first[S.QUERY_ID]
+        measure = first[S.MEASURE_KEY]
         raise repeated(side, query_names[code] if len(query_names) else code,
-                       first[S.MEASURE_KEY], count)
+                       measure_names[measure] if len(measure_names) else measure, count)
     on = [S.MEASURE_KEY, S.QUERY_ID]
     base = rows[rows[SIDE] == 0][[*on, VALUE]].rename(columns={VALUE: B})
     how = "inner" if missing_queries == "skip" else "outer"
