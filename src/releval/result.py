@@ -167,8 +167,9 @@ class Result:
             m.key for m in self.evaluation.measures]
         head = [f"releval.Result: {self.run_name} against {self.qrels_name}",
                 f"  measures ({len(asked)}): {_listed(asked, 12)}"]
+        answered = self.inputs.answers is not None and self.thresholds is not None
         footer = ("tables (DataFrames, planned and not collected): result.per_query, "
-                  "result.quarantine" + (", result.attribution" if self._answers else "")
+                  "result.quarantine" + (", result.attribution" if answered else "")
                   + "; result.aggregate has every averaging; result.accounts")
         try:
             found = self._aggregate_rows
