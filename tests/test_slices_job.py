@@ -79,3 +79,31 @@ def test_the_sample_dense_gains_on_queries_and_loses_on_searches(spark, job):
     queries = generate_queries(SHAPE)
     head = queries[queries.segment == "head"]
     assert len(head) == 20 and head.searches.sum() > 0.8 * queries.searches.sum()
+
+
+def test_the_wide_view_and_releval_sql_show_the_slices(spark, job):
+    from releval.io.views import ViewSpec, aggregate_view_sql, table_measure_keys, table_source
+    from releval.sql import query
+
+    config, _ = job
+    path = config.output.aggregate_path or ""
+    aggregate = read(spark, path).where("measure_key = 'nDCG@10' AND system = 'dense'")
+    spec = ViewSpec(source=table_source(path=path, table=None, dialect="spark"),
+                    measure_keys=tuple(table_measure_keys(spark, config)),
+                    partition_columns=("system", "date"))
+    wide = spark.sql(aggregate_view_sql(spec)).where("system = 'dense'")
+    head = wide.where("slice = 'segment' AND slice_value = 'head'").first()
+    macro = aggregate.where("slice_value = 'head' AND averaging = 'macro'").first()
+    assert (head.ndcg_at_10, head.num_queries) == (macro[S.VALUE], macro[S.NUM_QUERIES])
+    overall = wide.where("slice IS NULL").first()
+    weighted = aggregate.where("slice IS NULL AND averaging = 'weighted'").first()
+    assert overall.ndcg_at_10_weighted == weighted[S.VALUE]
+    assert overall.num_queries == aggregate.where(
+        "slice IS NULL AND averaging = 'macro'").first()[S.NUM_QUERIES]
+    # 1 overall + 4 segment values + 5 locale values per run partition
+    assert wide.count() == 10
+    found = query(config, "SELECT slice_value, value FROM aggregate WHERE system = 'dense' "
+                  "AND measure_key = 'nDCG@10' AND slice = 'segment' AND averaging = 'macro' "
+                  "ORDER BY slice_value")
+    assert list(found.slice_value) == ["(unlisted)", "head", "tail", "torso"]
+    assert found.value[1] == macro[S.VALUE]
