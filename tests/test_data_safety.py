@@ -395,7 +395,8 @@ def test_version_1_tables_are_migrated_and_written_again(
     assert migrate_table(spark, kind="aggregate", path=agg, table=None,
                          config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]
     old = read(spark, agg).first()
-    assert read(spark, agg).columns[-7:] == [S.JOB_RUN_ID, *v2_only, S.DEPTH]
+    assert read(spark, agg).columns[-9:] == [S.JOB_RUN_ID, *v2_only, S.DEPTH, S.SLICE,
+                                             S.SLICE_VALUE]
     # the old row: computed with negative labels judged, no interval recorded, no depth
     assert (old[S.VALUE], old[S.NEGATIVE_LABELS], old[S.CI_LOW], old[S.CI_METHOD],
             old[S.DEPTH]) == (0.3, "judged", None, None, None)
