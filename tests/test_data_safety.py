@@ -371,18 +371,18 @@ def test_version_1_tables_are_migrated_and_written_again(
     v2_only = (S.NEGATIVE_LABELS, S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL)
     parts = [T.StructField("system", text), T.StructField("date", text)]
     v1_fields = [f for f in tables.aggregate_schema(parts).fields
-                 if f.name not in (*v2_only, S.DEPTH)]
+                 if f.name not in (*v2_only, S.DEPTH, S.SLICE, S.SLICE_VALUE)]
     (DeltaTable.create(spark).location(agg).addColumns(v1_fields).partitionedBy("date")
      .property(SCHEMA_VERSION_PROPERTY, "1").execute())
     spark.createDataFrame([("bm25", D29, "AP", None, 1, False, "AP", "macro", 0.3, 20, "old")],
                           T.StructType(v1_fields)).write.format("delta").mode("append").save(agg)
 
     assert migrate_table(spark, kind="quarantine", path=quarantine, table=None,
-                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9"]
+                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]
     assert migrate_table(spark, kind="run_log", path=log, table=None,
-                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9"]
+                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]
     assert migrate_table(spark, kind="quarantine", path=quarantine, table=None,
-                         config=config) == ["9"]
+                         config=config) == ["10"]
     table = read(spark, quarantine)
     assert table.columns == [*PARTS, *tables.QUARANTINE_SCHEMA.names, S.QRELS_KEY, S.JOB_RUN_ID]
     rows = sorted(((r["system"], r["date"], r[S.INPUT], r[S.QRELS_KEY]) for r in table.collect()),
@@ -391,11 +391,12 @@ def test_version_1_tables_are_migrated_and_written_again(
                           key=str)
     detail = DeltaTable.forPath(spark, quarantine).detail().first()
     assert list(detail["partitionColumns"]) == [S.INPUT, "date"]
-    assert table_schema_version(spark, path=log, table=None) == "9"
+    assert table_schema_version(spark, path=log, table=None) == "10"
     assert migrate_table(spark, kind="aggregate", path=agg, table=None,
-                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9"]
+                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]
     old = read(spark, agg).first()
-    assert read(spark, agg).columns[-7:] == [S.JOB_RUN_ID, *v2_only, S.DEPTH]
+    assert read(spark, agg).columns[-9:] == [S.JOB_RUN_ID, *v2_only, S.DEPTH, S.SLICE,
+                                             S.SLICE_VALUE]
     # the old row: computed with negative labels judged, no interval recorded, no depth
     assert (old[S.VALUE], old[S.NEGATIVE_LABELS], old[S.CI_LOW], old[S.CI_METHOD],
             old[S.DEPTH]) == (0.3, "judged", None, None, None)
