@@ -446,7 +446,8 @@ def test_catalog_views_follow_every_job(spark: SparkSession, tmp_path: Path) -> 
         assert _views_jobs(phases) == [0]
         agg = spark.table(f"{database}.aggregate_wide")
         measure_columns = ["ap", "judged_at_5", "judged_at_10", "ndcg_at_10", "p_at_5"]
-        assert agg.columns[:3 + len(measure_columns)] == [*PARTS, "num_queries", *measure_columns]
+        assert agg.columns[:5 + len(measure_columns)] == [*PARTS, S.SLICE, S.SLICE_VALUE,
+                                                          "num_queries", *measure_columns]
         long = spark.table(f"{database}.aggregate").where("averaging = 'macro'").toPandas()
         wide = agg.toPandas().set_index(list(PARTS))
         for r in long.itertuples():
