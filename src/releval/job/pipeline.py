@@ -14,6 +14,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import types as T
 
+from releval.checks.queries import CheckedQueries, with_attributes
 from releval.config import Config, IntervalSettings
 from releval.core import columns as S
 from releval.core.engine import RunStatsEngine, arrow_run_stats, long_format, query_measures
@@ -44,12 +45,30 @@ class Evaluation:
             flags and the measures in an array (the wide table the aggregate reads).
         measures, partition_columns, intervals: what :attr:`per_query` and
             :attr:`aggregate` need.
+        attributes: the checked queries input (slices, weight); None without one.
     """
 
     queries: DataFrame
     measures: tuple[Measure, ...]
     partition_columns: tuple[str, ...]
     intervals: IntervalSettings
+    attributes: CheckedQueries | None = None
+
+    @property
+    def attributed(self) -> DataFrame:
+        """:attr:`queries` with the queries' slices, weight and ``_listed``
+        (:func:`releval.checks.queries.with_attributes`); :attr:`queries` without them."""
+        if self.attributes is None:
+            return self.queries
+        return with_attributes(self.queries, self.attributes, listed=True)
+
+    @property
+    def slices(self) -> tuple[str, ...]:
+        return self.attributes.slices if self.attributes is not None else ()
+
+    @property
+    def weighted(self) -> bool:
+        return self.attributes is not None and self.attributes.weighted
 
     @property
     def per_query(self) -> DataFrame:
@@ -62,8 +81,8 @@ class Evaluation:
         """The aggregate table's rows, without ``job_run_id`` (computed and collected when
         read: :func:`releval.stats.aggregate.aggregate`)."""
         found = aggregate(
-            self.queries, measures=self.measures, partition_columns=self.partition_columns,
-            intervals=self.intervals,
+            self.attributed, measures=self.measures, partition_columns=self.partition_columns,
+            intervals=self.intervals, slices=self.slices, weighted=self.weighted,
         )
         fields = [self.queries.schema[c] for c in self.partition_columns]
         schema = T.StructType(
