@@ -31,6 +31,7 @@ from releval.errors import ConfigError, InputError
 from releval.io.readers import raw_answers_input, raw_qrels_input, raw_run_input
 from releval.io.shapes import GRADED, RANKED, RELEVANT, counted
 from releval.job import answers as job_answers
+from releval.job.compare_slices import refuse_rejected
 from releval.job.inputs import checked_inputs
 from releval.job.partitions import partition_label
 from releval.job.persisted import keeper
@@ -387,12 +388,7 @@ def queries_input(queries: DataFrame | None, queries_columns: Mapping[str, str] 
         slices = [c for c in queries.columns if c not in (names[S.QUERY_ID], weight)]
     checked = check_queries(queries, query_id=names[S.QUERY_ID], weight=weight,
                             slices=list(slices), name=name)
-    bad = checked.rejected.limit(1).collect()
-    if bad:
-        row = bad[0]
-        column = weight if row[S.REASON_CODE] == "invalid_weight" else names[S.QUERY_ID]
-        raise InputError(f"{name}: column {column!r}: {row[S.REASON_CODE]} "
-                         f"({row[S.MESSAGE]}), e.g. the row {dict(row[S.RAW])}")
+    refuse_rejected(checked, query_id=names[S.QUERY_ID], weight=weight)
     return checked
 
 

@@ -72,9 +72,9 @@ def groups(values: Mapping[str, np.ndarray]) -> list[tuple[str, str, np.ndarray]
 def weighted_row(b: np.ndarray, c: np.ndarray, w: np.ndarray, *, level: float
                  ) -> dict[str, Any] | None:
     """The weighted statistics of one group's pairs (``w`` NaN where a query has no
-    weight); None when no pair has a weight."""
+    weight); None without a positive total weight (no pair has a weight, or every one 0)."""
     keep = ~np.isnan(w)
-    if not keep.any():
+    if not w[keep].sum() > 0:
         return None
     b, c, w = b[keep], c[keep], w[keep]
     d = kernel.differences(b, c)
@@ -129,17 +129,21 @@ def weighted_in_executors(pairs: DataFrame, group: Sequence[str], *, level: floa
         F.sum(w * w * d * d).alias("_sw2d2"), F.count(F.when(d > 0, 1)).alias("_wins"),
         F.count(F.when(d == 0, 1)).alias("_ties"), F.count(F.when(d < 0, 1)).alias("_losses"),
     ).collect()
-    return [{**{g: r[g] for g in group}, **from_sums({k: r[k] for k in _SUMS}, level=level)}
-            for r in found]
+    out = []
+    for r in found:
+        row = from_sums({k: r[k] for k in _SUMS}, level=level)
+        if row is not None:
+            out.append({**{g: r[g] for g in group}, **row})
+    return out
 
 
-def from_sums(sums: Mapping[str, Any], *, level: float) -> dict[str, Any]:
+def from_sums(sums: Mapping[str, Any], *, level: float) -> dict[str, Any] | None:
     """:func:`weighted_row` from a group's sums: ``sum(w^2 (d - m)^2)`` is
     ``sum(w^2 d^2) - 2 m sum(w^2 d) + m^2 sum(w^2)``."""
     n, sw = int(sums["_n"]), float(sums["_sw"])
     nan = float("nan")
     if not sw > 0:
-        return _row(n, nan, nan, nan, nan, nan, sums["_wins"], sums["_ties"], sums["_losses"])
+        return None
     m = sums["_swd"] / sw
     low = high = nan
     if n >= 2:
