@@ -132,3 +132,77 @@ def test_the_paths_agree_with_slices(per_query, checked, test):
                 assert other[name] == value, (key, name)
     if test == "tukey":
         assert driver[("dense", "P@5", "segment", "head", "macro")][S.TUKEY_P_VALUE] is not None
+
+
+def _job_config(spark, tmp_path, per_query):
+    from releval.config import Config, OutputSettings, QrelsSource, RunSource
+
+    out = tmp_path / "out"
+    per_query.write.format("delta").partitionBy("date").save(str(out / "per_query"))
+    return Config(
+        run=RunSource(path="unused", partition_columns=("system", "date")),
+        qrels=QrelsSource(path="unused"),
+        output=OutputSettings(per_query_path=str(out / "per_query"), partition_columns=("date",)),
+        comparison=ComparisonSettings(test="t"),
+    )
+
+
+def test_a_version_9_comparison_table_migrates_and_the_job_writes_slices(
+        spark, tmp_path, per_query, checked):
+    from delta.tables import DeltaTable
+    from pyspark.sql import types as T
+
+    from releval.io import tables
+    from releval.io.atomic import table_schema_version
+    from releval.io.writers import SCHEMA_VERSION_PROPERTY
+    from releval.job import compare as compare_job
+    from releval.job.migrations import migrate_table
+
+    config = _job_config(spark, tmp_path, per_query)
+    path = str(tmp_path / "out" / "comparison")
+    added = (S.SLICE, S.SLICE_VALUE, S.AVERAGING)
+    v9 = T.StructType([T.StructField(f.name, f.dataType, f.nullable and f.name != S.SIGNIFICANT)
+                       for f in tables.comparison_schema([T.StructField("date", T.StringType())])
+                       if f.name not in added])
+    (DeltaTable.create(spark).location(path).addColumns(v9).partitionedBy("date")
+     .property(SCHEMA_VERSION_PROPERTY, "9").execute())
+    typed = {"double": 0.5, "bigint": 20, "string": "old", "boolean": False, "int": 10}
+    old = {f.name: typed.get(f.dataType.simpleString()) for f in v9.fields}
+    from datetime import datetime
+    old.update({"date": "2026-11-27", S.COMPARED_AT: datetime(2026, 11, 27),
+                S.MEASURE_KEY: "RR", S.BASELINE: "b", S.CANDIDATE: "c"})
+    spark.createDataFrame([tuple(old[f.name] for f in v9.fields)], v9).write.format(
+        "delta").mode("append").save(path)
+    assert migrate_table(spark, kind="comparison", path=path, table=None,
+                         config=config) == ["9", "10"]
+    table = spark.read.format("delta").load(path)
+    assert table.columns == [*v9.names, *added] and table.schema[S.SIGNIFICANT].nullable
+    for name in added:
+        assert table.schema[name].metadata["comment"] == tables.COMPARISON_COMMENTS[name]
+    (row,) = table.collect()  # the old row: a macro row over all queries
+    assert (row[S.SLICE], row[S.SLICE_VALUE], row[S.AVERAGING]) == (None, None, "macro")
+
+    report = compare_job.run(
+        spark, config, baseline={"system": "bm25", "date": "2026-11-28"},
+        candidates=[{"system": "dense", "date": "2026-11-28"}], comparison_id="new",
+        queries=checked, worst=2)
+    assert table_schema_version(spark, path=path, table=None) == "10"
+    after = spark.read.format("delta").load(path).where("comparison_id = 'new'")
+    # 3 measures x (1 overall + 5 segments + 3 locales) macro, and weighted: 1 + 4 + 2 (no
+    # (unlisted) weighted rows: those queries have no weight)
+    assert after.where("averaging = 'macro'").count() == 3 * 9
+    assert after.where("averaging = 'weighted'").count() == 3 * 7
+    assert after.where("averaging = 'weighted' AND significant IS NOT NULL").count() == 0
+    text = report.render()
+    assert "by slice" in text and "the 2 queries that lost most" in text
+    moved = [line.split() for line in text.splitlines() if line.startswith("      1. ")]
+    assert len(moved) == 3  # rank 1 of each measure
+    # a fresh table is created at version 10 with the slice columns
+    fresh = tmp_path / "fresh"
+    fresh_config = _job_config(spark, fresh, per_query)
+    compare_job.run(spark, fresh_config, baseline={"system": "bm25", "date": "2026-11-28"},
+                    candidates=[{"system": "hybrid", "date": "2026-11-28"}], queries=checked)
+    made = str(fresh / "out" / "comparison")
+    assert table_schema_version(spark, path=made, table=None) == "10"
+    # 3 measures x (5 segment values macro + 4 weighted)
+    assert spark.read.format("delta").load(made).where("slice = 'segment'").count() == 3 * 9
