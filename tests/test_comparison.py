@@ -180,8 +180,11 @@ def test_job_writes_and_replaces_the_comparison(spark, tmp_path):
     # hybrid = bm25 + 0.05 on every query, dense = bm25: no spread, no power figures
     assert {(r[S.MIN_DETECTABLE_DIFF], r[S.QUERIES_NEEDED]) for r in rows.values()} == {
         (None, None)}
-    assert table.columns[-4:] == [S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED, S.MEAN_DIFF_BEST,
-                                  S.SIGN_HOLDS]
+    assert table.columns[-7:] == [S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED, S.MEAN_DIFF_BEST,
+                                  S.SIGN_HOLDS, S.SLICE, S.SLICE_VALUE, S.AVERAGING]
+    # no queries input: the rows over all queries, macro
+    assert {(r[S.SLICE], r[S.SLICE_VALUE], r[S.AVERAGING]) for r in rows.values()} == {
+        (None, None, "macro")}
     assert table.schema[S.QUERIES_NEEDED].metadata["comment"] == tables.COMPARISON_COMMENTS[
         S.QUERIES_NEEDED]
     text = report.render()
