@@ -204,7 +204,8 @@ def evaluate(
 
 
 def _queries_input(queries: DataFrame | None, columns: Mapping[str, str] | None,
-                   slices: Sequence[str]) -> CheckedQueries | None:
+                   slices: Sequence[str], *, name: str = "queries DataFrame"
+                   ) -> CheckedQueries | None:
     """The checked queries input of ``evaluate``'s ``queries`` arguments (None: none)."""
     if queries is None:
         if columns or slices:
@@ -214,7 +215,7 @@ def _queries_input(queries: DataFrame | None, columns: Mapping[str, str] | None,
     given = _mapping(columns, (S.QUERY_ID, S.WEIGHT), "queries_columns", queries)
     return check_queries(queries, query_id=given[S.QUERY_ID],
                          weight=(columns or {}).get(S.WEIGHT), slices=tuple(slices),
-                         name="queries DataFrame")
+                         name=name)
 
 
 def _run_source(run: DataFrame, columns: Mapping[str, str] | None, parts: tuple[str, ...],
@@ -318,7 +319,7 @@ def compare(
             (docs/statistics.md); a row that is not usable (a repeated or missing query
             id, a null, negative or non-finite weight) is an error.
         queries_columns: releval's queries column -> yours: ``query_id`` and ``weight``
-            (default: a column named ``weight`` if there is one, else no weight).
+            (the traffic weight; none when not named).
         slices: columns of ``queries``: rows per slice value too, their tests corrected
             as one family (candidates x measures x slice values).
 
@@ -377,17 +378,12 @@ def queries_input(queries: DataFrame | None, queries_columns: Mapping[str, str] 
         ConfigError: ``slices`` without ``queries``, an unknown key, a missing column.
     """
     if queries is None:
-        if slices or queries_columns:
-            raise ConfigError("slices and queries_columns need queries= (one row per query "
-                              "with its attributes)")
-        return None
-    given = dict(queries_columns or {})
-    names = _mapping(given, QUERIES_COLUMNS, "queries_columns", queries)
-    weight = given.get(S.WEIGHT) or (S.WEIGHT if S.WEIGHT in queries.columns else None)
-    if slices is None:
+        return _queries_input(None, queries_columns, slices or ())
+    names = _mapping(queries_columns, QUERIES_COLUMNS, "queries_columns", queries)
+    weight = (queries_columns or {}).get(S.WEIGHT)
+    if slices is None:  # every attribute column
         slices = [c for c in queries.columns if c not in (names[S.QUERY_ID], weight)]
-    checked = check_queries(queries, query_id=names[S.QUERY_ID], weight=weight,
-                            slices=list(slices), name=name)
+    checked = _queries_input(queries, queries_columns, slices, name=name)
     refuse_rejected(checked, query_id=names[S.QUERY_ID], weight=weight)
     return checked
 

@@ -110,8 +110,7 @@ def add_compare_arguments(cmp: argparse.ArgumentParser) -> None:
     sliced.add_argument("--slices", default=None, metavar="A,B",
                         help="the queries' columns to compare within, e.g. segment,locale")
     sliced.add_argument("--weight", default=None, metavar="COLUMN",
-                        help="the queries' traffic weight column (default: 'weight' if the "
-                        "file has one)")
+                        help="the queries' traffic weight column (default: none)")
     sliced.add_argument("--worst", type=positive_int, default=None, metavar="N",
                         help="print the N queries that lost most per candidate and measure")
     add_remote_argument(cmp)
