@@ -25,7 +25,7 @@ SPARK_SUBMIT = PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $
 
 DIST_DIR := dist
 
-.PHONY: help install jars classes browser run sample compare agree report test test-fast cluster-test dist bench bench-compare clean
+.PHONY: help install jars classes browser run sample compare agree report test test-fast cluster-test dist bench bench-compare bench-slices clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -115,6 +115,12 @@ bench: install ## benchmark releval against its peers on synthetic data (BENCH_S
 	$(PY) -m pip install --quiet -e '.[bench]' || echo "bench: some peers did not install (recorded in the report)"
 	$(PY) -m bench.harness --size $(BENCH_SIZE) --install
 	$(PY) -m bench.compare notebook
+	$(PY) -m bench.slices --size $(SLICES_SIZE)
+
+SLICES_SIZE ?= full
+
+bench-slices: install ## evaluate with 2 slice columns (3 and 40 values) and a weight against without, side by side (SLICES_SIZE=full: 10M run rows; quick: 1M)
+	$(PY) -m bench.slices --size $(SLICES_SIZE)
 
 bench-compare: install ## compare against what it compares: a default notebook session, and 1M queries against the Spark SQL floor
 	$(PY) -m bench.compare notebook

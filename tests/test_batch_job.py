@@ -260,11 +260,11 @@ def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
         # 2 rows for date 29 per writer
         return spark.createDataFrame(
             # ..., num_queries, job_run_id, negative_labels, ci_low, ci_high, ci_method,
-            # ci_level, depth
+            # ci_level, depth, slice, slice_value
             [(D29, "P", 5, 1, False, "P@5", "macro", 0.5, 10, job, "unjudged", 0.2, 0.8, "t", 0.95,
-              None),
+              None, None, None),
              (D29, "AP", None, 1, False, "AP", "macro", 0.25, 10, job, "unjudged", 0.1, 0.4, "t",
-              0.95, None)],
+              0.95, None, None, None)],
             schema,
         )
 
@@ -301,7 +301,8 @@ def test_a_folder_that_is_not_a_delta_table_fails_with_deltas_error(
     (tmp_path / "table" / "part-0.parquet").write_bytes(b"not delta")
     schema = with_comments(tables.aggregate_schema([]), tables.AGGREGATE_COMMENTS)
     rows = spark.createDataFrame(
-        [("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j", "unjudged", None, None, None, None, None)],
+        [("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j", "unjudged", None, None, None, None, None,
+          None, None)],
         schema
     )
     with pytest.raises(Exception, match=r"DELTA_\w+.*table.*is not a Delta table") as caught:

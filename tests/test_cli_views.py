@@ -33,7 +33,9 @@ CREATE OR REPLACE VIEW "aggregate_wide" AS
 SELECT
   "system",
   "date",
-  MAX(num_queries) AS num_queries,
+  slice,
+  slice_value,
+  MAX(CASE WHEN averaging <> 'weighted' THEN num_queries END) AS num_queries,
   MAX(CASE WHEN measure_key = 'num_ret' AND averaging IN ('macro', 'sum') THEN value END) AS num_ret,
   MAX(CASE WHEN measure_key = 'P@5' AND averaging IN ('macro', 'sum') THEN value END) AS p_at_5,
   MAX(CASE WHEN measure_key = 'RR' AND averaging IN ('macro', 'sum') THEN value END) AS rr,
@@ -41,13 +43,15 @@ SELECT
   MAX(CASE WHEN measure_key = 'P@5' AND averaging = 'macro' THEN ci_high END) AS p_at_5_ci_high,
   MAX(CASE WHEN measure_key = 'RR' AND averaging = 'macro' THEN ci_low END) AS rr_ci_low,
   MAX(CASE WHEN measure_key = 'RR' AND averaging = 'macro' THEN ci_high END) AS rr_ci_high,
-  CASE WHEN COUNT(DISTINCT ci_method) > 1 THEN 'mixed' ELSE MAX(ci_method) END AS ci_method,
+  MAX(CASE WHEN measure_key = 'P@5' AND averaging = 'weighted' THEN value END) AS p_at_5_weighted,
+  MAX(CASE WHEN measure_key = 'RR' AND averaging = 'weighted' THEN value END) AS rr_weighted,
+  CASE WHEN COUNT(DISTINCT CASE WHEN averaging <> 'weighted' THEN ci_method END) > 1 THEN 'mixed' ELSE MAX(CASE WHEN averaging <> 'weighted' THEN ci_method END) END AS ci_method,
   MAX(ci_level) AS ci_level,
   MAX(job_run_id) AS job_run_id,
   MAX(negative_labels) AS negative_labels,
   MAX(depth) AS depth
 FROM delta_scan('warehouse/releval/aggregate')
-GROUP BY "system", "date";
+GROUP BY "system", "date", slice, slice_value;
 '''
 
 

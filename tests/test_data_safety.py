@@ -371,7 +371,7 @@ def test_version_1_tables_are_migrated_and_written_again(
     v2_only = (S.NEGATIVE_LABELS, S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL)
     parts = [T.StructField("system", text), T.StructField("date", text)]
     v1_fields = [f for f in tables.aggregate_schema(parts).fields
-                 if f.name not in (*v2_only, S.DEPTH)]
+                 if f.name not in (*v2_only, S.DEPTH, S.SLICE, S.SLICE_VALUE)]
     (DeltaTable.create(spark).location(agg).addColumns(v1_fields).partitionedBy("date")
      .property(SCHEMA_VERSION_PROPERTY, "1").execute())
     spark.createDataFrame([("bm25", D29, "AP", None, 1, False, "AP", "macro", 0.3, 20, "old")],

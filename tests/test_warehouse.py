@@ -137,6 +137,7 @@ def sample_job(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) ->
         run=dataclasses.replace(local.run, path=str(folder / local.run.path)),
         qrels=dataclasses.replace(local.qrels, path=str(folder / local.qrels.path)),
         answers=dataclasses.replace(local.answers, path=str(folder / local.answers.path)),
+        queries=dataclasses.replace(local.queries, path=str(folder / local.queries.path)),
         output=dataclasses.replace(
             local.output,
             **{k: str(folder / getattr(local.output, k)) for k in
@@ -145,7 +146,8 @@ def sample_job(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) ->
         ),
     )
     write_sample(spark, run_path=config.run.path, qrels_path=config.qrels.path,
-                 answers_path=config.answers.path, shape=SHAPE)
+                 answers_path=config.answers.path, queries_path=config.queries.path,
+                 shape=SHAPE)
     phases = Phases(spark, announce=False)
     run_job(spark, config, job_run_id="sample", phases=phases)
     return Written(folder, config, phases)
@@ -179,7 +181,10 @@ def duckdb_connection() -> duckdb.DuckDBPyConnection:
 
 
 def long_table(folder: Path, name: str) -> pd.DataFrame:
-    return DeltaTable(str(folder / "warehouse" / "releval" / name)).to_pandas()
+    """A long table; the aggregate's rows over all queries (the sample slices by segment and
+    locale: the slice rows are tests/test_slices_job.py's)."""
+    table = DeltaTable(str(folder / "warehouse" / "releval" / name)).to_pandas()
+    return table[table[S.SLICE].isna()] if S.SLICE in table.columns else table
 
 
 # independent answers to the page's questions, from the long tables with pandas
@@ -298,10 +303,11 @@ def test_aggregate_view_holds_every_macro_value_and_interval(
 ) -> None:
     keys = W.table_measure_keys(spark, sample_job.config)
     statement = W.view_statements(sample_job.config, measure_keys=keys, dialect="spark")[1]
-    wide = spark.sql(statement.split(" AS\n", 1)[1]).toPandas().set_index(list(PARTS))
+    wide = spark.sql(statement.split(" AS\n", 1)[1]).where("slice IS NULL").toPandas().set_index(
+        list(PARTS))
     agg = long_table(sample_job.folder, "aggregate")
     checked = 0
-    for r in agg[agg[S.AVERAGING] != "micro"].itertuples():
+    for r in agg[~agg[S.AVERAGING].isin(["micro", "weighted"])].itertuples():
         column = W.column_name(r.measure_key)
         assert wide.loc[(r.system, r.date), column] == r.value
         if r.averaging == "macro":
@@ -310,6 +316,8 @@ def test_aggregate_view_holds_every_macro_value_and_interval(
         checked += 1
     assert checked == 24 * len(keys)  # 24 run partitions, one macro or sum row per key
     # one ci_method per partition when its measures agree, else "mixed" (Hit@10 is 0/1: wilson)
+    for r in agg[agg[S.AVERAGING] == "weighted"].itertuples():
+        assert wide.loc[(r.system, r.date), W.column_name(r.measure_key) + "_weighted"] == r.value
     methods = agg[agg[S.AVERAGING] == "macro"].groupby(list(PARTS))[S.CI_METHOD].unique()
     for part, found in methods.items():
         assert wide.loc[part, S.CI_METHOD] == (found[0] if len(found) == 1 else W.MIXED)

@@ -40,7 +40,6 @@ ANSWERS = "answers"
 QUERIES = "queries"
 DUPLICATE_QUERY_ID = "duplicate_query_id"
 INVALID_WEIGHT = "invalid_weight"
-CONFLICTING_SLICE = "conflicting_slice"
 INVALID_ANSWER_SCORE = "invalid_answer_score"
 UNKNOWN_PARTITION = "unknown_partition"
 DUPLICATE_ANSWER = "duplicate_answer"
@@ -98,9 +97,6 @@ REASONS: dict[str, Reason] = {
                "another queries row has this query id; which attributes are right is unknown, "
                "so none is used"),
         Reason(INVALID_WEIGHT, QUERIES, "the weight is null, non-numeric, negative, NaN or infinite"),
-        Reason(CONFLICTING_SLICE, QUERIES,
-               "a run slice column differs between the rows of this query of this run "
-               "partition; the query is counted under the slice value (unlisted)"),
     )
 }
 

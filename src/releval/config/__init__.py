@@ -37,6 +37,7 @@ from releval.config.settings import (
     IntervalSettings,
     OutputSettings,
     QrelsSource,
+    QueriesSource,
     RunSource,
     SparkSettings,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "NEGATIVE_LABELS",
     "OutputSettings",
     "QrelsSource",
+    "QueriesSource",
     "RANK_BY",
     "REMOVED_KEYS",
     "RunSource",

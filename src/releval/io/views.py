@@ -30,6 +30,7 @@ VIEW_SUFFIX = "_wide"
 KEYS_PROPERTY = "releval.measure_keys"
 CI_LOW_SUFFIX = "_ci_low"
 CI_HIGH_SUFFIX = "_ci_high"
+WEIGHTED_SUFFIX = "_weighted"
 #: The aggregate view's ``ci_method`` when the run partition's intervals differ in method.
 MIXED = "mixed"
 
@@ -175,10 +176,11 @@ def _headline(measure_key: str) -> str:
 
 
 def aggregate_view_sql(spec: ViewSpec) -> str:
-    """The aggregate view: one row per run partition, each measure's macro value (the sum for
-    the counts) and interval."""
+    """The aggregate view: one row per run partition and slice value (``slice`` and
+    ``slice_value`` null: over all queries), each measure's macro value (the sum for the
+    counts), interval and, with a queries input's weight, weighted mean (``<column>_weighted``)."""
     keys = sort_keys(spec.measure_keys)
-    group = [quote(c, spec.dialect) for c in spec.partition_columns]
+    group = [*(quote(c, spec.dialect) for c in spec.partition_columns), S.SLICE, S.SLICE_VALUE]
     values = [
         f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k, spec.dialect)} AND {S.AVERAGING} IN {_headline(k)} "
         f"THEN {S.VALUE} END) AS {column_name(k)}"
@@ -191,16 +193,27 @@ def aggregate_view_sql(spec: ViewSpec) -> str:
         for k in with_ci
         for bound, suffix in ((S.CI_LOW, CI_LOW_SUFFIX), (S.CI_HIGH, CI_HIGH_SUFFIX))
     ]
+    weighted = [
+        f"MAX(CASE WHEN {S.MEASURE_KEY} = {_literal(k, spec.dialect)} AND {S.AVERAGING} = "
+        f"'weighted' THEN {S.VALUE} END) AS {column_name(k)}{WEIGHTED_SUFFIX}"
+        for k in with_ci
+    ]
     fixed = [S.CI_METHOD, S.CI_LEVEL, S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH]
     columns = [
-        *spec.partition_columns, S.NUM_QUERIES, *(column_name(k) for k in keys),
-        *(column_name(k) + s for k in with_ci for s in (CI_LOW_SUFFIX, CI_HIGH_SUFFIX)), *fixed,
+        *spec.partition_columns, S.SLICE, S.SLICE_VALUE, S.NUM_QUERIES,
+        *(column_name(k) for k in keys),
+        *(column_name(k) + s for k in with_ci for s in (CI_LOW_SUFFIX, CI_HIGH_SUFFIX)),
+        *(column_name(k) + WEIGHTED_SUFFIX for k in with_ci), *fixed,
     ]
     _check_columns(columns, {column_name(k): k for k in keys}, "aggregate view")
     # a measure's method can differ from another's (wilson for 0/1 values, t-clipped)
-    method = (f"CASE WHEN COUNT(DISTINCT {S.CI_METHOD}) > 1 THEN {_literal(MIXED, spec.dialect)} "
-              f"ELSE MAX({S.CI_METHOD}) END AS {S.CI_METHOD}")
-    select = [*group, f"MAX({S.NUM_QUERIES}) AS {S.NUM_QUERIES}", *values, *intervals,
+    # (the weighted rows' linearized method is not the macro values')
+    macro_method = f"CASE WHEN {S.AVERAGING} <> 'weighted' THEN {S.CI_METHOD} END"
+    method = (f"CASE WHEN COUNT(DISTINCT {macro_method}) > 1 THEN {_literal(MIXED, spec.dialect)} "
+              f"ELSE MAX({macro_method}) END AS {S.CI_METHOD}")
+    count = (f"MAX(CASE WHEN {S.AVERAGING} <> 'weighted' THEN {S.NUM_QUERIES} END) "
+             f"AS {S.NUM_QUERIES}")
+    select = [*group, count, *values, *intervals, *weighted,
               *(method if c == S.CI_METHOD else f"MAX({c}) AS {c}" for c in fixed)]
     return _render(select, spec.source, group)
 
