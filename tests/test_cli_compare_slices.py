@@ -83,13 +83,13 @@ def test_slices_need_queries_and_a_bad_queries_row_is_an_error(shared_session, f
                  files["better"], "--slices", "segment"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
-    assert err == ["releval: error: releval compare: --slices and --weight need --queries (one "
-                   "row per query with its attributes)"]
+    assert err == ["releval: error: --slices and --weight name columns of --queries (one row "
+                   "per query); give --queries PATH"]
     bad = tmp_path / "bad.csv"
     bad.write_text("query_id,segment,hits\nq01,head,1000\nq02,head,-5\n")
     code = main(["compare", "--qrels", files["qrels"], "--run", files["base"], "--run",
                  files["better"], "--queries", str(bad), "--weight", "hits"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
-    assert err[-1].startswith(f"releval: error: queries {bad}: column 'hits': invalid_weight")
+    assert err[-1].startswith(f"releval: error: csv {bad}: column 'hits': invalid_weight")
     assert "'query_id': 'q02'" in err[-1] and "'weight': '-5'" in err[-1]

@@ -14,7 +14,13 @@ from pyspark.sql import functions as F
 
 from releval import api
 from releval.checks.accounts import QualityReport
-from releval.config import AnswersSource, ComparisonSettings, QrelsSource, RunSource
+from releval.config import (
+    AnswersSource,
+    ComparisonSettings,
+    QrelsSource,
+    QueriesSource,
+    RunSource,
+)
 from releval.core import columns as S
 from releval.core.columns import RAW_MALFORMED
 from releval.core.frames import local_frame
@@ -23,12 +29,18 @@ from releval.core.measures.judged import with_judged_measures
 from releval.errors import ComparisonError, InputError
 from releval.io import tables
 from releval.io.atomic import read_table
-from releval.io.readers import TREC_RUN_ID, raw_run_input, read_qrels_raw, read_run_raw
+from releval.io.readers import (
+    TREC_RUN_ID,
+    raw_run_input,
+    read_qrels_raw,
+    read_queries,
+    read_run_raw,
+    source_name,
+)
 from releval.io.writers import absolute
 from releval.job.answer_moves import AnswerMoves, side_cells
 from releval.job.compare_slices import (
     overall,
-    read_queries,
     render_slices,
     render_worst,
     sign_warnings,
@@ -123,9 +135,7 @@ def compare_files(
     folder: str,
     write_comparison: bool,
     answers: AnswersSource | None = None,
-    queries: str | None = None,
-    slices: Sequence[str] = (),
-    weight: str | None = None,
+    queries: QueriesSource | None = None,
     worst: int = 0,
 ) -> str:
     """Evaluate every run in one :func:`releval.evaluate` (partitioned by ``run_id``), write
@@ -133,7 +143,7 @@ def compare_files(
     first run) and, with ``write_comparison``, write ``folder``/comparison. With
     ``answers`` (a ``run_id`` column names each run), also ``folder``/attribution and how
     each run's answered queries moved between the cells against the baseline's. With
-    ``queries`` (a file: ``query_id``, the ``slices`` columns, the ``weight`` column), also
+    ``queries`` (its query id, slice and weight columns), also
     the rows per slice value and the weighted rows; ``worst``: the queries that lost most.
 
     Returns:
@@ -165,9 +175,11 @@ def compare_files(
     per_query = read_table(spark, path=str(out / "per_query"), table=None)
     candidates = [t for t in tags if t != base]
     frame = None if queries is None else read_queries(spark, queries)
-    columns = {"weight": weight} if weight else None
+    slices = () if queries is None else queries.slices
+    columns = None if queries is None else {
+        S.QUERY_ID: queries.query_id, **({S.WEIGHT: queries.weight} if queries.weight else {})}
     checked = None if frame is None else api.queries_input(frame, columns, slices,
-                                                           name=f"queries {queries}")
+                                                           name=source_name(queries))
     table = api.compare(
         per_query, baseline={TREC_RUN_ID: base},
         candidates=[{TREC_RUN_ID: t} for t in candidates], alpha=settings.alpha,

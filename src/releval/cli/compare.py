@@ -16,6 +16,7 @@ from releval.cli.evaluate import (
     remote_of,
     session,
 )
+from releval.cli.queries import add_queries_arguments, queries_source
 from releval.config import (
     ANSWER_FORMATS,
     CORRECTIONS,
@@ -25,6 +26,7 @@ from releval.config import (
     ComparisonSettings,
     Config,
     QrelsSource,
+    QueriesSource,
     RunSource,
     SparkSettings,
     validate,
@@ -103,14 +105,8 @@ def add_compare_arguments(cmp: argparse.ArgumentParser) -> None:
                        help="Spark master (default local[*]; not with a Spark Connect server)")
     sliced = cmp.add_argument_group(
         "slices and the queries that moved (either mode)",
-        "a queries file: one row per query, its query_id, attributes and optionally a "
-        "traffic weight (Delta, Parquet, .jsonl, .tsv or .csv with a header)")
-    sliced.add_argument("--queries", default=None, metavar="PATH",
-                        help="the queries file: rows per slice value, and weighted rows")
-    sliced.add_argument("--slices", default=None, metavar="A,B",
-                        help="the queries' columns to compare within, e.g. segment,locale")
-    sliced.add_argument("--weight", default=None, metavar="COLUMN",
-                        help="the queries' traffic weight column (default: none)")
+        "with --config, the config's [queries] unless --queries is given")
+    add_queries_arguments(sliced)
     sliced.add_argument("--worst", type=positive_int, default=None, metavar="N",
                         help="print the N queries that lost most per candidate and measure")
     add_remote_argument(cmp)
@@ -170,7 +166,7 @@ def _compare_table(args: argparse.Namespace) -> int:
     candidates = [compare_job.parse_side(c, shared=shared, columns=columns) for c in args.candidate]
     spark = session(config, remote_of(args))
     try:
-        queries = _checked_queries(spark, args)
+        queries = _checked_queries(spark, queries_source(args))  # else the config's
         report = compare_job.run(spark, config, baseline=baseline, candidates=candidates,
                                 comparison_id=args.comparison_id, queries=queries,
                                 worst=args.worst or 0)
@@ -193,7 +189,7 @@ def _compare_files(args: argparse.Namespace) -> int:
     level = 1 if args.relevance_level is None else args.relevance_level
     parse_measures([measures], relevance_level=level)  # fail fast
     answers = _answers(args)
-    _slices(args)
+    queries = queries_source(args)
     for name in (*args.run, args.qrels, *([args.answers] if args.answers else []),
                  *([args.queries] if args.queries else [])):
         if "://" not in name and not Path(name).exists():
@@ -223,8 +219,7 @@ def _compare_files(args: argparse.Namespace) -> int:
                 qrels_format=args.qrels_format or fmt, measures=measures, relevance_level=level,
                 baseline=args.baseline, settings=settings, folder=args.output or tmp,
                 write_comparison=args.output is not None, answers=answers,
-                queries=args.queries, slices=_slices(args), weight=args.weight,
-                worst=args.worst or 0,
+                queries=queries, worst=args.worst or 0,
             )
     finally:
         spark.stop()
@@ -232,25 +227,18 @@ def _compare_files(args: argparse.Namespace) -> int:
     return 0
 
 
-def _slices(args: argparse.Namespace) -> list[str]:
-    """``--slices`` as a list; ``--slices`` and ``--weight`` need ``--queries``."""
-    if args.queries is None and (args.slices or args.weight):
-        raise ConfigError("releval compare: --slices and --weight need --queries (one row per "
-                          "query with its attributes)")
-    return [s.strip() for s in (args.slices or "").split(",") if s.strip()]
+def _checked_queries(spark: SparkSession, src: QueriesSource | None):
+    """The queries input checked (None: none): a rejected row is an error."""
+    from releval.checks.queries import check_queries
+    from releval.io.readers import read_queries, source_name
+    from releval.job.compare_slices import refuse_rejected
 
-
-def _checked_queries(spark: SparkSession, args: argparse.Namespace):  # -> CheckedQueries | None
-    """The ``--queries`` file checked: a rejected row is an error."""
-    from releval import api
-    from releval.job.compare_slices import read_queries
-
-    slices = _slices(args)
-    if args.queries is None:
+    if src is None:
         return None
-    columns = {"weight": args.weight} if args.weight else None
-    return api.queries_input(read_queries(spark, args.queries), columns, slices,
-                             name=f"queries {args.queries}")
+    checked = check_queries(read_queries(spark, src), query_id=src.query_id,
+                            weight=src.weight, slices=src.slices, name=source_name(src))
+    refuse_rejected(checked, query_id=src.query_id, weight=src.weight)
+    return checked
 
 
 def _answers(args: argparse.Namespace) -> AnswersSource | None:

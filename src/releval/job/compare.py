@@ -23,6 +23,7 @@ from releval.job import compare_slices as slices_out
 from releval.job.answer_moves import AnswerMoves, answer_moves
 from releval.job.lineage import run_log_location
 from releval.job.partitions import KeyFilter, partition_label
+from releval.job.pipeline import job_queries
 from releval.stats.changes import changes
 from releval.stats.comparison import compare, side_condition
 from releval.stats.intervals import FEW_QUERIES
@@ -234,12 +235,13 @@ def run(
     the rows to the comparison table, replacing the earlier comparison of the same
     baseline in the candidates' output partitions.
 
-    With ``queries`` (checked; a rejected row must have been refused), also the rows per
-    slice value and, with a weight, the weighted rows; ``worst``: the report lists the
-    queries that lost most, per candidate and measure.
+    With ``queries`` (checked; a rejected row must have been refused) or the config's
+    ``[queries]``, also the rows per slice value and, with a weight, the weighted rows;
+    ``worst``: the report lists the queries that lost most, per candidate and measure.
 
     Raises:
         ComparisonError: a side has no per-query rows, or two sides used different qrels.
+        InputError: a row of the config's ``[queries]`` is rejected.
     """
     parts = list(config.run.partition_columns)
     base_label = partition_label(baseline, parts)
@@ -256,6 +258,11 @@ def run(
     check = check_qrels(spark, config, {k: ids for k, (_, ids) in runs.items()},
                         baseline=base_label)
     settings = config.comparison
+    if queries is None and config.queries is not None:
+        queries = job_queries(spark, config)
+        if queries is not None:
+            slices_out.refuse_rejected(queries, query_id=config.queries.query_id,
+                                       weight=config.queries.weight)
     sliced = {} if queries is None else {"queries": queries.used, "slices": queries.slices,
                                          "weighted": queries.weighted}
     result = compare(per_query, baseline=baseline, candidates=cands,

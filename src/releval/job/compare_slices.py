@@ -5,45 +5,19 @@ lost most (:func:`releval.stats.changes.changes`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from releval.checks.queries import CheckedQueries
 from releval.core import columns as S
 from releval.errors import InputError
-from releval.io.writers import absolute
 from releval.stats import changes as C
 from releval.stats.kernel import TIE_TOLERANCE
 
 #: slice -> slice value -> its weight (the queries' total weight, or their number)
 SliceWeights = Mapping[str, Mapping[str, float]]
-
-
-def read_queries(spark: SparkSession, path: str) -> DataFrame:
-    """A queries file as read: Delta (a folder with ``_delta_log``), Parquet (``.parquet``
-    or another folder), JSON Lines (``.jsonl``), tab- (``.tsv``) or comma-separated text
-    with a header.
-
-    Raises:
-        InputError: the path cannot be read in that format.
-    """
-    folder = Path(path)
-    where = absolute(path)
-    try:
-        if (folder / "_delta_log").is_dir():
-            return spark.read.format("delta").load(where)
-        if path.endswith(".parquet") or folder.is_dir():
-            return spark.read.parquet(where)
-        if path.endswith(".jsonl"):
-            return spark.read.json(where)
-        sep = "\t" if path.endswith(".tsv") else ","
-        return spark.read.option("header", "true").option("sep", sep).csv(where)
-    except Exception as exc:  # Spark's AnalysisException: not a table of this format
-        raise InputError(f"cannot read the queries {path}: {str(exc).splitlines()[0]}"
-                         ) from None
 
 
 def overall(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
