@@ -401,8 +401,8 @@ def changes(
 ) -> DataFrame:
     """The queries that moved: one row per (candidate, measure, query), ranked.
 
-    Runs in the executors when the frame is used; nothing is collected here (take the
-    rows you print: ``.where("loss_rank <= 10")``).
+    Runs in the executors when the frame is used: nothing is collected here but the first
+    rejected queries row, if any (take the rows you print: ``.where("loss_rank <= 10")``).
 
     Args:
         per_query, baseline, candidates, missing_queries: as :func:`compare`.
