@@ -14,6 +14,14 @@ the randomization test's own time, ``compare(test="randomization")`` less ``comp
 
     .venv/bin/python -m bench.compare notebook      # -> bench/results/compare-notebook.md
     .venv/bin/python -m bench.compare scale         # -> bench/results/compare-scale.md
+
+``changes``: the same table with a second candidate, 1M queries x 3 runs x 5 measures:
+``releval.changes(...)`` with the 10 queries that lost most per candidate and measure
+collected, against a hand-written Spark SQL ranking of the same pairs (join, difference,
+``row_number`` per candidate and measure, the 10 first collected), alternated, medians; the
+collected rows checked equal.
+
+    .venv/bin/python -m bench.compare changes       # -> bench/results/compare-changes.md
 """
 
 from __future__ import annotations
@@ -212,9 +220,12 @@ def notebook(runs: int) -> dict[str, Any]:
             "load_average_at_end": os.getloadavg()[0], "workloads": found}
 
 
-def _scale_data(folder: Path, queries: int, measures: int) -> Path:
-    """A per-query table (the columns compare reads) for 2 runs: written once."""
-    path = folder / f"per_query_{queries}_{measures}.parquet"
+def _scale_data(folder: Path, queries: int, measures: int,
+                systems: tuple[tuple[str, float], ...] = (("base", 0.0), ("cand", 0.002))
+                ) -> Path:
+    """A per-query table (the columns compare reads) for ``systems``: written once."""
+    more = "" if len(systems) == 2 else f"_{len(systems)}"
+    path = folder / f"per_query_{queries}_{measures}{more}.parquet"
     if path.exists():
         return path
     folder.mkdir(parents=True, exist_ok=True)
@@ -231,7 +242,7 @@ def _scale_data(folder: Path, queries: int, measures: int) -> Path:
             n = len(ids)
             for k, key in enumerate(keys, 1):
                 base = rng.uniform(0, 1, n)
-                for system, shift in (("base", 0.0), ("cand", 0.002)):
+                for system, shift in systems:
                     value = np.clip(base + shift + rng.normal(0, 0.05, n), 0, 1)
                     writer.write_table(pa.table({
                         "system": pa.array([system] * n), "query_id": ids,
@@ -284,10 +295,69 @@ def scale(runs: int, queries: int, measures: int, permutations: int) -> dict[str
             "randomization_own_s": t_rand - statistics.median(t_t)}
 
 
+CHANGES_SQL = """
+SELECT * FROM (
+  SELECT c.system AS candidate, c.measure_key, c.query_id, b.value AS baseline_value,
+         c.value AS candidate_value, c.value - b.value AS diff,
+         row_number() OVER (PARTITION BY c.system, c.measure_key
+                            ORDER BY c.value - b.value, c.query_id) AS loss_rank
+  FROM pq b JOIN pq c ON b.query_id = c.query_id AND b.measure_key = c.measure_key
+  WHERE b.system = 'base' AND c.system <> 'base')
+WHERE diff < 0 AND loss_rank <= {n}
+"""
+
+
+def changes_scenario(runs: int, queries: int, measures: int, worst: int = 10
+                     ) -> dict[str, Any]:
+    """The changes scenario (a 2 GB driver)."""
+    import releval
+
+    path = _scale_data(DATA / "compare", queries, measures,
+                       (("base", 0.0), ("cand", 0.002), ("other", -0.001)))
+    spark = _session(**{"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "16"})
+    df = spark.read.parquet(str(path))
+    df.createOrReplaceTempView("pq")
+    held: dict[str, Any] = {}
+
+    def floor() -> None:
+        held["floor"] = sorted((r.candidate, r.measure_key, r.loss_rank, r.query_id)
+                               for r in spark.sql(CHANGES_SQL.format(n=worst)).collect())
+
+    def changes() -> None:
+        moved = releval.changes(df, baseline="system=base",
+                                candidates=["system=cand", "system=other"])
+        held["changes"] = sorted((r.candidate.removeprefix("system="), r.measure_key,
+                                  r.loss_rank, r.query_id)
+                                 for r in moved.where(f"loss_rank <= {worst}").collect())
+
+    floor(), changes()  # warm-up
+    t_floor, t_changes = _alternated(floor, changes, runs)
+    return {"scenario": "changes", "queries": queries, "candidates": 2, "measures": measures,
+            "rows": queries * 3 * measures, "worst": worst, "floor_s": t_floor,
+            "changes_s": t_changes,
+            "ratio": statistics.median(t_changes) / statistics.median(t_floor),
+            "collected": len(held["changes"]), "same_rows": held["changes"] == held["floor"]}
+
+
 def render(r: dict[str, Any]) -> str:
     def runs(xs: list[float]) -> str:
         return ", ".join(f"{x:.2f}" for x in xs)
 
+    if r["scenario"] == "changes":
+        return "\n".join([
+            "# releval.changes: the queries that lost most", "",
+            f"A per-query table of {r['queries']:,} queries x 3 runs (a baseline, "
+            f"{r['candidates']} candidates) x {r['measures']} measures ({r['rows']:,} rows) in "
+            "Parquet; local[2], a 2 GB driver.", "",
+            "| step | runs (s) | median (s) |", "|---|---|--:|",
+            f"| floor: Spark SQL join, difference, `row_number` per candidate and measure, "
+            f"the {r['worst']} first collected | {runs(r['floor_s'])} | "
+            f"{statistics.median(r['floor_s']):.2f} |",
+            f"| `releval.changes(...).where('loss_rank <= {r['worst']}').collect()` | "
+            f"{runs(r['changes_s'])} | {statistics.median(r['changes_s']):.2f} |", "",
+            f"changes / floor: **{r['ratio']:.2f}**; rows collected: {r['collected']} "
+            f"(candidates x measures x {r['worst']}); the same rows as the floor's: "
+            f"{r['same_rows']}.", ""])
     if r["scenario"] == "notebook":
         lines = [
             "# compare in a notebook's default session", "",
@@ -332,15 +402,19 @@ def render(r: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scenario", choices=["notebook", "scale"])
+    parser.add_argument("scenario", choices=["notebook", "scale", "changes"])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--queries", type=int, default=1_000_000)
     parser.add_argument("--measures", type=int, default=10)
     parser.add_argument("--permutations", type=int, default=1000)
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    report = (notebook(args.runs) if args.scenario == "notebook"
-              else scale(args.runs, args.queries, args.measures, args.permutations))
+    if args.scenario == "notebook":
+        report = notebook(args.runs)
+    elif args.scenario == "changes":
+        report = changes_scenario(args.runs, args.queries, args.measures)
+    else:
+        report = scale(args.runs, args.queries, args.measures, args.permutations)
     args.results.mkdir(parents=True, exist_ok=True)
     name = f"compare-{args.scenario}"
     (args.results / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n")

@@ -180,8 +180,11 @@ def test_job_writes_and_replaces_the_comparison(spark, tmp_path):
     # hybrid = bm25 + 0.05 on every query, dense = bm25: no spread, no power figures
     assert {(r[S.MIN_DETECTABLE_DIFF], r[S.QUERIES_NEEDED]) for r in rows.values()} == {
         (None, None)}
-    assert table.columns[-4:] == [S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED, S.MEAN_DIFF_BEST,
-                                  S.SIGN_HOLDS]
+    assert table.columns[-7:] == [S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED, S.MEAN_DIFF_BEST,
+                                  S.SIGN_HOLDS, S.SLICE, S.SLICE_VALUE, S.AVERAGING]
+    # no queries input: the rows over all queries, macro
+    assert {(r[S.SLICE], r[S.SLICE_VALUE], r[S.AVERAGING]) for r in rows.values()} == {
+        (None, None, "macro")}
     assert table.schema[S.QUERIES_NEEDED].metadata["comment"] == tables.COMPARISON_COMMENTS[
         S.QUERIES_NEEDED]
     text = report.render()
@@ -212,9 +215,10 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
     config = write_inputs(spark, tmp_path)
     path = str(tmp_path / "out" / "comparison")
     # the comparison table as version 2 wrote it: none of the columns added since
-    added = (S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED, S.MEAN_DIFF_BEST, S.SIGN_HOLDS)
-    # and both randomization columns NOT NULL
-    required = (S.RANDOMIZATION_P_VALUE, S.RANDOMIZATION_P_ADJUSTED)
+    added = (S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED, S.MEAN_DIFF_BEST, S.SIGN_HOLDS,
+             S.SLICE, S.SLICE_VALUE, S.AVERAGING)
+    # and both randomization columns and significant NOT NULL
+    required = (S.RANDOMIZATION_P_VALUE, S.RANDOMIZATION_P_ADJUSTED, S.SIGNIFICANT)
     v2 = T.StructType([T.StructField(f.name, f.dataType, f.nullable and f.name not in required)
                        for f in tables.comparison_schema([PARTS[1]]).fields
                        if f.name not in added])
@@ -244,6 +248,8 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
     (row,) = table.collect()
     assert (row[S.COMPARISON_ID], row[S.MIN_DETECTABLE_DIFF], row[S.QUERIES_NEEDED],
             row[S.MEAN_DIFF_BEST], row[S.SIGN_HOLDS]) == ("old", None, None, None, None)
+    # the old row is a macro row over all queries
+    assert (row[S.SLICE], row[S.SLICE_VALUE], row[S.AVERAGING]) == (None, None, "macro")
     assert table.schema[S.SIGN_HOLDS].dataType == T.BooleanType()
     assert all(table.schema[name].nullable for name in required)
     # the job writes the migrated table, a t-test comparison's null randomization p-values

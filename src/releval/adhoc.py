@@ -14,7 +14,13 @@ from pyspark.sql import functions as F
 
 from releval import api
 from releval.checks.accounts import QualityReport
-from releval.config import AnswersSource, ComparisonSettings, QrelsSource, RunSource
+from releval.config import (
+    AnswersSource,
+    ComparisonSettings,
+    QrelsSource,
+    QueriesSource,
+    RunSource,
+)
 from releval.core import columns as S
 from releval.core.columns import RAW_MALFORMED
 from releval.core.frames import local_frame
@@ -23,9 +29,24 @@ from releval.core.measures.judged import with_judged_measures
 from releval.errors import ComparisonError, InputError
 from releval.io import tables
 from releval.io.atomic import read_table
-from releval.io.readers import TREC_RUN_ID, raw_run_input, read_qrels_raw, read_run_raw
+from releval.io.readers import (
+    TREC_RUN_ID,
+    raw_run_input,
+    read_qrels_raw,
+    read_queries,
+    read_run_raw,
+    source_name,
+)
 from releval.io.writers import absolute
 from releval.job.answer_moves import AnswerMoves, side_cells
+from releval.job.compare_slices import (
+    overall,
+    render_slices,
+    render_worst,
+    sign_warnings,
+    slice_weights,
+    worst_queries,
+)
 from releval.job.partitions import partition_label
 from releval.stats.intervals import FEW_QUERIES
 from releval.stats.moves import moves
@@ -114,12 +135,16 @@ def compare_files(
     folder: str,
     write_comparison: bool,
     answers: AnswersSource | None = None,
+    queries: QueriesSource | None = None,
+    worst: int = 0,
 ) -> str:
     """Evaluate every run in one :func:`releval.evaluate` (partitioned by ``run_id``), write
     ``folder``/per_query and aggregate, compare each run with ``baseline`` (default: the
     first run) and, with ``write_comparison``, write ``folder``/comparison. With
     ``answers`` (a ``run_id`` column names each run), also ``folder``/attribution and how
-    each run's answered queries moved between the cells against the baseline's.
+    each run's answered queries moved between the cells against the baseline's. With
+    ``queries`` (its query id, slice and weight columns), also
+    the rows per slice value and the weighted rows; ``worst``: the queries that lost most.
 
     Returns:
         The comparison as text (:func:`render_comparison`).
@@ -149,22 +174,38 @@ def compare_files(
                  attribution=str(out / "attribution") if answers else None)
     per_query = read_table(spark, path=str(out / "per_query"), table=None)
     candidates = [t for t in tags if t != base]
+    frame = None if queries is None else read_queries(spark, queries)
+    slices = () if queries is None else queries.slices
+    columns = None if queries is None else {
+        S.QUERY_ID: queries.query_id, **({S.WEIGHT: queries.weight} if queries.weight else {})}
+    checked = None if frame is None else api.queries_input(frame, columns, slices,
+                                                           name=source_name(queries))
     table = api.compare(
         per_query, baseline={TREC_RUN_ID: base},
         candidates=[{TREC_RUN_ID: t} for t in candidates], alpha=settings.alpha,
         correction=settings.correction, test=settings.test,
         permutations=settings.permutations, seed=settings.seed, power=settings.power,
-        effect_of_interest=settings.effect_of_interest,
+        effect_of_interest=settings.effect_of_interest, queries=frame,
+        queries_columns=columns, slices=slices,
     )
-    rows = [r.asDict() for r in table.collect()]
+    every = [r.asDict() for r in table.collect()]
+    rows = overall(every)
     if write_comparison:
-        _write_comparison(spark, rows, baseline=_label(base), settings=settings,
+        _write_comparison(spark, every, baseline=_label(base), settings=settings,
                           path=str(out / "comparison"))
     keys = [m.key for m in with_judged_measures(
         parse_measures([measures], relevance_level=relevance_level),
         relevance_level=relevance_level)]
     text = render_comparison(rows, tags=[base, *candidates], baseline=base, measure_keys=keys,
                              settings=settings, accounts=result.accounts)
+    extra = [*render_slices(every, alpha=settings.alpha),
+             *sign_warnings(every, None if checked is None else slice_weights(checked))]
+    if worst:
+        moved = api.changes(per_query, baseline={TREC_RUN_ID: base},
+                            candidates=[{TREC_RUN_ID: t} for t in candidates], queries=frame,
+                            queries_columns=columns, slices=slices if frame is not None else None)
+        extra += render_worst(worst_queries(moved, worst), count=worst, slices=slices)
+    text = "\n".join([text, *extra])
     if result.thresholds is None:
         return text
     sides = {_label(t): {TREC_RUN_ID: t} for t in [base, *candidates]}

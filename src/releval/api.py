@@ -31,12 +31,17 @@ from releval.errors import ConfigError, InputError
 from releval.io.readers import raw_answers_input, raw_qrels_input, raw_run_input
 from releval.io.shapes import GRADED, RANKED, RELEVANT, counted
 from releval.job import answers as job_answers
+from releval.job.compare_slices import refuse_rejected
 from releval.job.inputs import checked_inputs
 from releval.job.partitions import partition_label
 from releval.job.persisted import keeper
 from releval.job.pipeline import evaluate_inputs
 from releval.result import Result
+from releval.stats import changes as query_changes
 from releval.stats import comparison
+
+#: releval's columns of a queries input (``queries_columns`` maps them to yours)
+QUERIES_COLUMNS = (S.QUERY_ID, S.WEIGHT)
 
 
 def _mapping(given: Mapping[str, str] | None, known: Sequence[str], name: str,
@@ -199,7 +204,8 @@ def evaluate(
 
 
 def _queries_input(queries: DataFrame | None, columns: Mapping[str, str] | None,
-                   slices: Sequence[str]) -> CheckedQueries | None:
+                   slices: Sequence[str], *, name: str = "queries DataFrame"
+                   ) -> CheckedQueries | None:
     """The checked queries input of ``evaluate``'s ``queries`` arguments (None: none)."""
     if queries is None:
         if columns or slices:
@@ -209,7 +215,7 @@ def _queries_input(queries: DataFrame | None, columns: Mapping[str, str] | None,
     given = _mapping(columns, (S.QUERY_ID, S.WEIGHT), "queries_columns", queries)
     return check_queries(queries, query_id=given[S.QUERY_ID],
                          weight=(columns or {}).get(S.WEIGHT), slices=tuple(slices),
-                         name="queries DataFrame")
+                         name=name)
 
 
 def _run_source(run: DataFrame, columns: Mapping[str, str] | None, parts: tuple[str, ...],
@@ -288,6 +294,9 @@ def compare(
     seed: int = 20261130,
     power: float = 0.8,
     effect_of_interest: float = 0.02,
+    queries: DataFrame | None = None,
+    queries_columns: Mapping[str, str] | None = None,
+    slices: Sequence[str] = (),
 ) -> DataFrame:
     """Compare candidates with a baseline query by query: the paired tests of ``releval compare``.
 
@@ -306,12 +315,31 @@ def compare(
             ``effect_of_interest`` with ``queries_needed`` pairs), at ``alpha``.
         effect_of_interest: the true difference, in the measure's units, that
             ``queries_needed`` is for.
+        queries: one row per query with its attributes and, optionally, a traffic weight
+            (docs/statistics.md); a row that is not usable (a repeated or missing query
+            id, a null, negative or non-finite weight) is an error.
+        queries_columns: releval's queries column -> yours: ``query_id`` and ``weight``
+            (the traffic weight; none when not named).
+        slices: columns of ``queries``: rows per slice value too, their tests corrected
+            as one family (candidates x measures x slice values).
 
     Returns:
         One row per (candidate, measure): means, the difference with its interval, wins /
         ties / losses, Cohen's d, the p-values, ``significant``, ``min_detectable_diff``,
         ``queries_needed``, and ``mean_diff_best`` and ``sign_holds`` for a measure whose
-        ``[best]`` form is among the per-query rows.
+        ``[best]`` form is among the per-query rows. ``slice`` and ``slice_value`` are null
+        on these rows, ``averaging`` is ``macro``. With ``slices``, the same per
+        (candidate, measure, slice value); with a weight, rows with ``averaging =
+        'weighted'`` (over all queries and per slice value): the weighted means and the
+        difference's linearized interval, with no test (its p-values, ``significant``,
+        ``effect_size``, ``min_detectable_diff`` and ``queries_needed`` null).
+
+    Raises:
+        InputError: a side names an unknown column, or a queries row is not usable (its
+            reason, column and the row).
+        ConfigError: an unknown ``queries_columns`` key, a column ``queries`` lacks, or
+            ``slices`` without ``queries``.
+        ComparisonError: a side has two per-query rows for one query and measure.
 
     Example:
         >>> run = spark.createDataFrame([(s, q, d, float(x)) for s, q, d, x in [
@@ -333,8 +361,90 @@ def compare(
     settings = check_comparison(ComparisonSettings(
         permutations=permutations, seed=seed, correction=correction, alpha=alpha, test=test,
         power=power, effect_of_interest=effect_of_interest), source="releval.compare")
-    return comparison.compare(per_query, baseline=base, candidates=labels,
-                              missing_queries=missing_queries, settings=settings)
+    checked = queries_input(queries, queries_columns, slices)
+    return comparison.compare(
+        per_query, baseline=base, candidates=labels, missing_queries=missing_queries,
+        settings=settings, queries=None if checked is None else checked.used,
+        slices=tuple(slices), weighted=checked is not None and checked.weighted)
+
+
+def queries_input(queries: DataFrame | None, queries_columns: Mapping[str, str] | None,
+                  slices: Sequence[str] | None, *, name: str = "queries DataFrame"
+                  ) -> CheckedQueries | None:
+    """The checked queries input of :func:`compare` and :func:`changes` (None: none).
+
+    Raises:
+        InputError: a rejected row: its reason, the column and the row.
+        ConfigError: ``slices`` without ``queries``, an unknown key, a missing column.
+    """
+    if queries is None:
+        return _queries_input(None, queries_columns, slices or ())
+    names = _mapping(queries_columns, QUERIES_COLUMNS, "queries_columns", queries)
+    weight = (queries_columns or {}).get(S.WEIGHT)
+    if slices is None:  # every attribute column
+        slices = [c for c in queries.columns if c not in (names[S.QUERY_ID], weight)]
+    checked = _queries_input(queries, queries_columns, slices, name=name)
+    refuse_rejected(checked, query_id=names[S.QUERY_ID], weight=weight)
+    return checked
+
+
+def changes(
+    per_query: DataFrame,
+    *,
+    baseline: Mapping[str, str] | str,
+    candidates: Sequence[Mapping[str, str] | str],
+    measures: Sequence[str] | None = None,
+    queries: DataFrame | None = None,
+    queries_columns: Mapping[str, str] | None = None,
+    slices: Sequence[str] | None = None,
+    missing_queries: str = "zero",
+) -> DataFrame:
+    """The queries that moved: one row per (candidate, measure, query), ranked.
+
+    Runs in the executors when the frame is used: nothing is collected here but the first
+    rejected queries row, if any (take the rows you print: ``.where("loss_rank <= 10")``).
+
+    Args:
+        per_query, baseline, candidates, missing_queries: as :func:`compare`.
+        measures: measure keys (``"nDCG@10"``); None: every measure both sides have.
+        queries, queries_columns: as :func:`compare`.
+        slices: the queries' columns to carry (None: every column but the query id and
+            the weight).
+
+    Returns:
+        ``candidate``, ``measure_key``, ``query_id``, ``baseline_value``,
+        ``candidate_value``, ``diff`` (candidate - baseline), ``loss_rank`` (1 = lost most;
+        null where the query did not lose; equal losses ranked by query id), ``gain_rank``
+        (the same for gains), the query's slice values, ``weight`` and ``share_of_diff``:
+        the query's part of the weighted (``w * diff / sum(w)``, null for an unlisted
+        query), else unweighted (``diff / n``), mean difference.
+
+    Example:
+        >>> run = spark.createDataFrame([(s, q, d, float(x)) for s, q, d, x in [
+        ...     ("bm25", "q1", "a", 2), ("bm25", "q1", "b", 1), ("bm25", "q2", "c", 1),
+        ...     ("dense", "q1", "b", 2), ("dense", "q1", "a", 1), ("dense", "q2", "c", 1)]],
+        ...     "system string, query_id string, doc_id string, score double")
+        >>> qrels = spark.createDataFrame([("q1", "b", 1), ("q2", "c", 1)],
+        ...     "query_id string, doc_id string, relevance int")
+        >>> result = evaluate(run, qrels, measures=["RR"], partition_by=["system"])
+        >>> moved = changes(result.per_query, baseline="system=bm25",
+        ...                 candidates=["system=dense"], measures=["RR"])
+        >>> [(r.query_id, r.diff, r.gain_rank, r.share_of_diff)
+        ...  for r in moved.orderBy("query_id").collect()]  # RR: q1 1/2 -> 1, q2 1 -> 1
+        [('q1', 0.5, 1, 0.25), ('q2', 0.0, None, 0.0)]
+    """
+    base = _side(baseline, per_query.columns)
+    sides = [_side(c, per_query.columns) for c in candidates]
+    keys = sorted({k for side in [base, *sides] for k in side})
+    labels = {partition_label(side, [k for k in keys if k in side]): side for side in sides}
+    if missing_queries not in ("zero", "skip"):
+        raise ConfigError(f"missing_queries must be 'zero' or 'skip', got {missing_queries!r}")
+    checked = queries_input(queries, queries_columns, slices)
+    return query_changes.changes(
+        per_query, baseline=base, candidates=labels, missing_queries=missing_queries,
+        measures=measures, queries=None if checked is None else checked.used,
+        slices=() if checked is None else checked.slices,
+        weighted=checked is not None and checked.weighted)
 
 
 def measures() -> list[dict[str, Any]]:
@@ -353,4 +463,4 @@ def measures() -> list[dict[str, Any]]:
     ]
 
 
-__all__ = ["Result", "compare", "evaluate", "measures"]
+__all__ = ["Result", "changes", "compare", "evaluate", "measures"]

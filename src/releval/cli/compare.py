@@ -12,9 +12,11 @@ from releval.cli.evaluate import (
     DEFAULT_MEASURES,
     add_remote_argument,
     default_master,
+    positive_int,
     remote_of,
     session,
 )
+from releval.cli.queries import add_queries_arguments, queries_source
 from releval.config import (
     ANSWER_FORMATS,
     CORRECTIONS,
@@ -24,6 +26,7 @@ from releval.config import (
     ComparisonSettings,
     Config,
     QrelsSource,
+    QueriesSource,
     RunSource,
     SparkSettings,
     validate,
@@ -100,6 +103,12 @@ def add_compare_arguments(cmp: argparse.ArgumentParser) -> None:
                        f"{AnswersSource.retrieved_at:g})")
     files.add_argument("--master", default=None,
                        help="Spark master (default local[*]; not with a Spark Connect server)")
+    sliced = cmp.add_argument_group(
+        "slices and the queries that moved (either mode)",
+        "with --config, the config's [queries] unless --queries is given")
+    add_queries_arguments(sliced)
+    sliced.add_argument("--worst", type=positive_int, default=None, metavar="N",
+                        help="print the N queries that lost most per candidate and measure")
     add_remote_argument(cmp)
 
 
@@ -157,8 +166,10 @@ def _compare_table(args: argparse.Namespace) -> int:
     candidates = [compare_job.parse_side(c, shared=shared, columns=columns) for c in args.candidate]
     spark = session(config, remote_of(args))
     try:
+        queries = _checked_queries(spark, queries_source(args))  # else the config's
         report = compare_job.run(spark, config, baseline=baseline, candidates=candidates,
-                                comparison_id=args.comparison_id)
+                                comparison_id=args.comparison_id, queries=queries,
+                                worst=args.worst or 0)
     finally:
         spark.stop()
     print(report.render())
@@ -178,7 +189,9 @@ def _compare_files(args: argparse.Namespace) -> int:
     level = 1 if args.relevance_level is None else args.relevance_level
     parse_measures([measures], relevance_level=level)  # fail fast
     answers = _answers(args)
-    for name in (*args.run, args.qrels, *([args.answers] if args.answers else [])):
+    queries = queries_source(args)
+    for name in (*args.run, args.qrels, *([args.answers] if args.answers else []),
+                 *([args.queries] if args.queries else [])):
         if "://" not in name and not Path(name).exists():
             raise InputError(f"input not found: {name}")
     defaults = ComparisonSettings()
@@ -206,11 +219,26 @@ def _compare_files(args: argparse.Namespace) -> int:
                 qrels_format=args.qrels_format or fmt, measures=measures, relevance_level=level,
                 baseline=args.baseline, settings=settings, folder=args.output or tmp,
                 write_comparison=args.output is not None, answers=answers,
+                queries=queries, worst=args.worst or 0,
             )
     finally:
         spark.stop()
     print(text)
     return 0
+
+
+def _checked_queries(spark: SparkSession, src: QueriesSource | None):
+    """The queries input checked (None: none): a rejected row is an error."""
+    from releval.checks.queries import check_queries
+    from releval.io.readers import read_queries, source_name
+    from releval.job.compare_slices import refuse_rejected
+
+    if src is None:
+        return None
+    checked = check_queries(read_queries(spark, src), query_id=src.query_id,
+                            weight=src.weight, slices=src.slices, name=source_name(src))
+    refuse_rejected(checked, query_id=src.query_id, weight=src.weight)
+    return checked
 
 
 def _answers(args: argparse.Namespace) -> AnswersSource | None:

@@ -159,7 +159,10 @@ COMPARISON_COMMENTS = {
         "Which test decides significant: randomization or t (corrected p-value), or tukey "
         "(the HSD p-value)."
     ),
-    C.SIGNIFICANT: "The chosen test's p-value (corrected, or Tukey HSD) is below alpha.",
+    C.SIGNIFICANT: (
+        "The chosen test's p-value (corrected, or Tukey HSD) is below alpha; null on "
+        "weighted rows (no test)."
+    ),
     C.PERMUTATIONS: "Permutations of the randomization test (and trials of the Tukey HSD test).",
     C.SEED: "Seed of the randomization test (hashed with each query id).",
     C.BASELINE_JOB_RUN_ID: "Evaluation run that wrote the baseline's per-query rows (run log).",
@@ -185,6 +188,18 @@ COMPARISON_COMMENTS = {
         "Whether mean_diff and mean_diff_best have the same sign (both 0 counts as the same); "
         "false: judging the unjudged documents could reverse the comparison. Null with "
         "mean_diff_best."
+    ),
+    C.SLICE: (
+        "The queries input's column this row compares within (e.g. segment); null on the "
+        "rows over all queries. Slice rows are corrected as one family of their own "
+        "(candidates x measures x slice values)."
+    ),
+    C.SLICE_VALUE: AGGREGATE_COMMENTS[C.SLICE_VALUE],
+    C.AVERAGING: (
+        "macro: the pairs' plain means and the paired tests; weighted: the means weighted by "
+        "the queries input's weight (traffic) over the pairs of listed queries, mean_diff's "
+        "interval the ratio estimator's linearized one; no test, so effect_size, the "
+        "p-values, significant, min_detectable_diff and queries_needed are null."
     ),
 }
 

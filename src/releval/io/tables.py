@@ -180,14 +180,15 @@ def comparison_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(C.CORRECTION, string, False),
             T.StructField(C.ALPHA, double, False),
             T.StructField(C.TEST, string, False),
-            T.StructField(C.SIGNIFICANT, bool_, False),
+            T.StructField(C.SIGNIFICANT, bool_, True),
             T.StructField(C.PERMUTATIONS, long_, False),
             T.StructField(C.SEED, long_, False),
             T.StructField(C.BASELINE_JOB_RUN_ID, string, True),
             T.StructField(C.CANDIDATE_JOB_RUN_ID, string, True),
             # added columns: at the end and nullable (docs/migrations.md)
             *[T.StructField(c, t, True) for c, t in [(C.MIN_DETECTABLE_DIFF, double),
-              (C.QUERIES_NEEDED, long_), (C.MEAN_DIFF_BEST, double), (C.SIGN_HOLDS, bool_)]],
+              (C.QUERIES_NEEDED, long_), (C.MEAN_DIFF_BEST, double), (C.SIGN_HOLDS, bool_),
+              (C.SLICE, string), (C.SLICE_VALUE, string), (C.AVERAGING, string)]],
         ]
     )
 
@@ -401,7 +402,8 @@ def write_comparison(
         table=table,
         schema=with_comments(comparison_schema(list(partition_fields)), COMPARISON_COMMENTS),
         partition_columns=output_partition_columns,
-        description="releval comparisons: one row per baseline, candidate and measure.",
+        description="releval comparisons: one row per baseline, candidate and measure (and "
+        "slice value, averaging).",
         predicate=predicate,
         user_metadata=f"releval comparison_id={comparison_id}",
     )

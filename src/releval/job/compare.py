@@ -12,15 +12,19 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from releval.checks.queries import CheckedQueries
 from releval.config import ComparisonSettings, Config
 from releval.core import columns as S
 from releval.core.columns import quote_literal
 from releval.errors import ComparisonError
 from releval.io import tables
 from releval.io.atomic import read_table, table_exists
+from releval.job import compare_slices as slices_out
 from releval.job.answer_moves import AnswerMoves, answer_moves
 from releval.job.lineage import run_log_location
 from releval.job.partitions import KeyFilter, partition_label
+from releval.job.pipeline import job_queries
+from releval.stats.changes import changes
 from releval.stats.comparison import compare, side_condition
 from releval.stats.intervals import FEW_QUERIES
 
@@ -136,15 +140,23 @@ class ComparisonReport:
     version: int = -1
     #: how the answered queries moved between the attribution cells (None: no answers)
     answers: AnswerMoves | None = None
+    #: each slice value's weight (the queries input's; None: no queries input)
+    slice_weights: Mapping[str, Mapping[str, float]] | None = None
+    #: the queries that lost most (``worst`` per candidate and measure), their slices
+    worst: tuple[dict, ...] = ()
+    worst_count: int = 0
+    slices: tuple[str, ...] = ()
 
     def render(self) -> str:
         s = self.settings
+        every = self.rows
+        rows = slices_out.overall(every)
         lines = [
             "releval comparison",
             f"  comparison_id: {self.comparison_id} (table version {self.version})",
             f"  baseline: {self.baseline}; pairing: {self.pairing}",
             (f"  * = significant: {s.test} test, {s.correction} correction over "
-             f"{len(self.rows)} comparisons (candidates x measures), alpha {s.alpha}; "
+             f"{len(rows)} comparisons (candidates x measures), alpha {s.alpha}; "
              if s.test != "tukey" else
              f"  * = significant: randomized Tukey HSD (all pairs of the baseline and the "
              f"candidates, one family per measure), alpha {s.alpha}; p(t), p(rand) "
@@ -152,7 +164,7 @@ class ComparisonReport:
             + f"randomization tests with {s.permutations} permutations, seed {s.seed}",
             *(f"  note: {n}" for n in self.notes),
         ]
-        few = sorted({(r[S.CANDIDATE], r[S.NUM_PAIRS]) for r in self.rows
+        few = sorted({(r[S.CANDIDATE], r[S.NUM_PAIRS]) for r in rows
                       if r[S.NUM_PAIRS] < FEW_QUERIES})
         if few:  # one line, however many candidates: the counts are the table's num_pairs
             listed = ", ".join(f"{c} {n}" for c, n in few[:3])
@@ -169,7 +181,7 @@ class ComparisonReport:
         def num(v: float | None, fmt: str) -> str:
             return "-" if v is None or v != v else format(v, fmt)
 
-        for r in self.rows:
+        for r in rows:
             ci = (f"[{num(r[S.DIFF_CI_LOW], '+.4f')}, {num(r[S.DIFF_CI_HIGH], '+.4f')}]"
                   if r[S.DIFF_CI_LOW] is not None else "-")
             wtl = f"{r[S.WINS]}/{r[S.TIES]}/{r[S.LOSSES]}"
@@ -192,9 +204,14 @@ class ComparisonReport:
         lines.append(f"  mdd: the smallest true difference the t-test (alpha {s.alpha}) detects "
                      f"with power {s.power} at n; needed: the pairs it needs to detect "
                      f"{s.effect_of_interest} (docs/statistics.md)")
-        if any(r.get(S.MEAN_DIFF_BEST) is not None for r in self.rows):
+        if any(r.get(S.MEAN_DIFF_BEST) is not None for r in rows):
             lines.append("  diff[best]: diff with every unjudged document relevant on both "
                          "sides; holds: the same sign as diff (docs/incomplete-judgments.md)")
+        lines += slices_out.render_slices(every, alpha=s.alpha)
+        lines += slices_out.sign_warnings(every, self.slice_weights)
+        if self.worst_count:
+            lines += slices_out.render_worst(self.worst, count=self.worst_count,
+                                             slices=self.slices)
         if self.answers is not None:
             lines += ["", *self.answers.render(self.baseline)]
         return "\n".join(lines)
@@ -211,13 +228,20 @@ def run(
     baseline: Mapping[str, str],
     candidates: Sequence[Mapping[str, str]],
     comparison_id: str | None = None,
+    queries: CheckedQueries | None = None,
+    worst: int = 0,
 ) -> ComparisonReport:
     """Compare ``candidates`` with ``baseline`` (run partitions, column -> value) and write
     the rows to the comparison table, replacing the earlier comparison of the same
     baseline in the candidates' output partitions.
 
+    With ``queries`` (checked; a rejected row must have been refused) or the config's
+    ``[queries]``, also the rows per slice value and, with a weight, the weighted rows;
+    ``worst``: the report lists the queries that lost most, per candidate and measure.
+
     Raises:
         ComparisonError: a side has no per-query rows, or two sides used different qrels.
+        InputError: a row of the config's ``[queries]`` is rejected.
     """
     parts = list(config.run.partition_columns)
     base_label = partition_label(baseline, parts)
@@ -234,8 +258,16 @@ def run(
     check = check_qrels(spark, config, {k: ids for k, (_, ids) in runs.items()},
                         baseline=base_label)
     settings = config.comparison
+    if queries is None and config.queries is not None:
+        queries = job_queries(spark, config)
+        if queries is not None:
+            slices_out.refuse_rejected(queries, query_id=config.queries.query_id,
+                                       weight=config.queries.weight)
+    sliced = {} if queries is None else {"queries": queries.used, "slices": queries.slices,
+                                         "weighted": queries.weighted}
     result = compare(per_query, baseline=baseline, candidates=cands,
-                     missing_queries=config.evaluation.missing_queries, settings=settings)
+                     missing_queries=config.evaluation.missing_queries, settings=settings,
+                     **sliced)
 
     comparison_id = comparison_id or str(uuid.uuid4())
     out_parts = list(config.output_partition_columns)
@@ -279,8 +311,14 @@ def run(
         output_partition_columns=out_parts, predicate=predicate, comparison_id=comparison_id,
     )
     saved = read_table(spark, path=path, table=table).where(
-        F.col(S.COMPARISON_ID) == comparison_id).orderBy(S.CANDIDATE, S.MEASURE, S.CUTOFF,
-                                                         S.MEASURE_KEY)
+        F.col(S.COMPARISON_ID) == comparison_id).orderBy(
+            S.CANDIDATE, S.MEASURE, S.CUTOFF, S.MEASURE_KEY, F.col(S.SLICE).asc_nulls_first(),
+            S.SLICE_VALUE, S.AVERAGING)
+    moved = () if not worst else tuple(slices_out.worst_queries(changes(
+        per_query, baseline=baseline, candidates=cands,
+        missing_queries=config.evaluation.missing_queries,
+        **({} if queries is None else {"queries": queries.used, "slices": queries.slices,
+                                       "weighted": queries.weighted})), worst))
     return ComparisonReport(
         comparison_id=comparison_id,
         baseline=base_label,
@@ -291,4 +329,6 @@ def run(
         version=written.version,
         answers=answer_moves(spark, config, per_query, baseline=base_label,
                              sides={base_label: baseline, **cands}),
+        slice_weights=None if queries is None else slices_out.slice_weights(queries),
+        worst=moved, worst_count=worst, slices=() if queries is None else queries.slices,
     )

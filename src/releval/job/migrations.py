@@ -184,6 +184,23 @@ def _add_slices(
     spark.sql(f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS ({columns})")
 
 
+def _comparison_slices(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """9 -> 10, comparison: add ``slice``, ``slice_value`` and ``averaging`` (the last
+    columns, nullable), ``averaging = 'macro'`` on the old rows (they are the rows over all
+    queries), and ``significant`` may be null (a weighted row is no test)."""
+    name = sql_name(path, table)
+    columns = ", ".join(
+        f"{quote_identifier(c)} STRING COMMENT {quote_literal(tables.COMPARISON_COMMENTS[c])}"
+        for c in (S.SLICE, S.SLICE_VALUE, S.AVERAGING)
+    )
+    spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({columns})")
+    averaging = quote_identifier(S.AVERAGING)
+    spark.sql(f"UPDATE {name} SET {averaging} = 'macro' WHERE {averaging} IS NULL")
+    spark.sql(f"ALTER TABLE {name} ALTER COLUMN {quote_identifier(S.SIGNIFICANT)} DROP NOT NULL")
+
+
 #: version found -> ({kind: step}, next version); a kind without a step only moves its version.
 STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "0": ({"per_query": _add_job_run_id, "aggregate": _add_job_run_id}, "1"),
@@ -197,7 +214,7 @@ STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "6": ({}, "7"),
     "7": ({"per_query": _add_window}, "8"),
     "8": ({"comparison": _randomization_nullable}, "9"),
-    "9": ({"aggregate": _add_slices}, "10"),
+    "9": ({"aggregate": _add_slices, "comparison": _comparison_slices}, "10"),
 }
 
 

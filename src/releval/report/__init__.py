@@ -38,6 +38,7 @@ from releval.report.html import (
     table_reads,
     warnings_table,
 )
+from releval.report.slices import overall_comparison, slices_html
 from releval.report.window import window_section
 from releval.stats.intervals import FEW_QUERIES
 
@@ -91,7 +92,8 @@ def figures_of(data: ReportData, config: Config) -> dict[str, Figure | None]:
         "measure_against_k": figures.measure_against_k(data.aggregate, **where),
         "distribution": figures.per_query_distribution(
             data.per_query, run_columns=data.run_columns, measure_keys=keys),
-        "differences": figures.baseline_differences(latest_comparison(data.comparison)),
+        "differences": figures.baseline_differences(
+            overall_comparison(latest_comparison(data.comparison))),
         "unjudged": figures.unjudged_share(
             data.aggregate, **where, warning_share=config.evaluation.unjudged_warning_share),
         "trend": figures.trend(data.aggregate, run_columns=data.run_columns,
@@ -108,7 +110,8 @@ def build(config: Config, *, date: str | None = None, config_name: str = "",
     figs = figures_of(data, config)
     at = f" on {data.date_column} = {data.date}" if data.date_column else ""
     runs = "/".join(data.run_columns) or "run"
-    comparison = latest_comparison(data.comparison)
+    every = latest_comparison(data.comparison)
+    comparison = overall_comparison(every)
     if comparison is None:
         cmp_body = ('<p class="note">No comparison table yet: <code>releval compare</code> (or '
                     "<code>make compare</code>) writes one.</p>")
@@ -123,7 +126,8 @@ def build(config: Config, *, date: str | None = None, config_name: str = "",
                      "baseline, with its interval at 1 - alpha; filled markers are significant "
                      "after the correction for multiple comparisons (docs/statistics.md)."),
             absent="The comparison table is empty.",
-        ) + comparison_table(comparison) + POWER_NOTE + BOUNDS_NOTE
+        ) + comparison_table(comparison) + POWER_NOTE + BOUNDS_NOTE + slices_html(
+            data.per_query, every, keys)
     sections = [
         Section("means", f"Mean of each measure{at}", means_table(data, keys)
                 + '<p class="note">Macro means over queries (the aggregate table, '

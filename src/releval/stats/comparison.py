@@ -28,6 +28,7 @@ from releval.core.measures.registry import REGISTRY
 from releval.errors import ComparisonError
 from releval.stats import kernel
 from releval.stats import paired_groups as G
+from releval.stats import sliced as SL
 from releval.stats.intervals import query_key
 
 #: Up to this many per-query rows of the compared run partitions, the comparison collects
@@ -40,6 +41,9 @@ DRIVER_ROWS = 1_000_000
 CONSTRAINTS = "spark.sql.constraintPropagation.enabled"
 _CAND, _IS_BASE, _NB, _NC = "_cand", "_is_base", "_nb", "_nc"
 _REPEATED, _REPEATS, _BOTH, _COUNT = "_repeated", "_repeats", "_both", "_count"
+#: :func:`executor_pairs`' columns: the candidate's index in the sides (1, 2, ...) and how
+#: many rows each side has for the (candidate, measure key, query)
+PAIR_CANDIDATE, BASELINE_ROWS, CANDIDATE_ROWS = _CAND, _NB, _NC
 
 
 def side_condition(values: Mapping[str, str]) -> Column:
@@ -82,17 +86,28 @@ def compare(
     missing_queries: str,
     settings: ComparisonSettings = ComparisonSettings(),
     driver_rows: int = DRIVER_ROWS,
+    queries: DataFrame | None = None,
+    slices: Sequence[str] = (),
+    weighted: bool = False,
 ) -> DataFrame:
-    """The comparison rows, one per (candidate, measure both sides have).
+    """The comparison rows, one per (candidate, measure both sides have); with ``queries``,
+    also one per (candidate, measure, slice value) and, ``weighted``, the weighted rows.
 
     Args:
         baseline: the baseline run partition (column -> value).
         candidates: label -> candidate run partition.
         missing_queries: ``zero`` (queries either side scored, 0 where missing) or ``skip``.
         driver_rows: up to this many compared per-query rows, on the driver.
+        queries: the checked queries input (``query_id``, ``weight``, a column per slice;
+            :mod:`releval.checks.queries`); ``slices``: its slice columns. The slice rows
+            are tested as the rows over all queries are, and corrected as one family of their
+            own: candidates x measures x slice values.
+        weighted: add the rows with ``averaging = 'weighted'`` over all queries and per slice
+            value (:mod:`releval.stats.sliced`).
 
     Returns:
-        ``candidate``, the measure columns, the statistics, ``min_detectable_diff`` and
+        ``candidate``, the measure columns, ``slice``, ``slice_value`` and ``averaging``
+        (``macro``; null slice over all queries), the statistics, ``min_detectable_diff`` and
         ``queries_needed``, the Tukey p-value (``test="tukey"``), corrected p-values,
         ``significant``, ``mean_diff_best`` and ``sign_holds``; the randomization test's
         columns are null with ``test="t"``. A DataFrame of rows made on the driver.
@@ -102,6 +117,7 @@ def compare(
             measure key names two measures.
     """
     labels = list(candidates)
+    sliced = {"queries": queries, "slices": tuple(slices), "weighted": weighted}
     rows = side_rows(per_query, [baseline, *candidates.values()], seed=settings.seed)
     conf = per_query.sparkSession.conf
     before = conf.get(CONSTRAINTS)
@@ -110,13 +126,15 @@ def compare(
         count, described = _survey(rows)
         if count <= driver_rows:
             out = _on_driver(rows, labels, described, missing_queries=missing_queries,
-                             settings=settings)
+                             settings=settings, **sliced)
         else:
             out = _in_executors(rows, labels, described, missing_queries=missing_queries,
-                                settings=settings)
+                                settings=settings, **sliced)
     finally:
         conf.set(CONSTRAINTS, before)
     schema = _schema(per_query)
+    for r in out:
+        r.setdefault(S.AVERAGING, "macro")
     return local_frame(per_query.sparkSession,
                        [tuple(r.get(f.name) for f in schema.fields) for r in out], schema)
 
@@ -126,15 +144,17 @@ def _schema(per_query: DataFrame) -> T.StructType:
     return T.StructType([
         T.StructField(S.CANDIDATE, T.StringType()),
         *(T.StructField(c, per_query.schema[c].dataType) for c in S.MEASURE_COLUMNS),
+        *(T.StructField(c, T.StringType()) for c in (S.SLICE, S.SLICE_VALUE, S.AVERAGING)),
         *(T.StructField(n, types[t]) for n, t in [*G.STATS, *G.ADDED]),
     ])
 
 
 def _on_driver(rows: DataFrame, labels: Sequence[str],
                described: Mapping[str, Mapping[str, Any]], *, missing_queries: str,
-               settings: ComparisonSettings) -> list[dict[str, Any]]:
+               settings: ComparisonSettings, queries: DataFrame | None = None,
+               slices: Sequence[str] = (), weighted: bool = False) -> list[dict[str, Any]]:
     """The whole family from the collected rows, in one pass (``described``: each measure
-    key's measure columns)."""
+    key's measure columns); with ``queries``, the slices' family and the weighted rows."""
     table = rows.select(G.SIDE, S.QUERY_ID, S.MEASURE_KEY, G.VALUE, G.KEY).toArrow()
     names, codes = _sorted_codes(table.column(S.QUERY_ID))
     measure_names, measures = _sorted_codes(table.column(S.MEASURE_KEY))
@@ -158,7 +178,50 @@ def _on_driver(rows: DataFrame, labels: Sequence[str],
     for t in tests:
         t[S.MEASURE_KEY] = measure_names[t[S.MEASURE_KEY]]
         t.update(described[t[S.MEASURE_KEY]])
-    return G.finish(tests, settings, hsd)
+    out = G.finish(tests, settings, hsd)
+    if queries is None:
+        return out
+    wanted = queries.join(rows.select(S.QUERY_ID).distinct(), S.QUERY_ID, "left_semi")
+    attributes = wanted.select(S.QUERY_ID, S.WEIGHT, *slices).toArrow().to_pandas()
+    values, weights = SL.of_codes(attributes, names, slices)
+    return out + _slices_on_driver(pair_rows, keys, values, weights if weighted else None,
+                                   described, missing_queries=missing_queries,
+                                   settings=settings)
+
+
+def _slices_on_driver(pair_rows: pd.DataFrame, keys: np.ndarray,
+                      values: Mapping[str, np.ndarray], weights: np.ndarray | None,
+                      described: Mapping[str, Mapping[str, Any]], *, missing_queries: str,
+                      settings: ComparisonSettings) -> list[dict[str, Any]]:
+    """The slice rows (one family) and, with ``weights`` (each query code's; NaN: none),
+    the weighted rows, from the pairs on the driver."""
+    codes = pair_rows[S.QUERY_ID].to_numpy()
+    tests, hsd = [], {}
+    for name, value, mask in SL.groups(values):
+        part = pair_rows[mask[codes]]
+        at = {S.SLICE: name, S.SLICE_VALUE: value}
+        tests += [{**t, **at, **described[t[S.MEASURE_KEY]]} for t in G.tests(part, keys, settings)]
+        if settings.test == "tukey":
+            with_keys = part.assign(**{G.KEY: keys[part[S.QUERY_ID].to_numpy()]})
+            for _, g in with_keys.groupby(S.MEASURE_KEY, sort=True):
+                found = G.tukey(g, missing_queries=missing_queries,
+                                permutations=settings.permutations)
+                hsd.update({(r[S.CANDIDATE], r[S.MEASURE_KEY], name, value):
+                            float(r[S.TUKEY_P_VALUE]) for r in found.to_dict("records")})
+    out = G.finish(tests, settings, hsd)
+    if weights is None:
+        return out
+    level, found = 1.0 - settings.alpha, []
+    everything = (None, None, np.ones(len(weights), dtype=bool))
+    for name, value, mask in [everything, *SL.groups(values)]:
+        part = pair_rows[mask[codes]]
+        for (label, key), g in part.groupby([S.CANDIDATE, S.MEASURE_KEY], sort=False):
+            row = SL.weighted_row(g[G.B].to_numpy(np.float64), g[G.C].to_numpy(np.float64),
+                                  weights[g[S.QUERY_ID].to_numpy()], level=level)
+            if row is not None:
+                found.append({S.CANDIDATE: label, S.MEASURE_KEY: key, S.SLICE: name,
+                              S.SLICE_VALUE: value, **row, **described[key]})
+    return out + SL.finish_weighted(found)
 
 
 def _sorted_codes(column: pa.ChunkedArray) -> tuple[list[Any], np.ndarray]:
@@ -196,7 +259,7 @@ def _tukey_map(frames: Sequence[pd.DataFrame]) -> dict[tuple[str, str], float]:
             for f in frames for r in f.to_dict("records")}
 
 
-def _pairs(rows: DataFrame, count: int, *, keyed: bool) -> DataFrame:
+def executor_pairs(rows: DataFrame, count: int, *, keyed: bool) -> DataFrame:
     """Each candidate's pairs with the baseline in the executors: a group per (candidate,
     measure key, query) instead of a join, so the plan holds the per-query rows once; the
     query's hash key only when a randomized test reads it (``keyed``)."""
@@ -216,11 +279,14 @@ def _pairs(rows: DataFrame, count: int, *, keyed: bool) -> DataFrame:
 
 def _in_executors(rows: DataFrame, labels: Sequence[str],
                   described: Mapping[str, Mapping[str, Any]], *, missing_queries: str,
-                  settings: ComparisonSettings) -> list[dict[str, Any]]:
+                  settings: ComparisonSettings, queries: DataFrame | None = None,
+                  slices: Sequence[str] = (), weighted: bool = False) -> list[dict[str, Any]]:
     """The pairs and each group's statistics in the executors; the family on the driver
-    (``described``: each measure key's measure columns)."""
+    (``described``: each measure key's measure columns). With ``queries``, the pairs are
+    grouped once over all queries and once per slice value in the same job (their families
+    corrected apart), and ``weighted`` adds the weighted rows (one more job)."""
     keyed = settings.test != "t"
-    pairs = _pairs(rows, len(labels), keyed=keyed)
+    pairs = executor_pairs(rows, len(labels), keyed=keyed)
     if missing_queries == "skip":
         pairs = pairs.where((F.col(_NB) > 0) & (F.col(_NC) > 0))
     pairs = pairs.select(
@@ -229,6 +295,9 @@ def _in_executors(rows: DataFrame, labels: Sequence[str],
         F.coalesce(F.col(G.B), F.lit(0.0)).alias(G.B),
         F.coalesce(F.col(G.C), F.lit(0.0)).alias(G.C))
     group = [S.CANDIDATE, S.MEASURE_KEY]
+    if queries is not None:
+        pairs = SL.with_slices(pairs, queries, slices)
+        group = [*group, S.SLICE, S.SLICE_VALUE]
     found = (_moments(pairs, group, settings) if settings.test == "t"
              else _tested(pairs, group, settings))
     tests = []
@@ -241,10 +310,22 @@ def _in_executors(rows: DataFrame, labels: Sequence[str],
                           **described[r[S.MEASURE_KEY]]})
     hsd = None
     if settings.test == "tukey":
-        tested = sorted(f"{t[S.CANDIDATE]}\x00{t[S.MEASURE_KEY]}" for t in tests)
-        both = F.concat_ws("\x00", S.CANDIDATE, S.MEASURE_KEY).isin(tested)
-        hsd = _tukey(pairs.where(both), missing_queries, settings)
-    return G.finish(tests, settings, hsd)
+        by = group[1:]
+        tested = sorted("\x00".join(str(t[c]) for c in group) for t in tests)
+        both = F.concat_ws("\x00", *(F.coalesce(F.col(c).cast("string"), F.lit("None"))
+                                      for c in group)).isin(tested)
+        hsd = _tukey(pairs.where(both), missing_queries, settings, by)
+    if queries is None:
+        return G.finish(tests, settings, hsd)
+    out = [*G.finish([t for t in tests if t[S.SLICE] is None], settings, hsd),
+           *G.finish([t for t in tests if t[S.SLICE] is not None], settings, hsd)]
+    if weighted:
+        both = {(t[S.CANDIDATE], t[S.MEASURE_KEY], t[S.SLICE], t[S.SLICE_VALUE]) for t in tests}
+        found = [{**r, **described[r[S.MEASURE_KEY]]}
+                 for r in SL.weighted_in_executors(pairs, group, level=1.0 - settings.alpha)
+                 if (r[S.CANDIDATE], r[S.MEASURE_KEY], r[S.SLICE], r[S.SLICE_VALUE]) in both]
+        out += SL.finish_weighted(found)
+    return out
 
 
 def _checks() -> list[Column]:
@@ -300,14 +381,24 @@ def _tested(pairs: DataFrame, group: list[str], settings: ComparisonSettings
     return [r.asDict() for r in pairs.groupBy(*group).applyInPandas(one_group, schema).collect()]
 
 
-def _tukey(pairs: DataFrame, missing_queries: str, settings: ComparisonSettings
-           ) -> dict[tuple[str, str], float]:
-    """Each measure's randomized Tukey HSD in a Python task of its own."""
-    schema = f"{S.CANDIDATE} string, {S.MEASURE_KEY} string, {S.TUKEY_P_VALUE} double"
+def _tukey(pairs: DataFrame, missing_queries: str, settings: ComparisonSettings,
+           by: Sequence[str] = (S.MEASURE_KEY,)) -> dict[tuple, float]:
+    """Each measure's (``by``: and slice value's) randomized Tukey HSD in a Python task of
+    its own, keyed as :func:`releval.stats.paired_groups.tukey_key`."""
+    more = [c for c in by if c != S.MEASURE_KEY]
+    schema = ", ".join([f"{S.CANDIDATE} string, {S.MEASURE_KEY} string",
+                        *(f"{c} string" for c in more), f"{S.TUKEY_P_VALUE} double"])
 
-    def one_measure(pdf: pd.DataFrame) -> pd.DataFrame:
-        return G.tukey(pdf, missing_queries=missing_queries, permutations=settings.permutations)
+    def one_measure(key: tuple, pdf: pd.DataFrame) -> pd.DataFrame:
+        found = G.tukey(pdf, missing_queries=missing_queries, permutations=settings.permutations)
+        if not more:
+            return found
+        at = dict(zip(by, key, strict=True))
+        return pd.DataFrame({
+            S.CANDIDATE: pd.Series(found[S.CANDIDATE].tolist(), dtype=object),
+            **{c: pd.Series([at[c]] * len(found), dtype=object) for c in [S.MEASURE_KEY, *more]},
+            S.TUKEY_P_VALUE: found[S.TUKEY_P_VALUE].to_numpy(np.float64)})
 
-    found = pairs.select(S.CANDIDATE, S.MEASURE_KEY, S.QUERY_ID, G.B, G.C, G.KEY).groupBy(
-        S.MEASURE_KEY).applyInPandas(one_measure, schema).collect()
-    return {(r[S.CANDIDATE], r[S.MEASURE_KEY]): r[S.TUKEY_P_VALUE] for r in found}
+    found = pairs.select(S.CANDIDATE, *by, S.QUERY_ID, G.B, G.C, G.KEY).groupBy(
+        *by).applyInPandas(one_measure, schema).collect()
+    return {G.tukey_key(r.asDict()): r[S.TUKEY_P_VALUE] for r in found}

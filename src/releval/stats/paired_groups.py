@@ -199,8 +199,9 @@ def finish(rows: list[dict[str, Any]], settings: ComparisonSettings,
     ``significant``, ``mean_diff_best`` and ``sign_holds``; NaN becomes None.
 
     ``mean_diff_best`` is the mean difference of the row's ``[best]`` measure (the same
-    candidate) and ``sign_holds`` whether the two have the same sign, a mean within
-    :data:`releval.stats.kernel.TIE_TOLERANCE` of 0 being 0; None without a ``[best]`` row.
+    candidate and slice value) and ``sign_holds`` whether the two have the same sign, a mean
+    within :data:`releval.stats.kernel.TIE_TOLERANCE` of 0 being 0; None without a
+    ``[best]`` row.
     """
     adjust = kernel.CORRECTIONS[settings.correction]
     for raw, adjusted in ((S.T_P_VALUE, S.T_P_ADJUSTED),
@@ -209,10 +210,10 @@ def finish(rows: list[dict[str, Any]], settings: ComparisonSettings,
         for r, v in zip(rows, values.tolist(), strict=True):
             r[adjusted] = v
     for r in rows:
-        r[S.TUKEY_P_VALUE] = (tukey_p or {}).get((r[S.CANDIDATE], r[S.MEASURE_KEY]))
+        r[S.TUKEY_P_VALUE] = (tukey_p or {}).get(tukey_key(r))
     chosen = {"randomization": S.RANDOMIZATION_P_ADJUSTED, "t": S.T_P_ADJUSTED,
               "tukey": S.TUKEY_P_VALUE}[settings.test]
-    means = {(r[S.CANDIDATE], r[S.MEASURE_KEY]): r[S.MEAN_DIFF] for r in rows}
+    means = {(*_slice_of(r), r[S.CANDIDATE], r[S.MEASURE_KEY]): r[S.MEAN_DIFF] for r in rows}
 
     def sign(x: float) -> float:
         return 0.0 if abs(x) <= kernel.TIE_TOLERANCE else float(np.sign(x))
@@ -220,11 +221,22 @@ def finish(rows: list[dict[str, Any]], settings: ComparisonSettings,
     for r in rows:
         p = _number(r[chosen])
         r[S.SIGNIFICANT] = bool(p == p and p < settings.alpha)
-        best = means.get((r[S.CANDIDATE], r[S.MEASURE_KEY] + BEST_SUFFIX))
+        best = means.get((*_slice_of(r), r[S.CANDIDATE], r[S.MEASURE_KEY] + BEST_SUFFIX))
         r[S.MEAN_DIFF_BEST] = best
         r[S.SIGN_HOLDS] = None if best is None else sign(r[S.MEAN_DIFF]) == sign(best)
     return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
             for r in rows]
+
+
+def _slice_of(row: Mapping[str, Any]) -> tuple[Any, Any]:
+    return row.get(S.SLICE), row.get(S.SLICE_VALUE)
+
+
+def tukey_key(row: Mapping[str, Any]) -> tuple:
+    """The key of a row's Tukey p-value: (candidate, measure key), and the slice and its
+    value on a slice's row."""
+    return ((row[S.CANDIDATE], row[S.MEASURE_KEY])
+            + (() if row.get(S.SLICE) is None else _slice_of(row)))
 
 
 def _number(value: Any) -> float:
