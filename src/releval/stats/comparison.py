@@ -184,7 +184,9 @@ def _on_driver(rows: DataFrame, labels: Sequence[str],
     wanted = queries.join(rows.select(S.QUERY_ID).distinct(), S.QUERY_ID, "left_semi")
     attributes = wanted.select(S.QUERY_ID, S.WEIGHT, *slices).toArrow().to_pandas()
     values, weights = SL.of_codes(attributes, names, slices)
-    return out + _slices_on_driver(pair_rows, keys, values, weights if weighted else None,
+    named = pair_rows.assign(**{S.MEASURE_KEY: np.asarray(measure_names, dtype=object)[
+        pair_rows[S.MEASURE_KEY].to_numpy()]})
+    return out + _slices_on_driver(named, keys, values, weights if weighted else None,
                                    described, missing_queries=missing_queries,
                                    settings=settings)
 
