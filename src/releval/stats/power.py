@@ -1,8 +1,9 @@
 """Power of the paired t-test: the smallest true difference it detects, the pairs it needs.
 
-Two-sided at level ``alpha``, from the noncentral t distribution: with ``n`` pairs and a true
-mean difference ``delta``, t has ``n - 1`` degrees of freedom and noncentrality
-``(delta / sigma) * sqrt(n)``. Pure NumPy and SciPy; see docs/statistics.md."""
+Two-sided at level ``alpha`` (or one-sided, ``sides=1``: the gate's tests), from the
+noncentral t distribution: with ``n`` pairs and a true mean difference ``delta``, t has
+``n - 1`` degrees of freedom and noncentrality ``(delta / sigma) * sqrt(n)``. Pure NumPy and
+SciPy; see docs/statistics.md."""
 
 from __future__ import annotations
 
@@ -20,13 +21,17 @@ from releval.stats.kernel import TIE_TOLERANCE
 MAX_PAIRS = 2.0**53
 
 
-def t_power(effect: float, n: float, *, alpha: float) -> float:
+def t_power(effect: float, n: float, *, alpha: float, sides: int = 2) -> float:
     """Probability that the two-sided paired t-test at ``alpha`` rejects, with ``n`` pairs
     and a true standardized difference ``effect`` (delta / sigma):
-    ``P(T > c) + P(T < -c)``, T ~ nct(n - 1, effect * sqrt(n)), c = t(1 - alpha/2, n - 1)."""
+    ``P(T > c) + P(T < -c)``, T ~ nct(n - 1, effect * sqrt(n)), c = t(1 - alpha/2, n - 1).
+    With ``sides=1``, the one-sided test in the direction of ``effect``: ``P(T > c)``,
+    c = t(1 - alpha, n - 1), for ``|effect|``."""
     df = n - 1.0
-    critical = stats.t.isf(alpha / 2.0, df)
     shift = effect * math.sqrt(n)
+    if sides == 1:
+        return float(stats.nct.sf(stats.t.isf(alpha, df), df, abs(shift)))
+    critical = stats.t.isf(alpha / 2.0, df)
     # the lower tail as the upper one of -shift: nct.cdf is NaN far out in its left tail
     return float(stats.nct.sf(critical, df, shift) + stats.nct.sf(critical, df, -shift))
 
@@ -53,47 +58,53 @@ def detectable_effect(n: int, *, alpha: float, power: float) -> float:
                                  xtol=1e-14, rtol=1e-12))
 
 
-def pairs_needed(effect: float, *, alpha: float, power: float) -> int | None:
-    """The fewest pairs (at least 2) whose test detects the standardized difference
-    ``effect`` with probability ``power``; None when ``effect`` is not > 0 or it would
-    take more than :data:`MAX_PAIRS`."""
+def pairs_needed(effect: float, *, alpha: float, power: float, sides: int = 2) -> int | None:
+    """The fewest pairs (at least 2) whose test (two-sided, or one-sided with ``sides=1``)
+    detects the standardized difference ``effect`` with probability ``power``; None when
+    ``effect`` is not > 0 or it would take more than :data:`MAX_PAIRS`."""
     if not effect > 0.0:
         return None
-    if t_power(effect, 2, alpha=alpha) >= power:
+
+    def reaches(n: float) -> bool:
+        return t_power(effect, n, alpha=alpha, sides=sides) >= power
+
+    if reaches(2):
         return 2
     # the normal approximation ((z_{alpha/2} + z_power) / effect)^2 is within a pair or two
     # of the answer for the sizes a comparison has: a few steps from it find the smallest
     # integer that reaches the power; else Brent's method finds the root first
-    start = ((stats.norm.isf(alpha / 2.0) + stats.norm.ppf(power)) / effect) ** 2
+    start = ((stats.norm.isf(alpha / sides) + stats.norm.ppf(power)) / effect) ** 2
     if start <= MAX_PAIRS:
         needed = max(2, math.ceil(start))
         for _ in range(STEPS):
-            if needed > 2 and t_power(effect, needed - 1, alpha=alpha) >= power:
+            if needed > 2 and reaches(needed - 1):
                 needed -= 1
-            elif t_power(effect, needed, alpha=alpha) < power:
+            elif not reaches(needed):
                 needed += 1
             else:
                 return needed
-    return _pairs_by_root(effect, alpha=alpha, power=power)
+    return _pairs_by_root(effect, alpha=alpha, power=power, sides=sides)
 
 
 #: Steps :func:`pairs_needed` takes from the normal approximation before it solves instead.
 STEPS = 6
 
 
-def _pairs_by_root(effect: float, *, alpha: float, power: float) -> int | None:
+def _pairs_by_root(effect: float, *, alpha: float, power: float, sides: int) -> int | None:
+    def excess(n: float) -> float:
+        return t_power(effect, n, alpha=alpha, sides=sides) - power
+
     high = 4.0
-    while t_power(effect, high, alpha=alpha) < power:
+    while excess(high) < 0:
         high *= 2.0
         if high > MAX_PAIRS:
             return None
-    real = optimize.brentq(lambda n: t_power(effect, n, alpha=alpha) - power, 2.0, high,
-                           xtol=1e-9, rtol=1e-12)
+    real = optimize.brentq(excess, 2.0, high, xtol=1e-9, rtol=1e-12)
     needed = max(2, math.ceil(real))
     # the root's last bits: the smallest integer that reaches the power
-    while needed > 2 and t_power(effect, needed - 1, alpha=alpha) >= power:
+    while needed > 2 and excess(needed - 1) >= 0:
         needed -= 1
-    while t_power(effect, needed, alpha=alpha) < power:
+    while excess(needed) < 0:
         needed += 1
     return needed
 
