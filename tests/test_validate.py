@@ -225,7 +225,9 @@ def test_answers_reason(spark, code):
 def test_every_reason_code_has_a_test():
     # conflicting_gold, duplicate_ranking: tests/test_shapes.py (one row per query)
     assert set(REASONS) == (set(RUN_CASES) | set(WINDOW_CASES) | set(QRELS_CASES)
-                            | set(ANSWERS_CASES) | {"conflicting_gold", "duplicate_ranking"})
+                            | set(ANSWERS_CASES) | {"conflicting_gold", "duplicate_ranking"}
+                            # tests/test_queries_input.py
+                            | {"duplicate_query_id", "invalid_weight", "conflicting_slice"})
 
 
 def test_quarantine_row_keeps_partition_source_line_and_message(spark):

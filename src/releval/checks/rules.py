@@ -37,6 +37,10 @@ from releval.core.window import CONFLICTING_WINDOW, INVALID_WINDOW, mark_conflic
 RUN = "run"
 QRELS = "qrels"
 ANSWERS = "answers"
+QUERIES = "queries"
+DUPLICATE_QUERY_ID = "duplicate_query_id"
+INVALID_WEIGHT = "invalid_weight"
+CONFLICTING_SLICE = "conflicting_slice"
 INVALID_ANSWER_SCORE = "invalid_answer_score"
 UNKNOWN_PARTITION = "unknown_partition"
 DUPLICATE_ANSWER = "duplicate_answer"
@@ -56,7 +60,7 @@ class Reason:
 REASONS: dict[str, Reason] = {
     r.code: r
     for r in (
-        Reason("missing_query_id", "run, qrels, answers", "the query id is null or empty"),
+        Reason("missing_query_id", "run, qrels, answers, queries", "the query id is null or empty"),
         Reason("missing_doc_id", "run, qrels", "the doc id is null or empty"),
         Reason("invalid_score", RUN, "ranking by score: the score is null, non-numeric, NaN or infinite"),
         Reason("invalid_rank", RUN, "ranking by rank: the rank is null, not an integer, zero or negative"),
@@ -90,6 +94,13 @@ REASONS: dict[str, Reason] = {
                "the run has no such run partition (or the value does not cast to the run's type)"),
         Reason(DUPLICATE_ANSWER, ANSWERS,
                "another answers row scores this query of this run partition; none is used"),
+        Reason(DUPLICATE_QUERY_ID, QUERIES,
+               "another queries row has this query id; which attributes are right is unknown, "
+               "so none is used"),
+        Reason(INVALID_WEIGHT, QUERIES, "the weight is null, non-numeric, negative, NaN or infinite"),
+        Reason(CONFLICTING_SLICE, QUERIES,
+               "a run slice column differs between the rows of this query of this run "
+               "partition; the query is counted under the slice value (unlisted)"),
     )
 }
 
