@@ -122,8 +122,8 @@ def test_a_version_2_per_query_table_is_migrated(
     with pytest.raises(SchemaVersionError, match=r"releval.schema_version = '2'"):
         run_job(spark, config, select(f"date={D27}"), job_run_id="refused")
     assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == [
-        "2", "3", "4", "5", "6", "7", "8", "9"]
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["9"]
+        "2", "3", "4", "5", "6", "7", "8", "9", "10"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["10"]
     table = read(spark, pq)
     assert table.columns[-2:] == [S.ANSWER_SCORE, S.WINDOW_SIZE]
     assert table.schema[S.ANSWER_SCORE].metadata["comment"] == (

@@ -231,9 +231,9 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
         compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("hybrid")])
 
     assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == [
-        "2", "3", "4", "5", "6", "7", "8", "9"]
-    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == ["9"]
-    assert table_schema_version(spark, path=path, table=None) == "9"
+        "2", "3", "4", "5", "6", "7", "8", "9", "10"]
+    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == ["10"]
+    assert table_schema_version(spark, path=path, table=None) == "10"
     table = spark.read.format("delta").load(path)
     # added at the end, nullable, commented; the old row holds nulls there
     assert table.columns == [*v2.names, *added]

@@ -4,7 +4,6 @@ notebook, logged to MLflow. See docs/usage.md ("Release gates")."""
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,18 +33,12 @@ _SHOWN = (G.RULE, S.SLICE_VALUE, G.ESTIMATE, G.BOUND_LOW, G.BOUND_HIGH, G.THRESH
           G.OUTCOME, G.P_PASS, G.P_FAIL_ADJUSTED, S.NUM_QUERIES, S.QUERIES_NEEDED)
 
 
-def plain(value: Any) -> Any:
-    """A cell as a Python value: NaN, NA and None become None."""
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value.item() if hasattr(value, "item") else value
+plain = G.plain
 
 
 def table_rows(rows: pd.DataFrame) -> list[tuple[Any, ...]]:
     """The gate rows as tuples in :data:`SCHEMA`'s order (undefined values None)."""
-    return [tuple(plain(v) for v in r) for r in rows[list(G.COLUMNS)].itertuples(index=False)]
+    return G.records(rows)
 
 
 def _cell(value: Any) -> str:

@@ -59,3 +59,77 @@ def queries_rows() -> list[tuple]:
 def frames(spark):  # -> (per_query, queries)
     return (spark.createDataFrame(per_query_rows(), SCHEMA),
             spark.createDataFrame(queries_rows(), QUERIES_SCHEMA))
+
+
+# A week of one system's nightly runs (the batch job's gate): 40 queries, each with a
+# relevant document r and a non-relevant x. On day k (0-based) query k ranks r second
+# (noise: RR 1/2 on one query a day, a different one each day); every other query ranks r
+# first (RR 1). On REGRESSING_DAY, 30 queries rank r second: against the day before, RR
+# changes by -1/2 on 29 or 30 queries (mean about -0.36).
+WEEK = [f"2026-11-{d:02d}" for d in range(23, 30)]
+REGRESSING_DAY = 3
+NIGHTLY_QUERIES = [f"n{i:02d}" for i in range(40)]
+NIGHTLY_RULES = ("RR change >= -0.05", "RR >= 0.6")
+
+
+def nightly_rr(day: int) -> list[float]:
+    """Each query's RR on ``day``."""
+    second = set(range(30)) if day == REGRESSING_DAY else {day}
+    return [0.5 if i in second else 1.0 for i in range(len(NIGHTLY_QUERIES))]
+
+
+def write_week(spark, folder) -> tuple[str, str]:
+    """The week's run and qrels as Delta tables under ``folder``: (run path, qrels path)."""
+    rows = []
+    for day, date in enumerate(WEEK):
+        for q, rr in zip(NIGHTLY_QUERIES, nightly_rr(day), strict=True):
+            order = ("r", "x") if rr == 1.0 else ("x", "r")
+            rows += [("prod", date, q, doc, 2.0 - pos, pos + 1) for pos, doc in enumerate(order)]
+    run, qrels = str(folder / "log"), str(folder / "qrels")
+    spark.createDataFrame(rows, "system string, date string, query_id string, item_id string, "
+                          "score double, position int").write.format("delta").partitionBy(
+        "system", "date").save(run)
+    spark.createDataFrame([(q, d, 1 if d == "r" else 0) for q in NIGHTLY_QUERIES for d in "rx"],
+                          "query_id string, doc_id string, relevance int").write.format(
+        "delta").save(qrels)
+    return run, qrels
+
+
+def week_config(folder, run: str, qrels: str, *, baseline: str = "previous",
+                on_inconclusive: str | None = None):
+    """A job config over the week with a ``[gate]``; its path."""
+    rules = ", ".join(f'"{r}"' for r in NIGHTLY_RULES)
+    extra = f'on_inconclusive = "{on_inconclusive}"' if on_inconclusive else ""
+    out = folder / "out"
+    text = f"""
+[spark]
+master = "local[1]"
+shuffle_partitions = 2
+conf = {{ "spark.ui.enabled" = "false", "spark.default.parallelism" = "2" }}
+
+[run]
+path = "{run}"
+doc_id = "item_id"
+rank = "position"
+partition_columns = ["system", "date"]
+
+[qrels]
+path = "{qrels}"
+
+[evaluation]
+measures = ["RR", "P@1"]
+
+[gate]
+rules = [{rules}]
+baseline = "{baseline}"
+order_by = "date"
+{extra}
+
+[output]
+per_query_path = "{out / 'per_query'}"
+aggregate_path = "{out / 'aggregate'}"
+partition_columns = ["date"]
+"""
+    path = folder / "job.toml"
+    path.write_text(text, encoding="utf-8")
+    return path

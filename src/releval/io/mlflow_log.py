@@ -176,7 +176,8 @@ def log_gate(rows: Iterable[Mapping[str, Any]], decision: str, *, prefix: str | 
              run_id: str | None = None) -> str:
     """Log a gate to MLflow's active run, to ``run_id``, or to a run it starts (and ends):
     the tag :data:`GATE_TAG` (the decision) and each row's ``estimate``, ``bound_low`` and
-    ``bound_high`` as metrics under :func:`gate_metric_prefix` (undefined ones left out).
+    ``bound_high`` as metrics under :func:`gate_metric_prefix` (undefined ones left out),
+    after the row's own ``_prefix`` when it has one (the job's run partition).
 
     Returns:
         The MLflow run id.
@@ -188,7 +189,8 @@ def log_gate(rows: Iterable[Mapping[str, Any]], decision: str, *, prefix: str | 
     now = int(time.time() * 1000)
     metrics = []
     for row in rows:
-        name = prefix + gate_metric_prefix(row["rule"], row[S.SLICE], row[S.SLICE_VALUE])
+        name = (prefix + row.get("_prefix", "")
+                + gate_metric_prefix(row["rule"], row[S.SLICE], row[S.SLICE_VALUE]))
         for column in ("estimate", "bound_low", "bound_high"):
             value = row[column]
             if value is not None and value == value:

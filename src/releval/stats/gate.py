@@ -335,3 +335,17 @@ def decide(outcomes: Sequence[str] | pd.Series) -> str:
     if not decided:
         return NO_BASELINE if found else INCONCLUSIVE
     return PASS if decided == {PASS} else INCONCLUSIVE
+
+
+def plain(value: object) -> object:
+    """A cell as a Python value: NaN, NA and None become None, NumPy scalars Python ones."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def records(table: pd.DataFrame) -> list[tuple]:
+    """The rows of :func:`gate_rows` as tuples in :data:`COLUMNS`' order (undefined: None)."""
+    return [tuple(plain(v) for v in r) for r in table[list(COLUMNS)].itertuples(index=False)]
