@@ -135,3 +135,49 @@ def test_gate_config_errors_name_the_key(tmp_path, week):
     path = D.week_config(tmp_path, *week, on_inconclusive="maybe")
     with pytest.raises(ConfigError, match="gate.on_inconclusive"):
         load_config(path)
+
+
+@pytest.mark.slow  # the job as a process, killed
+def test_killed_after_its_commits_then_rerun(spark, week, tmp_path):
+    import signal
+    import time
+
+    from support.batch_support import start_job
+
+    config_path = D.week_config(tmp_path, *week)
+    config = load_config(config_path)
+    marker = tmp_path / "paused"
+    proc = start_job(config_path, "--job-run-id", "killed", pause_at=("before_exit", marker))
+    deadline = time.monotonic() + 600
+    while not marker.exists():
+        assert proc.poll() is None, f"job ended before the pause:\n{proc.communicate()[0][-3000:]}"
+        assert time.monotonic() < deadline, "job never reached the pause"
+        time.sleep(0.2)
+    os_killpg(proc, signal.SIGKILL)
+    # every table was committed before the exit: the gate table holds the fail, the run log
+    # the succeeded run
+    assert decisions(spark, config)[D.WEEK[D.REGRESSING_DAY]] == "fail"
+    log = read(spark, str(Path(config.output.per_query_path).parent / "run_log"))
+    assert [(r["job_run_id"], r["status"]) for r in log.collect()] == [
+        ("killed", lineage.SUCCEEDED)]
+    table, _ = gate_rows(spark, config)
+    kept = sorted((r["date"], r["rule"], r["outcome"], r["estimate"], r["p_fail"])
+                  for r in table.collect())
+    rerun = start_job(config_path, "--job-run-id", "rerun")
+    out, _ = rerun.communicate(timeout=600)
+    assert rerun.returncode == 1, out[-3000:]  # the fail, once every table is committed
+    assert "gate: FAIL" in out
+    table, _ = gate_rows(spark, config)
+    assert sorted((r["date"], r["rule"], r["outcome"], r["estimate"], r["p_fail"])
+                  for r in table.collect()) == kept
+    assert {r[0] for r in table.select("job_run_id").distinct().collect()} == {"rerun"}
+
+
+def os_killpg(proc, sig) -> None:  # noqa: ANN001
+    import os
+
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+    proc.communicate(timeout=60)
