@@ -208,7 +208,8 @@ def test_version_2_tables_get_the_depth_column_and_a_job_with_a_depth_fills_it(
     }
     for kind, (path, schema, row) in old_rows.items():
         v2_fields = [f for f in schema.fields
-                     if f.name not in (S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE)]
+                     if f.name not in (S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE, S.SLICE,
+                                       S.SLICE_VALUE)]
         (DeltaTable.create(spark).location(path).addColumns(v2_fields).partitionedBy("date")
          .property(SCHEMA_VERSION_PROPERTY, "2").execute())
         spark.createDataFrame([row], T.StructType(v2_fields)).write.format("delta").mode(

@@ -39,3 +39,17 @@ def test_undefined_without_weight_or_a_second_query():
     assert np.isnan(weighted_mean(np.array([1.0, 2.0]), np.zeros(2), level=0.95).mean)
     one = weighted_mean(np.array([0.5]), np.array([2.0]), level=0.95)
     assert one.mean == 0.5 and np.isnan(one.ci_low)
+
+
+@pytest.mark.parametrize("seed, n", [(1, 2), (2, 7), (3, 500)])
+def test_the_interval_from_sums_equals_the_one_from_values(seed, n):
+    # the aggregate computes the weighted rows from five sums (weighted.weighted_from_sums)
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0, 1, n)
+    w = rng.integers(0, 10_000, n).astype(float)
+    direct = weighted_mean(x, w, level=0.9)
+    summed = weighted.weighted_from_sums(n, w.sum(), w @ x, (w * w).sum(), (w * w) @ x,
+                                         (w * w) @ (x * x), level=0.9)
+    assert summed.n == direct.n
+    for field in ("mean", "variance", "ci_low", "ci_high"):
+        assert getattr(summed, field) == pytest.approx(getattr(direct, field), rel=1e-12, abs=1e-12)

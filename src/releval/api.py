@@ -11,6 +11,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from releval.checks.answers import ANSWERS_RAW_COLUMNS
+from releval.checks.queries import CheckedQueries, check_queries
 from releval.checks.rules import QRELS_RAW_COLUMNS, RUN_RAW_COLUMNS
 from releval.config import (
     DATAFRAME,
@@ -75,6 +76,9 @@ def evaluate(
     correct_at: float = 0.5,
     retrieved_by: str | None = None,
     retrieved_at: float = 1.0,
+    queries: DataFrame | None = None,
+    queries_columns: Mapping[str, str] | None = None,
+    slices: Sequence[str] = (),
 ) -> Result:
     """Evaluate a run DataFrame against a qrels DataFrame, query by query.
 
@@ -121,6 +125,12 @@ def evaluate(
         retrieved_by, retrieved_at: its evidence was retrieved when this measure (added to
             ``measures`` if missing; default ``Hit@window`` with a window, else ``Hit@10``)
             >= ``retrieved_at``.
+        queries: one row per query with its attributes and, optionally, a traffic weight
+            (:func:`releval.checks.queries.check_queries`): the aggregate gains rows per
+            slice value and, with a weight, ``averaging = 'weighted'`` rows
+            (docs/statistics.md). Bad rows go to the quarantine (``input = 'queries'``).
+        queries_columns: releval's queries column -> yours (``query_id``, ``weight``).
+        slices: the ``queries`` columns to slice the aggregate by.
 
     Returns:
         A :class:`Result`: ``per_query``, ``aggregate``, ``quarantine``, ``accounts`` and,
@@ -174,12 +184,13 @@ def evaluate(
         index = job_answers.measure_index(parsed, measure)
         thresholds = job_answers.thresholds(src, measure, level=ci_level)
     parsed = with_judged_measures(parsed, relevance_level=relevance_level, window=bool(window))
+    attributes = _queries_input(queries, queries_columns, slices)
     kept: list[DataFrame] = []
-    evaluation = evaluate_inputs(
+    evaluation = dataclasses.replace(evaluate_inputs(
         inputs, measures=parsed, missing_queries=missing_queries,
         negative_labels=negative_labels, depth=depth, intervals=IntervalSettings(level=ci_level),
         keep=keeper(kept),
-    )
+    ), attributes=attributes)
     # the engine's result is persisted (``keep``); each table projects its measures from it
     settings = {"measures": ",".join(measures), "relevance_level": relevance_level,
                 "judged_only": judged_only, "missing_queries": missing_queries,
@@ -188,6 +199,20 @@ def evaluate(
     return Result(evaluation, inputs, missing_queries, counted("run DataFrame", run_src.ranked),
                   counted(qrels_name, qrels_src.gold), kept, thresholds, index,
                   settings=settings)
+
+
+def _queries_input(queries: DataFrame | None, columns: Mapping[str, str] | None,
+                   slices: Sequence[str]) -> CheckedQueries | None:
+    """The checked queries input of ``evaluate``'s ``queries`` arguments (None: none)."""
+    if queries is None:
+        if columns or slices:
+            raise ConfigError("queries_columns and slices name columns of a queries= "
+                              "DataFrame (one row per query); none was given")
+        return None
+    given = _mapping(columns, (S.QUERY_ID, S.WEIGHT), "queries_columns", queries)
+    return check_queries(queries, query_id=given[S.QUERY_ID],
+                         weight=(columns or {}).get(S.WEIGHT), slices=tuple(slices),
+                         name="queries DataFrame")
 
 
 def _run_source(run: DataFrame, columns: Mapping[str, str] | None, parts: tuple[str, ...],

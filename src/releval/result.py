@@ -77,9 +77,11 @@ class Result:
         """Every rejected input row: the run's and the qrels' (a scan of their own), the
         answers' when given."""
         rejected = rejected_rows(self.inputs)
-        if self._answers is None:
-            return rejected
-        return rejected.unionByName(self._answers.rejected)
+        if self._answers is not None:
+            rejected = rejected.unionByName(self._answers.rejected)
+        if self.evaluation.attributes is not None:
+            rejected = rejected.unionByName(self.evaluation.attributes.rejected)
+        return rejected
 
     @cached_property
     def _answers(self) -> job_answers.Answers | None:
@@ -96,10 +98,11 @@ class Result:
     def _counts(self) -> Counts:
         materialize(self.persisted, partition_columns=self.inputs.partition_columns,
                     missing_queries=self.missing_queries)
+        ev = self.evaluation
         return query_counts(
-            self.evaluation.queries, list(self.inputs.partition_columns),
-            missing_queries=self.missing_queries, measures=self.evaluation.measures,
-            intervals=self.evaluation.intervals,
+            ev.attributed, list(self.inputs.partition_columns),
+            missing_queries=self.missing_queries, measures=ev.measures,
+            intervals=ev.intervals, slices=ev.slices, weighted=ev.weighted,
         )
 
     @cached_property
@@ -107,6 +110,9 @@ class Result:
         """The row accounting of the inputs: ``input = used + quarantined`` (checked)."""
         report = account(self.inputs, self._counts, run_name=self.run_name,
                          qrels_name=self.qrels_name)
+        if self.evaluation.attributes is not None:
+            report = dataclasses.replace(report, queries=self.evaluation.attributes.account(),
+                                         unlisted=self._counts.queries["unlisted"])
         if self._answers is None:
             return report
         self._answers.check()
@@ -241,6 +247,7 @@ class Result:
                 self._rejected, spark=self.evaluation.queries.sparkSession,
                 **where(quarantine), partition_fields=fields, output_partition_columns=(),
                 run_predicate=None, qrels=self.qrels_name, answers=self._answers is not None,
+                queries=self.evaluation.attributes is not None,
             )
         if attribution:
             self.attribution  # noqa: B018 - the checks, before anything is written

@@ -189,11 +189,17 @@ class QualityReport:
     strict: bool
     #: The answers' account; None when the job read no answers.
     answers: InputAccount | None = None
+    #: The queries input's account; None when the job read no queries input.
+    queries: InputAccount | None = None
+    #: Scored (run partition, query) pairs the queries input does not list (slice value
+    #: ``(unlisted)``, left out of the weighted means); None without a queries input.
+    unlisted: int | None = None
 
     @property
     def inputs(self) -> tuple[InputAccount, ...]:
-        """The accounts of the inputs read: run, qrels and, when read, answers."""
-        return (self.run, self.qrels, *([self.answers] if self.answers else []))
+        """The accounts of the inputs read: run, qrels and, when read, answers and queries."""
+        return (self.run, self.qrels, *([self.answers] if self.answers else []),
+                *([self.queries] if self.queries else []))
 
     @property
     def quarantined(self) -> int:
@@ -216,5 +222,8 @@ class QualityReport:
             lines += [f"      MISMATCH {p.partition}: input {p.input} = used {p.used} + "
                       f"quarantined {p.quarantined_total}"
                       for p in account.partitions if not p.balanced]
+        if self.unlisted is not None:
+            lines.append(f"  scored queries (run partition x query) the queries input does not "
+                         f"list: {self.unlisted} (slice value (unlisted); not in weighted means)")
         lines.append(f"  quarantined rows: {self.quarantined}{where}")
         return "\n".join(lines)

@@ -32,6 +32,8 @@ from releval.core.columns import NULL_SLICE, REASON, RECEIVED, UNLISTED_SLICE, U
 from releval.errors import ConfigError
 
 _RAW = "_raw_"
+#: The hidden column :func:`with_attributes` adds: the queries input lists the query.
+LISTED = "_listed"
 
 
 @dataclass(frozen=True)
@@ -148,9 +150,11 @@ def check_queries(
                           weighted=weight is not None, name=name)
 
 
-def with_attributes(per_query_like: DataFrame, checked: CheckedQueries) -> DataFrame:
+def with_attributes(per_query_like: DataFrame, checked: CheckedQueries, *,
+                    listed: bool = False) -> DataFrame:
     """``per_query_like`` (any frame with ``query_id``) with the queries' ``weight`` and slice
-    columns, left-joined by query id.
+    columns, left-joined by query id (and with ``listed``, :data:`LISTED`: a boolean, true
+    when the queries input lists the query).
 
     A query the queries input does not list gets ``(unlisted)`` for each slice and a null
     weight: the weighted means leave it out, the unweighted rows count it, and
@@ -166,13 +170,15 @@ def with_attributes(per_query_like: DataFrame, checked: CheckedQueries) -> DataF
     if taken:
         raise ConfigError(f"the per-query rows already have a column {taken[0]!r}, which "
                           f"{checked.name} adds; rename it or leave it out of the slices")
-    attributes = checked.used.withColumnRenamed(S.QUERY_ID, "_attr_query_id")
+    attributes = checked.used.withColumnRenamed(S.QUERY_ID, "_attr_query_id").withColumn(
+        LISTED, F.lit(True))
     joined = per_query_like.join(
         attributes, per_query_like[S.QUERY_ID] == attributes["_attr_query_id"], "left")
     return joined.select(
         *[per_query_like[c] for c in per_query_like.columns],
         F.col(S.WEIGHT),
         *[F.coalesce(F.col(s), F.lit(UNLISTED_SLICE)).alias(s) for s in checked.slices],
+        *([F.coalesce(F.col(LISTED), F.lit(False)).alias(LISTED)] if listed else []),
     )
 
 

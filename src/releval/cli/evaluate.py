@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from releval.cli.queries import add_queries_arguments, queries_source
 from releval.config import (
     ANSWER_FORMATS,
     FORMATS,
@@ -110,6 +111,7 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
                     "Hit@window with --window, else Hit@10)")
     ev.add_argument("--retrieved-at", type=float, default=AnswersSource.retrieved_at,
                     help="the evidence was retrieved when --retrieved-by >= this (default 1)")
+    add_queries_arguments(ev)
 
 
 def add_remote_argument(parser: argparse.ArgumentParser) -> None:
@@ -199,6 +201,7 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
             master=default_master(args), remote=remote_of(args), app_name="releval-cli",
             shuffle_partitions=8),
         answers=_answers(args),
+        queries=queries_source(args),
     )
     return validate(config, source="command line")
 
@@ -229,7 +232,8 @@ def run(args: argparse.Namespace) -> int:
         raise RelevalError("--qrels is required unless --relevant or --graded names the "
                            "run's gold label column")
     for name in (args.run, *([args.qrels] if args.qrels else []),
-                 *([args.answers] if args.answers else [])):
+                 *([args.answers] if args.answers else []),
+                 *([args.queries] if args.queries else [])):
         if "://" not in name and not Path(name).exists():
             raise RelevalError(f"input not found: {name}")
     with tempfile.TemporaryDirectory(prefix="releval-") as tmp:

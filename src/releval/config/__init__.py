@@ -40,6 +40,7 @@ from releval.config.settings import (
     IntervalSettings,
     OutputSettings,
     QrelsSource,
+    QueriesSource,
     RunSource,
     SparkSettings,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "NEGATIVE_LABELS",
     "OutputSettings",
     "QrelsSource",
+    "QueriesSource",
     "RANK_BY",
     "REMOVED_KEYS",
     "RunSource",

@@ -34,6 +34,7 @@ from releval.config.settings import (
     IntervalSettings,
     OutputSettings,
     QrelsSource,
+    QueriesSource,
     RunSource,
     SparkSettings,
 )
@@ -44,6 +45,7 @@ _SECTION_TYPES = {
     "output": OutputSettings, "spark": SparkSettings, "intervals": IntervalSettings,
     "comparison": ComparisonSettings, "answers": AnswersSource, "agree": AgreeSettings,
     "gate": GateSettings,
+    "queries": QueriesSource,
 }
 
 
@@ -160,6 +162,7 @@ def _check_identifiers(config: Config, source: str) -> None:
         "output.gate_table": out.gate_table,
         "answers.table": config.answers.table if config.answers else None,
         "agree.table": config.agree.table if config.agree else None,
+        "queries.table": config.queries.table if config.queries else None,
     }
     for key, name in tables.items():
         if name is None:
@@ -187,6 +190,15 @@ def _check_answers(answers: AnswersSource, source: str) -> None:
     if answers.table is not None and answers.format != "delta":
         raise ConfigError(f"{source}: [answers] 'table' is a catalog table: format must be delta")
     check_correct_at(answers.correct_at, f"{source}: answers.correct_at")
+
+
+def _check_queries(queries: QueriesSource, source: str) -> None:
+    """A path or a table, a known format (the answers' formats)."""
+    _check_choice(queries.format, ANSWER_FORMATS, "queries.format", source)
+    if (queries.path is None) == (queries.table is None):
+        raise ConfigError(f"{source}: [queries] needs exactly one of 'path' or 'table'")
+    if queries.table is not None and queries.format != "delta":
+        raise ConfigError(f"{source}: [queries] 'table' is a catalog table: format must be delta")
 
 
 def check_agree(agree: AgreeSettings, source: str = "config") -> AgreeSettings:
@@ -242,6 +254,8 @@ def validate(config: Config, source: str = "config") -> Config:
         _check_answers(config.answers, source)
     if config.agree is not None:
         check_agree(config.agree, source)
+    if config.queries is not None:
+        _check_queries(config.queries, source)
     _check_identifiers(config, source)
     _check_spark(config.spark, source)
     for name, key in (("run", config.run.ranked), ("qrels", config.qrels.gold)):

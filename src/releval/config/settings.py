@@ -140,6 +140,22 @@ class AnswersSource:
 
 
 @dataclass(frozen=True)
+class QueriesSource:
+    """Where the queries input is (one row per query: its attributes and, optionally, a
+    traffic weight), its query id and weight columns and the columns to slice by."""
+    path: str | None = None
+    table: str | None = None
+    format: str = "delta"
+    filter: str | None = None
+    query_id: str = "query_id"
+    #: The traffic weight column; None: no weighted rows.
+    weight: str | None = None
+    slices: tuple[str, ...] = ()
+    #: Read this Delta version (time travel).
+    version: int | None = None
+
+
+@dataclass(frozen=True)
 class EvaluationSettings:
     """What is computed."""
     measures: tuple[str, ...] = ("P@5", "P@10", "R@100", "Hit@10", "RR", "nDCG@10", "AP", "AP@100")
@@ -276,6 +292,8 @@ class Config:
     agree: AgreeSettings | None = None
     #: The release gate of each evaluated run partition; None: no gate table.
     gate: GateSettings | None = None
+    #: The queries input (slices, traffic weights); None: none.
+    queries: QueriesSource | None = None
 
     def sibling_table(self, name: str) -> tuple[str | None, str | None]:
         """(path, table) of table ``name`` next to the per-query table (folder or catalog)."""

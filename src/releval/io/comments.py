@@ -57,7 +57,9 @@ AGGREGATE_COMMENTS = {
         "macro: mean over queries of the per-query values; micro: pooled counts over "
         "queries (P: sum num_rel_ret / (k * queries), R: sum num_rel_ret / sum num_rel); "
         "sum: total over queries (the num_* counts); geometric: geometric mean over queries, "
-        "each value floored at 0.00001 (GMAP, GM_bpref)."
+        "each value floored at 0.00001 (GMAP, GM_bpref); weighted: mean of the per-query "
+        "values weighted by the queries input's weight (traffic), over the scored queries "
+        "with a weight."
     ),
     C.VALUE: "The aggregate value.",
     C.NUM_QUERIES: "Queries that entered the aggregate.",
@@ -76,14 +78,24 @@ AGGREGATE_COMMENTS = {
         "How the interval was computed: t (Student t over queries); t-clipped (the t "
         "interval cut at the measure's range, e.g. [0, 1]); wilson (Wilson's score interval: "
         "a measure in [0, 1] whose every per-query value is 0 or 1, e.g. Hit@k); bootstrap "
-        "(percentile, Poisson bootstrap over queries). Null for micro and sum rows."
+        "(percentile, Poisson bootstrap over queries); linearized (a weighted row: the ratio "
+        "estimator's linearized t interval, queries as the sampled units). Null for micro "
+        "and sum rows."
     ),
     C.CI_LEVEL: "Coverage of the interval, e.g. 0.95; null for micro and sum rows.",
+    C.SLICE: (
+        "The queries input's column this row slices by (e.g. segment); null on the rows over "
+        "all queries."
+    ),
+    C.SLICE_VALUE: (
+        "The slice column's value, as a string: (null) for a null attribute, (unlisted) for "
+        "scored queries the queries input does not list; null on the rows over all queries."
+    ),
 }
 
 
 QUARANTINE_COMMENTS = {
-    C.INPUT: "Which input the rejected row came from: run, qrels or answers.",
+    C.INPUT: "Which input the rejected row came from: run, qrels, answers or queries.",
     C.SOURCE: "The file (TREC text) or table/path the row was read from.",
     C.LINE: "1-based line number in a TREC text file; null for tables.",
     C.PARTITION: "The row's run partition (run partition column -> value); empty for qrels.",

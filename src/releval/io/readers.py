@@ -11,7 +11,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from releval.config import DATAFRAME, AnswersSource, QrelsSource, RunSource
+from releval.config import DATAFRAME, AnswersSource, QrelsSource, QueriesSource, RunSource
 from releval.core import columns as S
 from releval.core.columns import (
     RAW_BLOCK,
@@ -41,13 +41,14 @@ QRELS_SCHEMA = T.StructType([
 TREC_RUN_ID = "run_id"
 
 
-Source = RunSource | QrelsSource | AnswersSource
+Source = RunSource | QrelsSource | AnswersSource | QueriesSource
 
 
 def source_name(src: Source) -> str:
     """How a source is named in messages: its path or table name, or "run DataFrame"."""
     if src.format == DATAFRAME:
-        kind = {RunSource: "run", QrelsSource: "qrels", AnswersSource: "answers"}[type(src)]
+        kind = {RunSource: "run", QrelsSource: "qrels", AnswersSource: "answers",
+                QueriesSource: "queries"}[type(src)]
         return f"{kind} {DATAFRAME}"
     return f"{src.format} {'table ' + src.table if src.table else src.path}"
 
@@ -374,6 +375,12 @@ def raw_answers_input(
                 f"run partition columns {parts}: {str(exc).splitlines()[0]}"
             ) from None
     return RawInput(rows)
+
+
+def read_queries(spark: SparkSession, src: QueriesSource) -> DataFrame:
+    """The queries input as read (``queries.filter`` applied); its columns are checked by
+    :func:`releval.checks.queries.check_queries`."""
+    return _apply_filter(_load(spark, src), src, "queries", ())
 
 
 def run_partition_fields(spark: SparkSession, src: RunSource) -> list[T.StructField]:

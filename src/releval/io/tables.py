@@ -93,6 +93,8 @@ def aggregate_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(C.CI_METHOD, T.StringType(), True),
             T.StructField(C.CI_LEVEL, T.DoubleType(), True),
             T.StructField(C.DEPTH, T.IntegerType(), True),
+            T.StructField(C.SLICE, T.StringType(), True),
+            T.StructField(C.SLICE_VALUE, T.StringType(), True),
         ]
     )
 
@@ -190,14 +192,17 @@ def comparison_schema(partition_fields: list[T.StructField]) -> T.StructType:
     )
 
 
-def quarantine_predicate(*, run_predicate: str | None, qrels: str, answers: bool = False) -> str:
+def quarantine_predicate(*, run_predicate: str | None, qrels: str, answers: bool = False,
+                         queries: bool = False) -> str:
     """The quarantine rows a job replaces: the run rows (and with ``answers`` the answers
     rows) of the evaluated partitions (``run_predicate``, the outputs' replaceWhere; None:
-    every such row) and the qrels rows of the qrels key ``qrels`` it read."""
+    every such row), the qrels rows of the qrels key ``qrels`` it read and, with
+    ``queries``, every queries row (the queries input is read whole)."""
     where = f" AND ({run_predicate})" if run_predicate else ""
     qrels_rows = f"{C.INPUT} = 'qrels' AND {C.QRELS_KEY} = {quote_literal(qrels)}"
     answers_rows = f" OR ({C.INPUT} = 'answers'{where})" if answers else ""
-    return f"({C.INPUT} = 'run'{where}) OR ({qrels_rows}){answers_rows}"
+    queries_rows = f" OR ({C.INPUT} = 'queries')" if queries else ""
+    return f"({C.INPUT} = 'run'{where}) OR ({qrels_rows}){answers_rows}{queries_rows}"
 
 
 def quarantine_rows(
@@ -226,14 +231,16 @@ def write_quarantine(
     qrels: str,
     job_run_id: str | None = None,
     answers: bool = False,
+    queries: bool = False,
 ) -> None:
-    """Replace the job's rows (:func:`quarantine_predicate`; ``answers``: the job read
-    answers) of the quarantine table.
+    """Replace the job's rows (:func:`quarantine_predicate`; ``answers``, ``queries``: the
+    job read answers, a queries input) of the quarantine table.
 
     With ``rejected`` None the job's old rows are removed, so no stale rejection stays;
     nothing is written when there are none or no table, as an empty write costs Spark jobs.
     """
-    predicate = quarantine_predicate(run_predicate=run_predicate, qrels=qrels, answers=answers)
+    predicate = quarantine_predicate(run_predicate=run_predicate, qrels=qrels, answers=answers,
+                                     queries=queries)
     fields = list(partition_fields)
     if rejected is None:
         if not check_schema_version(spark, path=path, table=table):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
+from releval.checks.queries import LISTED
 from releval.config import IntervalSettings
 from releval.core import columns as S
 from releval.core.columns import (
@@ -30,7 +31,7 @@ from releval.job.summary import TieDependence, UnjudgedRate
 from releval.stats.aggregate import ENTRY as AGGREGATE_ENTRY
 from releval.stats.aggregate import INDEX as AGGREGATE_INDEX
 from releval.stats.aggregate import N as AGGREGATE_N
-from releval.stats.aggregate import by_measure, group_columns, sums
+from releval.stats.aggregate import by_measure, group_columns, sums, with_slices
 from releval.stats.intervals import FEW_QUERIES
 
 
@@ -66,11 +67,18 @@ def query_counts(
     missing_queries: str,
     measures: Sequence[Measure],
     intervals: IntervalSettings = IntervalSettings(),
+    slices: Sequence[str] = (),
+    weighted: bool = False,
 ) -> Counts:
     """The summary's query counts, both inputs' ledgers, the unjudged shares and the
-    aggregate's sums, from one aggregation by run partition and measure.
+    aggregate's sums, from one aggregation by run partition and measure (and, with
+    ``slices``, slice value: the same aggregation, :func:`releval.stats.aggregate.with_slices`).
 
     The unjudged share at k is 1 - the mean Judged@k over scored queries that retrieved any.
+
+    Args:
+        queries: the wide table; with slices or a weight, with the queries' attributes and
+            :data:`LISTED` (:func:`releval.checks.queries.with_attributes`).
     """
     # grouped by the typed values (the aggregate's rows), named by their strings (ledger keys)
     as_string = [F.col(c).cast("string").alias(_as_string(c)) for c in parts]
@@ -79,14 +87,16 @@ def query_counts(
     # one row per (query row, measure) (by_measure): the sums are the same few columns for
     # every measure, so Spark compiles the aggregation; the counts take each wide row once, at
     # its first measure (a null index: by_measure's one row for a null or empty array)
-    once = F.col(AGGREGATE_INDEX).isNull() | (F.col(AGGREGATE_INDEX) == 0)
+    once = (F.col(AGGREGATE_INDEX).isNull() | (F.col(AGGREGATE_INDEX) == 0)) & F.col(S.SLICE).isNull()
     # a [ties] measure's entry says if the query's value depends on the order of tied scores
     ties = [i for i, m in enumerate(measures) if m.tie_aware]
     tie_count = ([F.count_if(F.col(IN_QRELS) & F.col(AGGREGATE_ENTRY)[TIE_DEPENDENT])
                   .alias("tie_dependent")] if ties else [])
     # grouped by the ledger columns too (null on query rows): each distinct ledger row comes
     # back with its multiplicity, and the aggregation stays declarative (not collect_list)
-    found = by_measure(queries).groupBy(
+    listed = ([F.count_if(once & F.col(IN_QRELS) & ~F.col(LISTED)).alias("unlisted")]
+              if LISTED in queries.columns else [])
+    found = by_measure(with_slices(queries, slices)).groupBy(
         *group_columns(parts), *as_string, LEDGER, LEDGER_ROWS
     ).agg(
         F.count_if(once).alias("items"),
@@ -102,13 +112,16 @@ def query_counts(
         # per measure: the same for each; Judged@k's mean is the judged share of the top k
         F.count_if(with_results).alias("with_results"),
         F.avg(F.when(with_results, F.col(AGGREGATE_ENTRY)[S.VALUE])).alias("judged"),
-        *sums(measures=measures, intervals=intervals),
+        *sums(measures=measures, intervals=intervals, weighted=weighted),
         *tie_count,
+        *listed,
     ).collect()
-    by_index = [r for r in found if r[LEDGER] is None]  # a row per (partition, measure)
+    summed = [r for r in found if r[LEDGER] is None]  # a row per (partition, slice, measure)
+    by_index = [r for r in summed if r[S.SLICE] is None]  # a row per (partition, measure)
     rows = [r for r in by_index if r[AGGREGATE_INDEX] in (None, 0)]  # a row per partition
     counts = {k: sum(int(r[k] or 0) for r in rows)
               for k in ("scored", "without_qrels", "missing", "beyond_depth")}
+    counts["unlisted"] = sum(int(r["unlisted"] or 0) for r in rows) if listed else 0
     # the queries each partition's means rest on: scored ones, plus missing ones scored 0
     in_means = [
         int(r["scored"]) + (int(r["missing"]) if missing_queries == "zero" else 0) for r in rows
@@ -164,7 +177,7 @@ def query_counts(
         for r in by_index
         if r[AGGREGATE_INDEX] is not None and int(r[AGGREGATE_INDEX]) in ties
     )
-    return Counts(counts, by_partition, tuple(qrels), rates, tuple(by_index), tie_dependent)
+    return Counts(counts, by_partition, tuple(qrels), rates, tuple(summed), tie_dependent)
 
 
 def _as_string(column: str) -> str:

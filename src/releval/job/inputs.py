@@ -16,6 +16,7 @@ from releval.checks.accounts import (
     account_ledger,
     account_qrels_ledger,
 )
+from releval.checks.queries import CheckedQueries
 from releval.checks.rules import split_qrels, split_run, typed_qrels, typed_run
 from releval.config import Config
 from releval.core.columns import MALFORMED, WINDOW
@@ -145,7 +146,8 @@ def rejected_rows(inputs: JobInputs) -> DataFrame:
 
 
 def rejected_inputs(
-    inputs: JobInputs, report: QualityReport, answers: Answers | None = None
+    inputs: JobInputs, report: QualityReport, answers: Answers | None = None,
+    queries: CheckedQueries | None = None,
 ) -> DataFrame | None:
     """Every rejected row of the inputs, for the quarantine; None when none was rejected (an
     input without rejected rows is not read again)."""
@@ -154,6 +156,8 @@ def rejected_inputs(
         found.append(rejected_rows(inputs))
     if answers is not None and answers.account.quarantined_total:
         found.append(answers.rejected)
+    if queries is not None and report.queries is not None and report.queries.quarantined_total:
+        found.append(queries.rejected)
     return reduce(DataFrame.unionByName, found) if found else None
 
 
@@ -167,6 +171,7 @@ def finish_checks(
     replace: str | None = None,
     job_run_id: str | None = None,
     answers: Answers | None = None,
+    queries: CheckedQueries | None = None,
 ) -> QualityReport:
     """The job's checks after the evaluation: the accounts, the quarantine, strict mode.
 
@@ -175,6 +180,7 @@ def finish_checks(
         strict: overrides ``evaluation.strict`` (``--strict``).
         replace: the outputs' replaceWhere predicate (None: whole tables), the quarantine's too.
         answers: the answers' evaluation, when the job reads answers.
+        queries: the checked queries input, when the job reads one.
 
     Raises:
         AccountingError, InputError: as :func:`account`, and :meth:`Answers.check`.
@@ -191,15 +197,18 @@ def finish_checks(
     if answers is not None:
         answers.check()
         report = dataclasses.replace(report, answers=answers.account)
+    if queries is not None:
+        report = dataclasses.replace(report, queries=queries.account(),
+                                     unlisted=int(counts.queries["unlisted"]))
     if path or table:
         write_quarantine(
             # nothing rejected: the inputs are not read again
-            rejected_inputs(inputs, report, answers),
+            rejected_inputs(inputs, report, answers, queries),
             spark=spark, path=path, table=table,
             partition_fields=[inputs.run.schema[c] for c in inputs.partition_columns],
             output_partition_columns=config.output_partition_columns,
             run_predicate=replace, qrels=qrels_key(config), job_run_id=job_run_id,
-            answers=answers is not None,
+            answers=answers is not None, queries=queries is not None,
         )
     if strict and report.quarantined:
         reasons = {f"{a.name} {k}": v for a in report.inputs for k, v in a.quarantined.items()}

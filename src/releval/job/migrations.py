@@ -172,6 +172,18 @@ def _randomization_nullable(
                   f"{quote_identifier(column)} DROP NOT NULL")
 
 
+def _add_slices(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """9 -> 10, aggregate: add ``slice`` and ``slice_value`` (the last columns, nullable);
+    old rows are over all queries, which null in both says (metadata only)."""
+    columns = ", ".join(
+        f"{quote_identifier(c)} STRING COMMENT {quote_literal(tables.AGGREGATE_COMMENTS[c])}"
+        for c in (S.SLICE, S.SLICE_VALUE)
+    )
+    spark.sql(f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS ({columns})")
+
+
 #: version found -> ({kind: step}, next version); a kind without a step only moves its version.
 STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "0": ({"per_query": _add_job_run_id, "aggregate": _add_job_run_id}, "1"),
@@ -185,8 +197,8 @@ STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "6": ({}, "7"),
     "7": ({"per_query": _add_window}, "8"),
     "8": ({"comparison": _randomization_nullable}, "9"),
-    # the gate table is new: the existing tables only move their version
-    "9": ({}, "10"),
+    # the aggregate gains the slices; the gate table is new (created at this version)
+    "9": ({"aggregate": _add_slices}, "10"),
 }
 
 

@@ -7,6 +7,7 @@ output tables, and returns a :class:`~releval.job.summary.Summary`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -14,6 +15,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import types as T
 
+from releval.checks.queries import CheckedQueries, check_queries, with_attributes
 from releval.config import Config, IntervalSettings
 from releval.core import columns as S
 from releval.core.engine import RunStatsEngine, arrow_run_stats, long_format, query_measures
@@ -22,6 +24,7 @@ from releval.core.measures import Measure, check_window, parse_measures
 from releval.core.measures.judged import with_judged_measures
 from releval.io import tables
 from releval.io.atomic import read_table
+from releval.io.readers import read_queries, source_name
 from releval.job.answers import job_answers, retrieval_measure, with_retrieval_measure
 from releval.job.counts import query_counts
 from releval.job.inputs import JobInputs, finish_checks, job_inputs
@@ -44,12 +47,30 @@ class Evaluation:
             flags and the measures in an array (the wide table the aggregate reads).
         measures, partition_columns, intervals: what :attr:`per_query` and
             :attr:`aggregate` need.
+        attributes: the checked queries input (slices, weight); None without one.
     """
 
     queries: DataFrame
     measures: tuple[Measure, ...]
     partition_columns: tuple[str, ...]
     intervals: IntervalSettings
+    attributes: CheckedQueries | None = None
+
+    @property
+    def attributed(self) -> DataFrame:
+        """:attr:`queries` with the queries' slices, weight and ``_listed``
+        (:func:`releval.checks.queries.with_attributes`); :attr:`queries` without them."""
+        if self.attributes is None:
+            return self.queries
+        return with_attributes(self.queries, self.attributes, listed=True)
+
+    @property
+    def slices(self) -> tuple[str, ...]:
+        return self.attributes.slices if self.attributes is not None else ()
+
+    @property
+    def weighted(self) -> bool:
+        return self.attributes is not None and self.attributes.weighted
 
     @property
     def per_query(self) -> DataFrame:
@@ -62,8 +83,8 @@ class Evaluation:
         """The aggregate table's rows, without ``job_run_id`` (computed and collected when
         read: :func:`releval.stats.aggregate.aggregate`)."""
         found = aggregate(
-            self.queries, measures=self.measures, partition_columns=self.partition_columns,
-            intervals=self.intervals,
+            self.attributed, measures=self.measures, partition_columns=self.partition_columns,
+            intervals=self.intervals, slices=self.slices, weighted=self.weighted,
         )
         fields = [self.queries.schema[c] for c in self.partition_columns]
         schema = T.StructType(
@@ -218,14 +239,24 @@ def evaluate_inputs(
     )
 
 
+def job_queries(spark: SparkSession, config: Config) -> CheckedQueries | None:
+    """The job's checked queries input (``[queries]``); None without one."""
+    src = config.queries
+    if src is None:
+        return None
+    return check_queries(read_queries(spark, src), query_id=src.query_id, weight=src.weight,
+                         slices=src.slices, name=source_name(src))
+
+
 def _evaluate_job(
-    config: Config, inputs: JobInputs, keep: Callable[[DataFrame], DataFrame] | None = None
+    config: Config, inputs: JobInputs, keep: Callable[[DataFrame], DataFrame] | None = None,
+    queries: CheckedQueries | None = None,
 ) -> Evaluation:
-    return evaluate_inputs(
+    return dataclasses.replace(evaluate_inputs(
         inputs, measures=job_measures(config), missing_queries=config.evaluation.missing_queries,
         negative_labels=config.evaluation.negative_labels, depth=config.evaluation.depth,
         intervals=config.intervals, keep=keep,
-    )
+    ), attributes=queries)
 
 
 def explain(spark: SparkSession, config: Config, *, mode: str = "formatted") -> str:
@@ -275,6 +306,7 @@ def run(
     parts = list(config.run.partition_columns)
     with phases.phase("read inputs"):
         inputs = job_inputs(spark, config)
+        attributes = job_queries(spark, config)
     part_fields = _partition_fields(inputs.run, parts)
     kept: list[DataFrame] = []
     keep = keeper(kept)
@@ -284,14 +316,16 @@ def run(
         with phases.phase("evaluation"):
             # planned inside the phase: persisting plans the query on the driver (Spark's
             # optimizer, the inputs' file listing), the evaluation's time as its jobs are
-            result = _evaluate_job(config, inputs, keep=keep)
+            result = _evaluate_job(config, inputs, keep=keep, queries=attributes)
             materialize(kept, partition_columns=parts,
                         missing_queries=config.evaluation.missing_queries)
             queries = result.queries.persist(StorageLevel.MEMORY_AND_DISK)
             kept.append(queries)
             found = query_counts(
-                queries, parts, missing_queries=config.evaluation.missing_queries,
-                measures=measures, intervals=config.intervals,
+                dataclasses.replace(result, queries=queries).attributed, parts,
+                missing_queries=config.evaluation.missing_queries,
+                measures=measures, intervals=config.intervals, slices=result.slices,
+                weighted=result.weighted,
             )
             windows = window_spreads(queries, parts)
         counts = found.queries
@@ -302,7 +336,7 @@ def run(
         with phases.phase("quarantine"):
             report = finish_checks(
                 spark, config, inputs, found, strict=strict, replace=write.predicate,
-                job_run_id=write.job_run_id, answers=answers,
+                job_run_id=write.job_run_id, answers=answers, queries=attributes,
             )
         pause("before_write")
         with phases.phase("write per-query"):

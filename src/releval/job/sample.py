@@ -7,7 +7,12 @@ labelled 3) was in the top 5, plus noise.
 ``make sample`` writes them where ``conf/local.toml`` points: the search log to
 ``warehouse/sample/search_log`` (not ``run_log``: that is the name of the job's own run log,
 releval.job.lineage), the qrels to ``warehouse/sample/qrels`` and the answers to
-``warehouse/sample/answers``."""
+``warehouse/sample/answers``; the queries table (:func:`generate_queries`: a segment, a locale
+and traffic per judged query) to ``warehouse/sample/queries``.
+
+The segments are built so that slices and traffic weights matter: ``dense`` ranks the tail
+and torso queries better than ``bm25`` (most queries: its mean over queries is higher) and the
+head queries worse (most searches: its traffic-weighted mean is lower)."""
 
 from __future__ import annotations
 
@@ -24,6 +29,23 @@ from releval.io.writers import absolute
 SYSTEMS = {"bm25": 1.2, "dense": 0.8, "hybrid": 0.5}
 #: eight days, Sunday to Sunday: a week-over-week change (docs/warehouse.md)
 DATES = tuple(f"2026-11-{day}" for day in range(22, 30))
+#: the share of the judged queries in each traffic segment, most searched first
+SEGMENTS = {"head": 0.1, "torso": 0.3, "tail": 0.6}
+#: system -> the noise of its scores on the head queries where it differs from :data:`SYSTEMS`
+HEAD_NOISE = {"dense": 2.5}
+#: the median searches per day of a query of each segment
+TRAFFIC = {"head": 20_000, "torso": 400, "tail": 5}
+LOCALES = ("en-US", "de-DE", "fr-FR", "ja-JP")
+
+
+def segment_of(index: int, queries: int) -> str:
+    """The traffic segment of the ``index``-th judged query (the first tenth are head)."""
+    edge = 0.0
+    for name, share in SEGMENTS.items():
+        edge += share
+        if index < round(edge * queries):
+            return name
+    return "tail"
 
 
 @dataclass(frozen=True)
@@ -43,6 +65,7 @@ def generate(shape: SampleShape = SampleShape()) -> tuple[pd.DataFrame, pd.DataF
     rng = np.random.default_rng(shape.seed)
     qrels_rows = []
     pools: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    head = {f"q{q:05d}" for q in range(shape.queries) if segment_of(q, shape.queries) == "head"}
     for q in range(shape.queries):
         qid = f"q{q:05d}"
         pool = rng.choice(shape.corpus, size=shape.judged_per_query, replace=False)
@@ -63,7 +86,8 @@ def generate(shape: SampleShape = SampleShape()) -> tuple[pd.DataFrame, pd.DataF
                 others = rng.choice(shape.corpus, size=shape.docs_per_query, replace=False)
                 docs = np.concatenate([pool, others[~np.isin(others, pool)]])
                 latent = np.concatenate([labels, np.zeros(len(docs) - len(pool))]).astype(float)
-                scores = latent + rng.normal(0.0, noise * 1.5, size=len(docs))
+                spread = HEAD_NOISE.get(system, noise) if qid in head else noise
+                scores = latent + rng.normal(0.0, spread * 1.5, size=len(docs))
                 top = np.argsort(-scores, kind="stable")[: shape.docs_per_query]
                 for position, i in enumerate(top, start=1):
                     run_rows.append(
@@ -123,12 +147,29 @@ def generate_answers(run: pd.DataFrame, qrels: pd.DataFrame, shape: SampleShape 
     return answers
 
 
+def generate_queries(shape: SampleShape = SampleShape()) -> pd.DataFrame:
+    """One row per judged query: ``segment`` (:func:`segment_of`), ``locale`` and
+    ``searches`` (its traffic: log-normal around the segment's :data:`TRAFFIC`); its own
+    seeded generator."""
+    rng = np.random.default_rng(shape.seed + 3)
+    segments = [segment_of(q, shape.queries) for q in range(shape.queries)]
+    traffic = np.array([TRAFFIC[s] for s in segments], dtype=float)
+    return pd.DataFrame({
+        "query_id": [f"q{q:05d}" for q in range(shape.queries)],
+        "segment": segments,
+        "locale": rng.choice(LOCALES, size=shape.queries, p=[0.55, 0.2, 0.15, 0.1]),
+        "searches": np.maximum(1, np.round(traffic * rng.lognormal(0.0, 0.5, shape.queries)))
+        .astype(np.int64),
+    })
+
+
 def write_sample(spark: SparkSession, *, run_path: str, qrels_path: str,
-                 answers_path: str | None = None, shape: SampleShape = SampleShape()
-                 ) -> tuple[int, int, int]:
+                 answers_path: str | None = None, queries_path: str | None = None,
+                 shape: SampleShape = SampleShape()) -> tuple[int, int, int]:
     """Generate the sample and write it as Delta tables (replacing what was there): the
     qrels table holds the reference version ``v1`` and the noisier ``llm`` (:func:`noisy_qrels`);
-    the answers only with ``answers_path``.
+    the answers only with ``answers_path``, the queries (:func:`generate_queries`) only with
+    ``queries_path``.
 
     Returns:
         (run rows, qrels rows of both versions, answers rows) written.
@@ -136,11 +177,14 @@ def write_sample(spark: SparkSession, *, run_path: str, qrels_path: str,
     run, qrels = generate(shape)
     both = pd.concat([qrels, noisy_qrels(qrels, shape)], ignore_index=True)
     frames = [(run, run_path, ("system", "date")), (both, qrels_path, ("qrels_version",))]
+    answers = generate_answers(run, qrels, shape) if answers_path else None
     if answers_path:
-        frames.append((generate_answers(run, qrels, shape), answers_path, ("system", "date")))
+        frames.append((answers, answers_path, ("system", "date")))
+    if queries_path:
+        frames.append((generate_queries(shape), queries_path, ()))
     for frame, path, parts in frames:
         # through Arrow: the rows go to the JVM as they are, with no Python task
         df: DataFrame = spark.createDataFrame(pa.Table.from_pandas(frame, preserve_index=False))
         (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
          .partitionBy(*parts).save(absolute(path)))
-    return len(run), len(both), len(frames[2][0]) if answers_path else 0
+    return len(run), len(both), len(answers) if answers is not None else 0

@@ -232,8 +232,8 @@ def render_overview(
     parts = list(partition_columns)
     table: dict[tuple[object, ...], dict[str, object]] = {}
     for row in rows:
-        if row[S.AVERAGING] not in ("macro", "sum", "geometric"):
-            continue
+        if row[S.AVERAGING] not in ("macro", "sum", "geometric") or row.asDict().get(S.SLICE):
+            continue  # the rows over all queries (slice rows: the aggregate table)
         key = tuple(row[c] for c in parts)
         line = table.setdefault(key, {**{c: row[c] for c in parts}, S.NUM_QUERIES: row[S.NUM_QUERIES]})
         if row[S.MEASURE_KEY] in measure_keys and row[S.VALUE] is not None:

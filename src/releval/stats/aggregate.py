@@ -1,7 +1,10 @@
 """The wide per-query table -> aggregate rows per (run partition, measure, averaging):
-``macro`` (mean, with its interval), ``micro`` (pooled counts), ``sum`` and ``geometric``.
+``macro`` (mean, with its interval), ``micro`` (pooled counts), ``sum`` and ``geometric``;
+with a weight, ``weighted`` (the traffic-weighted mean and its linearized interval,
+:mod:`releval.stats.weighted`); with slices, macro, micro and weighted rows per slice value.
 
-One ``groupBy`` (:func:`sums`) then :func:`rows` on the driver. See docs/design/aggregate.md."""
+One ``groupBy`` (:func:`sums`; each scored query row enters once overall and once per slice,
+:func:`with_slices`) then :func:`rows` on the driver. See docs/design/aggregate.md."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from releval.core.engine import long_format
 from releval.core.measures.registry import UNIT, Measure
 from releval.stats import intervals as ci
 from releval.stats import kernel as ci_kernel
+from releval.stats.weighted import weighted_from_sums
 
 #: the scored queries of a run partition (those in the qrels)
 N = "_agg_n"
@@ -49,20 +53,59 @@ def by_measure(queries: DataFrame) -> DataFrame:
     )
 
 
+def with_slices(queries: DataFrame, slices: Sequence[str]) -> DataFrame:
+    """The wide table with ``slice`` and ``slice_value``: every row once with both null (the
+    rows over all queries), and each scored row once more per slice, named by the slice
+    column and its value (a grouping set written as one projection: no extra pass).
+
+    Args:
+        queries: the wide table with one string column per slice (unscored rows may hold
+            anything there).
+    """
+    overall = F.struct(F.lit(None).cast("string").alias(S.SLICE),
+                       F.lit(None).cast("string").alias(S.SLICE_VALUE))
+    if not slices:
+        return queries.select("*", overall[S.SLICE].alias(S.SLICE),
+                              overall[S.SLICE_VALUE].alias(S.SLICE_VALUE))
+    each = [F.struct(F.lit(c).alias(S.SLICE), F.col(c).cast("string").alias(S.SLICE_VALUE))
+            for c in slices]
+    sets = F.when(F.coalesce(F.col(IN_QRELS), F.lit(False)), F.array(overall, *each)).otherwise(
+        F.array(overall))
+    return queries.select("*", F.inline(sets))
+
+
 def group_columns(partition_columns: Sequence[str]) -> list[str]:
     """The grouping of :func:`sums`; the negative-label rule and the depth (one each per job)
-    are grouped by, not aggregated: an aggregated string would make Spark sort, not hash."""
-    return [*partition_columns, S.NEGATIVE_LABELS, S.DEPTH, INDEX]
+    are grouped by, not aggregated: an aggregated string would make Spark sort, not hash.
+    ``slice`` and ``slice_value`` (:func:`with_slices`) are null on the rows over all queries."""
+    return [*partition_columns, S.NEGATIVE_LABELS, S.DEPTH, S.SLICE, S.SLICE_VALUE, INDEX]
 
 
-def sums(*, measures: Sequence[Measure], intervals: IntervalSettings) -> list[Column]:
+#: the sums of the weighted rows over the scored queries with a weight
+WEIGHTED_SUMS = ("w_n", "w", "wx", "w2", "w2x", "w2x2")
+
+
+def sums(*, measures: Sequence[Measure], intervals: IntervalSettings,
+         weighted: bool = False) -> list[Column]:
     """The aggregate's columns over the scored queries, the same few for every measure: the
     count, mean, standard deviation and values other than 0 and 1 (t interval), sum, the
-    sum of logs (when a measure averages geometrically), and micro's summed counts."""
+    sum of logs (when a measure averages geometrically), and micro's summed counts; with
+    ``weighted`` (the rows have ``weight``), :data:`WEIGHTED_SUMS` over the scored queries
+    with a weight."""
     scored = F.col(IN_QRELS)
     entry = F.col(ENTRY)
     value = F.when(scored, entry[S.VALUE])
     t = intervals.method == "t"
+    weighting: list[Column] = []
+    if weighted:
+        has = scored & F.col(S.WEIGHT).isNotNull()
+        w = F.when(has, F.col(S.WEIGHT))
+        x = F.when(has, entry[S.VALUE])
+        w2 = w * w
+        weighting = [F.count_if(has).alias(sum_column("w_n")), F.sum(w).alias(sum_column("w")),
+                     F.sum(w * x).alias(sum_column("wx")), F.sum(w2).alias(sum_column("w2")),
+                     F.sum(w2 * x).alias(sum_column("w2x")),
+                     F.sum(w2 * x * x).alias(sum_column("w2x2"))]
     return [
         F.count_if(scored).alias(N),
         F.avg(value).alias(sum_column("mean")),
@@ -75,6 +118,7 @@ def sums(*, measures: Sequence[Measure], intervals: IntervalSettings) -> list[Co
           if any("geometric" in m.spec.averaging for m in measures) else []),
         F.sum(F.when(scored, entry[S.NUM_REL_RET])).alias(sum_column("rel_ret")),
         F.sum(F.when(scored, entry[S.NUM_REL])).alias(sum_column("rel")),
+        *weighting,
     ]
 
 
@@ -106,11 +150,13 @@ def rows(
     partitions: dict[tuple[Any, ...], dict[int, Row]] = {}
     for row in summed:
         if row[INDEX] is not None:
-            key = (*(row[c] for c in parts), row[S.NEGATIVE_LABELS], row[S.DEPTH])
+            key = (*(row[c] for c in parts), row[S.NEGATIVE_LABELS], row[S.DEPTH],
+                   _get(row, S.SLICE), _get(row, S.SLICE_VALUE))
             partitions.setdefault(key, {})[int(row[INDEX])] = row
     out: list[dict[str, Any]] = []
     for key, by_index in partitions.items():
-        values, negative_labels, depth = key[:-2], key[-2], key[-1]
+        values, negative_labels, depth, slice_, slice_value = (
+            key[:-4], key[-4], key[-3], key[-2], key[-1])
         for i, m in enumerate(measures):
             row = by_index.get(i)
             n = 0 if row is None else int(row[N] or 0)
@@ -121,12 +167,17 @@ def rows(
                 **dict(zip(parts, values, strict=True)),
                 S.MEASURE: m.name, S.CUTOFF: m.cutoff, S.REL_LEVEL: m.rel_level,
                 S.JUDGED_ONLY: m.judged_only, S.MEASURE_KEY: m.key,
+                S.NEGATIVE_LABELS: negative_labels, S.DEPTH: depth,
+                S.SLICE: slice_, S.SLICE_VALUE: slice_value,
             }
             for averaging in m.averaging:
                 low = high = method = level = None
+                if slice_ is not None and averaging not in ("macro", "micro"):
+                    continue  # a slice has its macro and micro values
                 if averaging == "macro":
                     value = row[sum_column("mean")]
-                    low, high, method = _interval(row, n, value, values, m, intervals, bootstrap)
+                    boot = bootstrap if slice_ is None else {}
+                    low, high, method = _interval(row, n, value, values, m, intervals, boot)
                     level = float(intervals.level)
                 elif averaging == "sum":
                     value = row[sum_column("sum")]
@@ -146,11 +197,38 @@ def rows(
                     S.AVERAGING: averaging,
                     S.VALUE: None if value is None else float(value),
                     S.NUM_QUERIES: n,
-                    S.NEGATIVE_LABELS: negative_labels,
-                    S.DEPTH: depth,
                     S.CI_LOW: low, S.CI_HIGH: high, S.CI_METHOD: method, S.CI_LEVEL: level,
                 })
+            if "macro" in m.averaging and _get(row, sum_column("w_n")):
+                found = _weighted_row(row, intervals.level)
+                if found is not None:
+                    out.append({**base, **found})
     return out
+
+
+#: ``averaging`` and ``ci_method`` of the traffic-weighted rows
+WEIGHTED, LINEARIZED = "weighted", "linearized"
+
+
+def _get(row: Row, name: str) -> Any:
+    """``row[name]``, None when the row has no such field."""
+    return row[name] if name in row.__fields__ else None
+
+
+def _weighted_row(row: Row, level: float) -> dict[str, Any] | None:
+    """The weighted row's value, count and interval (:func:`weighted_from_sums`); None
+    without a positive total weight."""
+    n, *total = (row[sum_column(k)] for k in WEIGHTED_SUMS)
+    found = weighted_from_sums(int(n), *(float(t or 0.0) for t in total), level=level)
+    if not math.isfinite(found.mean):
+        return None
+    interval = math.isfinite(found.ci_low)
+    return {
+        S.AVERAGING: WEIGHTED, S.VALUE: found.mean, S.NUM_QUERIES: found.n,
+        S.CI_LOW: found.ci_low if interval else None,
+        S.CI_HIGH: found.ci_high if interval else None,
+        S.CI_METHOD: LINEARIZED, S.CI_LEVEL: float(level),
+    }
 
 
 #: ``ci_method`` of a t interval cut at the measure's bounds, and of Wilson's interval
@@ -213,18 +291,22 @@ def aggregate(
     measures: Sequence[Measure],
     partition_columns: Sequence[str],
     intervals: IntervalSettings = IntervalSettings(),
+    slices: Sequence[str] = (),
+    weighted: bool = False,
 ) -> list[dict[str, Any]]:
     """Aggregate the per-query measures over the scored queries of each run partition.
 
     Args:
-        queries: the wide table, its measure array in the order of ``measures``.
+        queries: the wide table, its measure array in the order of ``measures``; with
+            ``slices`` and ``weighted``, its slice columns and ``weight``
+            (:func:`releval.checks.queries.with_attributes`).
 
     Returns:
         The aggregate rows (:func:`rows`).
     """
     parts = list(partition_columns)
-    summed = by_measure(queries).groupBy(*group_columns(parts)).agg(
-        *sums(measures=measures, intervals=intervals)
+    summed = by_measure(with_slices(queries, slices)).groupBy(*group_columns(parts)).agg(
+        *sums(measures=measures, intervals=intervals, weighted=weighted)
     ).collect()
     boot = (
         bootstrap(queries, measures=measures, partition_columns=parts, intervals=intervals)
