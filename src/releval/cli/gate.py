@@ -9,18 +9,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from releval.cli.evaluate import add_remote_argument, default_master, remote_of, session
+from releval.cli.queries import add_queries_arguments, queries_source
 from releval.config import FORMATS
 from releval.errors import ConfigError, InputError
 
 if TYPE_CHECKING:  # pyspark is imported by the commands that start Spark
     from pyspark.sql import DataFrame, SparkSession
 
+    from releval.config import QueriesSource
     from releval.gating import Gate
 
 #: The exit code of each decision.
 EXIT = {"pass": 0, "fail": 1, "inconclusive": 3}
 ON_INCONCLUSIVE = ("pass", "fail")
-QUERIES_FORMATS = ("parquet", "delta", "csv")
 
 
 def add_gate_arguments(cmd: argparse.ArgumentParser) -> None:
@@ -39,15 +40,7 @@ def add_gate_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--on-inconclusive", choices=ON_INCONCLUSIVE, default=None,
                      help="exit as a pass (0) or a fail (1) when the gate is inconclusive "
                      "(default: exit 3; with --config, [gate] on_inconclusive)")
-    cmd.add_argument("--queries", default=None,
-                     help="one row per query: its attributes (slices) and weight")
-    cmd.add_argument("--queries-format", choices=QUERIES_FORMATS, default=None,
-                     help="format of --queries (default: delta for a Delta folder, parquet "
-                     "for a .parquet file or another folder, else csv with a header)")
-    cmd.add_argument("--slices", default=None,
-                     help="comma-separated slice columns of --queries (default: those the "
-                     "rules name)")
-    cmd.add_argument("--weight", default=None, help="the traffic weight column of --queries")
+    add_queries_arguments(cmd)
     table = cmd.add_argument_group("a config's per-query table")
     table.add_argument("--config", default=None, help="the TOML config whose per-query table "
                        "to read")
@@ -105,40 +98,28 @@ def _report(gate: Gate, on_inconclusive: str | None) -> int:
     return code
 
 
-def _queries(spark: SparkSession, args: argparse.Namespace) -> DataFrame | None:
-    """The ``--queries`` input as read (checked by :func:`releval.gate`)."""
-    from releval.io.writers import absolute
+def _queries(spark: SparkSession, src: QueriesSource | None) -> DataFrame | None:
+    """The queries input as read (checked by :func:`releval.gate`)."""
+    from releval.io.readers import read_queries
 
-    if args.queries is None:
-        if args.weight or args.slices or args.queries_format:
-            raise ConfigError("releval gate: --slices, --weight and --queries-format need "
-                              "--queries")
+    if src is None:
         return None
-    path = args.queries
-    if "://" not in path and not Path(path).exists():
-        raise InputError(f"input not found: {path}")
-    fmt = args.queries_format or ("delta" if (Path(path) / "_delta_log").is_dir() else
-                                  "parquet" if path.endswith(".parquet") or Path(path).is_dir()
-                                  else "csv")
-    try:
-        reader = spark.read.option("header", "true") if fmt == "csv" else spark.read
-        return reader.format(fmt).load(absolute(path))
-    except Exception as exc:  # Spark's AnalysisException: not a table of this format
-        raise InputError(f"cannot read {fmt} {path}: {str(exc).splitlines()[0]}") from None
+    if src.path and "://" not in src.path and not Path(src.path).exists():
+        raise InputError(f"input not found: {src.path}")
+    return read_queries(spark, src)
 
 
 def _gate(per_query: DataFrame, args: argparse.Namespace, *, baseline, candidate, rules,
-          alpha: float) -> Gate:
+          alpha: float, src: QueriesSource | None) -> Gate:
     from releval.api import gate
 
-    queries = _queries(per_query.sparkSession, args)
-    columns = {"weight": args.weight} if args.weight else None
-    if queries is not None and args.slices:
-        missing = [s for s in args.slices.split(",") if s.strip() and s.strip() not in
-                   queries.columns]
+    queries = _queries(per_query.sparkSession, src)
+    columns = {"query_id": src.query_id, "weight": src.weight} if src is not None else None
+    if queries is not None:
+        missing = [s for s in src.slices if s not in queries.columns]
         if missing:
-            raise InputError(f"--queries {args.queries}: no column {missing[0]!r} (a slice); "
-                             f"it has columns {queries.columns}")
+            raise InputError(f"queries {src.path or src.table}: no column {missing[0]!r} "
+                             f"(a slice); it has columns {queries.columns}")
     return gate(per_query, baseline=baseline, candidate=candidate, rules=rules, alpha=alpha,
                 queries=queries, queries_columns=columns, mode=args.mode)
 
@@ -163,6 +144,7 @@ def _gate_files(args: argparse.Namespace) -> int:
         if "://" not in name and not Path(name).exists():
             raise InputError(f"input not found: {name}")
     measures = sorted({parse_rule(r).measure_key for r in args.rule})
+    src = queries_source(args)
     fmt = args.format or "trec"
     spark = _files_session(default_master(args), [*args.run, args.qrels], remote_of(args))
     try:
@@ -182,7 +164,7 @@ def _gate_files(args: argparse.Namespace) -> int:
             relevance_level=1 if args.relevance_level is None else args.relevance_level)
         found = _gate(result.per_query, args, baseline={TREC_RUN_ID: base},
                       candidate={TREC_RUN_ID: cand}, rules=args.rule,
-                      alpha=0.05 if args.alpha is None else args.alpha)
+                      alpha=0.05 if args.alpha is None else args.alpha, src=src)
         return _report(found, args.on_inconclusive)
     finally:
         spark.stop()
@@ -213,12 +195,13 @@ def _gate_table(args: argparse.Namespace) -> int:
         shared[key.strip()] = value.strip()
     baseline = compare_job.parse_side(args.baseline, shared=shared, columns=columns)
     candidate = compare_job.parse_side(args.candidate, shared=shared, columns=columns)
+    src = queries_source(args) or config.queries
     spark = session(config, remote_of(args))
     try:
         per_query = read_table(spark, path=config.output.per_query_path,
                                table=config.output.per_query_table)
         found = _gate(per_query, args, baseline=baseline, candidate=candidate, rules=rules,
-                      alpha=settings.alpha if args.alpha is None else args.alpha)
+                      alpha=settings.alpha if args.alpha is None else args.alpha, src=src)
         return _report(found, args.on_inconclusive or settings.on_inconclusive)
     finally:
         spark.stop()

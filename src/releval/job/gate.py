@@ -14,12 +14,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from releval.checks.queries import CheckedQueries, check_queries
 from releval.config import Config, GateSettings
 from releval.core import columns as S
 from releval.core.frames import local_frame
 from releval.errors import ConfigError
 from releval.io import gate_table
 from releval.io.atomic import read_table, table_exists
+from releval.io.readers import read_queries
 from releval.job.partitions import partition_label, partition_sort_key
 from releval.stats import gate as G
 from releval.stats import gate_frames
@@ -41,7 +43,7 @@ def check(config: Config, evaluated: Sequence[str]) -> list[G.Rule]:
 
     Raises:
         ConfigError: an invalid rule, or one on a measure the job does not evaluate (naming
-            those it does), or one per slice or weighted (the job has no queries input).
+            those it does), or one per slice or weighted that ``[queries]`` cannot serve.
     """
     settings = config.gate
     assert settings is not None
@@ -50,7 +52,9 @@ def check(config: Config, evaluated: Sequence[str]) -> list[G.Rule]:
     if missing:
         raise ConfigError(f"gate.rules name measure(s) {missing} that the job does not "
                           f"evaluate; the evaluated measures are {sorted(evaluated)}")
-    gate_frames.check_rules(rules, slices=(), weighted=False)
+    queries = config.queries
+    gate_frames.check_rules(rules, slices=queries.slices if queries else (),
+                            weighted=bool(queries and queries.weight))
     return rules
 
 
@@ -192,7 +196,8 @@ def run(spark: SparkSession, config: Config, partitions: Sequence[Partition], *,
                 pool.setdefault(_key(b), b)
     sides = list(pool.values())
     index = {_key(p): i for i, p in enumerate(sides)}
-    values = gate_frames.side_values(per_query, sides, rules)
+    values = gate_frames.side_values(per_query, sides, rules, queries=_queries(spark, config,
+                                                                                rules))
     gates = []
     decided: dict[tuple, str] = dict(passed)
     for p in todo:
@@ -213,6 +218,18 @@ def run(spark: SparkSession, config: Config, partitions: Sequence[Partition], *,
     found = GateRun(tuple(gates), settings, tuple(parts))
     version = _write(spark, config, found, per_query, job_run_id=job_run_id, predicate=predicate)
     return GateRun(found.gates, settings, tuple(parts), version)
+
+
+def _queries(spark: SparkSession, config: Config, rules: Sequence[G.Rule]
+             ) -> CheckedQueries | None:
+    """The ``[queries]`` input's used rows for the rules' slices and weights (its rejected
+    rows are in the job's quarantine already); None when no rule needs it."""
+    src = config.queries
+    if src is None or not any(r.slice or r.weighted for r in rules):
+        return None
+    return check_queries(read_queries(spark, src), query_id=src.query_id, weight=src.weight,
+                         slices=gate_frames.rule_slices(rules),
+                         name=f"queries {src.path or src.table}")
 
 
 def _shares_none(values: pd.DataFrame, baseline: int, candidate: int) -> bool:
