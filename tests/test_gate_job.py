@@ -115,6 +115,13 @@ def test_last_pass_compares_with_the_latest_passing_night(spark, week, tmp_path)
     table, _ = gate_rows(spark, later)
     row = table.where((F.col("date") == D.WEEK[6]) & (F.col("rule") == D.NIGHTLY_RULES[0])).first()
     assert row["baseline"] == f"system=prod/date={D.WEEK[5]}" and row["job_run_id"] == "later"
+    # the report opens with the latest gate run's verdict (the regressing night was gated
+    # by the earlier run: the latest, "later", passed)
+    from releval.report import build
+
+    page = build(later)
+    assert page.index('id="gate"') < page.index("<ul>")
+    assert "Gate: PASS" in page and "1 pass of 1 gated run partitions" in page
 
 
 def test_a_rule_on_a_measure_not_evaluated_fails_before_anything_runs(spark, week, tmp_path):

@@ -163,7 +163,8 @@ def run(spark: SparkSession, config: Config, partitions: Sequence[Partition], *,
     order = settings.order_by
     todo = sorted((dict(p) for p in partitions), key=lambda p: partition_sort_key(
         {order: p[order]} if order else p))
-    known = _known_partitions(spark, config)
+    # the whole tables replaced (no predicate): they hold exactly the gated partitions
+    known = todo if predicate is None else _known_partitions(spark, config)
     passed = _decisions(spark, config) if settings.baseline == "last_pass" else {}
     redone = {_key(p) for p in todo}
     passed = {k: v for k, v in passed.items() if k not in redone}
