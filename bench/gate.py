@@ -90,10 +90,10 @@ def _notebook_shape(spark: Any, queries: int, runs: int) -> dict[str, Any]:
 
 def job(runs: int, shapes: tuple[int, ...] = (100, 400)) -> dict[str, Any]:
     """The batch-job scenario: the job with [gate] / without, per shape."""
-    spark = _session(**{"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-                        "spark.sql.catalog.spark_catalog":
-                            "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-                        "spark.sql.shuffle.partitions": "4"})
+    from releval.config import SparkSettings
+    from releval.runtime.session import build_session
+
+    spark = build_session(SparkSettings(master="local[2]", shuffle_partitions=4))
     with tempfile.TemporaryDirectory(prefix="releval-bench-gate-") as tmp:
         out = [_job_shape(spark, Path(tmp) / f"q{queries}", queries, runs) for queries in shapes]
     return {"scenario": "job", "rules": RULES, "shapes": out}

@@ -64,7 +64,7 @@ def test_fail_exits_1(shared_session, files, capsys):
     # worse: RR 1/2 everywhere: differences -1/2 on half the queries, mean -1/4
     code, out = gate(files, "worse", "RR change >= -0.01", capsys=capsys)
     assert code == 1
-    assert out.out.startswith("gate: FAIL (1 fail; 1 rules)")
+    assert out.out.startswith("gate: FAIL (1 fail; 1 rule)")
 
 
 def test_inconclusive_exits_3_unless_mapped(shared_session, files, capsys):

@@ -103,7 +103,8 @@ class Gate:
         outcomes = list(self.rules.values())
         counts = ", ".join(f"{outcomes.count(o)} {o}" for o in (G.FAIL, G.INCONCLUSIVE, G.PASS)
                            if outcomes.count(o))
-        return (f"gate: {self.decision.upper()} ({counts}; {len(outcomes)} rules) - "
+        rules = f"{len(outcomes)} rule" + ("" if len(outcomes) == 1 else "s")
+        return (f"gate: {self.decision.upper()} ({counts}; {rules}) - "
                 f"{self.candidate} against {self.baseline}, alpha {self.alpha:g}"
                 + (", point estimates" if self.mode == "point" else ""))
 
