@@ -137,6 +137,9 @@ def test_a_rule_on_a_measure_not_evaluated_fails_before_anything_runs(spark, wee
 def test_gate_config_errors_name_the_key(tmp_path, week):
     path = D.week_config(tmp_path, *week)
     path.write_text(path.read_text().replace('order_by = "date"', ""))
+    assert load_config(path).gate.order_by is None  # date, a run partition column, orders
+    path.write_text(path.read_text().replace('order_by = "date"', "")
+                    .replace('baseline = "previous"', 'baseline = "previous"\norder_by = "day"'))
     with pytest.raises(ConfigError, match="gate.order_by"):
         load_config(path)
     path = D.week_config(tmp_path, *week, on_inconclusive="maybe")

@@ -11,6 +11,14 @@ def _check_choice(value: str, choices: tuple[str, ...], where: str, source: str)
         raise ConfigError(f"{source}: {where} = {value!r}; expected one of {list(choices)}")
 
 
+def gate_order_by(gate: GateSettings, partition_columns: tuple[str, ...]) -> str | None:
+    """The column that orders a system's partitions: ``order_by``, else ``date`` when it is
+    a run partition column."""
+    if gate.order_by is not None:
+        return gate.order_by
+    return "date" if "date" in partition_columns else None
+
+
 def check_gate(gate: GateSettings, partition_columns: tuple[str, ...],
                source: str = "config") -> GateSettings:
     """Check the ``[gate]`` settings (the rules' form is checked before the job runs)."""
@@ -23,7 +31,7 @@ def check_gate(gate: GateSettings, partition_columns: tuple[str, ...],
         _check_choice(gate.on_inconclusive, ("pass", "fail"), "gate.on_inconclusive", source)
     _check_choice(gate.mode, ("confidence", "point"), "gate.mode", source)
     if gate.baseline in GATE_BASELINES:
-        if gate.order_by is None or gate.order_by not in partition_columns:
+        if gate_order_by(gate, partition_columns) not in partition_columns:
             raise ConfigError(
                 f"{source}: gate.baseline = {gate.baseline!r} needs gate.order_by, the run "
                 f"partition column that orders a system's partitions (a date), one of "

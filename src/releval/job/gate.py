@@ -16,6 +16,7 @@ from pyspark.sql import types as T
 
 from releval.checks.queries import CheckedQueries, check_queries
 from releval.config import Config, GateSettings
+from releval.config.gate import gate_order_by
 from releval.core import columns as S
 from releval.core.frames import local_frame
 from releval.errors import ConfigError
@@ -160,7 +161,7 @@ def run(spark: SparkSession, config: Config, partitions: Sequence[Partition], *,
     settings = config.gate
     assert settings is not None
     parts = list(config.run.partition_columns)
-    order = settings.order_by
+    order = gate_order_by(settings, tuple(parts))
     todo = sorted((dict(p) for p in partitions), key=lambda p: partition_sort_key(
         {order: p[order]} if order else p))
     # the whole tables replaced (no predicate): they hold exactly the gated partitions
