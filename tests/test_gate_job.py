@@ -191,3 +191,28 @@ def os_killpg(proc, sig) -> None:  # noqa: ANN001
     except ProcessLookupError:
         pass
     proc.communicate(timeout=60)
+
+
+def test_the_summary_names_a_baseline_that_shares_no_query():
+    import pandas as pd
+
+    from releval.config import GateSettings
+    from releval.job.gate import GateRun, PartitionGate
+    from releval.stats import gate as G
+
+    # the candidate scored q1, q2; its baseline q3: no pair, inconclusive, 0 queries
+    pairs = pd.DataFrame({"measure_key": "RR", "query_id": ["q1", "q2", "q3"],
+                          G.BASE: [np.nan, np.nan, 0.5], G.CAND: [1.0, 0.5, np.nan],
+                          "weight": np.nan})
+    rows = G.gate_rows(pairs, [G.parse_rule("RR change >= -0.05")])
+    assert (rows.outcome[0], rows.num_queries[0]) == ("inconclusive", 0)
+    found = GateRun((PartitionGate({"system": "new", "date": "2026-11-28"},
+                                   {"system": "new", "date": "2026-11-27"}, G.decide(rows.outcome),
+                                   rows, shares_no_query=True),),
+                    GateSettings(rules=("RR change >= -0.05",), order_by="date"),
+                    ("system", "date"), version=3)
+    lines = found.render()
+    assert lines[0].startswith("  gate: INCONCLUSIVE (1 inconclusive; baseline previous")
+    assert lines[1] == ("    system=new/date=2026-11-28 against system=new/date=2026-11-27: "
+                        "inconclusive (shares no query with its baseline)")
+    assert found.exit_code() == 3
