@@ -56,7 +56,7 @@ def shown(rows: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(_o=order).sort_values("_o", kind="stable").drop(columns="_o")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Gate:
     """A gate's decision over its rules, and the table behind it.
 

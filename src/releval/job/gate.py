@@ -59,7 +59,7 @@ def check(config: Config, evaluated: Sequence[str]) -> list[G.Rule]:
     return rules
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PartitionGate:
     """One run partition's gate: its baseline (None: none) and its rows."""
 
@@ -70,7 +70,7 @@ class PartitionGate:
     shares_no_query: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GateRun:
     """What the job's gate decided, and the gate table's commit."""
 
