@@ -18,7 +18,7 @@ from releval.core import columns as S
 from releval.core.measures.registry import REGISTRY, UNIT
 from releval.errors import ComparisonError, ConfigError
 from releval.stats import gate as G
-from releval.stats.comparison import side_condition
+from releval.stats.comparison import CONSTRAINTS, side_condition
 
 SIDE = "_side"
 
@@ -68,14 +68,20 @@ def side_values(per_query: DataFrame, sides: Sequence[Mapping[str, str]],
         slices = queries.slices
     else:
         rows = rows.withColumn(S.WEIGHT, F.lit(None).cast("double"))
-    frame = rows.toArrow().to_pandas()
-    missing = sorted(set(keys) - set(frame[S.MEASURE_KEY]))
-    if missing:
-        evaluated = sorted(r[0] for r in per_query.select(S.MEASURE_KEY).distinct().collect())
-        if set(missing) & set(evaluated):
-            return frame  # evaluated, but not for these run partitions: no queries
+    conf = per_query.sparkSession.conf
+    before = conf.get(CONSTRAINTS)
+    conf.set(CONSTRAINTS, "false")  # as compare: an evaluation's plan is deep
+    try:
+        frame = rows.toArrow().to_pandas()
+        missing = sorted(set(keys) - set(frame[S.MEASURE_KEY]))
+        evaluated = (sorted(r[0] for r in per_query.select(S.MEASURE_KEY).distinct().collect())
+                     if missing else [])
+    finally:
+        conf.set(CONSTRAINTS, before)
+    unknown = sorted(set(missing) - set(evaluated))  # the others: none of these partitions'
+    if unknown:
         raise ConfigError(
-            f"rules name measure(s) {missing} that were not evaluated; the evaluated "
+            f"rules name measure(s) {unknown} that were not evaluated; the evaluated "
             f"measures are {evaluated}")
     return frame.astype({S.WEIGHT: "float64", S.VALUE: "float64"}).reindex(
         columns=[SIDE, S.QUERY_ID, S.MEASURE_KEY, S.MEASURE, S.VALUE, S.WEIGHT, *slices])
