@@ -25,7 +25,7 @@ SPARK_SUBMIT = PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $
 
 DIST_DIR := dist
 
-.PHONY: help install jars classes browser run sample compare agree report test test-fast cluster-test dist bench bench-compare bench-slices clean
+.PHONY: help install jars classes browser run sample compare gate agree report test test-fast cluster-test dist bench bench-compare bench-slices clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -67,6 +67,13 @@ compare: install $(SAMPLE_STAMP) ## paired tests on the sample: hybrid and dense
 	$(SPARK_SUBMIT) jobs/evaluate.py --config $(CONFIG) --partition date=$(COMPARE_DATE) --pending --show 0
 	$(SPARK_SUBMIT) jobs/compare.py --config $(CONFIG) --baseline system=bm25 \
 	  --candidate system=hybrid --candidate system=dense --partition date=$(COMPARE_DATE)
+
+GATE_CONFIG := warehouse/gate.toml
+
+gate: install $(SAMPLE_STAMP) ## the sample's job with a release gate (conf/gate.toml): each date against the previous one; prints the exit code
+	cat $(CONFIG) conf/gate.toml > $(GATE_CONFIG)
+	$(SPARK_SUBMIT) jobs/evaluate.py --config $(GATE_CONFIG) --show 0; code=$$?; \
+	  echo "gate exit code $$code (0 pass, 1 fail, 3 inconclusive)"; test $$code -ne 2
 
 AGREE_DATE ?= 2026-11-28
 
@@ -116,6 +123,8 @@ bench: install ## benchmark releval against its peers on synthetic data (BENCH_S
 	$(PY) -m bench.harness --size $(BENCH_SIZE) --install
 	$(PY) -m bench.compare notebook
 	$(PY) -m bench.slices --size $(SLICES_SIZE)
+	$(PY) -m bench.gate notebook
+	$(PY) -m bench.gate job
 
 SLICES_SIZE ?= full
 

@@ -5,7 +5,8 @@
 
 Without a partition option the job evaluates every run partition and replaces the
 whole output tables; with one it evaluates only those partitions and replaces exactly
-them (see docs/batch_jobs.md).
+them (see docs/batch_jobs.md). With a ``[gate]``, once every table is committed, it exits 1
+when a gate fails and 3 when one is inconclusive (unless ``[gate] on_inconclusive`` maps it).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from releval.job.partitions import DEFAULT_DATE_COLUMN, parse_selection
 from releval.runtime.executors import check_executors
 from releval.runtime.profile import Phases
 from releval.runtime.session import build_session, short_job
+from releval.runtime.testhooks import pause
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -79,7 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(result.render())
     if args.profile:
         print(phases.render())
-    return 0
+    pause("before_exit")
+    return result.exit_code()
 
 
 if __name__ == "__main__":

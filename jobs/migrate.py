@@ -35,6 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ("comparison", comparison_location(config)),
                 ("attribution", config.located("attribution")),
                 ("agreement", config.located("agreement")),
+                ("gate", config.located("gate")),
             ):
                 steps = migrate_table(spark, kind=kind, path=path, table=table, config=config)
                 print(f"{kind}: " + (" -> ".join(steps) if steps else "no table"))

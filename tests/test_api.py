@@ -16,7 +16,7 @@ from scipy import stats
 from statsmodels.stats.power import TTestPower
 
 import releval
-from releval import api
+from releval import api, gating
 from releval import result as result_module
 from releval.core import columns as S
 from releval.errors import AccountingError, ConfigError, InputError
@@ -234,10 +234,10 @@ def test_the_public_docstrings_examples_run(spark, tmp_path):
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     globs = {**vars(api), "spark": spark, "tmp": tmp_path}
-    found = [t for module in (api, result_module) for t in finder.find(module, globs=globs)
+    found = [t for module in (api, result_module, gating) for t in finder.find(module, globs=globs)
              if t.examples]
     assert {t.name.rsplit(".", 1)[-1] for t in found} >= {"evaluate", "compare", "measures",
-                                                          "write"}
+                                                          "write", "gate"}
     for test in found:
         runner.run(test)
     assert runner.failures == 0

@@ -1,8 +1,8 @@
 """releval: distributed evaluation of search and RAG retrieval runs.
 
-``releval.evaluate``, ``releval.compare`` and ``releval.changes`` work on DataFrames;
-``releval.measures`` lists the measures. They load on first use, so Spark's Python workers
-import only the engine.
+``releval.evaluate``, ``releval.compare``, ``releval.changes`` and ``releval.gate`` work on
+DataFrames; ``releval.measures`` lists the measures. They load on first use, so Spark's Python
+workers import only the engine.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["Result", "changes", "compare", "evaluate", "measures"]
+__all__ = ["Gate", "Result", "changes", "compare", "evaluate", "gate", "measures"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,6 @@
-"""The public face: evaluate runs and compare them on DataFrames, and list the measures
-(:func:`evaluate` returns a :class:`releval.result.Result`)."""
+"""The public face: evaluate runs, compare them and gate a release on DataFrames, and list the
+measures (:func:`evaluate` returns a :class:`releval.result.Result`, :func:`gate` a
+:class:`releval.gating.Gate`)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ from releval.core import columns as S
 from releval.core.measures import REGISTRY
 from releval.core.measures.judged import with_judged_measures
 from releval.core.measures.registry import parse_measures
-from releval.errors import ConfigError, InputError
+from releval.errors import ConfigError
+from releval.gating import Gate, gate
+from releval.gating import parse_side as _side
 from releval.io.readers import raw_answers_input, raw_qrels_input, raw_run_input
 from releval.io.shapes import GRADED, RANKED, RELEVANT, counted
 from releval.job import answers as job_answers
@@ -268,19 +271,6 @@ def _qrels_source(qrels: DataFrame, columns: Mapping[str, str] | None,
     )
 
 
-def _side(value: Mapping[str, str] | str, columns: Sequence[str]) -> dict[str, str]:
-    """A run partition: a mapping, or ``"column=value[,column=value]"``."""
-    if isinstance(value, str):
-        pairs = [p.partition("=") for p in value.split(",") if p.strip()]
-        if any(not sep or not k.strip() for k, sep, _ in pairs):
-            raise ConfigError(f"{value!r}: expected column=value[,column=value]")
-        value = {k.strip(): v.strip() for k, _, v in pairs}
-    unknown = sorted(set(value) - set(columns))
-    if unknown:
-        raise InputError(f"{dict(value)}: no column(s) {unknown} in the per-query rows {list(columns)}")
-    return {k: str(v) for k, v in value.items()}
-
-
 def compare(
     per_query: DataFrame,
     *,
@@ -463,4 +453,4 @@ def measures() -> list[dict[str, Any]]:
     ]
 
 
-__all__ = ["Result", "changes", "compare", "evaluate", "measures"]
+__all__ = ["Gate", "Result", "changes", "compare", "evaluate", "gate", "measures"]

@@ -4,11 +4,14 @@
                      [--output DIR] [--trec-eval-output FILE] [--judged-only] [--explain] [...]
     releval compare --qrels PATH --run PATH --run PATH [...] [--baseline TAG] [--output DIR]
     releval compare --config FILE --baseline KEY=VALUE --candidate KEY=VALUE [...]
+    releval gate --qrels PATH --run BASE --run CAND --rule RULE [--rule RULE ...] [...]
+    releval gate --config FILE --baseline KEY=VALUE --candidate KEY=VALUE [--rule RULE ...]
     releval agree --config FILE [--other-filter SQL] [--run [--baseline KEY=VALUE]] [...]
     releval report|sql|views --config FILE [...]
     releval measures
 
-User errors (bad measure, missing file or column) print one line on stderr and exit with 2.
+User errors (bad measure, missing file or column) print one line on stderr and exit with 2;
+``releval gate`` exits 0 on a pass, 1 on a fail and 3 when inconclusive.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from releval.cli import agree, compare, evaluate, tables
+from releval.cli import agree, compare, evaluate, gate, tables
 from releval.cli.agree import add_agree_arguments
 from releval.cli.compare import add_compare_arguments
 from releval.cli.evaluate import add_evaluate_arguments, add_remote_argument, config_from_args
+from releval.cli.gate import add_gate_arguments
 from releval.cli.tables import add_report_arguments
 from releval.errors import RelevalError
 
@@ -33,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     add_evaluate_arguments(sub.add_parser("evaluate", help="evaluate a run against qrels"))
     add_compare_arguments(sub.add_parser(
         "compare", help="compare candidate run partitions with a baseline (paired tests)"))
+    add_gate_arguments(sub.add_parser(
+        "gate", help="a release decision: rules with margins; exit 0 pass, 1 fail, "
+        "3 inconclusive"))
     add_agree_arguments(sub.add_parser(
         "agree", help="agreement of two qrels versions: labels (kappa) and, with --run, "
         "system orderings (tau) and significance decisions"))
@@ -76,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return tables.list_measures()
         if args.command == "compare":
             return compare.run(args)
+        if args.command == "gate":
+            return gate.run(args)
         if args.command == "agree":
             return agree.run(args)
         if args.command == "report":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from releval.config.gate import check_gate
 from releval.config.parse import (
     IDENTIFIER,
     MEMORY_SIZE,
@@ -21,6 +22,7 @@ from releval.config.settings import (
     CORRECTIONS,
     DATAFRAME,
     FORMATS,
+    GATE_BASELINES,
     INTERVAL_METHODS,
     MISSING_QUERIES,
     NEGATIVE_LABELS,
@@ -34,6 +36,7 @@ from releval.config.settings import (
     ComparisonSettings,
     Config,
     EvaluationSettings,
+    GateSettings,
     IntervalSettings,
     OutputSettings,
     QrelsSource,
@@ -52,6 +55,8 @@ __all__ = [
     "DATAFRAME",
     "EvaluationSettings",
     "FORMATS",
+    "GATE_BASELINES",
+    "GateSettings",
     "IDENTIFIER",
     "INTERVAL_METHODS",
     "IntervalSettings",
@@ -70,6 +75,7 @@ __all__ = [
     "URI_SCHEME",
     "check_agree",
     "check_depth",
+    "check_gate",
     "check_remote",
     "check_correct_at",
     "check_comparison",

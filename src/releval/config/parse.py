@@ -13,6 +13,7 @@ from numbers import Integral
 from pathlib import Path
 from typing import Any
 
+from releval.config.gate import check_gate
 from releval.config.settings import (
     ANSWER_FORMATS,
     CORRECTIONS,
@@ -29,6 +30,7 @@ from releval.config.settings import (
     ComparisonSettings,
     Config,
     EvaluationSettings,
+    GateSettings,
     IntervalSettings,
     OutputSettings,
     QrelsSource,
@@ -42,6 +44,7 @@ _SECTION_TYPES = {
     "run": RunSource, "qrels": QrelsSource, "evaluation": EvaluationSettings,
     "output": OutputSettings, "spark": SparkSettings, "intervals": IntervalSettings,
     "comparison": ComparisonSettings, "answers": AnswersSource, "agree": AgreeSettings,
+    "gate": GateSettings,
     "queries": QueriesSource,
 }
 
@@ -156,6 +159,7 @@ def _check_identifiers(config: Config, source: str) -> None:
         "output.comparison_table": out.comparison_table,
         "output.attribution_table": out.attribution_table,
         "output.agreement_table": out.agreement_table,
+        "output.gate_table": out.gate_table,
         "answers.table": config.answers.table if config.answers else None,
         "agree.table": config.agree.table if config.agree else None,
         "queries.table": config.queries.table if config.queries else None,
@@ -287,6 +291,8 @@ def validate(config: Config, source: str = "config") -> Config:
         raise ConfigError(f"{source}: intervals.resamples = {config.intervals.resamples!r}; "
                           "expected >= 1")
     check_comparison(config.comparison, source)
+    if config.gate is not None:
+        check_gate(config.gate, config.run.partition_columns, source)
     missing = [c for c in config.output_partition_columns if c not in config.run.partition_columns]
     if missing:
         raise ConfigError(f"{source}: output.partition_columns {missing} are not in "

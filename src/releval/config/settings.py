@@ -229,9 +229,32 @@ class AgreeSettings:
 
 
 @dataclass(frozen=True)
+class GateSettings:
+    """The release gate (docs/usage.md, "Release gates"): each run partition the job
+    evaluates is gated by ``rules`` against its ``baseline``: ``"previous"`` (the same
+    system's latest earlier partition by the ``order_by`` column), ``"last_pass"`` (the
+    latest such partition whose gate passed) or a fixed run partition ``"KEY=VALUE[,...]"``
+    (its other columns the gated partition's); ``order_by`` defaults to ``date`` when it is a
+    run partition column. ``on_inconclusive``: ``"pass"`` or ``"fail"``
+    maps an inconclusive gate for the exit code (unset: exit 3); ``mode``: ``"confidence"``
+    or ``"point"`` (the estimates alone decide)."""
+    rules: tuple[str, ...] = ()
+    baseline: str = "previous"
+    alpha: float = 0.05
+    on_inconclusive: str | None = None
+    order_by: str | None = None
+    mode: str = "confidence"
+
+
+#: ``[gate] baseline``'s nightly forms (any other value is a fixed run partition).
+GATE_BASELINES = ("previous", "last_pass")
+
+
+@dataclass(frozen=True)
 class OutputSettings:
     """Where the Delta tables go (a folder path, or catalog table names); the quarantine,
-    run-log, comparison, attribution and agreement tables default to ``<name>`` next to the per-query table."""
+    run-log, comparison, attribution, agreement and gate tables default to ``<name>`` next to
+    the per-query table."""
     per_query_path: str | None = None
     aggregate_path: str | None = None
     per_query_table: str | None = None
@@ -247,6 +270,8 @@ class OutputSettings:
     attribution_table: str | None = None
     agreement_path: str | None = None
     agreement_table: str | None = None
+    gate_path: str | None = None
+    gate_table: str | None = None
     #: Log each evaluation to MLflow (the active run, else one it starts): the macro means,
     #: the settings and the per-query rows (``pip install 'releval[mlflow]'``).
     mlflow: bool = False
@@ -266,6 +291,8 @@ class Config:
     answers: AnswersSource | None = None
     #: The second qrels version of ``releval agree``; None: none configured.
     agree: AgreeSettings | None = None
+    #: The release gate of each evaluated run partition; None: no gate table.
+    gate: GateSettings | None = None
     #: The queries input (slices, traffic weights); None: none.
     queries: QueriesSource | None = None
 

@@ -147,3 +147,65 @@ def log_evaluation(
         if started is not None:
             mlflow.end_run()
     return run_id
+
+
+#: The MLflow tag that holds a gate's decision.
+GATE_TAG = "releval.gate"
+_OPS = {">=": " ge ", "<=": " le ", ">": " gt ", "<": " lt ", "-": "minus", "%": "pct",
+        "@": "_at_"}
+
+
+def gate_metric_prefix(rule: str, slice_name: str | None, slice_value: str | None) -> str:
+    """A gate row's metric prefix: ``gate/`` + the rule in words (operators spelled out)
+    + ``/slice_value`` for a slice row.
+
+    Example:
+        >>> gate_metric_prefix("nDCG@10 change >= -0.01", "segment", "head")
+        'gate/nDCG_at_10_change_ge_minus0.01/segment_head/'
+    """
+    text = rule
+    for sign, word in _OPS.items():
+        text = text.replace(sign, word)
+    name = re.sub(r"_+", "_", re.sub(r"[^\w.]", "_", text)).strip("_")
+    if slice_name is not None:
+        name += "/" + re.sub(r"_+", "_", re.sub(r"[^\w.]", "_", f"{slice_name}_{slice_value}"))
+    return f"gate/{name}/"
+
+
+def log_gate(rows: Iterable[Mapping[str, Any]], decision: str, *, prefix: str | None = None,
+             run_id: str | None = None) -> str:
+    """Log a gate to MLflow's active run, to ``run_id``, or to a run it starts (and ends):
+    the tag :data:`GATE_TAG` (the decision) and each row's ``estimate``, ``bound_low`` and
+    ``bound_high`` as metrics under :func:`gate_metric_prefix` (undefined ones left out),
+    after the row's own ``_prefix`` when it has one (the job's run partition).
+
+    Returns:
+        The MLflow run id.
+    """
+    mlflow = _mlflow()
+    from mlflow.entities import Metric, RunTag
+
+    prefix = prefix or ""
+    now = int(time.time() * 1000)
+    metrics = []
+    for row in rows:
+        name = (prefix + row.get("_prefix", "")
+                + gate_metric_prefix(row["rule"], row[S.SLICE], row[S.SLICE_VALUE]))
+        for column in ("estimate", "bound_low", "bound_high"):
+            value = row[column]
+            if value is not None and value == value:
+                metrics.append(Metric(name + column, float(value), now, 0))
+    client = mlflow.MlflowClient()
+    started = None
+    if run_id is None:
+        active = mlflow.active_run()
+        started = None if active is not None else mlflow.start_run()
+        run_id = (active or started).info.run_id
+    try:
+        client.log_batch(run_id, tags=[RunTag(GATE_TAG, decision)])
+        for chunk in _chunks(metrics):
+            client.log_batch(run_id, metrics=chunk)
+    finally:
+        if started is not None:
+            mlflow.end_run()
+    return run_id

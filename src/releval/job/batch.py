@@ -23,6 +23,7 @@ from releval.errors import ConfigError
 from releval.io import run_log, views
 from releval.io.atomic import read_table, table_exists
 from releval.io.readers import read_run, run_partition_fields
+from releval.job import gate as job_gate
 from releval.job import lineage, pipeline
 from releval.job.mlflow_out import log_summary
 from releval.job.partitions import (
@@ -49,6 +50,13 @@ class JobResult:
 
     record: lineage.RunRecord
     summary: Summary | None = None
+    #: the ``[gate]``'s decisions (None: no gate, or nothing evaluated)
+    gate: job_gate.GateRun | None = None
+
+    def exit_code(self) -> int:
+        """The job's exit code once every table is committed: 0, or the gate's (1 fail, 3
+        inconclusive unless ``[gate] on_inconclusive`` maps it)."""
+        return self.gate.exit_code() if self.gate is not None else 0
 
     def render(self) -> str:
         r = self.record
@@ -74,6 +82,7 @@ class JobResult:
                 f"  selection: {r.selection}",
                 f"  partitions evaluated: {parts}",
                 f"  rows written: {written}",
+                *(self.gate.render() if self.gate is not None else []),
                 *evaluated,
             ]
         )
@@ -199,6 +208,8 @@ def run_job(
     """
     require_delta(spark, "the evaluation job")
     check_partition_filter(spark, config)  # before anything is read or written
+    rules = (job_gate.check(config, [m.key for m in pipeline.job_measures(config)])
+             if config.gate is not None else None)
     phases = phases if phases is not None else Phases(spark)
     job_run_id = job_run_id or str(uuid.uuid4())
     started = datetime.now(UTC)
@@ -272,6 +283,11 @@ def run_job(
         # catalog tables: create or replace their wide views (docs/warehouse.md); paths: nothing
         views.refresh_views(spark, config, measure_keys=[m.key for m in summary.measures],
                                 replaced_all=replace is None, phases=phases)
+        gated = None
+        if rules is not None and todo:
+            with phases.phase("gate"):
+                gated = job_gate.run(spark, config, todo, rules=rules, job_run_id=job_run_id,
+                                     predicate=replace)
         pause("before_run_log")
     except Exception as exc:
         try:
@@ -291,7 +307,10 @@ def run_job(
     )
     if config.output.mlflow:  # after the run log: the tables are written whatever MLflow does
         with phases.phase("mlflow"):
-            log_summary(spark, pinned, summary, job_run_id=job_run_id,
-                        extra={"run_version": run_version, "qrels_version": qrels_version})
-    return JobResult(record, summary)
+            mlflow_run = log_summary(spark, pinned, summary, job_run_id=job_run_id,
+                                     extra={"run_version": run_version,
+                                            "qrels_version": qrels_version})
+            if gated is not None:
+                job_gate.log_mlflow(gated, run_id=mlflow_run)
+    return JobResult(record, summary, gated)
 

@@ -22,7 +22,7 @@ from releval.job.partitions import quote_identifier, quote_literal
 
 #: The kinds of table a config writes.
 KINDS = ("per_query", "aggregate", "quarantine", "run_log", "comparison", "attribution",
-         "agreement")
+         "agreement", "gate")
 
 #: A step: (session, kind, path, table, config) -> None; changes one table in place.
 Step = Callable[[SparkSession, str, str | None, str | None, Config], None]
@@ -214,6 +214,7 @@ STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "6": ({}, "7"),
     "7": ({"per_query": _add_window}, "8"),
     "8": ({"comparison": _randomization_nullable}, "9"),
+    # the aggregate and the comparison gain the slices; the gate table is new (created here)
     "9": ({"aggregate": _add_slices, "comparison": _comparison_slices}, "10"),
 }
 

@@ -26,6 +26,7 @@ from releval.report.data import (
     latest_comparison,
     read_report_data,
 )
+from releval.report.gate import gate_verdict
 from releval.report.headline import headline_section
 from releval.report.html import (
     Section,
@@ -173,7 +174,7 @@ def build(config: Config, *, date: str | None = None, config_name: str = "",
     subtitle = (f"Tables read: {esc(table_reads(data.tables))}"
                 + (f"; config {esc(config_name)}." if config_name else "."))
     return page("releval report", [s for s in sections if s is not None], subtitle=subtitle,
-                headline=headline_section(data, comparison, keys))
+                headline=gate_verdict(config, spark) + headline_section(data, comparison, keys))
 
 
 def write(config: Config, output: str | Path, *, date: str | None = None,

@@ -66,7 +66,8 @@ def location(config: Config, name: str) -> tuple[str | None, str | None]:
 
 def needs_spark(config: Config) -> bool:
     """True when one of the tables the report reads is a catalog table."""
-    return any(location(config, n)[1] for n in ("per_query", "aggregate", "run_log", "comparison"))
+    return any(location(config, n)[1]
+               for n in ("per_query", "aggregate", "run_log", "comparison", "gate"))
 
 
 def table_path(config: Config, name: str) -> str:

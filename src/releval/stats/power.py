@@ -1,8 +1,9 @@
 """Power of the paired t-test: the smallest true difference it detects, the pairs it needs.
 
-Two-sided at level ``alpha``, from the noncentral t distribution: with ``n`` pairs and a true
-mean difference ``delta``, t has ``n - 1`` degrees of freedom and noncentrality
-``(delta / sigma) * sqrt(n)``. Pure NumPy and SciPy; see docs/statistics.md."""
+Two-sided at level ``alpha`` (or one-sided, ``sides=1``: the gate's tests), from the
+noncentral t distribution: with ``n`` pairs and a true mean difference ``delta``, t has
+``n - 1`` degrees of freedom and noncentrality ``(delta / sigma) * sqrt(n)``. Pure NumPy and
+SciPy; see docs/statistics.md."""
 
 from __future__ import annotations
 
@@ -21,13 +22,17 @@ from releval.stats.kernel import TIE_TOLERANCE
 MAX_PAIRS = 2.0**53
 
 
-def t_power(effect: float, n: float, *, alpha: float) -> float:
+def t_power(effect: float, n: float, *, alpha: float, sides: int = 2) -> float:
     """Probability that the two-sided paired t-test at ``alpha`` rejects, with ``n`` pairs
     and a true standardized difference ``effect`` (delta / sigma):
-    ``P(T > c) + P(T < -c)``, T ~ nct(n - 1, effect * sqrt(n)), c = t(1 - alpha/2, n - 1)."""
+    ``P(T > c) + P(T < -c)``, T ~ nct(n - 1, effect * sqrt(n)), c = t(1 - alpha/2, n - 1).
+    With ``sides=1``, the one-sided test in the direction of ``effect``: ``P(T > c)``,
+    c = t(1 - alpha, n - 1), for ``|effect|``."""
     df = n - 1.0
-    critical = stats.t.isf(alpha / 2.0, df)
     shift = effect * math.sqrt(n)
+    if sides == 1:
+        return float(stats.nct.sf(stats.t.isf(alpha, df), df, abs(shift)))
+    critical = stats.t.isf(alpha / 2.0, df)
     # the lower tail as the upper one of -shift: nct.cdf is NaN far out in its left tail
     return float(stats.nct.sf(critical, df, shift) + stats.nct.sf(critical, df, -shift))
 
@@ -54,26 +59,30 @@ def detectable_effect(n: int, *, alpha: float, power: float) -> float:
                                  xtol=1e-14, rtol=1e-12))
 
 
-def t_powers(effect: np.ndarray, n: np.ndarray, *, alpha: float) -> np.ndarray:
+def t_powers(effect: np.ndarray, n: np.ndarray, *, alpha: float, sides: int = 2
+             ) -> np.ndarray:
     """:func:`t_power` of each (``effect``, ``n``), in one call of each SciPy distribution
     (element by element the same values)."""
     n = np.asarray(n, dtype=np.float64)
     df = n - 1.0
-    critical = stats.t.isf(alpha / 2.0, df)
     shift = np.asarray(effect, dtype=np.float64) * np.sqrt(n)
+    if sides == 1:
+        return np.asarray(stats.nct.sf(stats.t.isf(alpha, df), df, np.abs(shift)),
+                          dtype=np.float64)
+    critical = stats.t.isf(alpha / 2.0, df)
     return np.asarray(stats.nct.sf(critical, df, shift) + stats.nct.sf(critical, df, -shift),
                       dtype=np.float64)
 
 
-def pairs_needed(effect: float, *, alpha: float, power: float) -> int | None:
-    """The fewest pairs (at least 2) whose test detects the standardized difference
-    ``effect`` with probability ``power``; None when ``effect`` is not > 0 or it would
-    take more than :data:`MAX_PAIRS`."""
-    return pairs_needed_each([effect], alpha=alpha, power=power)[0]
+def pairs_needed(effect: float, *, alpha: float, power: float, sides: int = 2) -> int | None:
+    """The fewest pairs (at least 2) whose test (two-sided, or one-sided with ``sides=1``)
+    detects the standardized difference ``effect`` with probability ``power``; None when
+    ``effect`` is not > 0 or it would take more than :data:`MAX_PAIRS`."""
+    return pairs_needed_each([effect], alpha=alpha, power=power, sides=sides)[0]
 
 
-def pairs_needed_each(effects: Sequence[float], *, alpha: float, power: float
-                      ) -> list[int | None]:
+def pairs_needed_each(effects: Sequence[float], *, alpha: float, power: float,
+                      sides: int = 2) -> list[int | None]:
     """:func:`pairs_needed` of each of ``effects``, their power evaluated together: a few
     calls of SciPy's distributions for the whole family, not a few per effect."""
     e = np.asarray(effects, dtype=np.float64)
@@ -81,13 +90,17 @@ def pairs_needed_each(effects: Sequence[float], *, alpha: float, power: float
     live = np.flatnonzero(e > 0.0)
     if not len(live):
         return out
-    at_two = t_powers(e[live], np.full(len(live), 2.0), alpha=alpha) >= power
+
+    def reaches(effect: np.ndarray, n: np.ndarray) -> np.ndarray:
+        return t_powers(effect, n, alpha=alpha, sides=sides) >= power
+
+    at_two = reaches(e[live], np.full(len(live), 2.0))
     for i in live[at_two]:
         out[i] = 2
-    # the normal approximation ((z_{alpha/2} + z_power) / effect)^2 is within a pair or two
-    # of the answer for the sizes a comparison has: a few steps from it find the smallest
-    # integer that reaches the power; else Brent's method finds the root first
-    z = stats.norm.isf(alpha / 2.0) + stats.norm.ppf(power)
+    # the normal approximation ((z_{alpha/sides} + z_power) / effect)^2 is within a pair or
+    # two of the answer for the sizes a comparison has: a few steps from it find the
+    # smallest integer that reaches the power; else Brent's method finds the root first
+    z = stats.norm.isf(alpha / sides) + stats.norm.ppf(power)
     starts = {int(i): (z / float(e[i])) ** 2 for i in live[~at_two]}
     by_root = [i for i, start in starts.items() if not start <= MAX_PAIRS]
     pending = np.array([i for i, start in starts.items() if start <= MAX_PAIRS], dtype=np.int64)
@@ -99,15 +112,15 @@ def pairs_needed_each(effects: Sequence[float], *, alpha: float, power: float
         at, effect = needed[pending], e[pending]
         lower = np.zeros(len(pending), dtype=bool)
         above = at > 2
-        lower[above] = t_powers(effect[above], at[above] - 1, alpha=alpha) >= power
-        reached = t_powers(effect, at, alpha=alpha) >= power
+        lower[above] = reaches(effect[above], at[above] - 1)
+        reached = reaches(effect, at)
         needed[pending[lower]] -= 1
         needed[pending[~lower & ~reached]] += 1
         for i in pending[~lower & reached].tolist():
             out[i] = int(needed[i])
         pending = pending[lower | ~reached]
     for i in [*by_root, *pending.tolist()]:
-        out[i] = _pairs_by_root(float(e[i]), alpha=alpha, power=power)
+        out[i] = _pairs_by_root(float(e[i]), alpha=alpha, power=power, sides=sides)
     return out
 
 
@@ -115,19 +128,21 @@ def pairs_needed_each(effects: Sequence[float], *, alpha: float, power: float
 STEPS = 6
 
 
-def _pairs_by_root(effect: float, *, alpha: float, power: float) -> int | None:
+def _pairs_by_root(effect: float, *, alpha: float, power: float, sides: int) -> int | None:
+    def excess(n: float) -> float:
+        return t_power(effect, n, alpha=alpha, sides=sides) - power
+
     high = 4.0
-    while t_power(effect, high, alpha=alpha) < power:
+    while excess(high) < 0:
         high *= 2.0
         if high > MAX_PAIRS:
             return None
-    real = optimize.brentq(lambda n: t_power(effect, n, alpha=alpha) - power, 2.0, high,
-                           xtol=1e-9, rtol=1e-12)
+    real = optimize.brentq(excess, 2.0, high, xtol=1e-9, rtol=1e-12)
     needed = max(2, math.ceil(real))
     # the root's last bits: the smallest integer that reaches the power
-    while needed > 2 and t_power(effect, needed - 1, alpha=alpha) >= power:
+    while needed > 2 and excess(needed - 1) >= 0:
         needed -= 1
-    while t_power(effect, needed, alpha=alpha) < power:
+    while excess(needed) < 0:
         needed += 1
     return needed
 

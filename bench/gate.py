@@ -1,0 +1,211 @@
+"""Release gates side by side with what they gate, in one process per scenario.
+
+``notebook``: a default classic session (``SparkSession.builder.master("local[2]")``), two
+shapes (1,000 and 4,000 queries x 2 systems x 10 measures): ``releval.gate`` with three rules
+on the ``Result``'s ``per_query`` against the ``releval.evaluate(...).aggregate.collect()``
+it gates, alternated, medians; the change rule's p-value checked against SciPy.
+
+``job``: the sample at two shapes (100 and 300 queries, 8 dates x 3 systems): the batch job
+(``run_job``, every partition) without ``[gate]`` and with it (``baseline = "previous"``,
+three rules), alternated in one session, medians; and, within each gated job, its ``gate``
+phase against the rest of the job (the same run: insensitive to the machine's load drifting).
+
+    .venv/bin/python -m bench.gate notebook      # -> bench/results/gate-notebook.md
+    .venv/bin/python -m bench.gate job           # -> bench/results/gate-job.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.compare import RESULTS, _alternated, _session
+
+RULES = ["nDCG@10 change >= -0.02", "RR change >= -5%", "Hit@10 >= 0.8"]
+
+
+def notebook(runs: int, shapes: tuple[int, ...] = (1000, 4000)) -> dict[str, Any]:
+    """The notebook scenario: gate / evaluate per shape."""
+    spark = _session()
+    return {"scenario": "notebook", "systems": 2, "measures": 10, "rules": RULES,
+            "shapes": [_notebook_shape(spark, queries, runs) for queries in shapes]}
+
+
+def _notebook_shape(spark: Any, queries: int, runs: int) -> dict[str, Any]:
+    import pandas as pd
+    from scipy import stats
+
+    import releval
+
+    rng = np.random.default_rng(48)
+    docs = 20
+    q = np.repeat(np.arange(queries), docs)
+    d = np.tile(np.arange(docs), queries)
+    grades = rng.choice([0, 1, 2], size=len(q), p=[0.7, 0.2, 0.1])
+    qrels = pd.DataFrame({"qid": [f"q{i:05d}" for i in q], "item_id": [f"d{j}" for j in d],
+                          "grade": grades.astype(np.int32)})
+    run = pd.concat([
+        pd.DataFrame({"system": f"s{s}", "qid": qrels["qid"], "item_id": qrels["item_id"],
+                      "sim": grades * (0.3 + 0.05 * s) + rng.normal(0, 1, len(q))})
+        for s in range(2)])
+    run_df, qrels_df = spark.createDataFrame(run).cache(), spark.createDataFrame(qrels).cache()
+    run_df.count(), qrels_df.count()
+    measures = ["P@5", "P@10", "R@10", "R@20", "nDCG@5", "nDCG@10", "Hit@10", "RR", "AP",
+                "P@1"]
+    held: dict[str, Any] = {}
+
+    def evaluate() -> None:
+        if "result" in held:
+            held["result"].unpersist()
+        held["result"] = releval.evaluate(
+            run_df, qrels_df, measures=measures, partition_by=["system"],
+            columns={"query_id": "qid", "doc_id": "item_id", "score": "sim"},
+            qrels_columns={"query_id": "qid", "doc_id": "item_id", "relevance": "grade"})
+        held["aggregate"] = held["result"].aggregate.collect()
+
+    def gate() -> None:
+        held["gate"] = releval.gate(held["result"].per_query, baseline="system=s0",
+                                    candidate="system=s1", rules=RULES)
+        held["decision"] = held["gate"].decision
+
+    evaluate(), gate()  # warm-up
+    t_eval, t_gate = _alternated(evaluate, gate, runs)
+    gate()
+    pq = held["result"].per_query.where("measure_key = 'nDCG@10'").toPandas()
+    sides = pq.pivot(index="query_id", columns="system", values="value").dropna()
+    want = stats.ttest_1samp(sides["s1"] - sides["s0"], -0.02, alternative="greater").pvalue
+    got = held["gate"].rows.iloc[0]["p_pass"]
+    held["result"].unpersist()
+    run_df.unpersist(), qrels_df.unpersist()
+    return {"queries": queries, "evaluate_s": t_eval, "gate_s": t_gate,
+            "ratio": statistics.median(t_gate) / statistics.median(t_eval),
+            "decision": held["decision"],
+            "p_pass_relative_error_vs_scipy": abs(got - want) / max(want, 1e-300)}
+
+
+def job(runs: int, shapes: tuple[int, ...] = (100, 300)) -> dict[str, Any]:
+    """The batch-job scenario: the job with [gate] / without, per shape."""
+    from releval.config import SparkSettings
+    from releval.runtime.session import build_session
+
+    spark = build_session(SparkSettings(master="local[2]", shuffle_partitions=4))
+    with tempfile.TemporaryDirectory(prefix="releval-bench-gate-") as tmp:
+        out = [_job_shape(spark, Path(tmp) / f"q{queries}", queries, runs) for queries in shapes]
+    return {"scenario": "job", "rules": RULES, "shapes": out}
+
+
+def _job_shape(spark: Any, folder: Path, queries: int, runs: int) -> dict[str, Any]:
+    from releval.config import GateSettings, OutputSettings, QrelsSource, RunSource, validate
+    from releval.config.settings import Config, EvaluationSettings, SparkSettings
+    from releval.job.batch import run_job
+    from releval.job.sample import SampleShape, write_sample
+    from releval.runtime.profile import Phases
+
+    run, qrels = str(folder / "log"), str(folder / "qrels")
+    write_sample(spark, run_path=run, qrels_path=qrels,
+                 shape=SampleShape(queries=queries))
+    evaluation = EvaluationSettings(measures=("P@5", "P@10", "R@10", "Hit@10", "RR",
+                                              "nDCG@10", "AP"))
+
+    def config(name: str, gate: GateSettings | None) -> Config:
+        base = folder / name
+        return validate(Config(
+            run=RunSource(path=run, doc_id="item_id", rank="position",
+                          partition_columns=("system", "date")),
+            qrels=QrelsSource(path=qrels, filter="qrels_version = 'v1'"),
+            evaluation=evaluation, spark=SparkSettings(master="local[2]"),
+            output=OutputSettings(per_query_path=str(base / "per_query"),
+                                  aggregate_path=str(base / "aggregate"),
+                                  partition_columns=("date",)),
+            gate=gate))
+
+    plain = config("plain", None)
+    gated = config("gated", GateSettings(rules=tuple(RULES), order_by="date"))
+    held: dict[str, Any] = {"phase": []}
+
+    def without() -> None:
+        run_job(spark, plain)
+
+    def with_gate() -> None:
+        phases = Phases(spark, announce=False)
+        held["result"] = run_job(spark, gated, phases=phases)
+        gate_s = sum(p.seconds for p in phases.done if p.name == "gate")
+        held["phase"].append((gate_s, sum(p.seconds for p in phases.done) - gate_s))
+
+    without(), with_gate()  # warm-up
+    held["phase"] = []
+    t_plain, t_gated = _alternated(without, with_gate, runs)
+    gates = held["result"].gate.gates
+    gate_s = [g for g, _ in held["phase"]]
+    rest_s = [r for _, r in held["phase"]]
+    return {"queries": queries, "partitions": len(gates),
+            "without_s": t_plain, "with_gate_s": t_gated,
+            "gate_phase_s": gate_s, "rest_of_job_s": rest_s,
+            "gate_share": statistics.median(gate_s) / statistics.median(rest_s),
+            "added": statistics.median(t_gated) / statistics.median(t_plain) - 1,
+            "decision": held["result"].gate.decision,
+            "decisions": dict(statistics_counts([g.decision for g in gates]))}
+
+
+def statistics_counts(values: list[str]) -> dict[str, int]:
+    return {v: values.count(v) for v in sorted(set(values))}
+
+
+def render(r: dict[str, Any]) -> str:
+    def runs(xs: list[float]) -> str:
+        return ", ".join(f"{x:.2f}" for x in xs)
+
+    rules = ", ".join(f"`{x}`" for x in r["rules"])
+    if r["scenario"] == "notebook":
+        lines = ["# a gate in a notebook's default session", "",
+                 f"{r['systems']} systems x {r['measures']} measures, rules {rules}; "
+                 "`SparkSession.builder.master('local[2]').getOrCreate()`.", "",
+                 "| queries | `evaluate(...).aggregate.collect()` (s) | `releval.gate(...)` (s) "
+                 "| gate / evaluate | decision |", "|--:|---|---|--:|---|"]
+        for s in r["shapes"]:
+            lines.append(f"| {s['queries']:,} | {runs(s['evaluate_s'])} | {runs(s['gate_s'])} | "
+                         f"**{s['ratio']:.2f}** | {s['decision']} |")
+        worst = max(s["p_pass_relative_error_vs_scipy"] for s in r["shapes"])
+        lines += ["", f"Target: gate / evaluate at most 1.0. p_pass against "
+                  f"`scipy.stats.ttest_1samp`: largest relative difference {worst:.1e}.", ""]
+        return "\n".join(lines)
+    lines = ["# a gate in the batch job", "",
+             f"The sample (8 dates x 3 systems), the job over every partition, without and with "
+             f"`[gate]` (baseline previous, rules {rules}), alternated in one session.", "",
+             "| queries | partitions | without (s) | with `[gate]` (s) | added | gate phase (s) "
+             "| rest of the gated job (s) | gate / rest | decisions |",
+             "|--:|--:|---|---|--:|---|---|--:|---|"]
+    for s in r["shapes"]:
+        lines.append(f"| {s['queries']} | {s['partitions']} | {runs(s['without_s'])} | "
+                     f"{runs(s['with_gate_s'])} | {s['added']:+.1%} | {runs(s['gate_phase_s'])} "
+                     f"| {runs(s['rest_of_job_s'])} | **{s['gate_share']:.1%}** | "
+                     f"{s['decisions']} |")
+    lines += ["", "Target: at most +10% of the job's wall time. `added` compares separate "
+              "jobs (drifts with the machine's load); `gate / rest` is measured within each "
+              "gated job.", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenario", choices=["notebook", "job"])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    report = notebook(args.runs) if args.scenario == "notebook" else job(args.runs)
+    args.results.mkdir(parents=True, exist_ok=True)
+    name = f"gate-{args.scenario}"
+    (args.results / f"{name}.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    (args.results / f"{name}.md").write_text(render(report))
+    print(render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,351 @@
+"""Release gates: rules, their one-sided tests and the three outcomes (pure NumPy and pandas).
+
+A rule passes when its one-sided test that it holds rejects the opposite at ``alpha`` (no
+correction: every rule must pass, an intersection-union test); it fails when the test that it
+is broken rejects after Holm's correction over every fail test of the gate; otherwise it is
+inconclusive, with the queries needed to decide at the observed spread. See
+docs/statistics.md ("Release gates")."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import special
+
+from releval.core import columns as S
+from releval.core.measures.registry import parse_measure
+from releval.errors import ConfigError, MeasureError
+from releval.stats import kernel
+from releval.stats.power import pairs_needed
+from releval.stats.weighted import weighted_mean
+
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+#: The outcome of a change rule's row for a run partition that has no baseline.
+NO_BASELINE = "no_baseline"
+MODES = ("confidence", "point")
+#: The gate table's columns, in order (``relative_change``: a change rule's change in percent).
+RULE, OUTCOME, THRESHOLD, ESTIMATE = "rule", "outcome", "threshold", "estimate"
+BOUND_LOW, BOUND_HIGH = "bound_low", "bound_high"
+P_PASS, P_FAIL, P_FAIL_ADJUSTED = "p_pass", "p_fail", "p_fail_adjusted"
+COLUMNS = (RULE, S.MEASURE_KEY, S.SLICE, S.SLICE_VALUE, ESTIMATE, BOUND_LOW, BOUND_HIGH,
+           THRESHOLD, OUTCOME, P_PASS, P_FAIL, P_FAIL_ADJUSTED, S.NUM_QUERIES,
+           S.QUERIES_NEEDED, S.RELATIVE_CHANGE)
+#: The columns of the pairs :func:`gate_rows` reads (and the slice columns the rules name).
+BASE, CAND = "baseline_value", "candidate_value"
+#: The chance that a test with :data:`QUERIES_NEEDED` queries decides a rule.
+POWER = 0.8
+
+FORM = ("[weighted] MEASURE [change] OP NUMBER[%] [per SLICE], OP one of >= > <= <, e.g. "
+        "'nDCG@10 change >= -0.01', 'RR change >= -2%', 'Hit@10 >= 0.9', "
+        "'weighted nDCG@10 change > 0 per segment'")
+_RULE = re.compile(
+    r"^\s*(?P<w1>weighted\s+)?(?P<measure>\S+)\s+(?P<change>change\s+)?(?P<op>>=|<=|>|<)\s*"
+    r"(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?P<pct>%)?"
+    r"(?P<w2>\s+weighted)?(?:\s+per\s+(?P<slice>\S+))?(?P<w3>\s+weighted)?\s*$")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One parsed rule: ``measure_key op threshold`` on the candidate's mean (a level), on
+    candidate - baseline (``change``), or on candidate - (1 + threshold) x baseline against
+    0 (``relative``, threshold a fraction); traffic-weighted, per slice value."""
+
+    text: str
+    measure_key: str
+    op: str
+    threshold: float
+    change: bool = False
+    relative: bool = False
+    weighted: bool = False
+    slice: str | None = None
+
+    @property
+    def greater(self) -> bool:
+        """Whether the rule asks for a value above its threshold."""
+        return self.op in (">=", ">")
+
+    @property
+    def tested_threshold(self) -> float:
+        """The threshold of the tested quantity: 0 for a relative rule."""
+        return 0.0 if self.relative else self.threshold
+
+    def quantity(self, baseline: np.ndarray, candidate: np.ndarray) -> np.ndarray:
+        """The per-query values the rule tests."""
+        if self.relative:
+            return candidate - (1.0 + self.threshold) * baseline
+        return kernel.differences(baseline, candidate) if self.change else candidate
+
+    def holds(self, estimate: float) -> bool:
+        """The point-estimate reading of the rule."""
+        t = self.tested_threshold
+        return {">=": estimate >= t, ">": estimate > t, "<=": estimate <= t,
+                "<": estimate < t}[self.op]
+
+
+def parse_rule(text: str) -> Rule:
+    """A rule from its one line.
+
+    Example:
+        >>> parse_rule("RR change >= -2% per segment")
+        Rule(text='RR change >= -2% per segment', measure_key='RR', op='>=', threshold=-0.02, change=True, relative=True, weighted=False, slice='segment')
+
+    Raises:
+        ConfigError: naming the rule and the form expected.
+    """
+    m = _RULE.match(text or "")
+    if not m or sum(bool(m.group(w)) for w in ("w1", "w2", "w3")) > 1:
+        raise ConfigError(f"rule {text!r}: expected {FORM}")
+    if m.group("pct") and not m.group("change"):
+        raise ConfigError(f"rule {text!r}: a percent threshold is relative to the baseline, "
+                          f"for a change rule ('MEASURE change OP NUMBER%'); expected {FORM}")
+    number = float(m.group("number"))
+    if m.group("pct"):
+        number /= 100.0
+    if not math.isfinite(number):
+        raise ConfigError(f"rule {text!r}: the threshold must be finite; expected {FORM}")
+    try:
+        key = parse_measure(m.group("measure")).key
+    except MeasureError as err:
+        raise ConfigError(f"rule {text!r}: {err}; expected {FORM}") from None
+    return Rule(text=text.strip(), measure_key=key, op=m.group("op"), threshold=number,
+                change=bool(m.group("change")), relative=bool(m.group("pct")),
+                weighted=any(m.group(w) for w in ("w1", "w2", "w3")), slice=m.group("slice"))
+
+
+@dataclass(frozen=True)
+class Test:
+    """A rule's one-sided tests over one group of queries (NaN: undefined)."""
+
+    n: int
+    estimate: float
+    bound_low: float
+    bound_high: float
+    p_pass: float
+    p_fail: float
+    #: the standard deviation of one query's value the power analysis reads
+    spread: float
+
+
+def _nan_test(n: int, estimate: float = float("nan")) -> Test:
+    nan = float("nan")
+    return Test(n, estimate, nan, nan, nan, nan, nan)
+
+
+def _from_t(n: int, mean: float, se: float, threshold: float, *, greater: bool,
+            alpha: float, spread: float) -> Test:
+    """The one-sided t-tests of ``mean`` (standard error ``se``, n - 1 df) against
+    ``threshold``; a standard error of 0 decides by the mean's side alone."""
+    if se <= kernel.TIE_TOLERANCE:
+        above, below = float(mean > threshold), float(mean < threshold)
+        p_above, p_below = 1.0 - above, 1.0 - below
+        low = high = mean
+    else:
+        t = (mean - threshold) / se
+        p_above = float(special.stdtr(n - 1, -t))  # H1: mean > threshold
+        p_below = float(special.stdtr(n - 1, t))
+        half = float(kernel.t_quantile(1.0 - alpha, n - 1)) * se
+        low, high = mean - half, mean + half
+    p_pass, p_fail = (p_above, p_below) if greater else (p_below, p_above)
+    return Test(n, mean, low, high, p_pass, p_fail, spread)
+
+
+def t_test(x: np.ndarray, threshold: float, *, greater: bool, alpha: float) -> Test:
+    """Student's one-sided t-tests of the mean of ``x`` against ``threshold``: ``p_pass``
+    is scipy's ``ttest_1samp(x, threshold, alternative="greater")`` for a ``>=`` rule
+    (``"less"`` for ``<=``), ``p_fail`` the other; the bounds are the one-sided (1 - alpha)
+    ones, ``mean -/+ t(1 - alpha, n - 1) * s / sqrt(n)``."""
+    x = np.asarray(x, dtype=np.float64)
+    n = len(x)
+    if n < 2:
+        return _nan_test(n, float(x.mean()) if n else float("nan"))
+    sd = float(x.std(ddof=1))
+    return _from_t(n, float(x.mean()), sd / math.sqrt(n), threshold, greater=greater,
+                   alpha=alpha, spread=sd)
+
+
+def wilson_test(x: np.ndarray, threshold: float, *, greater: bool, alpha: float) -> Test:
+    """The score test of a share of 0/1 values against ``threshold``, whose inversion is
+    Wilson's interval: the bounds are Wilson's at level 1 - 2 alpha (each one-sided at
+    1 - alpha), and ``p_pass`` is below alpha exactly when the bound on the rule's side is
+    beyond the threshold. ``z = (p - p0) / sqrt(p0 (1 - p0) / n)``."""
+    x = np.asarray(x, dtype=np.float64)
+    n = len(x)
+    if n < 1:
+        return _nan_test(0)
+    share = float(x.mean())
+    low, high = kernel.wilson_interval(share, n, 1.0 - 2.0 * alpha)
+    p0 = threshold
+    if p0 <= 0.0 or p0 >= 1.0:  # no variance at the threshold: the share's side decides
+        p_above = 0.0 if share > p0 else 1.0
+        p_below = 0.0 if share < p0 else 1.0
+    else:
+        z = (share - p0) / math.sqrt(p0 * (1.0 - p0) / n)
+        p_above, p_below = float(special.ndtr(-z)), float(special.ndtr(z))
+    p_pass, p_fail = (p_above, p_below) if greater else (p_below, p_above)
+    spread = float(x.std(ddof=1)) if n >= 2 else float("nan")
+    return Test(n, share, low, high, p_pass, p_fail, spread)
+
+
+def weighted_test(x: np.ndarray, weights: np.ndarray, threshold: float, *, greater: bool,
+                  alpha: float) -> Test:
+    """The one-sided tests of the traffic-weighted mean: ``t = (m - threshold) / sqrt(V)``
+    with n - 1 df, V the linearized variance of :func:`releval.stats.weighted.weighted_mean`."""
+    w = weighted_mean(x, weights, level=1.0 - 2.0 * alpha)
+    if w.n < 2 or math.isnan(w.variance):
+        return _nan_test(w.n, w.mean)
+    se = math.sqrt(max(w.variance, 0.0))
+    return _from_t(w.n, w.mean, se, threshold, greater=greater, alpha=alpha,
+                   spread=se * math.sqrt(w.n))
+
+
+def queries_needed(test: Test, threshold: float, *, alpha: float, power: float = POWER
+                   ) -> int | None:
+    """The queries whose one-sided test at ``alpha`` decides the rule with probability
+    ``power`` when the true mean is the observed one and a query's spread the observed
+    one; None when the estimate is at the threshold or the spread is 0 or undefined."""
+    if not test.spread > kernel.TIE_TOLERANCE or math.isnan(test.estimate):
+        return None
+    effect = abs(test.estimate - threshold) / test.spread
+    return pairs_needed(effect, alpha=alpha, power=power, sides=1)
+
+
+def rule_test(rule: Rule, values: pd.DataFrame, *, alpha: float, binary: bool) -> Test:
+    """The rule's test over one group of queries (:data:`BASE`, :data:`CAND`, ``weight``);
+    ``binary``: the measure is bounded in [0, 1] (a level rule on 0/1 values uses Wilson)."""
+    needs = [BASE, CAND] if rule.change else [CAND]
+    rows = values.dropna(subset=needs)
+    if rule.weighted:
+        rows = rows.dropna(subset=[S.WEIGHT])  # an unlisted query has no weight
+    x = rule.quantity(rows[BASE].to_numpy(np.float64), rows[CAND].to_numpy(np.float64))
+    if len(x) == 0:
+        return _nan_test(0)
+    if rule.weighted:
+        return weighted_test(x, rows[S.WEIGHT].to_numpy(np.float64), rule.tested_threshold,
+                             greater=rule.greater, alpha=alpha)
+    if not rule.change and binary and np.isin(x, (0.0, 1.0)).all():
+        return wilson_test(x, rule.threshold, greater=rule.greater, alpha=alpha)
+    return t_test(x, rule.tested_threshold, greater=rule.greater, alpha=alpha)
+
+
+def _relative_change(rule: Rule, rows: pd.DataFrame) -> float:
+    """A change rule's change in percent: 100 (mean c - mean b) / mean b, over the pairs
+    (traffic-weighted for a weighted rule)."""
+    if not rule.change:
+        return float("nan")
+    rows = rows.dropna(subset=[BASE, CAND] + ([S.WEIGHT] if rule.weighted else []))
+    w = rows[S.WEIGHT].to_numpy(np.float64) if rule.weighted else np.ones(len(rows))
+    if not w.sum() > 0:
+        return float("nan")
+    b = float(w @ rows[BASE].to_numpy(np.float64)) / w.sum()
+    c = float(w @ rows[CAND].to_numpy(np.float64)) / w.sum()
+    return 100.0 * (c - b) / b if b != 0 else float("nan")
+
+
+def gate_rows(pairs: pd.DataFrame, rules: Sequence[Rule], *, alpha: float = 0.05,
+              mode: str = "confidence", binary: Collection[str] = (),
+              baseline: bool = True) -> pd.DataFrame:
+    """The gate table: one row per rule and slice value, in :data:`COLUMNS`.
+
+    Args:
+        pairs: one row per (measure_key, query_id): :data:`BASE` (NaN: the baseline did not
+            score it), :data:`CAND` (NaN: the candidate did not), ``weight`` (NaN: none)
+            and one string column per slice a rule names.
+        binary: the measure keys bounded in [0, 1] (their 0/1 values get Wilson's test).
+        baseline: False when there is no baseline: a change rule's rows are
+            :data:`NO_BASELINE`.
+
+    Example:
+        >>> pairs = pd.DataFrame({"measure_key": "RR", "query_id": ["a", "b", "c"],
+        ...     BASE: [0.5, 0.5, 1.0], CAND: [1.0, 0.5, 1.0], "weight": np.nan})
+        >>> row = gate_rows(pairs, [parse_rule("RR change >= -0.1")]).iloc[0]
+        >>> round(row.estimate, 6), row.num_queries  # (0.5 + 0 + 0) / 3
+        (0.166667, 3)
+    """
+    if mode not in MODES:
+        raise ConfigError(f"mode {mode!r}: expected one of {list(MODES)}")
+    out = []
+    for rule in rules:
+        rows = pairs[pairs[S.MEASURE_KEY] == rule.measure_key]
+        groups = ([(None, rows)] if rule.slice is None else
+                  sorted(rows.groupby(rule.slice, sort=True, dropna=False), key=lambda g: str(g[0])))
+        for value, group in groups:
+            slice_cols = {S.SLICE: rule.slice, S.SLICE_VALUE: None if value is None else str(value)}
+            if rule.change and not baseline:
+                test = _nan_test(0)
+            else:
+                test = rule_test(rule, group, alpha=alpha, binary=rule.measure_key in binary)
+            out.append({RULE: rule.text, S.MEASURE_KEY: rule.measure_key, **slice_cols,
+                        ESTIMATE: test.estimate, BOUND_LOW: test.bound_low,
+                        BOUND_HIGH: test.bound_high, THRESHOLD: rule.tested_threshold,
+                        P_PASS: test.p_pass, P_FAIL: test.p_fail, S.NUM_QUERIES: test.n,
+                        S.RELATIVE_CHANGE: _relative_change(rule, group),
+                        "_test": test, "_rule": rule,
+                        "_no_baseline": rule.change and not baseline})
+    adjusted = kernel.holm(np.array([r[P_FAIL] for r in out], dtype=np.float64))
+    family = int((~np.isnan(adjusted)).sum())
+    for r, p in zip(out, adjusted, strict=True):
+        r[P_FAIL_ADJUSTED] = float(p)
+        r[OUTCOME], r[S.QUERIES_NEEDED] = _outcome(r, alpha=alpha, mode=mode, family=family)
+    table = pd.DataFrame(out, columns=[*COLUMNS, "_test"]).drop(columns="_test")
+    return table.astype({S.NUM_QUERIES: "int64", S.QUERIES_NEEDED: "Int64"})
+
+
+def _outcome(row: dict, *, alpha: float, mode: str, family: int) -> tuple[str, int | None]:
+    """A row's outcome and, when inconclusive, the queries needed to decide it: at alpha
+    on the pass side, at alpha / family (Holm's smallest step) on the fail side."""
+    test, rule = row["_test"], row["_rule"]
+    if row["_no_baseline"]:
+        return NO_BASELINE, None
+    if mode == "point":
+        if math.isnan(test.estimate):
+            return INCONCLUSIVE, None
+        return (PASS if rule.holds(test.estimate) else FAIL), None
+    if test.p_pass < alpha:
+        return PASS, None
+    if row[P_FAIL_ADJUSTED] <= alpha:
+        return FAIL, None
+    threshold = rule.tested_threshold
+    passing_side = (test.estimate > threshold) == rule.greater
+    level = alpha if passing_side else alpha / max(family, 1)
+    return INCONCLUSIVE, queries_needed(test, threshold, alpha=level)
+
+
+def rule_outcomes(table: pd.DataFrame) -> dict[str, str]:
+    """Each rule's outcome from its rows: fail when a row fails, pass when every row passes
+    (or has no baseline, with at least one pass), no_baseline when every row has none,
+    inconclusive otherwise."""
+    out = {}
+    for rule, rows in table.groupby(RULE, sort=False):
+        out[rule] = decide(rows[OUTCOME])
+    return out
+
+
+def decide(outcomes: Sequence[str] | pd.Series) -> str:
+    """The decision over outcomes: fail when one fails, pass when every one passes (rows
+    without a baseline aside), inconclusive otherwise; no_baseline when all lack one."""
+    found = set(outcomes)
+    if FAIL in found:
+        return FAIL
+    decided = found - {NO_BASELINE}
+    if not decided:
+        return NO_BASELINE if found else INCONCLUSIVE
+    return PASS if decided == {PASS} else INCONCLUSIVE
+
+
+def plain(value: object) -> object:
+    """A cell as a Python value: NaN, NA and None become None, NumPy scalars Python ones."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def records(table: pd.DataFrame) -> list[tuple]:
+    """The rows of :func:`gate_rows` as tuples in :data:`COLUMNS`' order (undefined: None)."""
+    return [tuple(plain(v) for v in r) for r in table[list(COLUMNS)].itertuples(index=False)]
