@@ -5,7 +5,6 @@ runs on the suite's classic session and as a Spark Connect client (tests/connect
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
 import releval
@@ -107,4 +106,3 @@ def expected_check() -> dict:
     }
 
 
-__all__ = ["check", "expected_check", "pd"]
