@@ -104,5 +104,3 @@ def expected_check() -> dict:
         # per system: q000 (duplicated), q001-q003 (rejected), the last 5 (not listed) = 9
         "unlisted": 18,
     }
-
-
