@@ -5,7 +5,6 @@ runs on the suite's classic session and as a Spark Connect client (tests/connect
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
 import releval
@@ -105,6 +104,3 @@ def expected_check() -> dict:
         # per system: q000 (duplicated), q001-q003 (rejected), the last 5 (not listed) = 9
         "unlisted": 18,
     }
-
-
-__all__ = ["check", "expected_check", "pd"]
