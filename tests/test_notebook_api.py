@@ -98,6 +98,8 @@ def test_dir_lists_the_public_api_and_every_name_imports():
         assert getattr(importlib.import_module("releval"), name) is getattr(releval, name)
     # the module's own names and subpackages are still listed
     assert "__version__" in listed and "api" in listed
+    # and not the module's own imports
+    assert "Any" not in listed and "annotations" not in listed
     assert listed == sorted(listed)
 
 

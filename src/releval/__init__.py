@@ -7,6 +7,7 @@ workers import only the engine.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 __version__ = "0.1.0"
@@ -22,5 +23,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    """The module's names and the public API (``__all__``), loaded or not: what Tab offers."""
-    return sorted({*globals(), *__all__})
+    """The public API (``__all__``, loaded or not), ``__version__`` and the subpackages
+    already imported: what Tab offers, without the module's own imports."""
+    loaded = {n for n, v in globals().items() if isinstance(v, ModuleType)}
+    return sorted({*__all__, "__version__", *loaded})
