@@ -135,11 +135,17 @@ def test_the_weighted_interval_agrees_with_a_bootstrap_over_queries(spark):
 def test_queries_arguments_without_a_queries_frame_and_unknown_keys_are_errors(spark):
     run = spark.createDataFrame(RUN, "system string, query_id string, doc_id string, score double")
     qrels = spark.createDataFrame(QRELS, "query_id string, doc_id string, relevance int")
-    with pytest.raises(ConfigError, match="queries= DataFrame"):
+    # a slice is a run column or a queries column: neither names both frames' columns
+    with pytest.raises(ConfigError, match=r"slice 'segment' is not a column of the run "
+                       r"DataFrame.*no queries DataFrame was given"):
         releval.evaluate(run, qrels, measures=["RR"], slices=["segment"])
+    with pytest.raises(ConfigError, match="queries= DataFrame"):
+        releval.evaluate(run, qrels, measures=["RR"], queries_columns={"query_id": "id"})
     with pytest.raises(ConfigError, match=r"queries_columns: unknown key\(s\) \['traffic'\]"):
         _evaluate(spark, queries_columns={"traffic": "hits"})
-    with pytest.raises(ConfigError, match=r"queries DataFrame: no column 'device'.*\['id', 'hits', 'segment'\]"):
+    with pytest.raises(ConfigError, match=r"slice 'device' is not a column of the run DataFrame "
+                       r"\(it has \['system', 'query_id', 'doc_id', 'score'\]\).*the queries "
+                       r"DataFrame has \['id', 'hits', 'segment'\]"):
         _evaluate(spark, queries_columns={"query_id": "id"}, slices=["device"])
 
 

@@ -135,7 +135,10 @@ def evaluate(
             slice value and, with a weight, ``averaging = 'weighted'`` rows
             (docs/statistics.md). Bad rows go to the quarantine (``input = 'queries'``).
         queries_columns: releval's queries column -> yours (``query_id``, ``weight``).
-        slices: the ``queries`` columns to slice the aggregate by.
+        slices: the columns to slice the aggregate by: each a column of ``queries``, or a
+            column of ``run`` that holds one value per query of a run partition (a query
+            whose rows disagree on it is quarantined, ``conflicting_slice``); a name that
+            both have, or neither, is a ConfigError.
 
     Returns:
         A :class:`Result`: ``per_query``, ``aggregate``, ``quarantine``, ``accounts`` and,
@@ -163,14 +166,17 @@ def evaluate(
         0.5
     """
     parts = tuple(partition_by)
-    run_src = _run_source(run, columns, parts, rank_by, window)
+    run_slices, queries_slices = _split_slices(slices, run, queries)
+    run_src = dataclasses.replace(_run_source(run, columns, parts, rank_by, window),
+                                  slices=run_slices)
+    _check_run_slices(run_slices, run_src, columns)
     qrels_src = _qrels_source(run if qrels is None else qrels, qrels_columns,
                               run_src.query_id if qrels is None else None)
     check_depth(depth, "depth")
     inputs = checked_inputs(
         raw_run_input(run, run_src, section="columns"),
         raw_qrels_input(run if qrels is None else qrels, qrels_src, section="qrels_columns"),
-        rank_by=run_src.rank_by, partition_columns=parts)
+        rank_by=run_src.rank_by, partition_columns=parts, slices=run_slices)
     parsed = parse_measures(list(measures), relevance_level=relevance_level,
                             judged_only=judged_only)
     thresholds, index = None, 0
@@ -189,7 +195,7 @@ def evaluate(
         index = job_answers.measure_index(parsed, measure)
         thresholds = job_answers.thresholds(src, measure, level=ci_level)
     parsed = with_judged_measures(parsed, relevance_level=relevance_level, window=bool(window))
-    attributes = _queries_input(queries, queries_columns, slices)
+    attributes = _queries_input(queries, queries_columns, queries_slices)
     kept: list[DataFrame] = []
     evaluation = dataclasses.replace(evaluate_inputs(
         inputs, measures=parsed, missing_queries=missing_queries,
@@ -204,6 +210,51 @@ def evaluate(
     return Result(evaluation, inputs, missing_queries, counted("run DataFrame", run_src.ranked),
                   counted(qrels_name, qrels_src.gold), kept, thresholds, index,
                   settings=settings)
+
+
+def _split_slices(slices: Sequence[str], run: DataFrame, queries: DataFrame | None
+                  ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``slices`` as (the run's columns, the queries input's columns).
+
+    Raises:
+        ConfigError: a slice is a column of both (which one is meant is unknown), or of
+            neither (naming both frames' columns).
+    """
+    in_queries = set(queries.columns) if queries is not None else set()
+    run_slices, queries_slices = [], []
+    for name in slices:
+        if name in run.columns and name in in_queries:
+            raise ConfigError(
+                f"slice {name!r} is a column of both the run DataFrame and the queries "
+                "DataFrame; which one is meant is unknown: rename or drop one of them")
+        if name in run.columns:
+            run_slices.append(name)
+        elif name in in_queries:
+            queries_slices.append(name)
+        else:
+            where = (f"the queries DataFrame has {queries.columns}" if queries is not None
+                     else "no queries DataFrame was given")
+            raise ConfigError(f"slice {name!r} is not a column of the run DataFrame (it has "
+                              f"{run.columns}) nor of the queries input ({where})")
+    return tuple(run_slices), tuple(queries_slices)
+
+
+def _check_run_slices(slices: Sequence[str], src: RunSource,
+                      columns: Mapping[str, str] | None) -> None:
+    """Raises ConfigError when a run slice is a partition column or a column ``columns`` or
+    ``window`` maps (a slice is an attribute of a query, not of a run or a document)."""
+    taken = {c for c in (*(columns or {}).values(), src.query_id, src.doc_id, src.score,
+                         src.rank, src.window, src.ranked) if c}
+    if len(set(slices)) != len(slices):
+        raise ConfigError(f"slices {list(slices)} name a column twice")
+    for name in slices:
+        if name in src.partition_columns:
+            raise ConfigError(f"slice {name!r} is a partition_by column: each run partition "
+                              "has its own aggregate rows already")
+        if name in taken:
+            raise ConfigError(f"slice {name!r} is a run column releval reads as the query id, "
+                              "a document, a score, a rank or the window; slice by another "
+                              "column")
 
 
 def _queries_input(queries: DataFrame | None, columns: Mapping[str, str] | None,

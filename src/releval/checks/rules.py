@@ -22,6 +22,7 @@ from releval.core.arrays import codes, sort_rank, to_numpy
 from releval.core.columns import (
     GOLD_CONFLICT,
     MALFORMED,
+    NULL_SLICE,
     RANKING_REPEATED,
     RAW_BLOCK,
     RAW_LINE,
@@ -32,6 +33,7 @@ from releval.core.columns import (
 )
 from releval.core.layout import by_query
 from releval.core.repeats import DUPLICATE_DOC, DUPLICATE_RANK, highest_labels, mark_repeats
+from releval.core.run_slices import CONFLICTING_SLICE, mark_conflicting_slices
 from releval.core.window import CONFLICTING_WINDOW, INVALID_WINDOW, mark_conflicting_windows
 
 RUN = "run"
@@ -67,6 +69,9 @@ REASONS: dict[str, Reason] = {
                "the window (the top documents the consumer used) is null or not a positive integer"),
         Reason(CONFLICTING_WINDOW, RUN,
                "the rows of this query of this run partition disagree on the window; none is used"),
+        Reason(CONFLICTING_SLICE, RUN,
+               "the rows of this query of this run partition disagree on a slice column; "
+               "none is used"),
         Reason(
             DUPLICATE_DOC, RUN,
             "the doc id appears again in this query of this run; its best-ranked occurrence is kept",
@@ -184,8 +189,10 @@ def first_reason(*rules: tuple[Column, str]) -> Column:
     return out.otherwise(F.lit(None).cast("string"))
 
 
-def typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
-    """Run rows typed, with the row rules' ``_reason`` (a projection: no shuffle, no sort)."""
+def typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str],
+              slices: Sequence[str] = ()) -> DataFrame:
+    """Run rows typed, with the row rules' ``_reason`` (a projection: no shuffle, no sort);
+    each run slice column (:mod:`releval.core.run_slices`) as a string, null as ``(null)``."""
     parts = list(partition_columns)
     score = F.col(S.SCORE).try_cast("double")
     bad_rank = _bad_integer(F.col(S.RANK), minimum=1)
@@ -213,6 +220,8 @@ def typed_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
         *kept_raw(run, S.SCORE, identity_for="double"),
         *kept_raw(run, S.RANK, identity_for=None),
         *window,
+        *[F.coalesce(F.col(c).cast("string"), F.lit(NULL_SLICE)).alias(c) for c in slices],
+        *[raw for c in slices for raw in kept_raw(run, c, identity_for=None)],
         first_reason(*rules).alias(REASON),
     )
 
@@ -241,13 +250,19 @@ def _clean_rows(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _label_repeated_run_rows(
-    table: pa.Table, *, rank_by: str, partition_columns: Sequence[str]
+    table: pa.Table, *, rank_by: str, partition_columns: Sequence[str],
+    slices: Sequence[str] = (),
 ) -> pa.Table:
     """A partition's run rows with the repeated-row reasons; of occurrences tied in ranking
     order, the better by the other ordering column, then the earlier in the file, is kept."""
     reasons, rows = _clean_rows(table)
     if S.WINDOW in table.column_names and len(rows):  # whole queries, before the repeats
         if mark_conflicting_windows(reasons, rows, table.take(pa.array(rows)), partition_columns):
+            table = _with_reasons(table, reasons)
+            reasons, rows = _clean_rows(table)
+    if slices and len(rows):  # likewise a query whose rows disagree on a run slice
+        clean = table.take(pa.array(rows))
+        if mark_conflicting_slices(reasons, rows, clean, partition_columns, slices):
             table = _with_reasons(table, reasons)
             reasons, rows = _clean_rows(table)
     if not len(rows):
@@ -268,7 +283,8 @@ def _label_repeated_run_rows(
     return _with_reasons(table, reasons)
 
 
-def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str]) -> DataFrame:
+def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str],
+              slices: Sequence[str] = ()) -> DataFrame:
     """Typed run rows with ``_reason`` (null = clean) and the ``_raw_`` columns the typed
     ones cannot give back, laid out by query id; repeats by the engine's own rules.
 
@@ -276,12 +292,14 @@ def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str])
         run: partition columns, query_id, doc_id, score, rank (any atomic types),
             optionally ``_source`` and ``_line``.
         rank_by: "score" or "rank": which column must be valid and orders duplicates.
+        slices: run slice columns (:mod:`releval.core.run_slices`).
     """
     parts = list(partition_columns)
-    typed = by_query(typed_run(run, rank_by=rank_by, partition_columns=parts))
+    typed = by_query(typed_run(run, rank_by=rank_by, partition_columns=parts, slices=slices))
     return _whole_partitions(
         typed,
-        lambda t: _label_repeated_run_rows(t, rank_by=rank_by, partition_columns=parts),
+        lambda t: _label_repeated_run_rows(t, rank_by=rank_by, partition_columns=parts,
+                                           slices=slices),
     )
 
 
@@ -353,6 +371,7 @@ def split_run(
     rank_by: str,
     partition_columns: Sequence[str],
     number_lines: Callable[[DataFrame], DataFrame] | None = None,
+    slices: Sequence[str] = (),
 ) -> tuple[DataFrame, DataFrame]:
     """Split run rows into (clean, quarantined) by every rule.
 
@@ -360,20 +379,21 @@ def split_run(
         run: partition columns, query_id, doc_id, score, rank (any atomic types).
         rank_by: "score" or "rank": which column must be valid.
         number_lines: gives the quarantined rows their ``_line`` from their position.
+        slices: run slice columns (:mod:`releval.core.run_slices`), kept on the clean rows.
 
     Returns:
         clean: partition columns, query_id, doc_id, score (double), rank (int).
         quarantined: input, source, line, partition, raw, reason_code, message.
     """
     parts = list(partition_columns)
-    labelled = label_run(run, rank_by=rank_by, partition_columns=parts)
+    labelled = label_run(run, rank_by=rank_by, partition_columns=parts, slices=slices)
     window = [S.WINDOW] if S.WINDOW in run.columns else []
     clean = labelled.where(F.col(REASON).isNull()).select(
-        *parts, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK, *window
+        *parts, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK, *window, *slices
     )
     return clean, quarantined(
         labelled, input_name=RUN, partition_columns=parts,
-        raw_columns=(*RUN_RAW_COLUMNS, *window), number_lines=number_lines,
+        raw_columns=(*RUN_RAW_COLUMNS, *window, *slices), number_lines=number_lines,
     )
 
 

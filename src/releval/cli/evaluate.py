@@ -74,6 +74,10 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--depth", type=positive_int, default=None, metavar="M",
                     help="evaluate only the top M documents of each ranking, after the "
                     "tie-break (trec_eval -M; default: all)")
+    ev.add_argument("--run-slices", default=None, metavar="A,B",
+                    help="comma-separated run columns to slice by, each holding one value per "
+                    "query of a run partition (Parquet/Delta runs; a query whose rows "
+                    "disagree is quarantined)")
     ev.add_argument("--window", default=None, metavar="COLUMN",
                     help="the run column holding each query's window k_q, the top documents "
                     "its consumer used, read by the @window measures (Parquet/Delta runs)")
@@ -164,6 +168,11 @@ def positive_int(text: str) -> int:
     return value
 
 
+def _names(text: str | None) -> tuple[str, ...]:
+    """The names of a comma-separated list (``"a, b"`` -> ``("a", "b")``)."""
+    return tuple(s.strip() for s in (text or "").split(",") if s.strip())
+
+
 def config_from_args(args: argparse.Namespace, output: str) -> Config:
     """The job config an ``evaluate`` command line describes."""
     parts = tuple(p.strip() for p in args.partition_columns.split(",") if p.strip())
@@ -176,7 +185,8 @@ def config_from_args(args: argparse.Namespace, output: str) -> Config:
     config = Config(
         run=RunSource(path=args.run, format=args.format, partition_columns=parts,
                       rank_by="rank" if ranked else args.rank_by,
-                      window=getattr(args, "window", None), ranked=ranked),
+                      window=getattr(args, "window", None), ranked=ranked,
+                      slices=_names(getattr(args, "run_slices", None))),
         qrels=QrelsSource(path=qrels or args.run,
                           format=(args.qrels_format or args.format) if qrels else args.format,
                           relevant=getattr(args, "relevant", None),

@@ -192,6 +192,29 @@ def _check_answers(answers: AnswersSource, source: str) -> None:
     check_correct_at(answers.correct_at, f"{source}: answers.correct_at")
 
 
+def _check_run_slices(config: Config, source: str) -> None:
+    """``run.slices``: columns of a Delta or Parquet run, each once, none a partition or
+    mapped column, none also a ``queries.slices`` column (which one is meant is unknown)."""
+    run = config.run
+    if not run.slices:
+        return
+    if run.format == "trec":
+        raise ConfigError(f"{source}: run.slices = {list(run.slices)}; a TREC run has no "
+                          "slice columns (give the run as a Delta or Parquet table)")
+    if len(set(run.slices)) != len(run.slices):
+        raise ConfigError(f"{source}: run.slices = {list(run.slices)} names a column twice")
+    mapped = {c for c in (run.query_id, run.doc_id, run.score, run.rank, run.window, run.ranked)
+              if c}
+    for name in run.slices:
+        if name in run.partition_columns or name in mapped:
+            raise ConfigError(f"{source}: run.slices names {name!r}, a partition column or a "
+                              "column releval reads as the query id, a document, a score, a "
+                              "rank or the window; slice by another column")
+        if config.queries is not None and name in config.queries.slices:
+            raise ConfigError(f"{source}: {name!r} is in both run.slices and queries.slices; "
+                              "which one is meant is unknown: name it in one of them")
+
+
 def _check_queries(queries: QueriesSource, source: str) -> None:
     """A path or a table, a known format (the answers' formats)."""
     _check_choice(queries.format, ANSWER_FORMATS, "queries.format", source)
@@ -273,6 +296,7 @@ def validate(config: Config, source: str = "config") -> Config:
     if config.run.window is not None and (config.run.format == "trec" or not config.run.window):
         raise ConfigError(f"{source}: run.window = {config.run.window!r}; expected the name of "
                           "a column of a Delta or Parquet run (a TREC run has no window)")
+    _check_run_slices(config, source)
     _check_choice(config.evaluation.missing_queries, MISSING_QUERIES, "evaluation.missing_queries", source)
     _check_choice(config.evaluation.negative_labels, NEGATIVE_LABELS,
                   "evaluation.negative_labels", source)

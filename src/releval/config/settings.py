@@ -89,6 +89,9 @@ class RunSource:
     #: The column holding each query's ranking as an array (one row per run partition and
     #: query; position i is rank i), instead of ``doc_id``/``score``/``rank``; None: rows.
     ranked: str | None = None
+    #: Run columns to slice the aggregate by, each holding one value per query of a run
+    #: partition (a query whose rows disagree is quarantined: ``conflicting_slice``).
+    slices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

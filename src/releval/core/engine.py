@@ -35,6 +35,7 @@ from releval.core.layout import by_query
 from releval.core.measures.registry import WINDOW, Measure, check_window
 from releval.core.measures.stats import Stats, safe_divide
 from releval.core.ranking import check_depth
+from releval.core.run_slices import UNRETRIEVED_SLICE
 from releval.errors import MeasureError
 
 
@@ -67,8 +68,9 @@ def arrow_run_stats(
         ledger: the inputs are every row with its ``_reason``; the result adds ledger rows.
 
     Returns:
-        Partition columns, query_id, ``_in_run``, ``_repeated``, ``_beyond_depth``,
-        ``_retrieved_by`` and the statistics; with ``ledger`` also ``_ledger`` and ``_rows``.
+        Partition columns, query_id, ``stats.slices`` (null on a qrels row), ``_in_run``,
+        ``_repeated``, ``_beyond_depth``, ``_retrieved_by`` and the statistics; with
+        ``ledger`` also ``_ledger`` and ``_rows``.
     """
     parts = list(partition_columns)
     order_column = S.SCORE if stats.rank_by == "score" else S.RANK
@@ -80,6 +82,7 @@ def arrow_run_stats(
         F.lit(True).alias(IS_RUN),
         *([F.col(REASON)] if ledger else []),
         *([F.col(S.WINDOW).cast("long").alias(S.WINDOW)] if stats.window else []),
+        *[F.col(c).cast("string").alias(c) for c in stats.slices],
     )
     judgments = qrels.select(
         *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
@@ -88,13 +91,16 @@ def arrow_run_stats(
         F.lit(False).alias(IS_RUN),
         *([F.col(REASON)] if ledger else []),
         *([F.lit(None).cast("long").alias(S.WINDOW)] if stats.window else []),
+        *[F.lit(None).cast("string").alias(c) for c in stats.slices],
     )
     specs = dict(stats.run_spec)
     qrels_specs = dict(stats.qrels_spec)
     rank_by, depth, negative_labels = stats.rank_by, stats.depth, stats.negative_labels
+    slices = stats.slices
     part_ddl = [f"{quote_identifier(c)} {run.schema[c].dataType.simpleString()}" for c in parts]
     schema = ", ".join([
-        *part_ddl, f"`{S.QUERY_ID}` string", f"`{IN_RUN}` boolean", f"`{IN_QRELS}` boolean",
+        *part_ddl, f"`{S.QUERY_ID}` string", *[f"{quote_identifier(c)} string" for c in slices],
+        f"`{IN_RUN}` boolean", f"`{IN_QRELS}` boolean",
         f"`{REPEATED}` bigint", f"`{BEYOND_DEPTH}` bigint", f"`{RETRIEVED_BY}` bigint",
         *[f"`{n}` {run_ddl(s)}" for n, s in specs.items()],
         *[f"`{n}` {qrels_ddl(s)}" for n, s in qrels_specs.items()],
@@ -108,7 +114,7 @@ def arrow_run_stats(
         table = partition_stats(
             engine_rows(pa.Table.from_batches(collected), negative_labels=negative_labels),
             specs=specs, partition_columns=parts, rank_by=rank_by, qrels_specs=qrels_specs,
-            depth=depth,
+            depth=depth, slices=slices,
         )
         yield from table.to_batches()
 
@@ -169,6 +175,7 @@ def query_table(
         S.QUERY_ID,
         F.coalesce(F.col(IN_RUN), F.lit(False)).alias(IN_RUN),
         F.coalesce(F.col(IN_QRELS), F.lit(False)).alias(IN_QRELS),
+        *[F.coalesce(F.col(c), F.lit(UNRETRIEVED_SLICE)).alias(c) for c in stats.slices],
         F.coalesce(F.col(REPEATED), F.lit(0)).cast("long").alias(REPEATED),
         F.coalesce(F.col(BEYOND_DEPTH), F.lit(0)).cast("long").alias(BEYOND_DEPTH),
         *filled,
@@ -193,6 +200,7 @@ def query_measures(
     keep: Callable[[DataFrame], DataFrame] | None = None,
     window: bool = False,
     run_partitions: DataFrame | None = None,
+    slices: Sequence[str] = (),
 ) -> DataFrame:
     """Compute every measure for every (run partition, query), one wide row each.
 
@@ -214,13 +222,16 @@ def query_measures(
             without it is a MeasureError.
         run_partitions: run partitions that may have ranked no row (a run given one row per
             query whose arrays are empty): with ``"zero"`` their qrels queries score 0.
+        slices: run columns (strings) constant per (run partition, query), carried to the
+            result (:mod:`releval.core.run_slices`; a query not retrieved gets
+            ``(not retrieved)``).
 
     Returns:
         Partition columns, query_id, the flags, ``_repeated``, ``_beyond_depth`` (rows past
         the depth), ``num_ret``, ``negative_labels``, ``depth`` and ``_measures`` (value,
         num_rel, num_rel_ret per measure, and ``_tie_dependent`` when a measure is
         ``[ties]``); with ``ledger`` the ledger; with ``window`` k_q and the recall of the
-        whole ranking and of the window (:func:`window_columns`).
+        whole ranking and of the window (:func:`window_columns`); the ``slices``.
 
     Raises:
         MeasureError: a ``[ties]`` measure with a depth; a ``@window`` measure without a window.
@@ -235,7 +246,8 @@ def query_measures(
             f"be computed with a depth (depth={depth}): evaluate them without one"
         )
     stats = Stats(partition_columns=tuple(partition_columns), rank_by=rank_by, depth=depth,
-                  window=window, negative_labels=check_negative_labels(negative_labels))
+                  window=window, negative_labels=check_negative_labels(negative_labels),
+                  slices=tuple(slices))
     num_ret = stats.num_ret()
     extra = window_columns(stats, measures) if window else []
     entries = []
@@ -283,6 +295,7 @@ def query_measures(
         F.lit(depth).cast("int").alias(S.DEPTH),
         F.array(*entries).alias(MEASURES),
         *extra,
+        *slices,
         *[c for c in (LEDGER, LEDGER_ROWS) if c in table.columns],
     )
 

@@ -44,6 +44,7 @@ from releval.core.measures.stats import QrelsStat, RunStat
 from releval.core.ranked import Ranked
 from releval.core.ranking import best_first, beyond_depth
 from releval.core.repeats import highest_labels, repeated_documents
+from releval.core.run_slices import set_aside_conflicting_slices
 from releval.core.ties import TIE_KINDS, tie_groups
 from releval.core.walks import walk
 from releval.core.window import group_windows, set_aside_conflicting_windows
@@ -171,6 +172,7 @@ def _labels(qrels: pa.Table, query: np.ndarray, doc: np.ndarray, docs: int) -> t
 def partition_stats(
     table: pa.Table, *, specs: dict[str, RunStat], partition_columns: Sequence[str], rank_by: str,
     qrels_specs: dict[str, QrelsStat] | None = None, depth: int | None = None,
+    slices: Sequence[str] = (),
 ) -> pa.Table:
     """The statistics of every (run partition, query) in one shuffle partition.
 
@@ -181,6 +183,9 @@ def partition_stats(
         rank_by: "score" or "rank" (:mod:`releval.core.ranking`).
         qrels_specs: qrels statistic name -> what to compute.
         depth: evaluate only each ranking's first ``depth`` documents (None: all).
+        slices: run columns constant per (run partition, query), strings
+            (:mod:`releval.core.run_slices`): each row gives its group's value (null on the
+            qrels' rows).
 
     Returns:
         A row per (run partition, query) of the run, then a row per qrels query (``_in_run``
@@ -192,6 +197,8 @@ def partition_stats(
     if REASON in table.column_names:
         if S.WINDOW in table.column_names:  # a whole query set aside, before any count
             table = set_aside_conflicting_windows(table, partition_columns)
+        if slices:  # likewise a query whose rows disagree on a run slice
+            table = set_aside_conflicting_slices(table, partition_columns, slices)
         if rank_by == "rank":  # repeats are set aside like rejected rows (see the function)
             table = set_aside_repeats_by_rank(table, partition_columns)
         # counted first, from every row received: nothing is dropped before this
@@ -213,7 +220,8 @@ def partition_stats(
         kept = qrels_kept(table.filter(pc.invert(pc.equal(table.column(IS_RUN), True))))
         ledger = pa.concat_tables([*received, kept], promote_options="default")
     stats = _query_stats(table, specs=specs, qrels_specs=qrels_specs or {},
-                         partition_columns=partition_columns, rank_by=rank_by, depth=depth)
+                         partition_columns=partition_columns, rank_by=rank_by, depth=depth,
+                         slices=slices)
     if ledger is None:
         return stats
     n = stats.num_rows
@@ -235,6 +243,7 @@ def partition_stats(
 def _query_stats(
     table: pa.Table, *, specs: dict[str, RunStat], qrels_specs: dict[str, QrelsStat],
     partition_columns: Sequence[str], rank_by: str, depth: int | None,
+    slices: Sequence[str] = (),
 ) -> pa.Table:
     """:func:`partition_stats` of clean rows: one row per (run partition, query)."""
     is_run = _numpy(table.column(IS_RUN)).astype(bool)
@@ -295,7 +304,8 @@ def _query_stats(
     group_query = run_query[starts] if groups else np.zeros(0, dtype=np.int64)
     ranked.judgments, ranked.group_query = judgments, group_query
     scored = in_qrels[group_query]
-    columns: dict[str, Any] = {k: run.column(k).take(pa.array(first_row)) for k in keys}
+    columns: dict[str, Any] = {k: run.column(k).take(pa.array(first_row))
+                               for k in (*keys, *slices)}
     columns[IN_RUN] = pa.array(np.ones(groups, dtype=bool))
     columns[IN_QRELS] = pa.array(scored)
     columns[REPEATED] = pa.array(dropped)
@@ -314,6 +324,7 @@ def _query_stats(
     qrels_rows = {
         **{c: pa.nulls(n, run.schema.field(c).type) for c in partition_columns},
         S.QUERY_ID: query_dictionary.take(pa.array(judged_queries)).cast(pa.string()),
+        **{c: pa.nulls(n, pa.string()) for c in slices},
         IN_RUN: pa.array(np.zeros(n, dtype=bool)),
         IN_QRELS: pa.array(np.ones(n, dtype=bool)),
         REPEATED: pa.array(np.zeros(n, dtype=np.int64)),

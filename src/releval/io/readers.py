@@ -101,7 +101,7 @@ def _checked_run(df: DataFrame, src: RunSource, *, check_types: bool, section: s
         mapping = {"query_id": src.query_id, "window": src.window, RANKED: src.ranked}
     needed = {k: v for k, v in mapping.items()
               if k in ("query_id", "doc_id", "window", RANKED, src.rank_by)}
-    _require_columns(df, needed, src, section)
+    _require_columns(df, {**needed, **{f"slices[{c!r}]": c for c in src.slices}}, src, section)
     if src.ranked:
         mapping.pop(RANKED)  # its element type is checked where it is exploded
     if check_types:
@@ -258,7 +258,8 @@ def raw_run_input(df: DataFrame, src: RunSource, *, section: str = "run") -> Raw
     if src.ranked:
         rows = shapes.ranked_rows(df, ranked=src.ranked, query_id=src.query_id,
                                   partition_columns=src.partition_columns, window=src.window,
-                                  name=source_name(src), key=f"{section}.{RANKED}")
+                                  name=source_name(src), key=f"{section}.{RANKED}",
+                                  slices=src.slices)
         return RawInput(rows, partitions=shapes.run_partitions(df, src.partition_columns))
 
     def col_or_null(name: str | None) -> Column:
@@ -273,6 +274,7 @@ def raw_run_input(df: DataFrame, src: RunSource, *, section: str = "run") -> Raw
         col_or_null(src.score).alias(S.SCORE),
         col_or_null(src.rank).alias(S.RANK),
         *([F.col(src.window).alias(S.WINDOW)] if src.window else []),
+        *src.slices,
     ))
 
 

@@ -40,7 +40,8 @@ def _field(struct: T.StructType, names: Sequence[str]) -> str | None:
 
 
 def ranked_rows(df: DataFrame, *, ranked: str, query_id: str, partition_columns: Sequence[str],
-                window: str | None, name: str, key: str) -> DataFrame:
+                window: str | None, name: str, key: str,
+                slices: Sequence[str] = ()) -> DataFrame:
     """One run row per array element: partition columns, ``_source``, ``_line``, query_id,
     doc_id, score (a struct's ``score``, else null) and rank (the 1-based position), values
     as read, and ``_ranking_repeated`` (the query has another array in its run partition:
@@ -77,7 +78,7 @@ def ranked_rows(df: DataFrame, *, ranked: str, query_id: str, partition_columns:
         doc, score = e, F.lit(None).cast("double")
     else:
         raise _fail(name, ranked, key, dtype, expected)
-    kept = [*partition_columns, *([window] if window else [])]
+    kept = [*partition_columns, *([window] if window else []), *slices]
     per_query = Window.partitionBy(*partition_columns, query_id)
     counted_rows = df.select(*kept, query_id, ranked,
                              (F.count(F.lit(1)).over(per_query) > 1).alias(RANKING_REPEATED))
@@ -93,6 +94,7 @@ def ranked_rows(df: DataFrame, *, ranked: str, query_id: str, partition_columns:
         score.alias(S.SCORE),
         (F.col(_POSITION) + 1).cast("int").alias(S.RANK),
         *([F.col(window).alias(S.WINDOW)] if window else []),
+        *slices,
         RANKING_REPEATED,
     )
 

@@ -20,6 +20,7 @@ from releval.checks.queries import CheckedQueries
 from releval.checks.rules import split_qrels, split_run, typed_qrels, typed_run
 from releval.config import Config
 from releval.core.columns import MALFORMED, WINDOW
+from releval.core.run_slices import check_slice_names
 from releval.errors import InputError, QualityError
 from releval.io.readers import (
     RawInput,
@@ -66,19 +67,29 @@ class JobInputs:
     answers: RawInput | None = None
     #: the run has each query's window k_q (``run.window``)
     window: bool = False
+    #: the run's slice columns (:mod:`releval.core.run_slices`)
+    slices: tuple[str, ...] = ()
 
 
 def checked_inputs(
-    raw_run: RawInput, raw_qrels: RawInput, *, rank_by: str, partition_columns: Sequence[str]
+    raw_run: RawInput, raw_qrels: RawInput, *, rank_by: str, partition_columns: Sequence[str],
+    slices: Sequence[str] = (),
 ) -> JobInputs:
     """Both inputs labelled by the per-row rules (a projection; the engine applies the
-    repeated-row rules: docs/design/checks.md). Lazy: no action runs."""
+    repeated-row rules: docs/design/checks.md), ``slices`` naming the run's slice columns.
+    Lazy: no action runs.
+
+    Raises:
+        ConfigError: a slice has a name releval uses itself
+            (:func:`releval.core.run_slices.check_slice_names`).
+    """
     parts = tuple(partition_columns)
+    slices = check_slice_names(slices)
     return JobInputs(
-        run=typed_run(raw_run.rows, rank_by=rank_by, partition_columns=parts),
+        run=typed_run(raw_run.rows, rank_by=rank_by, partition_columns=parts, slices=slices),
         qrels=typed_qrels(raw_qrels.rows),
         raw_run=raw_run, raw_qrels=raw_qrels, rank_by=rank_by, partition_columns=parts,
-        window=WINDOW in raw_run.rows.columns,
+        window=WINDOW in raw_run.rows.columns, slices=tuple(slices),
     )
 
 
@@ -88,6 +99,7 @@ def job_inputs(spark: SparkSession, config: Config) -> JobInputs:
     inputs = checked_inputs(
         read_run_raw(spark, config.run), read_qrels_raw(spark, config.qrels),
         rank_by=config.run.rank_by, partition_columns=config.run.partition_columns,
+        slices=config.run.slices,
     )
     if config.answers is None:
         return inputs
@@ -139,7 +151,7 @@ def rejected_rows(inputs: JobInputs) -> DataFrame:
     """Every rejected input row with its reason, lines numbered (a scan of its own)."""
     _, run = split_run(
         inputs.raw_run.rows, rank_by=inputs.rank_by, partition_columns=inputs.partition_columns,
-        number_lines=inputs.raw_run.number_lines,
+        number_lines=inputs.raw_run.number_lines, slices=inputs.slices,
     )
     _, qrels = split_qrels(inputs.raw_qrels.rows, number_lines=inputs.raw_qrels.number_lines)
     return run.unionByName(qrels)

@@ -48,6 +48,8 @@ class Evaluation:
         measures, partition_columns, intervals: what :attr:`per_query` and
             :attr:`aggregate` need.
         attributes: the checked queries input (slices, weight); None without one.
+        run_slices: run columns :attr:`queries` carries per (run partition, query), sliced
+            by as the queries input's slices are (:mod:`releval.core.run_slices`).
     """
 
     queries: DataFrame
@@ -55,6 +57,7 @@ class Evaluation:
     partition_columns: tuple[str, ...]
     intervals: IntervalSettings
     attributes: CheckedQueries | None = None
+    run_slices: tuple[str, ...] = ()
 
     @property
     def attributed(self) -> DataFrame:
@@ -66,7 +69,9 @@ class Evaluation:
 
     @property
     def slices(self) -> tuple[str, ...]:
-        return self.attributes.slices if self.attributes is not None else ()
+        """The run slices, then the queries input's."""
+        return (*self.run_slices,
+                *(self.attributes.slices if self.attributes is not None else ()))
 
     @property
     def weighted(self) -> bool:
@@ -113,6 +118,7 @@ def evaluate(
     keep: Callable[[DataFrame], DataFrame] | None = None,
     window: bool = False,
     run_partitions: DataFrame | None = None,
+    slices: Sequence[str] = (),
 ) -> Evaluation:
     """Evaluate a run against qrels.
 
@@ -140,19 +146,21 @@ def evaluate(
         window: ``run`` has each query's k_q (``window``), read by the ``@window`` measures.
         run_partitions: run partitions that may have ranked no row (see
             :func:`releval.core.engine.query_measures`).
+        slices: run columns constant per (run partition, query) to slice the aggregate by.
     """
     parts = list(partition_columns)
     queries = query_measures(
         run, qrels, measures=measures, partition_columns=parts, missing_queries=missing_queries,
         rank_by=rank_by, run_stats=run_stats, laid_out_by_query=laid_out_by_query,
         negative_labels=negative_labels, depth=depth, ledger=ledger, keep=keep, window=window,
-        run_partitions=run_partitions,
+        run_partitions=run_partitions, slices=slices,
     )
     return Evaluation(
         queries=queries,
         measures=tuple(measures),
         partition_columns=tuple(parts),
         intervals=intervals,
+        run_slices=tuple(slices),
     )
 
 
@@ -236,6 +244,7 @@ def evaluate_inputs(
         keep=keep,
         window=inputs.window,
         run_partitions=inputs.raw_run.partitions,
+        slices=inputs.slices,
     )
 
 

@@ -59,13 +59,15 @@ class Stats:
     """Collects named statistics; ``run_default``: each one's value for a query not in the run;
     ``depth``: every run statistic reads each ranking's first ``depth`` documents (None: all);
     ``window``: the run rows carry each query's k_q (``S.WINDOW``); ``negative_labels``: the
-    rule an engine reads the qrels' labels by (``"unjudged"`` or ``"judged"``)."""
+    rule an engine reads the qrels' labels by (``"unjudged"`` or ``"judged"``); ``slices``: run
+    columns the engine carries per (run partition, query) (:mod:`releval.core.run_slices`)."""
 
     partition_columns: tuple[str, ...]
     rank_by: str = "score"
     depth: int | None = None
     window: bool = False
     negative_labels: str = "unjudged"
+    slices: tuple[str, ...] = ()
     run_default: dict[str, Column | None] = field(default_factory=dict)
     run_spec: dict[str, RunStat] = field(default_factory=dict)
     qrels_spec: dict[str, QrelsStat] = field(default_factory=dict)
