@@ -126,17 +126,19 @@ def test_tables_have_the_documented_schema_and_partitioning(spark, written):
     assert schema[S.VALUE].metadata["comment"] == tables.PER_QUERY_COMMENTS[S.VALUE]
     aggregate = DeltaTable.forPath(spark, config.output.aggregate_path).toDF()
     assert aggregate.schema[S.AVERAGING].metadata["comment"].startswith("macro:")
-    # negative_labels, the interval columns, depth (and answer_score and window in the
-    # per-query table) come last, after job_run_id (docs/migrations.md), all nullable, with
+    # negative_labels, the interval columns, depth, the slice columns (and answer_score and
+    # window in the per-query table) come last, after job_run_id (docs/migrations.md), all nullable, with
     # their comments
     assert schema.fieldNames()[-4:] == [S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE]
     for column in (S.ANSWER_SCORE, S.WINDOW_SIZE):
         assert schema[column].nullable
         assert schema[column].metadata["comment"] == tables.PER_QUERY_COMMENTS[column]
-    assert aggregate.schema.fieldNames()[-7:] == [
-        S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL, S.DEPTH]
+    assert aggregate.schema.fieldNames()[-9:] == [
+        S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL, S.DEPTH,
+        S.SLICE, S.SLICE_VALUE]
     assert all(aggregate.schema[c].nullable
-               for c in (S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL, S.DEPTH))
+               for c in (S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL, S.DEPTH, S.SLICE,
+                         S.SLICE_VALUE))
     assert aggregate.schema[S.CI_LOW].metadata["comment"] == tables.AGGREGATE_COMMENTS[S.CI_LOW]
     for table in (schema, aggregate.schema):
         assert table[S.NEGATIVE_LABELS].metadata["comment"].startswith("What a negative")
