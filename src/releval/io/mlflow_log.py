@@ -8,7 +8,8 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -124,12 +125,7 @@ def log_evaluation(
     prefix = prefix or ""
     metrics = macro_metrics(aggregate, partition_columns, prefix)
     client = mlflow.MlflowClient()
-    started = None
-    if run_id is None:
-        active = mlflow.active_run()
-        started = None if active is not None else mlflow.start_run()
-        run_id = (active or started).info.run_id
-    try:
+    with _in_run(mlflow, run_id) as run_id:
         now = int(time.time() * 1000)
         for chunk in _chunks([Metric(k, v, now, 0) for k, v in metrics.items()]):
             client.log_batch(run_id, metrics=chunk)
@@ -143,9 +139,6 @@ def log_evaluation(
                 client.log_artifact(run_id, str(path), ARTIFACT_PATH)
         if report is not None:
             client.log_artifact(run_id, report, ARTIFACT_PATH)
-    finally:
-        if started is not None:
-            mlflow.end_run()
     return run_id
 
 
@@ -196,16 +189,24 @@ def log_gate(rows: Iterable[Mapping[str, Any]], decision: str, *, prefix: str | 
             if value is not None and value == value:
                 metrics.append(Metric(name + column, float(value), now, 0))
     client = mlflow.MlflowClient()
+    with _in_run(mlflow, run_id) as run_id:
+        client.log_batch(run_id, tags=[RunTag(GATE_TAG, decision)])
+        for chunk in _chunks(metrics):
+            client.log_batch(run_id, metrics=chunk)
+    return run_id
+
+
+@contextmanager
+def _in_run(mlflow: Any, run_id: str | None) -> Iterator[str]:
+    """The run to log to: ``run_id``, else the active run, else one started here and ended
+    when the block ends."""
     started = None
     if run_id is None:
         active = mlflow.active_run()
         started = None if active is not None else mlflow.start_run()
         run_id = (active or started).info.run_id
     try:
-        client.log_batch(run_id, tags=[RunTag(GATE_TAG, decision)])
-        for chunk in _chunks(metrics):
-            client.log_batch(run_id, metrics=chunk)
+        yield run_id
     finally:
         if started is not None:
             mlflow.end_run()
-    return run_id
