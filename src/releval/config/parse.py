@@ -184,11 +184,7 @@ def _check_identifiers(config: Config, source: str) -> None:
 
 def _check_answers(answers: AnswersSource, source: str) -> None:
     """A path or a table, a known format, and thresholds an answer score can meet."""
-    _check_choice(answers.format, ANSWER_FORMATS, "answers.format", source)
-    if (answers.path is None) == (answers.table is None):
-        raise ConfigError(f"{source}: [answers] needs exactly one of 'path' or 'table'")
-    if answers.table is not None and answers.format != "delta":
-        raise ConfigError(f"{source}: [answers] 'table' is a catalog table: format must be delta")
+    _check_located(answers, "answers", source)
     check_correct_at(answers.correct_at, f"{source}: answers.correct_at")
 
 
@@ -217,11 +213,17 @@ def _check_run_slices(config: Config, source: str) -> None:
 
 def _check_queries(queries: QueriesSource, source: str) -> None:
     """A path or a table, a known format (the answers' formats)."""
-    _check_choice(queries.format, ANSWER_FORMATS, "queries.format", source)
-    if (queries.path is None) == (queries.table is None):
-        raise ConfigError(f"{source}: [queries] needs exactly one of 'path' or 'table'")
-    if queries.table is not None and queries.format != "delta":
-        raise ConfigError(f"{source}: [queries] 'table' is a catalog table: format must be delta")
+    _check_located(queries, "queries", source)
+
+
+def _check_located(section: AnswersSource | QueriesSource, name: str, source: str) -> None:
+    """A side input's ``[name]``: a known format, exactly one of a path or a catalog table
+    (a Delta table)."""
+    _check_choice(section.format, ANSWER_FORMATS, f"{name}.format", source)
+    if (section.path is None) == (section.table is None):
+        raise ConfigError(f"{source}: [{name}] needs exactly one of 'path' or 'table'")
+    if section.table is not None and section.format != "delta":
+        raise ConfigError(f"{source}: [{name}] 'table' is a catalog table: format must be delta")
 
 
 def check_agree(agree: AgreeSettings, source: str = "config") -> AgreeSettings:
