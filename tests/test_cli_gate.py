@@ -115,3 +115,47 @@ def test_queries_and_slices(shared_session, files, tmp_path, capsys):
     assert any("head" in line and "inconclusive" in line for line in lines)
     assert any("tail" in line and " pass " in line for line in lines)
     assert code == 3
+
+
+@pytest.mark.parametrize(("section", "flag", "expected"), [
+    ('mode = "point"', [], "point"),                  # the config's [gate] mode
+    ("", [], "confidence"),                           # its default
+    ('mode = "point"', ["--mode", "confidence"], "confidence"),  # the flag wins
+])
+def test_gate_config_mode_is_honoured(tmp_path, monkeypatch, section, flag, expected):
+    import releval.cli.gate as cli_gate
+    import releval.io.atomic as atomic
+
+    config = tmp_path / "gate.toml"
+    config.write_text(f"""
+[run]
+path = "{tmp_path / 'run'}"
+partition_columns = ["system"]
+[qrels]
+path = "{tmp_path / 'qrels'}"
+[output]
+per_query_path = "{tmp_path / 'per_query'}"
+aggregate_path = "{tmp_path / 'aggregate'}"
+[gate]
+rules = ["RR change >= -0.01"]
+baseline = "system=a"
+{section}
+""")
+    seen = {}
+
+    class Session:
+        def stop(self):
+            seen["stopped"] = True
+
+    def fake_gate(per_query, **kwargs):
+        seen.update(kwargs)
+        return "gated"
+
+    monkeypatch.setattr(cli_gate, "session", lambda config, remote: Session())
+    monkeypatch.setattr(atomic, "read_table", lambda spark, path, table: "per_query")
+    monkeypatch.setattr(cli_gate, "_gate", fake_gate)
+    monkeypatch.setattr(cli_gate, "_report", lambda gate, on_inconclusive: 0)
+    code = main(["gate", "--config", str(config), "--baseline", "system=a",
+                 "--candidate", "system=b", *flag])
+    assert code == 0 and seen["stopped"]
+    assert (seen["mode"], seen["rules"], seen["alpha"]) == (expected, ["RR change >= -0.01"], 0.05)

@@ -35,8 +35,9 @@ def add_gate_arguments(cmd: argparse.ArgumentParser) -> None:
                      "with --config: the baseline run partition")
     cmd.add_argument("--alpha", type=float, default=None,
                      help="each test's level (default 0.05; with --config, [gate] alpha)")
-    cmd.add_argument("--mode", choices=("confidence", "point"), default="confidence",
-                     help="point: the estimates alone decide (MLflow's thresholds)")
+    cmd.add_argument("--mode", choices=("confidence", "point"), default=None,
+                     help="point: the estimates alone decide (MLflow's thresholds); default "
+                     "confidence (with --config, [gate] mode)")
     cmd.add_argument("--on-inconclusive", choices=ON_INCONCLUSIVE, default=None,
                      help="exit as a pass (0) or a fail (1) when the gate is inconclusive "
                      "(default: exit 3; with --config, [gate] on_inconclusive)")
@@ -109,8 +110,8 @@ def _queries(spark: SparkSession, src: QueriesSource | None) -> DataFrame | None
     return read_queries(spark, src)
 
 
-def _gate(per_query: DataFrame, args: argparse.Namespace, *, baseline, candidate, rules,
-          alpha: float, src: QueriesSource | None) -> Gate:
+def _gate(per_query: DataFrame, *, baseline, candidate, rules, alpha: float, mode: str,
+          src: QueriesSource | None) -> Gate:
     from releval.api import gate
 
     queries = _queries(per_query.sparkSession, src)
@@ -121,7 +122,7 @@ def _gate(per_query: DataFrame, args: argparse.Namespace, *, baseline, candidate
             raise InputError(f"queries {src.path or src.table}: no column {missing[0]!r} "
                              f"(a slice); it has columns {queries.columns}")
     return gate(per_query, baseline=baseline, candidate=candidate, rules=rules, alpha=alpha,
-                queries=queries, queries_columns=columns, mode=args.mode)
+                queries=queries, queries_columns=columns, mode=mode)
 
 
 def _gate_files(args: argparse.Namespace) -> int:
@@ -162,9 +163,10 @@ def _gate_files(args: argparse.Namespace) -> int:
             run, qrels.rows.select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE), measures=measures,
             partition_by=[TREC_RUN_ID],
             relevance_level=1 if args.relevance_level is None else args.relevance_level)
-        found = _gate(result.per_query, args, baseline={TREC_RUN_ID: base},
+        found = _gate(result.per_query, baseline={TREC_RUN_ID: base},
                       candidate={TREC_RUN_ID: cand}, rules=args.rule,
-                      alpha=0.05 if args.alpha is None else args.alpha, src=src)
+                      alpha=0.05 if args.alpha is None else args.alpha,
+                      mode=args.mode or "confidence", src=src)
         return _report(found, args.on_inconclusive)
     finally:
         spark.stop()
@@ -172,7 +174,7 @@ def _gate_files(args: argparse.Namespace) -> int:
 
 def _gate_table(args: argparse.Namespace) -> int:
     """The config's per-query table: ``--baseline`` against ``--candidate``, the rules,
-    alpha and on_inconclusive defaulting to the config's ``[gate]``."""
+    alpha, mode and on_inconclusive defaulting to the config's ``[gate]``."""
     from releval.config import GateSettings, load_config
     from releval.errors import ComparisonError
     from releval.io.atomic import read_table
@@ -200,8 +202,9 @@ def _gate_table(args: argparse.Namespace) -> int:
     try:
         per_query = read_table(spark, path=config.output.per_query_path,
                                table=config.output.per_query_table)
-        found = _gate(per_query, args, baseline=baseline, candidate=candidate, rules=rules,
-                      alpha=settings.alpha if args.alpha is None else args.alpha, src=src)
+        found = _gate(per_query, baseline=baseline, candidate=candidate, rules=rules,
+                      alpha=settings.alpha if args.alpha is None else args.alpha,
+                      mode=args.mode or settings.mode, src=src)
         return _report(found, args.on_inconclusive or settings.on_inconclusive)
     finally:
         spark.stop()
