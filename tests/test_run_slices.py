@@ -1,6 +1,6 @@
 """Slices by a run column (one value per query of a run partition): hand-worked rows, a
-pandas group-by, the quarantine of a query whose rows disagree and the accounts, and the
-errors of a slice that both or neither input has. Run on the suite's session, which plays a
+pandas group-by, a query whose rows disagree (its slice value set aside, its score kept) and
+the accounts, and the errors of a slice that both or neither input has. Run on the suite's session, which plays a
 notebook's default ``getOrCreate()`` session; the same evaluation runs over Spark Connect in
 tests/connect/test_connect_slices.py."""
 
@@ -47,14 +47,15 @@ def test_hand_worked_run_slice_rows(spark):
     result = _evaluate(spark, slices=["device"])
     got = (result.aggregate.where((F.col(S.MEASURE_KEY) == "RR") & (F.col(S.AVERAGING) == "macro"))
            .select("system", S.SLICE, S.SLICE_VALUE, S.VALUE, S.NUM_QUERIES))
-    # s: q5's rows disagree, so it is set aside whole and, judged, scores 0 as a query s did
-    # not retrieve, as q6 does: slice value (not retrieved)
+    # s: q5's rows disagree on the device: it keeps its score (RR 1) and only its slice
+    # value is set aside, (conflicting); q6, judged and not retrieved, scores 0
     expected = spark.createDataFrame([
-        ("s", None, None, (1 + 1 / 2 + 1 / 3 + 0 + 0 + 0) / 6, 6),
+        ("s", None, None, (1 + 1 / 2 + 1 / 3 + 0 + 1 + 0) / 6, 6),
         ("s", "device", "mobile", (1 + 1 / 2) / 2, 2),          # q1, q2
         ("s", "device", "desktop", 1 / 3, 1),                   # q3
         ("s", "device", "(null)", 0.0, 1),                      # q4
-        ("s", "device", "(not retrieved)", (0 + 0) / 2, 2),     # q5, q6
+        ("s", "device", "(conflicting)", 1.0, 1),               # q5
+        ("s", "device", "(not retrieved)", 0.0, 1),             # q6
         ("t", None, None, (1 + 0 * 5) / 6, 6),                  # q1 1; q2..q6 not retrieved
         ("t", "device", "desktop", 1.0, 1),                     # q1
         ("t", "device", "(not retrieved)", 0.0, 5),
@@ -63,20 +64,21 @@ def test_hand_worked_run_slice_rows(spark):
                               ignore_nullable=True)
 
 
-def test_disagreeing_rows_are_quarantined_and_counted(spark):
-    result = _evaluate(spark, slices=["device"])
-    rows = sorted((r[S.PARTITION]["system"], r[S.RAW]["query_id"], r[S.RAW]["doc_id"],
-                   r[S.RAW]["device"], r[S.REASON_CODE]) for r in result.quarantine.collect())
-    assert rows == [("s", "q5", "a", "mobile", "conflicting_slice"),
-                    ("s", "q5", "b", "desktop", "conflicting_slice")]
-    run_account = result.accounts.run
-    assert run_account.quarantined == {"conflicting_slice": 2}
-    assert (run_account.input, run_account.used) == (11, 9)  # 11 = 9 used + 2 quarantined
-    assert run_account.input == run_account.used + run_account.quarantined_total
+def test_disagreeing_rows_are_used_and_keep_the_overall_score(spark):
+    sliced, plain = _evaluate(spark, slices=["device"]), _evaluate(spark)
+    assert sliced.quarantine.count() == 0
+    run_account = sliced.accounts.run
+    assert (run_account.input, run_account.used, run_account.quarantined) == (11, 11, {})
+
+    def means(result):
+        return sorted((r["system"], r[S.VALUE]) for r in result.aggregate.collect()
+                      if r[S.SLICE] is None and r[S.AVERAGING] == "macro")
+
+    assert means(sliced) == means(plain)
 
 
 def test_without_slices_the_same_rows_are_used(spark):
-    # the rule applies to slice columns only: without the slice q5 is evaluated (RR 1)
+    # without the slice q5 is evaluated (RR 1), as with it
     result = _evaluate(spark)
     assert result.accounts.run.quarantined == {}
     got = {r[S.QUERY_ID]: r[S.VALUE] for r in result.per_query.collect()
@@ -133,7 +135,8 @@ def test_run_slice_with_a_queries_slice(spark):
            if r["system"] == "s" and r[S.AVERAGING] == "macro" and r[S.SLICE] is not None}
     assert got[("device", "mobile")] == pytest.approx(((1 + 1 / 2) / 2, 2))
     assert got[("segment", "head")] == pytest.approx(((1 + 1 / 2) / 2, 2))      # q1, q2
-    assert got[("segment", "(unlisted)")] == pytest.approx((0.0, 3))          # q4 q5 q6
+    # q4 0, q5 1 (its rows disagree on the device only), q6 0
+    assert got[("segment", "(unlisted)")] == pytest.approx(((0 + 1 + 0) / 3, 3))
 
 
 def test_a_slice_both_inputs_have_is_an_error(spark):
@@ -204,14 +207,9 @@ def test_the_job_slices_by_run_columns(spark, tmp_path):
            read(spark, config.output.aggregate_path or "").where(
                "measure_key = 'RR' AND averaging = 'macro' AND slice = 'device'").collect()}
     assert got == {"mobile": (pytest.approx((1 + 1 / 2) / 2), 2), "desktop": (0.0, 1),
-                   "(not retrieved)": (0.0, 1)}  # q5, set aside, scores 0
-    quarantine = read(spark, config.output.quarantine_path or "")
-    assert sorted((r[S.RAW]["doc_id"], r[S.RAW]["device"], r[S.REASON_CODE])
-                  for r in quarantine.collect()) == [
-        ("a", "mobile", "conflicting_slice"), ("b", "desktop", "conflicting_slice")]
+                   "(conflicting)": (1.0, 1)}  # q5: its rows disagree, its RR 1 stays
     run_account = done.summary.quality.run
-    assert (run_account.input, run_account.used, run_account.quarantined) == (
-        7, 5, {"conflicting_slice": 2})  # 7 = 5 used + 2 quarantined
+    assert (run_account.input, run_account.used, run_account.quarantined) == (7, 7, {})
 
 
 def test_run_slices_from_the_command_line(tmp_path):

@@ -227,9 +227,7 @@ def test_every_reason_code_has_a_test():
     assert set(REASONS) == (set(RUN_CASES) | set(WINDOW_CASES) | set(QRELS_CASES)
                             | set(ANSWERS_CASES) | {"conflicting_gold", "duplicate_ranking"}
                             # tests/test_queries_input.py
-                            | {"duplicate_query_id", "invalid_weight"}
-                            # tests/test_run_slices.py
-                            | {"conflicting_slice"})
+                            | {"duplicate_query_id", "invalid_weight"})
 
 
 def test_quarantine_row_keeps_partition_source_line_and_message(spark):

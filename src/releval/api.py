@@ -137,7 +137,7 @@ def evaluate(
         queries_columns: releval's queries column -> yours (``query_id``, ``weight``).
         slices: the columns to slice the aggregate by: each a column of ``queries``, or a
             column of ``run`` that holds one value per query of a run partition (a query
-            whose rows disagree on it is quarantined, ``conflicting_slice``); a name that
+            whose rows disagree on it keeps its score, slice value ``(conflicting)``); a name that
             both have, or neither, is a ConfigError.
 
     Returns:

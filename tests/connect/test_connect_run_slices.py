@@ -19,10 +19,10 @@ def test_run_slices_on_spark_connect(connect_url, tmp_path):
     got = last_json(run_client(connect_url, SCRIPT, cwd=tmp_path))
     assert got["connect"]
     assert got["rows"] == {
-        "": [pytest.approx((1 + 1 / 2 + 0 + 0) / 4), 4],    # q5 set aside: scores 0
+        "": [pytest.approx((1 + 1 / 2 + 0 + 1) / 4), 4],    # q5 keeps its RR 1
         "mobile": [pytest.approx((1 + 1 / 2) / 2), 2],      # q1, q2
         "(null)": [0.0, 1],                                 # q3
-        "(not retrieved)": [0.0, 1],                        # q5
+        "(conflicting)": [1.0, 1],                          # q5: its rows disagree
     }
-    assert got["reasons"] == [["a", "conflicting_slice"], ["b", "conflicting_slice"]]
-    assert got["account"] == [7, 5, 2]  # 7 = 5 used + 2 quarantined
+    assert got["reasons"] == []
+    assert got["account"] == [7, 7, 0]  # every row used

@@ -13,7 +13,7 @@ RUN = [
     ("q1", "a", 3.0, "mobile"), ("q1", "b", 2.0, "mobile"),    # RR 1
     ("q2", "a", 3.0, "mobile"), ("q2", "b", 2.0, "mobile"),    # RR 1/2
     ("q3", "a", 3.0, None),                                    # RR 0, (null)
-    ("q5", "a", 3.0, "mobile"), ("q5", "b", 2.0, "desktop"),   # disagree: quarantined
+    ("q5", "a", 3.0, "mobile"), ("q5", "b", 2.0, "desktop"),   # disagree: (conflicting)
 ]
 QRELS = [("q1", "a", 1), ("q2", "b", 1), ("q3", "z", 1), ("q5", "a", 1)]
 

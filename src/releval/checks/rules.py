@@ -33,7 +33,6 @@ from releval.core.columns import (
 )
 from releval.core.layout import by_query
 from releval.core.repeats import DUPLICATE_DOC, DUPLICATE_RANK, highest_labels, mark_repeats
-from releval.core.run_slices import CONFLICTING_SLICE, mark_conflicting_slices
 from releval.core.window import CONFLICTING_WINDOW, INVALID_WINDOW, mark_conflicting_windows
 
 RUN = "run"
@@ -69,9 +68,6 @@ REASONS: dict[str, Reason] = {
                "the window (the top documents the consumer used) is null or not a positive integer"),
         Reason(CONFLICTING_WINDOW, RUN,
                "the rows of this query of this run partition disagree on the window; none is used"),
-        Reason(CONFLICTING_SLICE, RUN,
-               "the rows of this query of this run partition disagree on a slice column; "
-               "none is used"),
         Reason(
             DUPLICATE_DOC, RUN,
             "the doc id appears again in this query of this run; its best-ranked occurrence is kept",
@@ -251,18 +247,12 @@ def _clean_rows(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
 
 def _label_repeated_run_rows(
     table: pa.Table, *, rank_by: str, partition_columns: Sequence[str],
-    slices: Sequence[str] = (),
 ) -> pa.Table:
     """A partition's run rows with the repeated-row reasons; of occurrences tied in ranking
     order, the better by the other ordering column, then the earlier in the file, is kept."""
     reasons, rows = _clean_rows(table)
     if S.WINDOW in table.column_names and len(rows):  # whole queries, before the repeats
         if mark_conflicting_windows(reasons, rows, table.take(pa.array(rows)), partition_columns):
-            table = _with_reasons(table, reasons)
-            reasons, rows = _clean_rows(table)
-    if slices and len(rows):  # likewise a query whose rows disagree on a run slice
-        clean = table.take(pa.array(rows))
-        if mark_conflicting_slices(reasons, rows, clean, partition_columns, slices):
             table = _with_reasons(table, reasons)
             reasons, rows = _clean_rows(table)
     if not len(rows):
@@ -298,8 +288,7 @@ def label_run(run: DataFrame, *, rank_by: str, partition_columns: Sequence[str],
     typed = by_query(typed_run(run, rank_by=rank_by, partition_columns=parts, slices=slices))
     return _whole_partitions(
         typed,
-        lambda t: _label_repeated_run_rows(t, rank_by=rank_by, partition_columns=parts,
-                                           slices=slices),
+        lambda t: _label_repeated_run_rows(t, rank_by=rank_by, partition_columns=parts),
     )
 
 

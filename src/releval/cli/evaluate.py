@@ -77,7 +77,7 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--run-slices", default=None, metavar="A,B",
                     help="comma-separated run columns to slice by, each holding one value per "
                     "query of a run partition (Parquet/Delta runs; a query whose rows "
-                    "disagree is quarantined)")
+                    "disagree gets the slice value (conflicting))")
     ev.add_argument("--window", default=None, metavar="COLUMN",
                     help="the run column holding each query's window k_q, the top documents "
                     "its consumer used, read by the @window measures (Parquet/Delta runs)")

@@ -90,7 +90,7 @@ class RunSource:
     #: query; position i is rank i), instead of ``doc_id``/``score``/``rank``; None: rows.
     ranked: str | None = None
     #: Run columns to slice the aggregate by, each holding one value per query of a run
-    #: partition (a query whose rows disagree is quarantined: ``conflicting_slice``).
+    #: partition (a query whose rows disagree gets the slice value ``(conflicting)``).
     slices: tuple[str, ...] = ()
 
 

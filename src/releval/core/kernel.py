@@ -44,7 +44,7 @@ from releval.core.measures.stats import QrelsStat, RunStat
 from releval.core.ranked import Ranked
 from releval.core.ranking import best_first, beyond_depth
 from releval.core.repeats import highest_labels, repeated_documents
-from releval.core.run_slices import set_aside_conflicting_slices
+from releval.core.run_slices import slice_values
 from releval.core.ties import TIE_KINDS, tie_groups
 from releval.core.walks import walk
 from releval.core.window import group_windows, set_aside_conflicting_windows
@@ -197,8 +197,6 @@ def partition_stats(
     if REASON in table.column_names:
         if S.WINDOW in table.column_names:  # a whole query set aside, before any count
             table = set_aside_conflicting_windows(table, partition_columns)
-        if slices:  # likewise a query whose rows disagree on a run slice
-            table = set_aside_conflicting_slices(table, partition_columns, slices)
         if rank_by == "rank":  # repeats are set aside like rejected rows (see the function)
             table = set_aside_repeats_by_rank(table, partition_columns)
         # counted first, from every row received: nothing is dropped before this
@@ -258,6 +256,7 @@ def _query_stats(
     )
     keys = [*partition_columns, S.QUERY_ID]
     group = _group_ids(run, keys, run_query, len(query_dictionary))
+    row_group = group  # each run row's group, in the run's order
     order_value = _numpy(run.column(ORDER)).astype(np.float64)
     primary = -order_value if rank_by == "score" else order_value
     order = best_first(group, primary, run_doc, doc_dictionary)
@@ -304,8 +303,9 @@ def _query_stats(
     group_query = run_query[starts] if groups else np.zeros(0, dtype=np.int64)
     ranked.judgments, ranked.group_query = judgments, group_query
     scored = in_qrels[group_query]
-    columns: dict[str, Any] = {k: run.column(k).take(pa.array(first_row))
-                               for k in (*keys, *slices)}
+    columns: dict[str, Any] = {k: run.column(k).take(pa.array(first_row)) for k in keys}
+    for c in slices:  # (conflicting) when the group's rows disagree: its score stays
+        columns[c] = slice_values(run.column(c), row_group, groups, first_row)
     columns[IN_RUN] = pa.array(np.ones(groups, dtype=bool))
     columns[IN_QRELS] = pa.array(scored)
     columns[REPEATED] = pa.array(dropped)
