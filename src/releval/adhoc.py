@@ -26,6 +26,7 @@ from releval.core.columns import RAW_MALFORMED
 from releval.core.frames import local_frame
 from releval.core.measures import parse_measures
 from releval.core.measures.judged import with_judged_measures
+from releval.core.overall import MACRO, overall
 from releval.errors import ComparisonError, InputError
 from releval.io import tables
 from releval.io.atomic import read_table
@@ -40,7 +41,6 @@ from releval.io.readers import (
 from releval.io.writers import absolute
 from releval.job.answer_moves import AnswerMoves, side_cells
 from releval.job.compare_slices import (
-    overall,
     render_slices,
     render_worst,
     sign_warnings,
@@ -189,7 +189,7 @@ def compare_files(
         queries_columns=columns, slices=slices,
     )
     every = [r.asDict() for r in table.collect()]
-    rows = overall(every)
+    rows = overall(every, MACRO)
     if write_comparison:
         _write_comparison(spark, every, baseline=_label(base), settings=settings,
                           path=str(out / "comparison"))

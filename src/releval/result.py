@@ -16,6 +16,7 @@ from releval.config import DATAFRAME
 from releval.core import columns as S
 from releval.core.engine import long_format
 from releval.core.frames import local_frame
+from releval.core.overall import MACRO, overall
 from releval.errors import ConfigError
 from releval.io import tables
 from releval.job import answers as job_answers
@@ -186,7 +187,7 @@ class Result:
         head.append("  rows used (quarantined): " + "; ".join(
             f"{a.name.split(';')[0]} {a.used:,} ({a.quarantined_total:,})"
             for a in report.inputs))
-        macro = [r for r in found if r[S.AVERAGING] == "macro"]
+        macro = overall(found, MACRO)
         labels = sorted({", ".join(str(r[c]) for c in parts) for r in macro})
         if parts:
             head.append(f"  run partitions by {', '.join(parts)} ({len(labels)}): "

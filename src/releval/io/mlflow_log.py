@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 
 from releval.core import columns as S
+from releval.core.overall import MACRO, overall
 from releval.errors import ConfigError
 
 #: releval's measure families that MLflow's retriever metrics name (``precision_at_k``).
@@ -66,8 +67,8 @@ def macro_metrics(aggregate: Iterable[Mapping[str, Any]], partition_columns: Seq
     """
     metrics: dict[str, float] = {}
     keys: dict[str, str] = {}
-    for row in aggregate:
-        if row[S.AVERAGING] != "macro" or row[S.VALUE] is None:
+    for row in overall(list(aggregate), MACRO):
+        if row[S.VALUE] is None:
             continue
         values = {c: row[c] for c in partition_columns}
         name = prefix + partition_prefix(values) + metric_name(row[S.MEASURE_KEY])

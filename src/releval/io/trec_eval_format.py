@@ -22,6 +22,7 @@ from releval.core import columns as S
 from releval.core.columns import IN_QRELS, MEASURES
 from releval.core.measures import Measure, parse_measure
 from releval.core.measures.trec_sets import ALL_TREC
+from releval.core.overall import HEADLINE, overall
 from releval.errors import RelevalError
 
 _PARAMETER = re.compile(r"^(.+)_(\d+(?:\.\d+)?)$")
@@ -41,7 +42,6 @@ TREC_ORDER: tuple[str, ...] = ("runid", "num_q", *_FAMILIES[:_FAMILIES.index("P"
                                "relstring", *_FAMILIES[_FAMILIES.index("P") + 1:])
 _PLACE = {family: i for i, family in enumerate(TREC_ORDER)}
 _NAME_WIDTH = 22
-_MEANS = ("macro", "sum", "geometric")
 
 
 def trec_order(name: str) -> tuple[int, str, float]:
@@ -156,7 +156,7 @@ def iter_trec_eval_lines(
 
 
 def _all_lines(aggregate: list[Mapping[str, Any]], runid: str | None, judged_only: bool) -> list[str]:
-    means = [row for row in aggregate if row[S.AVERAGING] in _MEANS]
+    means = overall(aggregate, HEADLINE)
     lines = [] if runid is None else [_line("runid", "all", runid)]
     if means:
         lines.append(_line("num_q", "all", str(max(int(r[S.NUM_QUERIES]) for r in means))))

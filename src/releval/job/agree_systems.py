@@ -20,6 +20,7 @@ from releval.checks.accounts import QualityReport
 from releval.config import Config, QrelsSource
 from releval.core import columns as S
 from releval.core.engine import long_format
+from releval.core.overall import MACRO, overall
 from releval.errors import ComparisonError
 from releval.io.readers import read_qrels_raw, read_run_raw, source_name
 from releval.job.counts import query_counts
@@ -101,9 +102,9 @@ def _evaluate(spark: SparkSession, config: Config, qrels: QrelsSource, kept: lis
                      qrels_name=source_name(qrels), run_filter=config.run.filter,
                      qrels_filter=qrels.filter)
     means, partitions = {}, {}
-    for row in aggregate_rows(counts.sums, measures=measures, partition_columns=parts,
-                              intervals=config.intervals):
-        if row[S.AVERAGING] != "macro" or row[S.VALUE] is None:
+    for row in overall(aggregate_rows(counts.sums, measures=measures, partition_columns=parts,
+                                      intervals=config.intervals), MACRO):
+        if row[S.VALUE] is None:
             continue
         values = {c: None if row[c] is None else str(row[c]) for c in parts}
         label = partition_label(values, parts)

@@ -16,6 +16,7 @@ from releval.checks.queries import CheckedQueries
 from releval.config import ComparisonSettings, Config
 from releval.core import columns as S
 from releval.core.columns import quote_literal
+from releval.core.overall import MACRO, overall
 from releval.errors import ComparisonError
 from releval.io import tables
 from releval.io.atomic import read_table, table_exists
@@ -150,7 +151,7 @@ class ComparisonReport:
     def render(self) -> str:
         s = self.settings
         every = self.rows
-        rows = slices_out.overall(every)
+        rows = overall(every, MACRO)
         lines = [
             "releval comparison",
             f"  comparison_id: {self.comparison_id} (table version {self.version})",

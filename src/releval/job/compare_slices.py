@@ -12,17 +12,13 @@ from pyspark.sql import functions as F
 
 from releval.checks.queries import CheckedQueries
 from releval.core import columns as S
+from releval.core.overall import MACRO, overall
 from releval.errors import InputError
 from releval.stats import changes as C
 from releval.stats.kernel import TIE_TOLERANCE
 
 #: slice -> slice value -> its weight (the queries' total weight, or their number)
 SliceWeights = Mapping[str, Mapping[str, float]]
-
-
-def overall(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The rows over all queries with plain means (today's comparison rows)."""
-    return [r for r in rows if r.get(S.SLICE) is None and r.get(S.AVERAGING, "macro") == "macro"]
 
 
 def slice_weights(checked: CheckedQueries) -> dict[str, dict[str, float]]:
@@ -69,7 +65,7 @@ def sign_warnings(rows: Sequence[Mapping[str, Any]], weights: SliceWeights | Non
         by[(r[S.CANDIDATE], r[S.MEASURE_KEY], r.get(S.SLICE), r.get(S.SLICE_VALUE),
             r.get(S.AVERAGING, "macro"))] = r
     out = []
-    for r in overall(rows):
+    for r in overall(list(rows), MACRO):
         cand, key, diff = r[S.CANDIDATE], r[S.MEASURE_KEY], r[S.MEAN_DIFF]
         sign = _sign(diff)
         if sign == 0:

@@ -26,6 +26,7 @@ from releval.core.columns import (
 )
 from releval.core.measures import Measure
 from releval.core.measures.judged import JUDGED
+from releval.core.overall import overall
 from releval.core.repeats import DUPLICATE_DOC
 from releval.job.summary import TieDependence, UnjudgedRate
 from releval.stats.aggregate import ENTRY as AGGREGATE_ENTRY
@@ -117,7 +118,7 @@ def query_counts(
         *listed,
     ).collect()
     summed = [r for r in found if r[LEDGER] is None]  # a row per (partition, slice, measure)
-    by_index = [r for r in summed if r[S.SLICE] is None]  # a row per (partition, measure)
+    by_index = overall(summed)  # a row per (partition, measure)
     rows = [r for r in by_index if r[AGGREGATE_INDEX] in (None, 0)]  # a row per partition
     counts = {k: sum(int(r[k] or 0) for r in rows)
               for k in ("scored", "without_qrels", "missing", "beyond_depth")}

@@ -11,6 +11,7 @@ from releval.checks.accounts import QualityReport
 from releval.config import IntervalSettings
 from releval.core import columns as S
 from releval.core.measures import Measure
+from releval.core.overall import HEADLINE, overall
 from releval.job.windows import WindowSpread, render_windows
 from releval.stats.attribution import CELLS, NO_QRELS, SHARED_CELLS
 from releval.stats.intervals import FEW_QUERIES
@@ -231,9 +232,7 @@ def render_overview(
     """
     parts = list(partition_columns)
     table: dict[tuple[object, ...], dict[str, object]] = {}
-    for row in rows:
-        if row[S.AVERAGING] not in ("macro", "sum", "geometric") or row.asDict().get(S.SLICE):
-            continue  # the rows over all queries (slice rows: the aggregate table)
+    for row in overall(list(rows), HEADLINE):
         key = tuple(row[c] for c in parts)
         line = table.setdefault(key, {**{c: row[c] for c in parts}, S.NUM_QUERIES: row[S.NUM_QUERIES]})
         if row[S.MEASURE_KEY] in measure_keys and row[S.VALUE] is not None:

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 #: Measures without a mean (the aggregate's ``sum`` rows); not plotted.
 COUNT_MEASURES = tuple(sorted(n for n, spec in REGISTRY.items() if "macro" not in spec.averaging))
-MACRO = "macro"
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from matplotlib.ticker import PercentFormatter
 
 from releval.core import columns as S
 from releval.core.measures.judged import JUDGED
-from releval.report.data import COUNT_MEASURES, MACRO, run_label
+from releval.core.overall import MACRO, overall
+from releval.report.data import COUNT_MEASURES, run_label
 
 #: Panel size (inches) of a subplot grid, and the widest grid.
 PANEL = (3.6, 2.6)
@@ -69,7 +70,7 @@ def _runs(df: pd.DataFrame, run_columns: Sequence[str]) -> pd.Series:
 
 
 def _macro(aggregate: pd.DataFrame) -> pd.DataFrame:
-    return aggregate[aggregate[S.AVERAGING] == MACRO]
+    return overall(aggregate, MACRO)
 
 
 def _at_date(df: pd.DataFrame, date_column: str | None, date: str | None) -> pd.DataFrame:

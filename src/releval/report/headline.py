@@ -13,7 +13,8 @@ import pandas as pd
 
 from releval.core import columns as S
 from releval.core.measures.judged import JUDGED
-from releval.report.data import COUNT_MEASURES, MACRO, ReportData, run_label
+from releval.core.overall import MACRO, overall
+from releval.report.data import COUNT_MEASURES, ReportData, run_label
 from releval.report.html import esc
 
 
@@ -40,8 +41,8 @@ def _interval_name(rows: pd.DataFrame) -> str:
 def run_means(data: ReportData, measure_keys: Sequence[str]) -> str:
     """One line per run partition at the report's date: its macro mean of each of
     ``measure_keys`` with its interval; empty when there is none."""
-    agg = data.aggregate
-    df = agg[(agg[S.AVERAGING] == MACRO) & agg[S.MEASURE_KEY].isin(measure_keys)]
+    df = overall(data.aggregate, MACRO)
+    df = df[df[S.MEASURE_KEY].isin(measure_keys)]
     if data.date_column is not None:
         df = df[df[data.date_column] == data.date]
     if df.empty:

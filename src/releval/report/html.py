@@ -19,7 +19,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from releval.core import columns as S
-from releval.report.data import MACRO, ReportData, TableRead, run_label
+from releval.core.overall import MACRO, overall
+from releval.report.data import ReportData, TableRead, run_label
 
 #: A table with more rows than this is folded (``<details>``) under a one-line summary.
 FOLD_ROWS = 12
@@ -114,8 +115,7 @@ def name_cell(value: object) -> str:
 def means_table(data: ReportData, measure_keys: Sequence[str]) -> str:
     """Macro means at the report's date: one row per run, one column per measure; the
     interval under each value."""
-    agg = data.aggregate
-    df = agg[agg[S.AVERAGING] == MACRO]
+    df = overall(data.aggregate, MACRO)
     if data.date_column is not None:
         df = df[df[data.date_column] == data.date]
     keys = [k for k in measure_keys if k in set(df[S.MEASURE_KEY])]
@@ -146,7 +146,7 @@ def warnings_table(data: ReportData, *, warning_share: float, few_queries: int) 
     more unjudged than the warning share, and every mean that rests on few queries."""
     agg = data.aggregate
     parts = [*data.run_columns, *([data.date_column] if data.date_column else [])]
-    macro = agg[agg[S.AVERAGING] == MACRO]
+    macro = overall(agg, MACRO)
     judged = macro[(macro[S.MEASURE] == "Judged") & macro[S.CUTOFF].notna()
                    & ~macro[S.JUDGED_ONLY]]
     high = judged[(1.0 - judged[S.VALUE]) > warning_share].sort_values([*parts, S.CUTOFF])

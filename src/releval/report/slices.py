@@ -12,6 +12,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from releval.core import columns as S
+from releval.core.overall import MACRO, overall
 from releval.report.html import esc, folded, name_cell, number, png, table
 
 #: the queries listed per candidate and measure
@@ -21,10 +22,9 @@ WORST = 5
 def overall_comparison(comparison: pd.DataFrame | None) -> pd.DataFrame | None:
     """The rows over all queries with plain means (a table of an older schema has only
     those)."""
-    if comparison is None or comparison.empty or S.SLICE not in comparison.columns:
+    if comparison is None or comparison.empty:
         return comparison
-    plain = comparison[S.AVERAGING].isna() | (comparison[S.AVERAGING] == "macro")
-    return comparison[comparison[S.SLICE].isna() & plain]
+    return overall(comparison, MACRO)
 
 
 def sliced_comparison(comparison: pd.DataFrame | None) -> pd.DataFrame:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from releval.core import columns as S
-from releval.report.data import MACRO, ReportData
+from releval.core.overall import MACRO, overall
+from releval.report.data import ReportData
 from releval.report.html import name_cell, number, table
 
 #: The aggregate keys the job adds with a window: the recall of the whole ranking and of k_q
@@ -26,7 +27,8 @@ def window_section(data: ReportData) -> str | None:
     per_query = rows.drop_duplicates([*keys, S.QUERY_ID])
     spread = per_query.groupby(keys)[S.WINDOW_SIZE].agg(["min", "median", "max"]).reset_index()
     agg = data.aggregate.assign(_all="")
-    macro = agg[(agg[S.AVERAGING] == MACRO) & agg[S.MEASURE_KEY].isin([RECALL_ALL, RECALL_WINDOW])]
+    macro = overall(agg, MACRO)
+    macro = macro[macro[S.MEASURE_KEY].isin([RECALL_ALL, RECALL_WINDOW])]
     recall = macro.pivot_table(index=keys, columns=S.MEASURE_KEY, values=S.VALUE).reset_index()
     merged = spread.merge(recall, on=keys, how="left") if not recall.empty else spread
     body = []
