@@ -8,11 +8,19 @@ import warnings
 import mlflow
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 import releval
 from releval.core import columns as S
-from releval.io.mlflow_log import macro_metrics, metric_name, partition_prefix
+from releval.io.mlflow_log import (
+    gate_metric_prefix,
+    macro_metrics,
+    metric_name,
+    name_part,
+    partition_prefix,
+)
 
 RANKED = {"q1": ["d1", "d2", "d3", "d4", "d5", "d6"], "q2": ["d7", "d8", "d9", "d10", "d11"],
           "q3": ["e1", "e2", "e3", "e4", "e5"]}
@@ -113,3 +121,22 @@ def test_mlflow_precision_and_ndcg_differ_by_definition_below_k(spark):
     assert releval_scores(spark, "nDCG@5", ranked, gold)["q"] == pytest.approx(
         1 / (1 + 1 / 1.5849625), abs=1e-6)
     assert mlflow_scores(mlflow.metrics.ndcg_at_k, 5, ranked, gold)["q"] == pytest.approx(1.0)
+
+
+def test_gate_metric_names_stay_unique_for_any_slice_value():
+    from mlflow.utils.validation import _validate_metric_name
+
+    values = ["en-US", "en US", "en/US", "en_US", "en.US", "en__US", "", ".", "..", "(null)"]
+    names = [gate_metric_prefix("RR change >= 0", "locale", v) for v in values]
+    assert len(set(names)) == len(values)
+    assert names[3] == "gate/RR_change_ge_0/locale/en_US/"  # nothing to replace: as it is
+    # the slice column and its value stay apart
+    assert gate_metric_prefix("RR > 0", "a_b", "c") != gate_metric_prefix("RR > 0", "a", "b_c")
+    for name in names:
+        _validate_metric_name(name + "estimate")  # a name MLflow accepts
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.text(max_size=6), st.text(max_size=6))
+def test_distinct_texts_give_distinct_name_parts(a, b):
+    assert (name_part(a) == name_part(b)) == (a == b)

@@ -4,6 +4,7 @@ imported when used: ``pip install 'releval[mlflow]'``. See docs/usage.md ("MLflo
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tempfile
@@ -149,20 +150,36 @@ _OPS = {">=": " ge ", "<=": " le ", ">": " gt ", "<": " lt ", "-": "minus", "%":
         "@": "_at_"}
 
 
+def name_part(text: str) -> str:
+    """``text`` as one part of an MLflow name, distinct texts giving distinct parts: the text
+    itself when it holds only letters, digits, ``_`` and ``.`` (and not only dots); else
+    every other sign as ``_``, then ``-`` and 8 hex digits of its SHA-256 (``-`` is never in
+    a part kept as it is).
+
+    Example:
+        >>> [name_part(v) for v in ("en_US", "en-US", "en US", "en/US")]
+        ['en_US', 'en_US-5c49f88d', 'en_US-40f500bd', 'en_US-6d89affb']
+    """
+    kept = re.sub(r"[^\w.]", "_", text)
+    if kept == text and kept.strip("."):
+        return text
+    return f"{kept}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
 def gate_metric_prefix(rule: str, slice_name: str | None, slice_value: str | None) -> str:
     """A gate row's metric prefix: ``gate/`` + the rule in words (operators spelled out)
-    + ``/slice_value`` for a slice row.
+    + ``/slice/value`` for a slice row (each by :func:`name_part`).
 
     Example:
         >>> gate_metric_prefix("nDCG@10 change >= -0.01", "segment", "head")
-        'gate/nDCG_at_10_change_ge_minus0.01/segment_head/'
+        'gate/nDCG_at_10_change_ge_minus0.01/segment/head/'
     """
     text = rule
     for sign, word in _OPS.items():
         text = text.replace(sign, word)
     name = re.sub(r"_+", "_", re.sub(r"[^\w.]", "_", text)).strip("_")
     if slice_name is not None:
-        name += "/" + re.sub(r"_+", "_", re.sub(r"[^\w.]", "_", f"{slice_name}_{slice_value}"))
+        name += f"/{name_part(slice_name)}/{name_part(str(slice_value))}"
     return f"gate/{name}/"
 
 
