@@ -4,6 +4,7 @@ each run compared with the baseline query by query, printed as one table."""
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import reduce
@@ -27,7 +28,7 @@ from releval.core.frames import local_frame
 from releval.core.measures import parse_measures
 from releval.core.measures.judged import with_judged_measures
 from releval.core.overall import MACRO, overall
-from releval.errors import ComparisonError, InputError
+from releval.errors import ComparisonError, InputError, SignDisagreementWarning
 from releval.io import tables
 from releval.io.atomic import read_table
 from releval.io.readers import (
@@ -180,14 +181,16 @@ def compare_files(
         S.QUERY_ID: queries.query_id, **({S.WEIGHT: queries.weight} if queries.weight else {})}
     checked = None if frame is None else api.queries_input(frame, columns, slices,
                                                            name=source_name(queries))
-    table = api.compare(
-        per_query, baseline={TREC_RUN_ID: base},
-        candidates=[{TREC_RUN_ID: t} for t in candidates], alpha=settings.alpha,
-        correction=settings.correction, test=settings.test,
-        permutations=settings.permutations, seed=settings.seed, power=settings.power,
-        effect_of_interest=settings.effect_of_interest, queries=frame,
-        queries_columns=columns, slices=slices,
-    )
+    with warnings.catch_warnings():  # printed below, with the comparison
+        warnings.simplefilter("ignore", SignDisagreementWarning)
+        table = api.compare(
+            per_query, baseline={TREC_RUN_ID: base},
+            candidates=[{TREC_RUN_ID: t} for t in candidates], alpha=settings.alpha,
+            correction=settings.correction, test=settings.test,
+            permutations=settings.permutations, seed=settings.seed, power=settings.power,
+            effect_of_interest=settings.effect_of_interest, queries=frame,
+            queries_columns=columns, slices=slices,
+        )
     every = [r.asDict() for r in table.collect()]
     rows = overall(every, MACRO)
     if write_comparison:

@@ -5,6 +5,7 @@ measures (:func:`evaluate` returns a :class:`releval.result.Result`, :func:`gate
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,13 +29,13 @@ from releval.core import columns as S
 from releval.core.measures import REGISTRY
 from releval.core.measures.judged import with_judged_measures
 from releval.core.measures.registry import parse_measures
-from releval.errors import ConfigError
+from releval.errors import ConfigError, SignDisagreementWarning
 from releval.gating import Gate, gate
 from releval.gating import parse_side as _side
 from releval.io.readers import raw_answers_input, raw_qrels_input, raw_run_input
 from releval.io.shapes import GRADED, RANKED, RELEVANT, counted
 from releval.job import answers as job_answers
-from releval.job.compare_slices import refuse_rejected
+from releval.job.compare_slices import refuse_rejected, sign_disagreements, slice_weights
 from releval.job.inputs import checked_inputs
 from releval.job.partitions import partition_label
 from releval.job.persisted import keeper
@@ -375,6 +376,11 @@ def compare(
         difference's linearized interval, with no test (its p-values, ``significant``,
         ``effect_size``, ``min_detectable_diff`` and ``queries_needed`` null).
 
+    Warns:
+        SignDisagreementWarning: with ``queries``, a candidate's difference over all
+            queries has one sign and its weighted difference, or the slice values holding
+            most of the weight, the other (one warning per candidate and measure).
+
     Raises:
         InputError: a side names an unknown column, or a queries row is not usable (its
             reason, column and the row).
@@ -403,10 +409,15 @@ def compare(
         permutations=permutations, seed=seed, correction=correction, alpha=alpha, test=test,
         power=power, effect_of_interest=effect_of_interest), source="releval.compare")
     checked = queries_input(queries, queries_columns, slices)
-    return comparison.compare(
+    found = comparison.compare(
         per_query, baseline=base, candidates=labels, missing_queries=missing_queries,
         settings=settings, queries=None if checked is None else checked.used,
         slices=tuple(slices), weighted=checked is not None and checked.weighted)
+    if checked is not None and (checked.slices or checked.weighted):
+        rows = [r.asDict() for r in found.collect()]  # rows made on the driver
+        for message in sign_disagreements(rows, slice_weights(checked)):
+            warnings.warn(message, SignDisagreementWarning, stacklevel=2)
+    return found
 
 
 def queries_input(queries: DataFrame | None, queries_columns: Mapping[str, str] | None,

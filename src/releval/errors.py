@@ -45,3 +45,8 @@ class ClusterError(RelevalError):
 
 class DeltaUnavailableError(RelevalError):
     """The SparkSession cannot write Delta tables: Delta's jars or its two settings are missing."""
+
+
+class SignDisagreementWarning(UserWarning):
+    """A comparison's difference over all queries has one sign, and its traffic-weighted
+    difference, or the slice values holding most of the weight, the other."""

@@ -48,12 +48,20 @@ def refuse_rejected(checked: CheckedQueries, *, query_id: str, weight: str | Non
 
 
 def _sign(x: float | None) -> int:
-    return 0 if x is None or abs(x) <= TIE_TOLERANCE else (1 if x > 0 else -1)
+    if x is None or x != x or abs(x) <= TIE_TOLERANCE:
+        return 0
+    return 1 if x > 0 else -1
 
 
 def sign_warnings(rows: Sequence[Mapping[str, Any]], weights: SliceWeights | None = None
                   ) -> list[str]:
-    """One line per (candidate, measure) whose overall difference has one sign while the
+    """:func:`sign_disagreements` as the printed comparison's lines."""
+    return [f"  WARNING: {m}" for m in sign_disagreements(rows, weights)]
+
+
+def sign_disagreements(rows: Sequence[Mapping[str, Any]], weights: SliceWeights | None = None
+                       ) -> list[str]:
+    """One message per (candidate, measure) whose overall difference has one sign while the
     weighted difference, or the slice values that hold most of the weight, have the other.
 
     The slice values that hold most of the weight: per slice column, the heaviest values
@@ -80,7 +88,7 @@ def sign_warnings(rows: Sequence[Mapping[str, Any]], weights: SliceWeights | Non
                 values, mean, share = heavy
                 found.append(f"{s}={','.join(values)} ({share:.0%} of the weight) {mean:+.4f}")
         if found:
-            out.append(f"  WARNING: {key}: {cand} differs by {diff:+.4f} over all queries "
+            out.append(f"{key}: {cand} differs by {diff:+.4f} over all queries "
                        f"but {'; '.join(found)}")
     return out
 

@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 
 from releval.core import columns as S
 from releval.core.overall import MACRO, overall
+from releval.job.compare_slices import sign_disagreements
 from releval.report.html import esc, folded, name_cell, number, png, table
 
 #: the queries listed per candidate and measure
@@ -147,4 +148,16 @@ def slices_html(per_query: pd.DataFrame, comparison: pd.DataFrame | None,
                     "baseline, with its interval; squares are weighted by traffic (linearized "
                     "interval, no test), filled markers significant within the slices' family "
                     "(docs/statistics.md)."))
-    return drawn + worst_table(per_query, overall_comparison(comparison), measure_keys)
+    return (sign_html(comparison) + drawn
+            + worst_table(per_query, overall_comparison(comparison), measure_keys))
+
+
+def sign_html(comparison: pd.DataFrame) -> str:
+    """The comparison's sign disagreements
+    (:func:`releval.job.compare_slices.sign_disagreements`, each slice value weighted by its
+    pairs), a warning each; empty without any."""
+    if S.SLICE not in comparison.columns:
+        return ""
+    rows = comparison.astype(object).where(comparison.notna(), None).to_dict("records")
+    found = sign_disagreements(rows)
+    return "".join(f'<p class="warning"><strong>Warning:</strong> {esc(m)}</p>' for m in found)
