@@ -99,8 +99,9 @@ def _heaviest(by: Mapping[tuple, Mapping[str, Any]], cand: str, key: str, s: str
     their share of the weight); None when no slice row has a weight."""
     values = {k[3]: r for k, r in by.items()
               if k[:3] == (cand, key, s) and k[4] == "macro"}
-    mass = {v: (weights or {}).get(s, {}).get(v, float(r[S.NUM_PAIRS]) if weights is None
-                                              else 0.0) for v, r in values.items()}
+    mass = {v: (weights or {}).get(s, {}).get(v, float(r.get(S.NUM_PAIRS) or 0.0)
+                                              if weights is None else 0.0)
+            for v, r in values.items()}
     total = sum(mass.values())
     if not total > 0:
         return None
