@@ -26,7 +26,7 @@ from releval.core.columns import (
 )
 from releval.core.measures import Measure
 from releval.core.measures.judged import JUDGED
-from releval.core.overall import overall
+from releval.core.overall import overall, overall_column
 from releval.core.repeats import DUPLICATE_DOC
 from releval.job.summary import TieDependence, UnjudgedRate
 from releval.stats.aggregate import ENTRY as AGGREGATE_ENTRY
@@ -88,7 +88,7 @@ def query_counts(
     # one row per (query row, measure) (by_measure): the sums are the same few columns for
     # every measure, so Spark compiles the aggregation; the counts take each wide row once, at
     # its first measure (a null index: by_measure's one row for a null or empty array)
-    once = (F.col(AGGREGATE_INDEX).isNull() | (F.col(AGGREGATE_INDEX) == 0)) & F.col(S.SLICE).isNull()
+    once = (F.col(AGGREGATE_INDEX).isNull() | (F.col(AGGREGATE_INDEX) == 0)) & overall_column()
     # a [ties] measure's entry says if the query's value depends on the order of tied scores
     ties = [i for i, m in enumerate(measures) if m.tie_aware]
     tie_count = ([F.count_if(F.col(IN_QRELS) & F.col(AGGREGATE_ENTRY)[TIE_DEPENDENT])
