@@ -6,7 +6,8 @@ They run as processes because the README tells a newcomer to type them: ``make``
 ``spark-submit`` and ``.venv/bin/releval`` each start a JVM of their own. One module fixture
 parses them out of README.md and runs each once, in the README's order, in a temporary copy
 of the project (links to its code, ``.venv`` and ``.jars``, and a ``warehouse/`` of its own),
-so the repository's warehouse is never written; ``make`` must find ``install`` done.
+so the repository's warehouse is never written; ``make`` must find ``install`` done. The
+commands on the sample run one after another; those on ``examples/`` run beside them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 import shlex
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,9 +96,25 @@ class Readme:
         return matches[0]
 
 
+def on_sample(command: str) -> bool:
+    """Whether a command reads or writes the sample's warehouse (the others read examples/)."""
+    return command.startswith("make ") or "jobs/" in command
+
+
+def execute(command: str, copy: Path, env: dict[str, str]) -> Ran:
+    line = ".venv/bin/python readme_example.py" if command == "python" else command
+    start = time.monotonic()
+    proc = subprocess.run(["bash", "-c", line], cwd=copy, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=900)
+    seconds = time.monotonic() - start
+    print(f"\n{seconds:6.1f} s  exit {proc.returncode}  {command}")
+    return Ran(command, proc.returncode, proc.stdout, seconds)
+
+
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory) -> Readme:
-    """Every README command run once in a temporary copy of the project."""
+    """Every README command run once in a temporary copy of the project: those on the
+    sample one after another in the README's order, the others beside them."""
     copy = tmp_path_factory.mktemp("readme")
     for name in LINKED:
         (copy / name).symlink_to(ROOT / name)
@@ -105,15 +123,12 @@ def ran(tmp_path_factory) -> Readme:
            if not k.startswith(("PYSPARK_", "SPARK_REMOTE", "RELEVAL_", "MAKE", "MFLAGS"))}
     done = subprocess.run(["make", "-q", "install"], cwd=copy, env=env, capture_output=True)
     assert done.returncode == 0, "make install first: the README's make targets would run it"
-    found = {}
-    for command in readme_commands():
-        line = ".venv/bin/python readme_example.py" if command == "python" else command
-        start = time.monotonic()
-        proc = subprocess.run(["bash", "-c", line], cwd=copy, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=900)
-        found[command] = Ran(command, proc.returncode, proc.stdout, time.monotonic() - start)
-        print(f"\n{time.monotonic() - start:6.1f} s  exit {proc.returncode}  {command}")
-    return Readme(copy, found)
+    commands = readme_commands()
+    chains = [[c for c in commands if on_sample(c)], [c for c in commands if not on_sample(c)]]
+    with ThreadPoolExecutor(len(chains)) as pool:
+        done_chains = list(pool.map(lambda chain: [execute(c, copy, env) for c in chain], chains))
+    found = {r.command: r for chain in done_chains for r in chain}
+    return Readme(copy, {c: found[c] for c in commands})
 
 
 def one(ran: Readme, start: str) -> Ran:
