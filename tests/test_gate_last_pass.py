@@ -117,3 +117,27 @@ def test_last_pass_gates_every_night_after_the_first(spark, nights):
     for date in (NIGHTS[1], NIGHTS[3], NIGHTS[4]):
         for rule in RULES:
             assert rows[(date, rule)].estimate == 0.0 and rows[(date, rule)].outcome == "pass"
+
+
+@pytest.mark.parametrize("rules", [
+    ["RR change >= -5%"],
+    ["weighted RR change >= -0.05"],
+    ["RR change >= -0.05 per segment"],
+    ["RR change >= -0.05", "RR change >= -0.05 per segment", "weighted RR change >= -5%"],
+])
+@pytest.mark.parametrize("mode", ["confidence", "point"])
+def test_a_first_night_is_a_reference_with_any_change_rule(rules, mode):
+    from releval.job.gate import REFERENCE
+    from releval.stats import gate as G
+    from releval.stats import gate_frames
+
+    # the candidate's per-query RR, with a weight and a slice; no baseline
+    values = pd.DataFrame({gate_frames.SIDE: 0, "query_id": [f"q{i}" for i in range(6)],
+                           "measure_key": "RR", "measure": "RR",
+                           "value": [1.0, 0.5, 1.0, 0.5, 1.0, 1.0],
+                           "weight": [10.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+                           "segment": ["head", "head", "tail", "tail", "tail", "tail"]})
+    rows = gate_frames.gate_table(values, [G.parse_rule(r) for r in rules], baseline=None,
+                                  candidate=0, alpha=0.05, mode=mode)
+    assert len(rows) and set(rows[G.OUTCOME]) == {G.NO_BASELINE}
+    assert G.decide(rows[G.OUTCOME]) == G.NO_BASELINE and G.NO_BASELINE in REFERENCE
