@@ -31,6 +31,8 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 #: What the temporary copy links to: what the README's commands read.
 LINKED = ("Makefile", "pyproject.toml", "src", "jobs", "conf", "examples", ".venv", ".jars")
+#: The code blocks whose lines are commands.
+SHELL = ("sh", "bash", "shell")
 #: The README's shell commands that are not run, and why.
 SKIPPED = {"make test": "runs this test suite"}
 #: Every command run, by how it starts; each is checked by the test named.
@@ -53,13 +55,16 @@ DATE = "2026-11-28"  # the date make compare and the README's spark-submit evalu
 
 
 def readme_commands() -> list[str]:
-    """The README's commands in order: each shell line (continuations joined, comments
-    dropped, repeats once) and the Python block as ``"python"``."""
+    """The README's commands in order: each line of a shell block (continuations joined,
+    comments dropped, repeats once) and the Python block as ``"python"``; a block in any
+    other language holds no command."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     found: list[str] = []
     for lang, body in re.findall(r"^```(\w*)\n(.*?)^```", text, re.S | re.M):
         if lang == "python":
             found.append("python")
+            continue
+        if lang not in SHELL:
             continue
         for line in re.sub(r"\\\n\s*", " ", body).splitlines():
             words = shlex.split(line, comments=True)
