@@ -236,7 +236,8 @@ class GateSettings:
     """The release gate (docs/usage.md, "Release gates"): each run partition the job
     evaluates is gated by ``rules`` against its ``baseline``: ``"previous"`` (the same
     system's latest earlier partition by the ``order_by`` column), ``"last_pass"`` (the
-    latest such partition whose gate passed) or a fixed run partition ``"KEY=VALUE[,...]"``
+    latest such partition whose gate passed or had no baseline: a series' first night is
+    its first reference) or a fixed run partition ``"KEY=VALUE[,...]"``
     (its other columns the gated partition's); ``order_by`` defaults to ``date`` when it is a
     run partition column. ``on_inconclusive``: ``"pass"`` or ``"fail"``
     maps an inconclusive gate for the exit code (unset: exit 3); ``mode``: ``"confidence"``

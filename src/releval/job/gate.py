@@ -29,6 +29,10 @@ from releval.stats import gate_frames
 
 #: The job's exit code of each decision (a job with no gate, or no baseline anywhere: 0).
 EXIT = {G.PASS: 0, G.NO_BASELINE: 0, G.FAIL: 1, G.INCONCLUSIVE: 3}
+#: The decisions that make a night the baseline of a later one under ``last_pass``: a pass,
+#: or ``no_baseline`` (a series' first gated night, with no earlier reference: it becomes
+#: the first reference).
+REFERENCE = (G.PASS, G.NO_BASELINE)
 
 Partition = dict[str, str | None]
 
@@ -106,6 +110,8 @@ class GateRun:
             failed = sorted(set(g.rows.loc[g.rows[G.OUTCOME] == G.FAIL, G.RULE]))
             why = f": {'; '.join(failed)}" if failed else ""
             none = " (shares no query with its baseline)" if g.shares_no_query else ""
+            if g.decision == G.NO_BASELINE and self.settings.baseline == "last_pass":
+                none = " (the first reference: later nights are gated against it)"
             lines.append(f"    {label(g.partition)} against {against}: {g.decision}{why}{none}")
         return lines
 
@@ -155,9 +161,9 @@ def run(spark: SparkSession, config: Config, partitions: Sequence[Partition], *,
     """Gate ``partitions`` (the job's evaluated run partitions) and write the gate table.
 
     ``previous``: the same system's (every other partition column equal) latest partition
-    earlier by ``order_by``; ``last_pass``: the latest earlier one whose gate passed (the gate
-    table's, or this run's for a partition gated before it). Pairs are the queries both
-    scored."""
+    earlier by ``order_by``; ``last_pass``: the latest earlier one whose decision is in
+    :data:`REFERENCE` (the gate table's, or this run's for a partition gated before it).
+    Pairs are the queries both scored."""
     settings = config.gate
     assert settings is not None
     parts = list(config.run.partition_columns)
@@ -166,9 +172,9 @@ def run(spark: SparkSession, config: Config, partitions: Sequence[Partition], *,
         {order: p[order]} if order else p))
     # the whole tables replaced (no predicate): they hold exactly the gated partitions
     known = todo if predicate is None else _known_partitions(spark, config)
-    passed = _decisions(spark, config) if settings.baseline == "last_pass" else {}
+    recorded = _decisions(spark, config) if settings.baseline == "last_pass" else {}
     redone = {_key(p) for p in todo}
-    passed = {k: v for k, v in passed.items() if k not in redone}
+    recorded = {k: v for k, v in recorded.items() if k not in redone}
 
     def earlier(p: Partition, pool: Sequence[Partition]) -> Partition | None:
         same = [q for q in pool if _series(q, order) == _series(p, order)
@@ -185,7 +191,7 @@ def run(spark: SparkSession, config: Config, partitions: Sequence[Partition], *,
             if b is not None:
                 pool.setdefault(_key(b), b)
     elif settings.baseline == "last_pass":
-        ok = [q for q in known if passed.get(_key(q)) == G.PASS]
+        ok = [q for q in known if recorded.get(_key(q)) in REFERENCE]
         for p in todo:
             b = earlier(p, ok)
             if b is not None:
@@ -201,12 +207,12 @@ def run(spark: SparkSession, config: Config, partitions: Sequence[Partition], *,
     values = gate_frames.side_values(per_query, sides, rules, queries=_queries(spark, config,
                                                                                 rules))
     gates = []
-    decided: dict[tuple, str] = dict(passed)
+    decided: dict[tuple, str] = dict(recorded)
     for p in todo:
         if settings.baseline == "previous":
             base = earlier(p, known)
         elif settings.baseline == "last_pass":
-            base = earlier(p, [q for q in known if decided.get(_key(q)) == G.PASS])
+            base = earlier(p, [q for q in known if decided.get(_key(q)) in REFERENCE])
         else:
             base = _fixed(settings, p)
             base = base if _key(base) in index and _key(base) != _key(p) else None
