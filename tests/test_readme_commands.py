@@ -297,7 +297,6 @@ def test_make_agree(ran):
     assert f"pairs judged by both: {matrix.sum()} over 100 queries" in got.out
 
 
-@pytest.mark.xfail(strict=True, reason="the report's means table raises on the sample's slices")
 def test_make_report(ran):
     got = one(ran, "make report")
     page = (ran.copy / "warehouse/releval/report.html").read_text(encoding="utf-8")
