@@ -241,3 +241,45 @@ def markdown(rates: list[Rate]) -> str:
             cells.append("" if r is None else f"{r.rate:.1%}" + ("" if r.ok else " **!**"))
         lines.append(f"| {kind} | {shape} | {n} | {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+#: The designs of the table that measured the t-test gate: (name, rule kind, the tested
+#: values' sampler, the numbers of queries, the event counted). Their true means break the
+#: rule (a pass is false), or keep it exactly (a fail is false).
+ISSUE_DESIGNS = (
+    ("most queries gain 0.03, 8% lose 0.5", "change", (5, 10, 20, 40, 100), "false pass"),
+    ("70% unchanged, 30% lose 0.5", "change", (3, 5), "false pass"),
+    ("traffic-weighted, 5 queries carry 95% of the traffic, 10% lose 0.5", "weighted",
+     (50, 200), "false pass"),
+    ("level rule Hit@10 >= 0.9 at a true rate of 0.9 (unadjusted)", "level", (2, 5),
+     "false fail"),
+)
+
+
+def issue_sample(name: str, n: int, rng: np.random.Generator) -> Sample:
+    """One draw of an :data:`ISSUE_DESIGNS` design."""
+    if name.startswith("most"):
+        return Sample(np.where(rng.random(n) < 0.08, -0.5, 0.03))
+    if name.startswith("70%"):
+        return Sample(np.where(rng.random(n) < 0.3, -0.5, 0.0))
+    if name.startswith("traffic"):
+        x = np.where(rng.random(n) < 0.1, -0.5, 0.03)
+        w = np.full(n, 0.05 / (n - 5))
+        w[:5] = 0.19
+        return Sample(x, weights=w)
+    return Sample((rng.random(n) < 0.9).astype(np.float64))
+
+
+def issue_rate(name: str, kind: str, n: int, event: str, *, method: str, reps: int,
+               seed: int = 0) -> float:
+    """How often the gate passes (``false pass``) or fails (``false fail``, unadjusted) one
+    :data:`ISSUE_DESIGNS` design."""
+    rule = {"change": G.parse_rule("nDCG@10 change >= -0.01"),
+            "weighted": G.parse_rule("weighted nDCG@10 change >= -0.01"),
+            "level": G.parse_rule("Hit@10 >= 0.9")}[kind]
+    rng = np.random.default_rng([seed, n, len(name)])
+    hits = 0
+    for _ in range(reps):
+        found = outcomes(rule, issue_sample(name, n, rng), method)[0]
+        hits += found == (G.PASS if event == "false pass" else G.FAIL)
+    return hits / reps
