@@ -193,7 +193,7 @@ class Test:
     #: :data:`BOUNDED` or :data:`STUDENT`
     method: str = STUDENT
     #: the bounded test's statistics (None for Student's t)
-    bounds: MeanBounds | None = None
+    bounds: MeanBounds | None = field(default=None, compare=False, repr=False)
 
 
 def _nan_test(n: int, estimate: float = float("nan"), method: str = STUDENT) -> Test:
@@ -355,7 +355,8 @@ def gate_rows(pairs: pd.DataFrame, rules: Sequence[Rule], *, alpha: float = 0.05
     out = []
     for rule in rules:
         rows = pairs[pairs[S.MEASURE_KEY] == rule.measure_key]
-        scored = rows[BASE].notna() & rows[CAND].notna() if rule.change else rows[CAND].notna()
+        paired = rule.change and baseline  # without a baseline: the candidate's slice values
+        scored = rows[BASE].notna() & rows[CAND].notna() if paired else rows[CAND].notna()
         unpaired = int((rows[BASE].notna() ^ rows[CAND].notna()).sum()) if rule.change else 0
         rows = rows[scored]
         if rule.slice is None:
