@@ -27,11 +27,15 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def _reps(kind: str, shape: str, n: int, reps: int) -> int:
-    """Fewer repetitions where one test is slow: 1,000 distinct values (weighted: Gamma
-    draws of 1,000 concentrations)."""
-    if n < 1000 or shape in ("skewed", "tied", "binary"):
+    """Fewer repetitions where one gate is slow: hundreds of distinct values (weighted: Gamma
+    draws of that many concentrations), or hundreds of slice values."""
+    if kind == "slice" and n >= 200:
+        return max(reps // 4, 50)
+    if shape != "symmetric" or n < 100:
         return reps
-    return max(reps // (8 if kind == "weighted" else 2), 50)
+    if kind == "weighted":
+        return max(reps // (8 if n >= 1000 else 4), 50)
+    return max(reps // 2, 50) if n >= 1000 else reps
 
 
 def grid(reps: int) -> list[C.Rate]:
