@@ -13,6 +13,7 @@ of compare's paired tests on the same shapes.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def _reps(kind: str, shape: str, n: int, reps: int) -> int:
     """Fewer repetitions where one gate is slow: hundreds of distinct values (weighted: Gamma
     draws of that many concentrations), or hundreds of slice values."""
     if kind == "slice" and n >= 200:
-        return max(reps // 4, 50)
+        return max(reps // 2, 50)
     if shape != "symmetric" or n < 100:
         return reps
     if kind == "weighted":
@@ -43,9 +44,12 @@ def grid(reps: int) -> list[C.Rate]:
     for kind in C.KINDS:
         for shape in C.SHAPES:
             for n in C.NS:
-                if kind == "slice" and n < 2 * C.SLICE_SIZE:
-                    continue
+                if kind == "slice" and not 2 * C.SLICE_SIZE <= n <= 200:
+                    continue  # 2 to 40 slice values
                 rates += C.gate_rates(kind, shape, n, reps=_reps(kind, shape, n, reps))
+                print(f"{kind} {shape} {n}: " + ", ".join(
+                    f"{r.event} ({r.where}) {r.rate:.1%}" for r in rates[-len(C.CASES):]),
+                    file=sys.stderr, flush=True)
     return rates
 
 
@@ -124,7 +128,8 @@ def main() -> None:
         "Worst error rates: " + "; ".join(
             f"{e} {r.rate:.1%} ({r.kind}, {r.shape}, n={r.n}, {r.where}, limit {r.limit:.1%})"
             for e, r in worst.items()), "",
-        C.markdown(rates), "", "## The descriptive statistics on the same shapes", "",
+        C.summary(rates), "", C.markdown(rates), "",
+        "## The descriptive statistics on the same shapes", "",
         *descriptive(max(args.reps * 5, 1000)), "",
         f"Run time: {time.perf_counter() - started:.0f} s.", ""])
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -283,3 +283,41 @@ def issue_rate(name: str, kind: str, n: int, event: str, *, method: str, reps: i
         found = outcomes(rule, issue_sample(name, n, rng), method)[0]
         hits += found == (G.PASS if event == "false pass" else G.FAIL)
     return hits / reps
+
+
+def summary(rates: list[Rate]) -> str:
+    """One row per rule kind and shape: the largest false-pass and false-fail rates over
+    every n and position of the true mean (with where), and the power at 100 and 1,000
+    queries (a slice design: 50 and 200)."""
+    lines = ["| kind | shape | largest false pass | largest false fail | power, n = 100 / 1000 "
+             "(slice: 50 / 200) |", "|---|---|--:|--:|--:|"]
+    keys = dict.fromkeys((r.kind, r.shape) for r in rates)
+    for kind, shape in keys:
+        mine = [r for r in rates if (r.kind, r.shape) == (kind, shape)]
+        cells = []
+        for event in ("false pass", "false fail"):
+            worst = max((r for r in mine if r.event == event), key=lambda r: r.rate)
+            cells.append(f"{worst.rate:.1%} (n={worst.n}, {worst.where})"
+                         + ("" if worst.ok else " **!**"))
+        ns = (50, 200) if kind == "slice" else (100, 1000)
+        power = {r.n: r.rate for r in mine if r.event == "power"}
+        cells.append(" / ".join(f"{power[n]:.0%}" if n in power else "-" for n in ns))
+        lines.append(f"| {kind} | {shape} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def parse_markdown(text: str, reps: int) -> list[Rate]:
+    """The rates of a :func:`markdown` table (bench/results/calibration.md), for
+    :func:`summary`, each counted over ``reps`` repetitions (the table does not say)."""
+    heads = [(e, w) for w, _, e in CASES]
+    out = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 + len(heads) or cells[0] not in KINDS:
+            continue
+        kind, shape, n, method = cells[0], cells[1], int(cells[2]), cells[3]
+        for (event, where), cell in zip(heads, cells[4:], strict=True):
+            if cell:
+                rate = float(cell.split("%")[0]) / 100.0
+                out.append(Rate(kind, shape, n, where, event, method, rate, reps))
+    return out
