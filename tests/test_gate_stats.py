@@ -366,3 +366,10 @@ def test_an_aa_gate_fails_at_most_alpha_of_the_time():
         c = b if i % 8 < 2 else b + np.clip(rng.normal(0, 0.05, n), -0.15, 0.15)
         fails += G.gate_rows(pairs(b, c), [rule]).outcome[0] == G.FAIL
     assert fails / reps <= ALPHA
+
+
+def test_equal_counts_decide_nothing():
+    row = G.gate_rows(pairs(np.full(30, np.nan), np.full(30, 7.0), key="num_rel"),
+                      [G.parse_rule("num_rel >= 3")]).iloc[0]
+    assert row.method == G.STUDENT and row.outcome == G.INCONCLUSIVE
+    assert (row.p_pass, row.p_fail) == (1.0, 1.0) and row.queries_needed is pd.NA

@@ -227,11 +227,11 @@ def bounded_test(x: np.ndarray, threshold: float, *, support: tuple[float, float
 def _from_t(n: int, mean: float, se: float, threshold: float, *, greater: bool,
             alpha: float, spread: float) -> Test:
     """The one-sided t-tests of ``mean`` (standard error ``se``, n - 1 df) against
-    ``threshold``; a standard error of 0 decides by the mean's side alone."""
+    ``threshold``; a standard error of 0 is no evidence (equal values of a quantity with no
+    known range say nothing of the values not drawn): p 1 on both sides, no bounds (NaN)."""
     if se <= kernel.TIE_TOLERANCE:
-        above, below = float(mean > threshold), float(mean < threshold)
-        p_above, p_below = 1.0 - above, 1.0 - below
-        low = high = mean
+        p_above = p_below = 1.0
+        low = high = math.nan
     else:
         t = (mean - threshold) / se
         p_above = float(special.stdtr(n - 1, -t))  # H1: mean > threshold
