@@ -177,6 +177,7 @@ def mean_bounds(x: np.ndarray, *, lo: float, hi: float, weights: np.ndarray | No
         conc = np.ones(len(x))
     else:
         w = np.asarray(weights, dtype=np.float64)
+        w = w / w.max()  # tiny weights: w @ w would underflow
         n_eff = w.sum() ** 2 / float(w @ w)
         conc = n_eff * w / w.sum()
     n_eff = float(conc.sum())
