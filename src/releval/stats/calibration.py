@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import special
@@ -102,18 +102,28 @@ def _wilson_test(x: np.ndarray, threshold: float, *, greater: bool, alpha: float
 
 
 def one_test(rule: G.Rule, s: Sample, method: str, *, alpha: float = ALPHA) -> G.Test:
-    """The rule's test of one group, by the gate's bounded method or by the t-test gate."""
+    """The rule's test of one group, by the gate's bounded method or by the t-test gate
+    (Student's t, Wilson's score test on 0/1 level values, the linearized weighted t; no
+    spread read as certainty, the mean's side deciding)."""
     x, w = s.x, s.weights
     if w is not None:
         x, w = x[w > 0], w[w > 0]
     if method == "bounded":
         return G.bounded_test(x, rule.tested_threshold, support=rule.support,
                               greater=rule.greater, alpha=alpha, weights=w)
-    if w is not None:
-        return G.weighted_test(x, w, rule.tested_threshold, greater=rule.greater, alpha=alpha)
-    if not rule.change and np.isin(x, (0.0, 1.0)).all():
+    if not rule.change and w is None and np.isin(x, (0.0, 1.0)).all():
         return _wilson_test(x, rule.threshold, greater=rule.greater, alpha=alpha)
-    return G.t_test(x, rule.tested_threshold, greater=rule.greater, alpha=alpha)
+    if w is not None:
+        test = G.weighted_test(x, w, rule.tested_threshold, greater=rule.greater, alpha=alpha)
+    else:
+        test = G.t_test(x, rule.tested_threshold, greater=rule.greater, alpha=alpha)
+    if len(x) >= 2 and not test.spread > kernel.TIE_TOLERANCE:
+        above = test.estimate > rule.tested_threshold
+        below = test.estimate < rule.tested_threshold
+        p_pass, p_fail = (float(not above), float(not below)) if rule.greater else (
+            float(not below), float(not above))
+        test = replace(test, p_pass=p_pass, p_fail=p_fail)
+    return test
 
 
 def outcomes(rule: G.Rule, s: Sample, method: str, *, alpha: float = ALPHA) -> list[str]:
