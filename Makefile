@@ -125,6 +125,7 @@ bench: install ## benchmark releval against its peers on synthetic data (BENCH_S
 	$(PY) -m bench.slices --size $(SLICES_SIZE)
 	$(PY) -m bench.gate notebook
 	$(PY) -m bench.gate job
+	$(PY) -m bench.calibration
 
 SLICES_SIZE ?= full
 

@@ -10,7 +10,7 @@ import pytest
 from releval.cli import main
 from releval.cli.gate import exit_code
 
-QUERIES = [f"q{i:02d}" for i in range(12)]
+QUERIES = [f"q{i:02d}" for i in range(40)]
 
 
 def trec_run(path: Path, tag: str, first: list[bool]) -> str:
@@ -28,14 +28,15 @@ def trec_run(path: Path, tag: str, first: list[bool]) -> str:
 def files(tmp_path: Path) -> dict[str, str]:
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("".join(f"{q} 0 r 1\n{q} 0 x 0\n" for q in QUERIES))
-    alternate = [i % 2 == 0 for i in range(12)]  # RR 1, 1/2, 1, 1/2, ...
+    # 40 queries: fewer could not rule out a rare loss of 1, whatever their differences
+    alternate = [i % 2 == 0 for i in range(40)]  # RR 1, 1/2, 1, 1/2, ...
     # two queries swap: q00 loses 1/2, q01 gains 1/2: mean difference 0
     swapped = [not h if i < 2 else h for i, h in enumerate(alternate)]
     return {
         "qrels": str(qrels),
         "base": trec_run(tmp_path / "base.run", "base", alternate),
-        "better": trec_run(tmp_path / "better.run", "better", [True] * 12),
-        "worse": trec_run(tmp_path / "worse.run", "worse", [False] * 12),
+        "better": trec_run(tmp_path / "better.run", "better", [True] * 40),
+        "worse": trec_run(tmp_path / "worse.run", "worse", [False] * 40),
         "swapped": trec_run(tmp_path / "swapped.run", "swapped", swapped),
     }
 
@@ -68,7 +69,7 @@ def test_fail_exits_1(shared_session, files, capsys):
 
 
 def test_inconclusive_exits_3_unless_mapped(shared_session, files, capsys):
-    # swapped: one query -1/2, one +1/2, ten 0: mean 0, not above 0 nor below
+    # swapped: one query -1/2, one +1/2, 38 0: mean 0, not above 0 nor below
     code, out = gate(files, "swapped", "RR change > 0", capsys=capsys)
     assert code == 3 and out.out.startswith("gate: INCONCLUSIVE")
     code, out = gate(files, "swapped", "RR change > 0", extra=["--on-inconclusive", "fail"],
@@ -110,8 +111,8 @@ def test_queries_and_slices(shared_session, files, tmp_path, capsys):
                      "weighted RR change >= -0.01",
                      extra=["--queries", str(path), "--weight", "traffic"], capsys=capsys)
     lines = out.out.splitlines()
-    # head: differences 0 and 1/2 (2 queries): t = (0.25 + 0.01) / (0.3536 / sqrt 2) = 1.04,
-    # not significant; tail: 10 queries, 5 gain 1/2: passes
+    # head: differences 0 and 1/2 (2 queries): too few to decide; tail: 38 queries, 19
+    # gain 1/2: passes; the weighted rule counts about 3 queries (Kish): inconclusive
     assert any("head" in line and "inconclusive" in line for line in lines)
     assert any("tail" in line and " pass " in line for line in lines)
     assert code == 3

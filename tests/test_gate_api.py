@@ -1,15 +1,11 @@
-"""releval.gate on the suite's session: designed per-query rows with known outcomes, checked
-against scipy's one-sided t-tests and statsmodels' Holm and Wilson interval."""
+"""releval.gate on the suite's session: designed per-query rows with known outcomes; the Spark
+path gives the pure path's tests (:func:`releval.stats.gate.bounded_test`), Holm is
+statsmodels', a 0/1 level rule's bounds are Clopper-Pearson's."""
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
-from scipy import stats
 from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.power import TTestPower
 from statsmodels.stats.proportion import proportion_confint
 from support import gate_support as D
 
@@ -25,8 +21,11 @@ def frames(spark):
     return D.frames(spark)
 
 
-def one_sided(x, popmean, alternative):
-    return stats.ttest_1samp(x, popmean, alternative=alternative).pvalue
+def pure(x, rule_text):
+    """The pure path's test of a rule over per-query values x."""
+    rule = G.parse_rule(rule_text)
+    return G.bounded_test(x, rule.tested_threshold, support=rule.support, greater=rule.greater,
+                          alpha=ALPHA)
 
 
 def test_clear_pass_and_the_table(frames):
@@ -39,13 +38,12 @@ def test_clear_pass_and_the_table(frames):
     rows = {r.rule: r for r in table.collect()}
     d = D.DIFFS["good"]
     change = rows["nDCG@10 change >= -0.01"]
-    assert change.estimate == pytest.approx(0.05) and change.num_queries == 80
-    assert change.p_pass == pytest.approx(one_sided(d, -0.01, "greater"), rel=1e-9)
-    ci = stats.ttest_1samp(d, -0.01, alternative="greater").confidence_interval(1 - ALPHA)
-    assert change.bound_low == pytest.approx(ci.low, rel=1e-9)
+    assert change.estimate == pytest.approx(0.05) and change.num_queries == 400
+    want = pure(d, "nDCG@10 change >= -0.01")
+    assert (change.p_pass, change.bound_low) == pytest.approx((want.p_pass, want.bound_low))
     assert change.queries_needed is None and change.slice is None
-    hit = rows["Hit@10 >= 0.8"]  # 72 of 80 = 0.9: Wilson at 1 - 2 alpha
-    low, high = proportion_confint(72, 80, alpha=2 * ALPHA, method="wilson")
+    hit = rows["Hit@10 >= 0.8"]  # 360 of 400 = 0.9: Clopper-Pearson at 1 - 2 alpha
+    low, high = proportion_confint(360, 400, alpha=2 * ALPHA, method="beta")
     assert (hit.estimate, hit.bound_low, hit.bound_high) == pytest.approx((0.9, low, high))
     assert hit.outcome == "pass" and low > 0.8
     text = g.render()
@@ -62,8 +60,8 @@ def test_clear_fail_with_holm_failing_rows_first(frames):
     assert g.decision == "fail" and not g.passed
     rows = {r.rule: r for r in g.table.collect()}
     d, c, b = D.DIFFS["bad"], D.values("bad"), D.BASE
-    raw = [one_sided(d, -0.01, "less"), one_sided(c, 0.3, "less"),
-           one_sided(c - 0.98 * b, 0.0, "less")]
+    raw = [pure(d, rules[0]).p_fail, pure(c, rules[1]).p_fail,
+           pure(c - 0.98 * b, rules[2]).p_fail]
     assert [rows[r].p_fail for r in rules] == pytest.approx(raw, rel=1e-9)
     reject, adjusted, *_ = multipletests(raw, alpha=ALPHA, method="holm")
     assert [rows[r].p_fail_adjusted for r in rules] == pytest.approx(list(adjusted), rel=1e-9)
@@ -72,7 +70,7 @@ def test_clear_fail_with_holm_failing_rows_first(frames):
     assert rows["nDCG@10 >= 0.3"].outcome == "pass"
     relative = rows["nDCG@10 change >= -2%"]
     assert relative.threshold == 0.0 and relative.estimate == pytest.approx((c - 0.98 * b).mean())
-    assert relative.relative_change == pytest.approx(100 * -0.05 / 0.5)  # -10%
+    assert relative.relative_change == pytest.approx(-0.05 / 0.5)  # a fraction: -10%
     lines = g.render().splitlines()
     assert lines[0].startswith("gate: FAIL (2 fail, 1 pass; 3 rules)")
     assert " fail " in lines[2] and " fail " in lines[3] and " pass " in lines[4]
@@ -86,9 +84,8 @@ def test_inconclusive_gives_the_queries_needed(frames):
     row = g.table.first()
     d = D.DIFFS["small"]
     assert row.num_queries == 10 and row.outcome == "inconclusive"
-    want = TTestPower().solve_power(effect_size=d.mean() / d.std(ddof=1), alpha=ALPHA,
-                                    power=G.POWER, alternative="larger")
-    assert row.queries_needed == math.ceil(float(np.squeeze(want)))
+    want = G.queries_needed(pure(d, "nDCG@10 change > 0"), 0.0, alpha=ALPHA)
+    assert row.queries_needed == want and 10 < want < 1000
 
 
 def test_pass_overall_fail_on_one_slice_and_weighted_fail(frames):
@@ -103,10 +100,11 @@ def test_pass_overall_fail_on_one_slice_and_weighted_fail(frames):
         ("nDCG@10 change >= -0.01 per segment", "segment", "head", "fail"),
         ("nDCG@10 change >= -0.01 per segment", "segment", "tail", "pass"),
         ("weighted nDCG@10 change >= -0.01", None, None, "fail")]
-    # (20 x -0.05 + 60 x 0.10) / 80 = 0.0625; weighted (20 x 100 x -0.05 + 60 x 0.1) / 2060
-    assert rows[0][4] == pytest.approx(0.0625) and rows[3][4] == pytest.approx(-94 / 2060)
+    # (100 x -0.1 + 300 x 0.1) / 400 = 0.05; weighted (100 x 100 x -0.1 + 300 x 0.1) / 10300
+    assert rows[0][4] == pytest.approx(0.05) and rows[3][4] == pytest.approx(-970 / 10300)
     head = D.DIFFS["mixed"][:D.HEAD]
-    assert g.table.collect()[1].p_fail == pytest.approx(one_sided(head, -0.01, "less"))
+    want = pure(head, "nDCG@10 change >= -0.01")
+    assert g.table.collect()[1].p_fail == pytest.approx(want.p_fail)
     assert g.decision == "fail"
     assert g.rules == {"nDCG@10 change >= -0.01": "pass",
                        "nDCG@10 change >= -0.01 per segment": "fail",
@@ -155,12 +153,15 @@ def test_gate_on_an_evaluations_per_query_rows(spark):
     result = releval.evaluate(run, qrels, measures=["RR"], partition_by=["system"])
     g = releval.gate(result.per_query, baseline="system=base", candidate="system=cand",
                      rules=["RR change >= 0.4", "RR >= 0.9"])
-    # every difference is exactly 1 - 1/2 = 0.5 > 0.4, no spread; RR = 1 on every query:
-    # 6 of 6 "hits" of a [0, 1] measure: Wilson's lower bound at 0.90 is 6 / (6 + z^2) = 0.689
+    # every difference is exactly 1 - 1/2 = 0.5 > 0.4, no spread: not certainty; the lower
+    # bound is 0.5 - 1.5 U, U ~ Beta(1, 6): p_pass = P(U >= 0.1 / 1.5) = (14 / 15) ** 6.
+    # RR = 1 on every query: Clopper-Pearson's lower bound is 0.05 ** (1 / 6) = 0.607
     rows = {r.rule: r for r in g.table.collect()}
-    assert rows["RR change >= 0.4"].estimate == 0.5 and rows["RR change >= 0.4"].p_pass == 0.0
-    low, _ = proportion_confint(6, 6, alpha=0.1, method="wilson")
-    assert rows["RR >= 0.9"].bound_low == pytest.approx(low)
+    change = rows["RR change >= 0.4"]
+    assert change.estimate == 0.5 and change.p_pass == pytest.approx((14 / 15) ** 6)
+    assert change.outcome == "inconclusive" and change.queries_needed == 44
+    low, _ = proportion_confint(6, 6, alpha=0.1, method="beta")
+    assert rows["RR >= 0.9"].bound_low == pytest.approx(low) == pytest.approx(0.05 ** (1 / 6))
     assert rows["RR >= 0.9"].outcome == "inconclusive"
     assert g.decision == "inconclusive"
 

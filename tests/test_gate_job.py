@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from pyspark.sql import functions as F
-from scipy import stats
 from support import gate_support as D
 from support.batch_support import read
 
@@ -19,6 +18,7 @@ from releval.job import lineage
 from releval.job.batch import run_job
 from releval.job.migrations import migrate_table
 from releval.job.partitions import parse_selection
+from releval.stats import gate as G
 
 PARTS = ["system", "date"]
 
@@ -67,13 +67,13 @@ def test_previous_flags_the_regressing_day_and_only_that_day(spark, week, tmp_pa
     first_day = rows[(D.WEEK[0], "RR change >= -0.05")]
     assert first_day["outcome"] == "no_baseline" and first_day["baseline"] is None
     assert rows[(D.WEEK[0], "RR >= 0.6")]["outcome"] == "pass"
-    # the regressing night against the one before: scipy's one-sided test of the differences
+    # the regressing night against the one before: the pure path's test of the differences
     bad = rows[(D.WEEK[D.REGRESSING_DAY], "RR change >= -0.05")]
     d = (np.array(D.nightly_rr(D.REGRESSING_DAY)) - np.array(D.nightly_rr(D.REGRESSING_DAY - 1)))
     assert bad["baseline"] == f"system=prod/date={D.WEEK[D.REGRESSING_DAY - 1]}"
-    assert bad["num_queries"] == 40 and bad["estimate"] == pytest.approx(-29 * 0.5 / 40)
-    assert bad["p_fail"] == pytest.approx(
-        stats.ttest_1samp(d, -0.05, alternative="less").pvalue, rel=1e-9)
+    assert bad["num_queries"] == 120 and bad["estimate"] == pytest.approx(-59 * 0.5 / 120)
+    want = G.bounded_test(d, -0.05, support=(-1.0, 1.0), greater=True, alpha=0.05)
+    assert bad["p_fail"] == pytest.approx(want.p_fail)
     assert bad["outcome"] == "fail" and bad["job_run_id"] == "week-1"
     # each later night against its previous one
     assert rows[(D.WEEK[6], "RR change >= -0.05")]["baseline"] == f"system=prod/date={D.WEEK[5]}"

@@ -95,7 +95,7 @@ class Gate:
         """The gate table: ``rule``, ``measure_key``, ``slice``, ``slice_value``, ``estimate``,
         ``bound_low``, ``bound_high`` (one-sided, 1 - alpha), ``threshold``, ``outcome``,
         ``p_pass``, ``p_fail``, ``p_fail_adjusted`` (Holm), ``num_queries``,
-        ``queries_needed`` and ``relative_change`` (percent, change rules)."""
+        ``queries_needed`` and ``relative_change`` (a fraction, change rules)."""
         return local_frame(self.spark, table_rows(self.rows), SCHEMA)
 
     def verdict(self) -> str:
@@ -227,12 +227,12 @@ def gate(
         InputError: a rejected queries row.
 
     Example:
-        >>> rows = spark.createDataFrame([(s, f"q{i}", "RR", "RR", v) for i in range(4)
+        >>> rows = spark.createDataFrame([(s, f"q{i}", "RR", "RR", v) for i in range(8)
         ...     for s, v in (("bm25", 0.5), ("dense", 1.0))],
         ...     "system string, query_id string, measure_key string, measure string, value double")
         >>> g = gate(rows, baseline="system=bm25", candidate="system=dense",
         ...          rules=["RR change >= -0.05"])
-        >>> g.decision, g.table.first().estimate  # every query gains 0.5: no spread
+        >>> g.decision, g.table.first().estimate  # every query gains 0.5 (4 would not prove it)
         ('pass', 0.5)
     """
     parsed = [G.parse_rule(r) for r in rules]

@@ -1,16 +1,17 @@
 """Designed per-query rows with known gate outcomes, the same in a classic and a Connect session.
 
-80 queries q000..q079; the first 20 are ``head`` (traffic 100), the rest ``tail`` (traffic 1).
-A system's nDCG@10 is the baseline's plus a designed difference ``mean + WIGGLE`` (WIGGLE:
+400 queries q000..q399; the first 100 are ``head`` (traffic 100), the rest ``tail`` (traffic
+1). A system's nDCG@10 is the baseline's plus a designed difference ``mean + WIGGLE`` (WIGGLE:
 ten deviations with mean 0, repeated), so each difference's mean is exact:
 
 - ``good``: +0.05 on every query (a clear pass of ``change >= -0.01``);
 - ``bad``: -0.05 on every query (a clear fail);
-- ``mixed``: -0.05 on head, +0.10 on tail: overall +0.0625 (pass), head fails, and the
-  traffic-weighted mean (20 x 100 x -0.05 + 60 x 0.10) / 2060 = -0.0456 fails;
+- ``mixed``: -0.10 on head, +0.10 on tail: overall +0.05 (pass), head fails, and the
+  traffic-weighted mean (100 x 100 x -0.10 + 300 x 0.10) / 10300 = -0.0942 fails;
 - ``small``: +0.01 on the first 10 queries only (inconclusive for ``change > 0``).
 
-Hit@10 is 0/1: ``good`` hits 72 of 80 queries (0.9), ``base`` 60.
+Hit@10 is 0/1: ``good`` hits 360 of 400 queries (0.9), ``base`` 300. (A decision valid at
+every number of queries needs them: 80 queries cannot rule out a loss of 1 on 4% of them.)
 """
 
 from __future__ import annotations
@@ -18,17 +19,18 @@ from __future__ import annotations
 import numpy as np
 
 WIGGLE = np.array([-0.02, 0.02, -0.01, 0.01, 0.0, -0.03, 0.03, 0.015, -0.015, 0.0])
-QUERIES = [f"q{i:03d}" for i in range(80)]
-HEAD = 20
-BASE = 0.3 + 0.1 * (np.arange(80) % 5)  # 0.3, 0.4, ..., 0.7
-WIGGLES = np.tile(WIGGLE, 8)
+N = 400
+QUERIES = [f"q{i:03d}" for i in range(N)]
+HEAD = 100
+BASE = 0.3 + 0.1 * (np.arange(N) % 5)  # 0.3, 0.4, ..., 0.7
+WIGGLES = np.tile(WIGGLE, N // 10)
 DIFFS = {
     "good": 0.05 + WIGGLES,
     "bad": -0.05 + WIGGLES,
-    "mixed": np.where(np.arange(80) < HEAD, -0.05, 0.10) + WIGGLES,
+    "mixed": np.where(np.arange(N) < HEAD, -0.10, 0.10) + WIGGLES,
     "small": (0.01 + WIGGLES)[:10],
 }
-HITS = {"base": np.arange(80) % 4 != 0, "good": np.arange(80) % 10 != 0}
+HITS = {"base": np.arange(N) % 4 != 0, "good": np.arange(N) % 10 != 0}
 SCHEMA = "system string, query_id string, measure string, measure_key string, value double"
 QUERIES_SCHEMA = "query_id string, segment string, traffic double"
 
@@ -61,20 +63,22 @@ def frames(spark):  # -> (per_query, queries)
             spark.createDataFrame(queries_rows(), QUERIES_SCHEMA))
 
 
-# A week of one system's nightly runs (the batch job's gate): 40 queries, each with a
+# A week of one system's nightly runs (the batch job's gate): 120 queries, each with a
 # relevant document r and a non-relevant x. On day k (0-based) query k ranks r second
 # (noise: RR 1/2 on one query a day, a different one each day); every other query ranks r
-# first (RR 1). On REGRESSING_DAY, 30 queries rank r second: against the day before, RR
-# changes by -1/2 on 29 or 30 queries (mean about -0.36).
+# first (RR 1). On REGRESSING_DAY, 60 queries rank r second: against the day before, RR
+# changes by -1/2 on 59 or 60 queries (mean about -0.25). (A quiet night passes
+# ``change >= -0.05`` only with about 90 queries or more: fewer cannot rule out a loss of 1
+# on 5% of them.)
 WEEK = [f"2026-11-{d:02d}" for d in range(23, 30)]
 REGRESSING_DAY = 3
-NIGHTLY_QUERIES = [f"n{i:02d}" for i in range(40)]
+NIGHTLY_QUERIES = [f"n{i:03d}" for i in range(120)]
 NIGHTLY_RULES = ("RR change >= -0.05", "RR >= 0.6")
 
 
 def nightly_rr(day: int) -> list[float]:
     """Each query's RR on ``day``."""
-    second = set(range(30)) if day == REGRESSING_DAY else {day}
+    second = set(range(60)) if day == REGRESSING_DAY else {day}
     return [0.5 if i in second else 1.0 for i in range(len(NIGHTLY_QUERIES))]
 
 

@@ -31,11 +31,12 @@ _GATE_FIELDS = [
     ("p_fail_adjusted", T.DoubleType(), "p_fail after Holm's correction over every fail test "
      "of the run partition's gate."),
     ("num_queries", T.LongType(), "The queries tested: both sides scored them (a change rule), "
-     "the candidate did (a level rule); with a weight (a weighted rule)."),
+     "the candidate did (a level rule); with a positive weight (a weighted rule)."),
     ("queries_needed", T.LongType(), "An inconclusive row: the queries whose test would decide "
-     "it with probability 0.8 at the observed mean and spread."),
-    ("relative_change", T.DoubleType(), "A change rule: 100 x (candidate mean - baseline mean) "
-     "/ baseline mean, over the pairs."),
+     "it with probability 0.8 at the observed mean and spread (every value equal: the queries "
+     "at which that value decides)."),
+    ("relative_change", T.DoubleType(), "A change rule: (candidate mean - baseline mean) / "
+     "baseline mean, a fraction as in the comparison table, over the pairs."),
     (BASELINE, T.StringType(), "The baseline run partition, e.g. system=bm25/date=2026-11-28 "
      "(null: none)."),
     (DECISION, T.StringType(), "The run partition's gate: pass, fail, inconclusive or "

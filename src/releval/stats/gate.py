@@ -3,15 +3,18 @@
 A rule passes when its one-sided test that it holds rejects the opposite at ``alpha`` (no
 correction: every rule must pass, an intersection-union test); it fails when the test that it
 is broken rejects after Holm's correction over every fail test of the gate; otherwise it is
-inconclusive, with the queries needed to decide at the observed spread. See
+inconclusive, with the queries needed to decide at the observed spread. On a measure with a
+known range the tests are the bounded-mean bounds of :mod:`releval.stats.mean_bounds` (valid at
+every number of queries); on a measure without one (a count), Student's t. See
 docs/statistics.md ("Release gates")."""
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -21,6 +24,7 @@ from releval.core import columns as S
 from releval.core.measures.registry import parse_measure
 from releval.errors import ConfigError, MeasureError
 from releval.stats import kernel
+from releval.stats.mean_bounds import MeanBounds, mean_bounds, needed
 from releval.stats.power import pairs_needed
 from releval.stats.weighted import weighted_mean
 
@@ -28,13 +32,23 @@ PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 #: The outcome of a change rule's row for a run partition that has no baseline.
 NO_BASELINE = "no_baseline"
 MODES = ("confidence", "point")
-#: The gate table's columns, in order (``relative_change``: a change rule's change in percent).
+#: The gate table's columns, in order (``relative_change``: a change rule's change as a
+#: fraction of the baseline's mean, as in the comparison table).
 RULE, OUTCOME, THRESHOLD, ESTIMATE = "rule", "outcome", "threshold", "estimate"
 BOUND_LOW, BOUND_HIGH = "bound_low", "bound_high"
 P_PASS, P_FAIL, P_FAIL_ADJUSTED = "p_pass", "p_fail", "p_fail_adjusted"
 COLUMNS = (RULE, S.MEASURE_KEY, S.SLICE, S.SLICE_VALUE, ESTIMATE, BOUND_LOW, BOUND_HIGH,
            THRESHOLD, OUTCOME, P_PASS, P_FAIL, P_FAIL_ADJUSTED, S.NUM_QUERIES,
            S.QUERIES_NEEDED, S.RELATIVE_CHANGE)
+#: Columns of the pandas table only (not of the stored gate table): the test each row used
+#: (:data:`BOUNDED` or :data:`STUDENT`) and the queries of the rule's measure that only one
+#: side scored (a change rule's; they are in no pair).
+METHOD, NUM_UNPAIRED = "method", "num_unpaired"
+EXTRA = (METHOD, NUM_UNPAIRED)
+#: The bounded-mean test (valid at every n); Student's t (a measure with no known range:
+#: its error rates hold only approximately, for many queries and a mild skew).
+BOUNDED, STUDENT = "bounded", "t"
+KEYWORDS = ("weighted", "change", "per")
 #: The columns of the pairs :func:`gate_rows` reads (and the slice columns the rules name).
 BASE, CAND = "baseline_value", "candidate_value"
 #: The chance that a test with :data:`QUERIES_NEEDED` queries decides a rule.
@@ -63,6 +77,21 @@ class Rule:
     relative: bool = False
     weighted: bool = False
     slice: str | None = None
+    #: the measure's range per query (None: unknown, e.g. a count)
+    bounds: tuple[float, float] | None = field(default=None, repr=False)
+
+    @property
+    def support(self) -> tuple[float, float] | None:
+        """The range of one query's tested value: [lo, hi] for a level, [lo - hi, hi - lo]
+        for a change, and c - (1 + t) b's range for a relative rule; None when unknown."""
+        if self.bounds is None:
+            return None
+        lo, hi = self.bounds
+        if self.relative:
+            k = 1.0 + self.threshold
+            ends = [c - k * b for c in (lo, hi) for b in (lo, hi)]
+            return min(ends), max(ends)
+        return (lo - hi, hi - lo) if self.change else (lo, hi)
 
     @property
     def greater(self) -> bool:
@@ -99,7 +128,7 @@ def parse_rule(text: str) -> Rule:
     """
     m = _RULE.match(text or "")
     if not m or sum(bool(m.group(w)) for w in ("w1", "w2", "w3")) > 1:
-        raise ConfigError(f"rule {text!r}: expected {FORM}")
+        raise ConfigError(f"rule {text!r}: {_hint(text or '')}expected {FORM}")
     if m.group("pct") and not m.group("change"):
         raise ConfigError(f"rule {text!r}: a percent threshold is relative to the baseline, "
                           f"for a change rule ('MEASURE change OP NUMBER%'); expected {FORM}")
@@ -109,12 +138,44 @@ def parse_rule(text: str) -> Rule:
     if not math.isfinite(number):
         raise ConfigError(f"rule {text!r}: the threshold must be finite; expected {FORM}")
     try:
-        key = parse_measure(m.group("measure")).key
+        measure = parse_measure(m.group("measure"))
     except MeasureError as err:
         raise ConfigError(f"rule {text!r}: {err}; expected {FORM}") from None
-    return Rule(text=text.strip(), measure_key=key, op=m.group("op"), threshold=number,
+    rule = Rule(text=text.strip(), measure_key=measure.key, op=m.group("op"), threshold=number,
                 change=bool(m.group("change")), relative=bool(m.group("pct")),
-                weighted=any(m.group(w) for w in ("w1", "w2", "w3")), slice=m.group("slice"))
+                weighted=any(m.group(w) for w in ("w1", "w2", "w3")), slice=m.group("slice"),
+                bounds=measure.spec.bounds)
+    _check_threshold(rule)
+    return rule
+
+
+def _hint(text: str) -> str:
+    """``did you mean 'change'? `` for a word close to a keyword of the rule form."""
+    for word in text.split():
+        close = difflib.get_close_matches(word.lower(), KEYWORDS, n=1, cutoff=0.7)
+        if close and word.lower() not in KEYWORDS:
+            return f"{word!r}: did you mean {close[0]!r}? "
+    return ""
+
+
+def _check_threshold(rule: Rule) -> None:
+    """A threshold the rule's quantity can reach: a level in the measure's range, a change
+    in [lo - hi, hi - lo], a relative change of at least -100%.
+
+    Raises:
+        ConfigError: naming the rule and the range.
+    """
+    if rule.relative and rule.threshold < -1.0:
+        raise ConfigError(f"rule {rule.text!r}: a relative change is at least -100% (the "
+                          f"candidate's mean is not negative); expected {FORM}")
+    if rule.bounds is None or rule.relative:
+        return
+    lo, hi = rule.support
+    if not lo <= rule.threshold <= hi:
+        what = "a change" if rule.change else "a value"
+        raise ConfigError(
+            f"rule {rule.text!r}: {what} of {rule.measure_key} lies in [{lo:g}, {hi:g}]; "
+            f"the threshold {rule.threshold:g} is outside it")
 
 
 @dataclass(frozen=True)
@@ -129,21 +190,48 @@ class Test:
     p_fail: float
     #: the standard deviation of one query's value the power analysis reads
     spread: float
+    #: :data:`BOUNDED` or :data:`STUDENT`
+    method: str = STUDENT
+    #: the bounded test's statistics (None for Student's t)
+    bounds: MeanBounds | None = field(default=None, compare=False, repr=False)
 
 
-def _nan_test(n: int, estimate: float = float("nan")) -> Test:
+def _nan_test(n: int, estimate: float = float("nan"), method: str = STUDENT) -> Test:
     nan = float("nan")
-    return Test(n, estimate, nan, nan, nan, nan, nan)
+    return Test(n, estimate, nan, nan, nan, nan, nan, method)
+
+
+def bounded_test(x: np.ndarray, threshold: float, *, support: tuple[float, float],
+                 greater: bool, alpha: float, weights: np.ndarray | None = None) -> Test:
+    """The one-sided tests of the mean of ``x`` (each value in ``support``) against
+    ``threshold`` by :func:`releval.stats.mean_bounds.mean_bounds`: ``p_pass`` is below
+    alpha exactly when the bound on the rule's side is beyond the threshold.
+
+    Example:
+        >>> t = bounded_test(np.full(5, 0.5), -0.05, support=(-1.0, 1.0), greater=True,
+        ...                  alpha=0.05)
+        >>> round(t.p_pass, 4), round(t.bound_low, 4)  # five equal values prove little
+        (0.1019, -0.1761)
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if len(x) == 0:
+        return _nan_test(0, method=BOUNDED)
+    lo, hi = support
+    b = mean_bounds(np.clip(x, lo, hi), lo=lo, hi=hi, weights=weights)
+    p_above, p_below = b.p_below(threshold), b.p_above(threshold)
+    p_pass, p_fail = (p_above, p_below) if greater else (p_below, p_above)
+    return Test(len(x), b.estimate, b.low(alpha), b.high(alpha), p_pass, p_fail, b.spread,
+                BOUNDED, b)
 
 
 def _from_t(n: int, mean: float, se: float, threshold: float, *, greater: bool,
             alpha: float, spread: float) -> Test:
     """The one-sided t-tests of ``mean`` (standard error ``se``, n - 1 df) against
-    ``threshold``; a standard error of 0 decides by the mean's side alone."""
+    ``threshold``; a standard error of 0 is no evidence (equal values of a quantity with no
+    known range say nothing of the values not drawn): p 1 on both sides, no bounds (NaN)."""
     if se <= kernel.TIE_TOLERANCE:
-        above, below = float(mean > threshold), float(mean < threshold)
-        p_above, p_below = 1.0 - above, 1.0 - below
-        low = high = mean
+        p_above = p_below = 1.0
+        low = high = math.nan
     else:
         t = (mean - threshold) / se
         p_above = float(special.stdtr(n - 1, -t))  # H1: mean > threshold
@@ -168,29 +256,6 @@ def t_test(x: np.ndarray, threshold: float, *, greater: bool, alpha: float) -> T
                    alpha=alpha, spread=sd)
 
 
-def wilson_test(x: np.ndarray, threshold: float, *, greater: bool, alpha: float) -> Test:
-    """The score test of a share of 0/1 values against ``threshold``, whose inversion is
-    Wilson's interval: the bounds are Wilson's at level 1 - 2 alpha (each one-sided at
-    1 - alpha), and ``p_pass`` is below alpha exactly when the bound on the rule's side is
-    beyond the threshold. ``z = (p - p0) / sqrt(p0 (1 - p0) / n)``."""
-    x = np.asarray(x, dtype=np.float64)
-    n = len(x)
-    if n < 1:
-        return _nan_test(0)
-    share = float(x.mean())
-    low, high = kernel.wilson_interval(share, n, 1.0 - 2.0 * alpha)
-    p0 = threshold
-    if p0 <= 0.0 or p0 >= 1.0:  # no variance at the threshold: the share's side decides
-        p_above = 0.0 if share > p0 else 1.0
-        p_below = 0.0 if share < p0 else 1.0
-    else:
-        z = (share - p0) / math.sqrt(p0 * (1.0 - p0) / n)
-        p_above, p_below = float(special.ndtr(-z)), float(special.ndtr(z))
-    p_pass, p_fail = (p_above, p_below) if greater else (p_below, p_above)
-    spread = float(x.std(ddof=1)) if n >= 2 else float("nan")
-    return Test(n, share, low, high, p_pass, p_fail, spread)
-
-
 def weighted_test(x: np.ndarray, weights: np.ndarray, threshold: float, *, greater: bool,
                   alpha: float) -> Test:
     """The one-sided tests of the traffic-weighted mean: ``t = (m - threshold) / sqrt(V)``
@@ -207,55 +272,74 @@ def queries_needed(test: Test, threshold: float, *, alpha: float, power: float =
                    ) -> int | None:
     """The queries whose one-sided test at ``alpha`` decides the rule with probability
     ``power`` when the true mean is the observed one and a query's spread the observed
-    one; None when the estimate is at the threshold or the spread is 0 or undefined."""
+    one; None when the estimate is at the threshold or (Student's t) the spread is 0 or
+    undefined. The bounded test's count inverts its bound in n (every value equal: exactly);
+    a weighted test's counts queries at the observed spread of the weights."""
+    if test.bounds is not None:
+        n_eff = needed(test.bounds, threshold, alpha=alpha, power=power)
+        if n_eff is None:
+            return None
+        return max(math.ceil(n_eff * test.n / test.bounds.n_eff - 1e-9), 1)
     if not test.spread > kernel.TIE_TOLERANCE or math.isnan(test.estimate):
         return None
     effect = abs(test.estimate - threshold) / test.spread
     return pairs_needed(effect, alpha=alpha, power=power, sides=1)
 
 
-def rule_test(rule: Rule, values: pd.DataFrame, *, alpha: float, binary: bool) -> Test:
-    """The rule's test over one group of queries (:data:`BASE`, :data:`CAND`, ``weight``);
-    ``binary``: the measure is bounded in [0, 1] (a level rule on 0/1 values uses Wilson)."""
+def rule_test(rule: Rule, values: pd.DataFrame, *, alpha: float, binary: bool = False) -> Test:
+    """The rule's test over one group of queries (:data:`BASE`, :data:`CAND`, ``weight``):
+    the bounded test on the rule's :attr:`Rule.support`, Student's t when the measure's range
+    is unknown (``binary``: take it as [0, 1]). A weighted rule reads the queries with a
+    positive weight."""
     needs = [BASE, CAND] if rule.change else [CAND]
     rows = values.dropna(subset=needs)
     if rule.weighted:
-        rows = rows.dropna(subset=[S.WEIGHT])  # an unlisted query has no weight
+        rows = rows[rows[S.WEIGHT] > 0]  # unlisted (NaN) and zero-weight queries: not sampled
     x = rule.quantity(rows[BASE].to_numpy(np.float64), rows[CAND].to_numpy(np.float64))
+    w = rows[S.WEIGHT].to_numpy(np.float64) if rule.weighted else None
+    if rule.bounds is None and binary:
+        rule = replace(rule, bounds=(0.0, 1.0))
+    if rule.support is not None:
+        return bounded_test(x, rule.tested_threshold, support=rule.support,
+                            greater=rule.greater, alpha=alpha, weights=w)
     if len(x) == 0:
         return _nan_test(0)
     if rule.weighted:
-        return weighted_test(x, rows[S.WEIGHT].to_numpy(np.float64), rule.tested_threshold,
-                             greater=rule.greater, alpha=alpha)
-    if not rule.change and binary and np.isin(x, (0.0, 1.0)).all():
-        return wilson_test(x, rule.threshold, greater=rule.greater, alpha=alpha)
+        return weighted_test(x, w, rule.tested_threshold, greater=rule.greater, alpha=alpha)
     return t_test(x, rule.tested_threshold, greater=rule.greater, alpha=alpha)
 
 
 def _relative_change(rule: Rule, rows: pd.DataFrame) -> float:
-    """A change rule's change in percent: 100 (mean c - mean b) / mean b, over the pairs
+    """A change rule's relative change, a fraction: (mean c - mean b) / mean b over the pairs
     (traffic-weighted for a weighted rule)."""
     if not rule.change:
         return float("nan")
-    rows = rows.dropna(subset=[BASE, CAND] + ([S.WEIGHT] if rule.weighted else []))
+    rows = rows.dropna(subset=[BASE, CAND])
+    if rule.weighted:
+        rows = rows[rows[S.WEIGHT] > 0]
     w = rows[S.WEIGHT].to_numpy(np.float64) if rule.weighted else np.ones(len(rows))
     if not w.sum() > 0:
         return float("nan")
     b = float(w @ rows[BASE].to_numpy(np.float64)) / w.sum()
     c = float(w @ rows[CAND].to_numpy(np.float64)) / w.sum()
-    return 100.0 * (c - b) / b if b != 0 else float("nan")
+    return (c - b) / b if b != 0 else float("nan")
 
 
 def gate_rows(pairs: pd.DataFrame, rules: Sequence[Rule], *, alpha: float = 0.05,
               mode: str = "confidence", binary: Collection[str] = (),
               baseline: bool = True) -> pd.DataFrame:
-    """The gate table: one row per rule and slice value, in :data:`COLUMNS`.
+    """The gate table: one row per rule and slice value, in :data:`COLUMNS`, then
+    :data:`EXTRA` (the test's method and the rule's unpaired queries).
+
+    A change rule reads the queries both sides scored, a level rule those the candidate
+    scored; only those give a slice its values. A rule per slice with no such query has
+    one row, inconclusive, with 0 queries.
 
     Args:
         pairs: one row per (measure_key, query_id): :data:`BASE` (NaN: the baseline did not
             score it), :data:`CAND` (NaN: the candidate did not), ``weight`` (NaN: none)
             and one string column per slice a rule names.
-        binary: the measure keys bounded in [0, 1] (their 0/1 values get Wilson's test).
+        binary: measure keys taken as bounded in [0, 1] when the registry knows no range.
         baseline: False when there is no baseline: a change rule's rows are
             :data:`NO_BASELINE`.
 
@@ -263,16 +347,23 @@ def gate_rows(pairs: pd.DataFrame, rules: Sequence[Rule], *, alpha: float = 0.05
         >>> pairs = pd.DataFrame({"measure_key": "RR", "query_id": ["a", "b", "c"],
         ...     BASE: [0.5, 0.5, 1.0], CAND: [1.0, 0.5, 1.0], "weight": np.nan})
         >>> row = gate_rows(pairs, [parse_rule("RR change >= -0.1")]).iloc[0]
-        >>> round(row.estimate, 6), row.num_queries  # (0.5 + 0 + 0) / 3
-        (0.166667, 3)
+        >>> round(float(row.estimate), 6), int(row.num_queries), row.outcome  # 0.5 / 3
+        (0.166667, 3, 'inconclusive')
     """
     if mode not in MODES:
         raise ConfigError(f"mode {mode!r}: expected one of {list(MODES)}")
     out = []
     for rule in rules:
         rows = pairs[pairs[S.MEASURE_KEY] == rule.measure_key]
-        groups = ([(None, rows)] if rule.slice is None else
-                  sorted(rows.groupby(rule.slice, sort=True, dropna=False), key=lambda g: str(g[0])))
+        paired = rule.change and baseline  # without a baseline: the candidate's slice values
+        scored = rows[BASE].notna() & rows[CAND].notna() if paired else rows[CAND].notna()
+        unpaired = int((rows[BASE].notna() ^ rows[CAND].notna()).sum()) if rule.change else 0
+        rows = rows[scored]
+        if rule.slice is None:
+            groups = [(None, rows)]
+        else:
+            groups = sorted(rows.groupby(rule.slice, sort=True, dropna=False),
+                            key=lambda g: str(g[0])) or [(None, rows)]
         for value, group in groups:
             slice_cols = {S.SLICE: rule.slice, S.SLICE_VALUE: None if value is None else str(value)}
             if rule.change and not baseline:
@@ -284,6 +375,7 @@ def gate_rows(pairs: pd.DataFrame, rules: Sequence[Rule], *, alpha: float = 0.05
                         BOUND_HIGH: test.bound_high, THRESHOLD: rule.tested_threshold,
                         P_PASS: test.p_pass, P_FAIL: test.p_fail, S.NUM_QUERIES: test.n,
                         S.RELATIVE_CHANGE: _relative_change(rule, group),
+                        METHOD: test.method, NUM_UNPAIRED: unpaired,
                         "_test": test, "_rule": rule,
                         "_no_baseline": rule.change and not baseline})
     adjusted = kernel.holm(np.array([r[P_FAIL] for r in out], dtype=np.float64))
@@ -291,8 +383,9 @@ def gate_rows(pairs: pd.DataFrame, rules: Sequence[Rule], *, alpha: float = 0.05
     for r, p in zip(out, adjusted, strict=True):
         r[P_FAIL_ADJUSTED] = float(p)
         r[OUTCOME], r[S.QUERIES_NEEDED] = _outcome(r, alpha=alpha, mode=mode, family=family)
-    table = pd.DataFrame(out, columns=[*COLUMNS, "_test"]).drop(columns="_test")
-    return table.astype({S.NUM_QUERIES: "int64", S.QUERIES_NEEDED: "Int64"})
+    table = pd.DataFrame(out, columns=[*COLUMNS, *EXTRA])
+    return table.astype({S.NUM_QUERIES: "int64", S.QUERIES_NEEDED: "Int64",
+                         NUM_UNPAIRED: "int64"})
 
 
 def _outcome(row: dict, *, alpha: float, mode: str, family: int) -> tuple[str, int | None]:

@@ -88,7 +88,8 @@ def side_values(per_query: DataFrame, sides: Sequence[Mapping[str, str]],
 
 
 def binary_measures(values: pd.DataFrame) -> set[str]:
-    """The measure keys of measures bounded in [0, 1] (Wilson's test for 0/1 values)."""
+    """The measure keys of measures bounded in [0, 1] (a rule's range comes from the
+    registry; these keys are taken as [0, 1] when a rule's measure has none)."""
     names = values.drop_duplicates(S.MEASURE_KEY)
     return {k for k, m in zip(names[S.MEASURE_KEY], names[S.MEASURE], strict=True)
             if m in REGISTRY and REGISTRY[m].bounds == UNIT}
