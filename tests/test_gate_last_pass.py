@@ -18,14 +18,17 @@ from releval.job.partitions import parse_selection
 PARTS = ["system", "date"]
 NIGHTS = [f"2026-11-{d:02d}" for d in range(23, 28)]
 REGRESSION = 2
-QUERIES = [f"n{i:02d}" for i in range(40)]
+#: enough queries that an unchanged night passes a margin of 0.05 (the bound at n = 80 is
+#: -(1 - 0.05 ** (1 / 80)) = -0.037, the range end -1 weighing Beta(1, 80); at n = 40, -0.072
+#: does not decide)
+QUERIES = [f"n{i:02d}" for i in range(80)]
 RULES = ("RR change >= -0.05", "P@1 change >= -0.05")
 
 
 def rr(night: int) -> list[float]:
     """Each query's RR: every night queries 0-9 rank their relevant document second (RR
-    1/2), the rest first (RR 1); on the regression night queries 10-39 rank it second too."""
-    second = range(40) if night == REGRESSION else range(10)
+    1/2), the rest first (RR 1); on the regression night queries 10-79 rank it second too."""
+    second = range(len(QUERIES)) if night == REGRESSION else range(10)
     return [0.5 if i in second else 1.0 for i in range(len(QUERIES))]
 
 
@@ -106,14 +109,14 @@ def test_last_pass_gates_every_night_after_the_first(spark, nights):
     for date, baseline in baselines.items():
         for rule in RULES:
             assert rows[(date, rule)].baseline == baseline, (date, rule)
-            assert rows[(date, rule)].num_queries == 40
-    # the regression night: RR drops by 1/2 on queries 10-39: -0.5 x 30 / 40 = -0.375;
-    # P@1 by 1 on those: -30 / 40 = -0.75; both fail
-    assert rows[(NIGHTS[2], RULES[0])].estimate == pytest.approx(-0.375)
-    assert rows[(NIGHTS[2], RULES[1])].estimate == pytest.approx(-0.75)
+            assert rows[(date, rule)].num_queries == 80
+    # the regression night: RR drops by 1/2 on queries 10-79: -0.5 x 70 / 80 = -0.4375;
+    # P@1 by 1 on those: -70 / 80 = -0.875; both fail
+    assert rows[(NIGHTS[2], RULES[0])].estimate == pytest.approx(-0.4375)
+    assert rows[(NIGHTS[2], RULES[1])].estimate == pytest.approx(-0.875)
     assert {rows[(NIGHTS[2], rule)].outcome for rule in RULES} == {"fail"}
     # every other night is unchanged against its baseline (against night 2, night 3 would
-    # show +0.375 and +0.75)
+    # show +0.4375 and +0.875)
     for date in (NIGHTS[1], NIGHTS[3], NIGHTS[4]):
         for rule in RULES:
             assert rows[(date, rule)].estimate == 0.0 and rows[(date, rule)].outcome == "pass"
