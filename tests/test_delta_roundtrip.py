@@ -121,7 +121,7 @@ def test_tables_have_the_documented_schema_and_partitioning(spark, written):
     schema = per_query.toDF().schema
     expected_names = ["system", "date", S.QUERY_ID, S.MEASURE, S.CUTOFF, S.REL_LEVEL,
                       S.JUDGED_ONLY, S.MEASURE_KEY, S.VALUE, S.NUM_RET, S.NUM_REL, S.NUM_REL_RET, S.JOB_RUN_ID,
-                      S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE]
+                      S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE, S.WEIGHT, S.SLICES]
     assert schema.fieldNames() == expected_names
     assert schema[S.VALUE].metadata["comment"] == tables.PER_QUERY_COMMENTS[S.VALUE]
     aggregate = DeltaTable.forPath(spark, config.output.aggregate_path).toDF()
@@ -129,8 +129,9 @@ def test_tables_have_the_documented_schema_and_partitioning(spark, written):
     # negative_labels, the interval columns, depth, the slice columns (and answer_score and
     # window in the per-query table) come last, after job_run_id (docs/migrations.md), all nullable, with
     # their comments
-    assert schema.fieldNames()[-4:] == [S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE]
-    for column in (S.ANSWER_SCORE, S.WINDOW_SIZE):
+    assert schema.fieldNames()[-6:] == [S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE,
+                                        S.WEIGHT, S.SLICES]
+    for column in (S.ANSWER_SCORE, S.WINDOW_SIZE, S.WEIGHT, S.SLICES):
         assert schema[column].nullable
         assert schema[column].metadata["comment"] == tables.PER_QUERY_COMMENTS[column]
     assert aggregate.schema.fieldNames()[-9:] == [
