@@ -214,6 +214,18 @@ def expect_worst_queries(folder: Path) -> list[tuple]:
             for _, r in worst.iterrows()]
 
 
+def expect_by_segment(folder: Path) -> list[tuple]:
+    pq = long_table(folder, "per_query")
+    run = pq[(pq["system"] == "bm25") & (pq["date"] == "2026-11-29")
+             & (pq[S.MEASURE_KEY] == "nDCG@10")].copy()
+    run["segment"] = [dict(m)["segment"] for m in run[S.SLICES]]
+    out = []
+    for segment, rows in sorted(run.groupby("segment")):
+        weighted = (rows[S.WEIGHT] * rows[S.VALUE]).sum() / rows[S.WEIGHT].sum()
+        out.append((segment, len(rows), rows[S.VALUE].mean(), weighted))
+    return out
+
+
 def expect_week_over_week(folder: Path) -> list[tuple]:
     value = {(r.system, r.date): r.value for r in _macro(folder, "nDCG@10").itertuples()}
     out = []
@@ -235,6 +247,7 @@ EXPECTED: dict[str, tuple[Callable[[Path], list[tuple]], int]] = {
     # heading of the query on the page: (the independent answer, rows on the small sample)
     "Mean nDCG@10 by system and day": (expect_mean_by_day, 3 * 8),
     "The 20 worst queries of a run": (expect_worst_queries, 20),
+    "Mean nDCG@10 by segment, from the per-query rows": (expect_by_segment, 3),
     "Week-over-week change of a measure": (expect_week_over_week, 3),
     "Queries where two systems disagree most": (expect_disagreement, 20),
 }
