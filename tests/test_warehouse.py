@@ -356,14 +356,26 @@ def _key(row: tuple) -> tuple:
     return tuple((v is None, "" if v is None else v) for v in row)
 
 
+def _plain(row: tuple) -> tuple:
+    """``row`` with a map (a dict from Spark and DuckDB, a list of pairs from pandas) as its
+    sorted (key, value) pairs."""
+    def plain(v):
+        if isinstance(v, dict):
+            return tuple(sorted(v.items()))
+        if isinstance(v, list) and all(isinstance(x, tuple) for x in v):
+            return tuple(sorted(v))
+        return v
+    return tuple(plain(v) for v in row)
+
+
 def _spark_rows(spark: SparkSession, path: str) -> tuple[list[str], list[tuple]]:
     table = spark.read.format("delta").load(path)
-    return table.columns, sorted((tuple(r) for r in table.collect()), key=_key)
+    return table.columns, sorted((_plain(tuple(r)) for r in table.collect()), key=_key)
 
 
 def _pandas_rows(frame: pd.DataFrame, columns: list[str]) -> list[tuple]:
     frame = frame[columns].astype(object).where(frame[columns].notna(), None)
-    return sorted((tuple(r) for r in frame.itertuples(index=False)), key=_key)
+    return sorted((_plain(tuple(r)) for r in frame.itertuples(index=False)), key=_key)
 
 
 def assert_three_readers_agree(spark: SparkSession, path: str) -> int:
@@ -375,7 +387,8 @@ def assert_three_readers_agree(spark: SparkSession, path: str) -> int:
     assert _pandas_rows(table.to_pandas(), columns) == expected
     con = duckdb_connection()
     select = ", ".join(f'"{c}"' for c in columns)
-    got = sorted(con.sql(f"SELECT {select} FROM delta_scan('{path}')").fetchall(), key=_key)
+    got = sorted((_plain(r) for r in con.sql(f"SELECT {select} FROM delta_scan('{path}')")
+                  .fetchall()), key=_key)
     assert got == expected
     return len(expected)
 

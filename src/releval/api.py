@@ -125,12 +125,14 @@ def evaluate(
         queries: one row per query with its attributes and, optionally, a traffic weight
             (:func:`releval.checks.queries.check_queries`): the aggregate gains rows per
             slice value and, with a weight, ``averaging = 'weighted'`` rows
-            (docs/statistics.md). Bad rows go to the quarantine (``input = 'queries'``).
+            (docs/statistics.md); the per-query rows carry each query's ``weight`` and
+            ``slices``. Bad rows go to the quarantine (``input = 'queries'``).
         queries_columns: releval's queries column -> yours (``query_id``, ``weight``).
         slices: the columns to slice the aggregate by: each a column of ``queries``, or a
             column of ``run`` that holds one value per query of a run partition (a query
             whose rows disagree on it keeps its score, slice value ``(conflicting)``); a name that
-            both have, or neither, is a ConfigError.
+            both have, or neither, is a ConfigError. The per-query rows carry each query's
+            values in ``slices``, which :func:`compare`, :func:`changes` and :func:`gate` read.
 
     Returns:
         A :class:`Result`: ``per_query``, ``aggregate``, ``quarantine``, ``accounts`` and,

@@ -37,7 +37,7 @@ class Result:
 
     Attributes:
         per_query: one row per (run partition, query, measure): the per-query table's
-            schema (``job_run_id`` null).
+            schema (``job_run_id`` null), with each query's ``weight`` and ``slices``.
         quarantine: one row per rejected input row, with the reason: the quarantine
             table's schema.
         attribution: with ``answers=``, one row per (run partition, cell of retrieval x
