@@ -109,6 +109,11 @@ def test_by_default_compare_and_changes_slice_by_what_the_rows_carry(evaluated):
     assert {r.slice for r in found.collect()} == {None, "device", "segment"}
     moved = releval.changes(result.per_query, baseline=BASE, candidates=CAND, measures=["RR"])
     assert {"device", "segment", S.WEIGHT} <= set(moved.columns)
+    # queries= replaces what the rows carry: no slices unless asked for, as compare
+    _, queries = evaluated
+    listed = releval.changes(result.per_query, baseline=BASE, candidates=CAND, measures=["RR"],
+                             queries=queries, queries_columns={"query_id": "id"})
+    assert not {"device", "segment"} & set(listed.columns)
     # slices=() asks for none: the weight still comes from the rows
     plain = releval.compare(result.per_query, baseline=BASE, candidates=CAND, measures=["RR"],
                             permutations=200, slices=())
