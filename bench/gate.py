@@ -72,7 +72,7 @@ def _notebook_shape(spark: Any, queries: int, runs: int) -> dict[str, Any]:
 
     def gate() -> None:
         held["gate"] = releval.gate(held["result"].per_query, baseline="system=s0",
-                                    candidate="system=s1", rules=RULES)
+                                    candidates="system=s1", rules=RULES)
         held["decision"] = held["gate"].decision
 
     evaluate(), gate()  # warm-up

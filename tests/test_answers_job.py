@@ -113,7 +113,7 @@ def test_a_version_2_per_query_table_is_migrated(
     # a per-query table as schema version 2 wrote it: no depth, no answer_score
     parts = [T.StructField(c, T.StringType()) for c in PARTS]
     v2 = [f for f in tables.per_query_schema(parts).fields
-          if f.name not in (S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE)]
+          if f.name not in (S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE, S.WEIGHT, S.SLICES)]
     (DeltaTable.create(spark).location(pq).addColumns(v2).partitionedBy("date")
      .property(SCHEMA_VERSION_PROPERTY, "2").execute())
     spark.createDataFrame([("bm25", D29, "q1", "P", 5, 1, False, "P@5", 0.2, 10, 3, 1, "old",
@@ -122,10 +122,10 @@ def test_a_version_2_per_query_table_is_migrated(
     with pytest.raises(SchemaVersionError, match=r"releval.schema_version = '2'"):
         run_job(spark, config, select(f"date={D27}"), job_run_id="refused")
     assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == [
-        "2", "3", "4", "5", "6", "7", "8", "9", "10"]
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["10"]
+        "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["11"]
     table = read(spark, pq)
-    assert table.columns[-2:] == [S.ANSWER_SCORE, S.WINDOW_SIZE]
+    assert table.columns[-4:] == [S.ANSWER_SCORE, S.WINDOW_SIZE, S.WEIGHT, S.SLICES]
     assert table.schema[S.ANSWER_SCORE].metadata["comment"] == (
         tables.PER_QUERY_COMMENTS[S.ANSWER_SCORE])
     old = table.first()

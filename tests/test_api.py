@@ -16,7 +16,7 @@ from scipy import stats
 from statsmodels.stats.power import TTestPower
 
 import releval
-from releval import api, gating
+from releval import api, arguments, gating
 from releval import result as result_module
 from releval.core import columns as S
 from releval.errors import AccountingError, ConfigError, InputError
@@ -233,8 +233,8 @@ def test_measures_lists_every_registered_measure_with_its_formula():
 def test_the_public_docstrings_examples_run(spark, tmp_path):
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    globs = {**vars(api), "spark": spark, "tmp": tmp_path}
-    found = [t for module in (api, result_module, gating) for t in finder.find(module, globs=globs)
+    globs = {**vars(arguments), **vars(api), "spark": spark, "tmp": tmp_path}
+    found = [t for module in (api, result_module, gating, arguments) for t in finder.find(module, globs=globs)
              if t.examples]
     assert {t.name.rsplit(".", 1)[-1] for t in found} >= {"evaluate", "compare", "measures",
                                                           "write", "gate"}

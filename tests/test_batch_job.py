@@ -162,7 +162,7 @@ def test_an_old_schema_version_is_refused_until_migrated(
     # a per-query table of schema version 0 (no job_run_id column, no version property)
     old_fields = [f for f in tables.per_query_schema([]).fields
                   if f.name not in (S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH,
-                                 S.ANSWER_SCORE, S.WINDOW_SIZE)]
+                                 S.ANSWER_SCORE, S.WINDOW_SIZE, S.WEIGHT, S.SLICES)]
     (DeltaTable.create(spark).location(pq)
      .addColumn("system", "STRING").addColumn("date", "STRING").addColumns(old_fields)
      .partitionedBy("date").execute())
@@ -177,12 +177,12 @@ def test_an_old_schema_version_is_refused_until_migrated(
     assert [tuple(r) for r in log.select(S.JOB_RUN_ID, "status").collect()] == [("refused", "failed")]
 
     assert migrate_table(spark, kind="per_query", path=pq, table=None,
-                         config=config) == ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["10"]
+                         config=config) == ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["11"]
     run_job(spark, config, select(f"date={D27}"), job_run_id="migrated")
     table = read(spark, pq)
-    assert table.columns[-5:] == [S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE,
-                                  S.WINDOW_SIZE]
+    assert table.columns[-7:] == [S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE,
+                                  S.WINDOW_SIZE, S.WEIGHT, S.SLICES]
     assert dates(spark, pq) == {D27: PER_QUERY_ROWS_PER_DATE, D29: 1}
     # the old row: no job run id, the rule it was computed with (negative label = judged)
     # and no depth (every document)
@@ -209,7 +209,7 @@ def test_version_2_tables_get_the_depth_column_and_a_job_with_a_depth_fills_it(
     for kind, (path, schema, row) in old_rows.items():
         v2_fields = [f for f in schema.fields
                      if f.name not in (S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE, S.SLICE,
-                                       S.SLICE_VALUE)]
+                                       S.SLICE_VALUE, S.WEIGHT, S.SLICES)]
         (DeltaTable.create(spark).location(path).addColumns(v2_fields).partitionedBy("date")
          .property(SCHEMA_VERSION_PROPERTY, "2").execute())
         spark.createDataFrame([row], T.StructType(v2_fields)).write.format("delta").mode(
@@ -217,7 +217,7 @@ def test_version_2_tables_get_the_depth_column_and_a_job_with_a_depth_fills_it(
         with pytest.raises(SchemaVersionError, match=r"releval.schema_version = '2'"):
             run_job(spark, config, select(f"date={D27}"), job_run_id="refused")
         assert migrate_table(spark, kind=kind, path=path, table=None,
-                             config=config) == ["2", "3", "4", "5", "6", "7", "8", "9", "10"]
+                             config=config) == ["2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
         table = read(spark, path)
         field = table.schema[S.DEPTH]
         # after version 2's columns (answer_score, version 4's, follows in the per-query

@@ -79,9 +79,9 @@ def per_query_frame(spark, n_a=60):
     values = np.random.default_rng(5).beta(1, 2, size=n_a)
     m = parse_measures(["RR"])[0]
     rows = [("a", f"q{i:03d}", m.name, m.cutoff, m.rel_level, False, m.key, float(v), 10, 1, 1, None,
-             "unjudged", None, None, None) for i, v in enumerate(values)]
+             "unjudged", None, None, None, None, None) for i, v in enumerate(values)]
     rows.append(("b", "q000", m.name, m.cutoff, m.rel_level, False, m.key, 0.5, 10, 1, 1, None,
-                 "unjudged", None, None, None))
+                 "unjudged", None, None, None, None, None))
     return spark.createDataFrame(rows, PER_QUERY), [m], values
 
 

@@ -41,7 +41,8 @@ def expected_ranks(pairs: pd.DataFrame) -> pd.DataFrame:
 def test_loss_ranks_shares_and_slices_equal_pandas(per_query, queries):
     moved = releval.changes(per_query, baseline="system=bm25",
                             candidates=["system=dense", "system=hybrid"], queries=queries,
-                            queries_columns={"query_id": "qid", "weight": "hits"})
+                            queries_columns={"query_id": "qid", "weight": "hits"},
+                            slices=["segment", "locale"])
     assert moved.columns == ["candidate", "measure_key", "query_id", "baseline_value",
                              "candidate_value", "diff", "loss_rank", "gain_rank", "segment",
                              "locale", "weight", "share_of_diff"]

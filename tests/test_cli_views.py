@@ -25,7 +25,9 @@ SELECT
   MAX(negative_labels) AS negative_labels,
   MAX(depth) AS depth,
   MAX(answer_score) AS answer_score,
-  MAX(window_size) AS window_size
+  MAX(window_size) AS window_size,
+  MAX(weight) AS weight,
+  ANY_VALUE(slices) AS slices
 FROM delta_scan('warehouse/releval/per_query')
 GROUP BY "system", "date", query_id;
 

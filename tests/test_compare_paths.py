@@ -34,7 +34,7 @@ def pinned_rows():
                 if i in drop or (system == "bm25" and i == 9):
                     continue
                 out.append((system, "2026-11-28", f"q{i:02d}", m.name, m.cutoff, m.rel_level,
-                            False, m.key, float(v), 10, 3, 1, None, "unjudged", None, None, None))
+                            False, m.key, float(v), 10, 3, 1, None, "unjudged", None, None, None, None, None))
     return out
 
 

@@ -30,7 +30,7 @@ def rows_for(system, values, measure="nDCG@10", date=DATE, run_id=None, ids=None
     m = parse_measures([measure])[0]
     ids = ids or [f"q{i:03d}" for i in range(len(values))]
     return [(system, date, q, m.name, m.cutoff, m.rel_level, False, m.key, float(v), 10, 3, 1,
-             run_id, "unjudged", None, None, None) for q, v in zip(ids, values, strict=True)]
+             run_id, "unjudged", None, None, None, None, None) for q, v in zip(ids, values, strict=True)]
 
 
 def side(system, date=DATE):
@@ -235,9 +235,9 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
         compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("hybrid")])
 
     assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == [
-        "2", "3", "4", "5", "6", "7", "8", "9", "10"]
-    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == ["10"]
-    assert table_schema_version(spark, path=path, table=None) == "10"
+        "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
+    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == ["11"]
+    assert table_schema_version(spark, path=path, table=None) == "11"
     table = spark.read.format("delta").load(path)
     # added at the end, nullable, commented; the old row holds nulls there
     assert table.columns == [*v2.names, *added]

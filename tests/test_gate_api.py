@@ -30,7 +30,7 @@ def pure(x, rule_text):
 
 def test_clear_pass_and_the_table(frames):
     per_query, _ = frames
-    g = releval.gate(per_query, baseline="system=base", candidate="system=good",
+    g = releval.gate(per_query, baseline="system=base", candidates="system=good",
                      rules=["nDCG@10 change >= -0.01", "Hit@10 >= 0.8"])
     assert g.decision == "pass" and g.passed
     table = g.table
@@ -55,7 +55,7 @@ def test_clear_pass_and_the_table(frames):
 def test_clear_fail_with_holm_failing_rows_first(frames):
     per_query, _ = frames
     rules = ["nDCG@10 change >= -0.01", "nDCG@10 >= 0.3", "nDCG@10 change >= -2%"]
-    g = releval.gate(per_query, baseline={"system": "base"}, candidate={"system": "bad"},
+    g = releval.gate(per_query, baseline={"system": "base"}, candidates={"system": "bad"},
                      rules=rules)
     assert g.decision == "fail" and not g.passed
     rows = {r.rule: r for r in g.table.collect()}
@@ -78,7 +78,7 @@ def test_clear_fail_with_holm_failing_rows_first(frames):
 
 def test_inconclusive_gives_the_queries_needed(frames):
     per_query, _ = frames
-    g = releval.gate(per_query, baseline="system=base", candidate="system=small",
+    g = releval.gate(per_query, baseline="system=base", candidates="system=small",
                      rules=["nDCG@10 change > 0"])
     assert g.decision == "inconclusive"
     row = g.table.first()
@@ -90,7 +90,7 @@ def test_inconclusive_gives_the_queries_needed(frames):
 
 def test_pass_overall_fail_on_one_slice_and_weighted_fail(frames):
     per_query, queries = frames
-    g = releval.gate(per_query, baseline="system=base", candidate="system=mixed",
+    g = releval.gate(per_query, baseline="system=base", candidates="system=mixed",
                      rules=["nDCG@10 change >= -0.01", "nDCG@10 change >= -0.01 per segment",
                             "weighted nDCG@10 change >= -0.01"],
                      queries=queries, queries_columns={"weight": "traffic"})
@@ -113,7 +113,7 @@ def test_pass_overall_fail_on_one_slice_and_weighted_fail(frames):
 
 def test_point_mode_is_mlflows_reading(frames):
     per_query, _ = frames
-    g = releval.gate(per_query, baseline="system=base", candidate="system=small",
+    g = releval.gate(per_query, baseline="system=base", candidates="system=small",
                      rules=["nDCG@10 change > 0.011"], mode="point")
     assert g.decision == "fail"  # 0.01 < 0.011, however noisy
 
@@ -121,23 +121,23 @@ def test_point_mode_is_mlflows_reading(frames):
 def test_errors_name_what_is_wrong(frames, spark):
     per_query, queries = frames
     with pytest.raises(ConfigError, match=r"rule 'nDCG@10 => 0'.*expected"):
-        releval.gate(per_query, baseline="system=base", candidate="system=good",
+        releval.gate(per_query, baseline="system=base", candidates="system=good",
                      rules=["nDCG@10 => 0"])
     with pytest.raises(ConfigError, match=r"\['AP'\].*evaluated measures are \['Hit@10', "
                                           r"'nDCG@10'\]"):
-        releval.gate(per_query, baseline="system=base", candidate="system=good",
+        releval.gate(per_query, baseline="system=base", candidates="system=good",
                      rules=["AP change >= 0"])
     with pytest.raises(ConfigError, match="queries DataFrame: no column 'locale'"):
-        releval.gate(per_query, baseline="system=base", candidate="system=good",
+        releval.gate(per_query, baseline="system=base", candidates="system=good",
                      rules=["nDCG@10 change >= 0 per locale"], queries=queries)
     with pytest.raises(ConfigError, match="weighted rule needs"):
-        releval.gate(per_query, baseline="system=base", candidate="system=good",
+        releval.gate(per_query, baseline="system=base", candidates="system=good",
                      rules=["weighted nDCG@10 change >= 0"])
     bad = spark.createDataFrame([("q000", "head", 1.0), ("q000", "tail", 2.0)],
                                 D.QUERIES_SCHEMA)
     with pytest.raises(InputError, match=r"queries DataFrame.*duplicate_query_id.*'query_id'"
                                          r".*q000"):
-        releval.gate(per_query, baseline="system=base", candidate="system=good",
+        releval.gate(per_query, baseline="system=base", candidates="system=good",
                      rules=["nDCG@10 change >= 0 per segment"], queries=bad)
 
 
@@ -151,7 +151,7 @@ def test_gate_on_an_evaluations_per_query_rows(spark):
     qrels = spark.createDataFrame([(f"q{i}", "r", 1) for i in range(6)],
                                   "query_id string, doc_id string, relevance int")
     result = releval.evaluate(run, qrels, measures=["RR"], partition_by=["system"])
-    g = releval.gate(result.per_query, baseline="system=base", candidate="system=cand",
+    g = releval.gate(result.per_query, baseline="system=base", candidates="system=cand",
                      rules=["RR change >= 0.4", "RR >= 0.9"])
     # every difference is exactly 1 - 1/2 = 0.5 > 0.4, no spread: not certainty; the lower
     # bound is 0.5 - 1.5 U, U ~ Beta(1, 6): p_pass = P(U >= 0.1 / 1.5) = (14 / 15) ** 6.
@@ -171,7 +171,7 @@ def test_log_mlflow_tags_the_decision_and_logs_each_rules_estimate_and_bounds(fr
 
     per_query, _ = frames
     mlflow.set_tracking_uri((tmp_path / "mlruns").as_uri())
-    g = releval.gate(per_query, baseline="system=base", candidate="system=bad",
+    g = releval.gate(per_query, baseline="system=base", candidates="system=bad",
                      rules=["nDCG@10 change >= -0.01"])
     run = mlflow.get_run(g.log_mlflow())
     assert run.data.tags["releval.gate"] == "fail"

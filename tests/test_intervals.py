@@ -30,7 +30,7 @@ def per_query_rows(spark, values_by_system, measure="P@5"):
     m = parse_measures([measure])[0]
     rows = [
         (system, f"q{i:03d}", m.name, m.cutoff, m.rel_level, False, m.key, float(v),
-         10, 5, int(round(5 * v)), None, "unjudged", None, None, None)
+         10, 5, int(round(5 * v)), None, "unjudged", None, None, None, None, None)
         for system, values in values_by_system.items()
         for i, v in enumerate(values)
     ]

@@ -214,6 +214,18 @@ def expect_worst_queries(folder: Path) -> list[tuple]:
             for _, r in worst.iterrows()]
 
 
+def expect_by_segment(folder: Path) -> list[tuple]:
+    pq = long_table(folder, "per_query")
+    run = pq[(pq["system"] == "bm25") & (pq["date"] == "2026-11-29")
+             & (pq[S.MEASURE_KEY] == "nDCG@10")].copy()
+    run["segment"] = [dict(m)["segment"] for m in run[S.SLICES]]
+    out = []
+    for segment, rows in sorted(run.groupby("segment")):
+        weighted = (rows[S.WEIGHT] * rows[S.VALUE]).sum() / rows[S.WEIGHT].sum()
+        out.append((segment, len(rows), rows[S.VALUE].mean(), weighted))
+    return out
+
+
 def expect_week_over_week(folder: Path) -> list[tuple]:
     value = {(r.system, r.date): r.value for r in _macro(folder, "nDCG@10").itertuples()}
     out = []
@@ -235,6 +247,7 @@ EXPECTED: dict[str, tuple[Callable[[Path], list[tuple]], int]] = {
     # heading of the query on the page: (the independent answer, rows on the small sample)
     "Mean nDCG@10 by system and day": (expect_mean_by_day, 3 * 8),
     "The 20 worst queries of a run": (expect_worst_queries, 20),
+    "Mean nDCG@10 by segment, from the per-query rows": (expect_by_segment, 3),
     "Week-over-week change of a measure": (expect_week_over_week, 3),
     "Queries where two systems disagree most": (expect_disagreement, 20),
 }
@@ -343,14 +356,26 @@ def _key(row: tuple) -> tuple:
     return tuple((v is None, "" if v is None else v) for v in row)
 
 
+def _plain(row: tuple) -> tuple:
+    """``row`` with a map (a dict from Spark and DuckDB, a list of pairs from pandas) as its
+    sorted (key, value) pairs."""
+    def plain(v):
+        if isinstance(v, dict):
+            return tuple(sorted(v.items()))
+        if isinstance(v, list) and all(isinstance(x, tuple) for x in v):
+            return tuple(sorted(v))
+        return v
+    return tuple(plain(v) for v in row)
+
+
 def _spark_rows(spark: SparkSession, path: str) -> tuple[list[str], list[tuple]]:
     table = spark.read.format("delta").load(path)
-    return table.columns, sorted((tuple(r) for r in table.collect()), key=_key)
+    return table.columns, sorted((_plain(tuple(r)) for r in table.collect()), key=_key)
 
 
 def _pandas_rows(frame: pd.DataFrame, columns: list[str]) -> list[tuple]:
     frame = frame[columns].astype(object).where(frame[columns].notna(), None)
-    return sorted((tuple(r) for r in frame.itertuples(index=False)), key=_key)
+    return sorted((_plain(tuple(r)) for r in frame.itertuples(index=False)), key=_key)
 
 
 def assert_three_readers_agree(spark: SparkSession, path: str) -> int:
@@ -362,7 +387,8 @@ def assert_three_readers_agree(spark: SparkSession, path: str) -> int:
     assert _pandas_rows(table.to_pandas(), columns) == expected
     con = duckdb_connection()
     select = ", ".join(f'"{c}"' for c in columns)
-    got = sorted(con.sql(f"SELECT {select} FROM delta_scan('{path}')").fetchall(), key=_key)
+    got = sorted((_plain(r) for r in con.sql(f"SELECT {select} FROM delta_scan('{path}')")
+                  .fetchall()), key=_key)
     assert got == expected
     return len(expected)
 

@@ -10,9 +10,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
+from releval.arguments import (
+    Side,
+    attributes,
+    checked_queries,
+    mapping,
+    measure_keys,
+    queries_input,
+    sides,
+)
 from releval.checks.answers import ANSWERS_RAW_COLUMNS
-from releval.checks.queries import CheckedQueries, check_queries
 from releval.checks.rules import QRELS_RAW_COLUMNS, RUN_RAW_COLUMNS
 from releval.config import (
     DATAFRAME,
@@ -31,34 +40,16 @@ from releval.core.measures.judged import with_judged_measures
 from releval.core.measures.registry import parse_measures
 from releval.errors import ConfigError, SignDisagreementWarning
 from releval.gating import Gate, gate
-from releval.gating import parse_side as _side
 from releval.io.readers import raw_answers_input, raw_qrels_input, raw_run_input
 from releval.io.shapes import GRADED, RANKED, RELEVANT, counted
 from releval.job import answers as job_answers
-from releval.job.compare_slices import refuse_rejected, sign_disagreements, slice_weights
+from releval.job.compare_slices import sign_disagreements, slice_weights
 from releval.job.inputs import checked_inputs
-from releval.job.partitions import partition_label
 from releval.job.persisted import keeper
 from releval.job.pipeline import evaluate_inputs
 from releval.result import Result
 from releval.stats import changes as query_changes
 from releval.stats import comparison
-
-#: releval's columns of a queries input (``queries_columns`` maps them to yours)
-QUERIES_COLUMNS = (S.QUERY_ID, S.WEIGHT)
-
-
-def _mapping(given: Mapping[str, str] | None, known: Sequence[str], name: str,
-             df: DataFrame) -> dict[str, str]:
-    """releval's column -> the caller's; an unknown key is an error naming the known ones."""
-    given = dict(given or {})
-    unknown = sorted(set(given) - set(known))
-    if unknown:
-        raise ConfigError(
-            f"{name}: unknown key(s) {unknown}; releval's columns are {list(known)} "
-            f"(map them to the DataFrame's columns {df.columns})"
-        )
-    return {c: given.get(c, c) for c in known}
 
 
 def evaluate(
@@ -134,12 +125,14 @@ def evaluate(
         queries: one row per query with its attributes and, optionally, a traffic weight
             (:func:`releval.checks.queries.check_queries`): the aggregate gains rows per
             slice value and, with a weight, ``averaging = 'weighted'`` rows
-            (docs/statistics.md). Bad rows go to the quarantine (``input = 'queries'``).
+            (docs/statistics.md); the per-query rows carry each query's ``weight`` and
+            ``slices``. Bad rows go to the quarantine (``input = 'queries'``).
         queries_columns: releval's queries column -> yours (``query_id``, ``weight``).
         slices: the columns to slice the aggregate by: each a column of ``queries``, or a
             column of ``run`` that holds one value per query of a run partition (a query
             whose rows disagree on it keeps its score, slice value ``(conflicting)``); a name that
-            both have, or neither, is a ConfigError.
+            both have, or neither, is a ConfigError. The per-query rows carry each query's
+            values in ``slices``, which :func:`compare`, :func:`changes` and :func:`gate` read.
 
     Returns:
         A :class:`Result`: ``per_query``, ``aggregate``, ``quarantine``, ``accounts`` and,
@@ -182,7 +175,7 @@ def evaluate(
                             judged_only=judged_only)
     thresholds, index = None, 0
     if answers is not None:
-        src = AnswersSource(format=DATAFRAME, **_mapping(answers_columns, ANSWERS_RAW_COLUMNS,
+        src = AnswersSource(format=DATAFRAME, **mapping(answers_columns, ANSWERS_RAW_COLUMNS,
                                                          "answers_columns", answers),
                             correct_at=correct_at, retrieved_by=retrieved_by,
                             retrieved_at=retrieved_at)
@@ -196,7 +189,7 @@ def evaluate(
         index = job_answers.measure_index(parsed, measure)
         thresholds = job_answers.thresholds(src, measure, level=ci_level)
     parsed = with_judged_measures(parsed, relevance_level=relevance_level, window=bool(window))
-    attributes = _queries_input(queries, queries_columns, queries_slices)
+    attributes = checked_queries(queries, queries_columns, queries_slices)
     kept: list[DataFrame] = []
     evaluation = dataclasses.replace(evaluate_inputs(
         inputs, measures=parsed, missing_queries=missing_queries,
@@ -258,26 +251,11 @@ def _check_run_slices(slices: Sequence[str], src: RunSource,
                               "column")
 
 
-def _queries_input(queries: DataFrame | None, columns: Mapping[str, str] | None,
-                   slices: Sequence[str], *, name: str = "queries DataFrame"
-                   ) -> CheckedQueries | None:
-    """The checked queries input of ``evaluate``'s ``queries`` arguments (None: none)."""
-    if queries is None:
-        if columns or slices:
-            raise ConfigError("queries_columns and slices name columns of a queries= "
-                              "DataFrame (one row per query); none was given")
-        return None
-    given = _mapping(columns, (S.QUERY_ID, S.WEIGHT), "queries_columns", queries)
-    return check_queries(queries, query_id=given[S.QUERY_ID],
-                         weight=(columns or {}).get(S.WEIGHT), slices=tuple(slices),
-                         name=name)
-
-
 def _run_source(run: DataFrame, columns: Mapping[str, str] | None, parts: tuple[str, ...],
                 rank_by: str | None, window: str | None) -> RunSource:
     """The run's source from ``columns``: rows, or a ranked array per query."""
     given = dict(columns or {})
-    run_map = _mapping(given, (*RUN_RAW_COLUMNS, RANKED), "columns", run)
+    run_map = mapping(given, (*RUN_RAW_COLUMNS, RANKED), "columns", run)
     ranked = given.get(RANKED)
     if ranked:
         clash = sorted(set(given) & {S.DOC_ID, S.SCORE, S.RANK})
@@ -303,7 +281,7 @@ def _qrels_source(qrels: DataFrame, columns: Mapping[str, str] | None,
     ``run_query_id`` (qrels=None: the run holds the labels) is the default query id."""
     given = dict(columns or {})
     known = (*QRELS_RAW_COLUMNS, RELEVANT, GRADED)
-    qrels_map = _mapping(given, known, "qrels_columns", qrels)
+    qrels_map = mapping(given, known, "qrels_columns", qrels)
     gold = [k for k in (RELEVANT, GRADED) if given.get(k)]
     if len(gold) > 1:
         raise ConfigError("qrels_columns: give 'relevant' (ids, label 1) or 'graded' "
@@ -326,10 +304,12 @@ def _qrels_source(qrels: DataFrame, columns: Mapping[str, str] | None,
 def compare(
     per_query: DataFrame,
     *,
-    baseline: Mapping[str, str] | str,
-    candidates: Sequence[Mapping[str, str] | str],
-    missing_queries: str = "zero",
+    baseline: Side,
+    candidates: Side | Sequence[Side],
+    measures: Sequence[str] | None = None,
+    slices: Sequence[str] | None = None,
     alpha: float = 0.05,
+    missing_queries: str = "zero",
     correction: str = "holm",
     test: str = "randomization",
     permutations: int = 10000,
@@ -338,17 +318,21 @@ def compare(
     effect_of_interest: float = 0.02,
     queries: DataFrame | None = None,
     queries_columns: Mapping[str, str] | None = None,
-    slices: Sequence[str] = (),
 ) -> DataFrame:
     """Compare candidates with a baseline query by query: the paired tests of ``releval compare``.
 
     Args:
         per_query: per-query rows (``Result.per_query`` or the per-query table).
         baseline: the baseline's run partition, ``{"system": "bm25"}`` or ``"system=bm25"``.
-        candidates: the candidates' run partitions, in the same forms.
+        candidates: a candidate's run partition, in the same forms, or a list of them.
+        measures: the measures to compare (``"nDCG@10"``; a ``[best]`` form, listed too,
+            fills ``mean_diff_best``); None: every measure both sides have.
+        slices: rows per slice value too, their tests corrected as one family (candidates x
+            measures x slice values); None: the slices the per-query rows carry (none
+            with ``queries``).
+        alpha: the significance level (and 1 - the difference interval's level).
         missing_queries: ``"zero"``: every query either side scored is a pair (0 where
             missing); ``"skip"``: the queries both sides scored.
-        alpha: the significance level (and 1 - the difference interval's level).
         correction: ``"holm"`` or ``"bh"``, over all candidates and measures.
         test: which p-value marks a row significant: ``"randomization"``, ``"t"`` or
             ``"tukey"``.
@@ -358,26 +342,25 @@ def compare(
         effect_of_interest: the true difference, in the measure's units, that
             ``queries_needed`` is for.
         queries: one row per query with its attributes and, optionally, a traffic weight
-            (docs/statistics.md); a row that is not usable (a repeated or missing query
-            id, a null, negative or non-finite weight) is an error.
+            (docs/statistics.md), in place of the ``weight`` and ``slices`` the per-query
+            rows carry; a row that is not usable (a repeated or missing query id, a null,
+            negative or non-finite weight) is an error.
         queries_columns: releval's queries column -> yours: ``query_id`` and ``weight``
             (the traffic weight; none when not named).
-        slices: columns of ``queries``: rows per slice value too, their tests corrected
-            as one family (candidates x measures x slice values).
 
     Returns:
         One row per (candidate, measure): means, the difference with its interval, wins /
         ties / losses, Cohen's d, the p-values, ``significant``, ``min_detectable_diff``,
         ``queries_needed``, and ``mean_diff_best`` and ``sign_holds`` for a measure whose
         ``[best]`` form is among the per-query rows. ``slice`` and ``slice_value`` are null
-        on these rows, ``averaging`` is ``macro``. With ``slices``, the same per
-        (candidate, measure, slice value); with a weight, rows with ``averaging =
-        'weighted'`` (over all queries and per slice value): the weighted means and the
-        difference's linearized interval, with no test (its p-values, ``significant``,
+        on these rows, ``averaging`` is ``macro``. With slices, the same per (candidate,
+        measure, slice value); with a weight, rows with ``averaging = 'weighted'`` (over
+        all queries and per slice value): the weighted means and the difference's
+        linearized interval, with no test (its p-values, ``significant``,
         ``effect_size``, ``min_detectable_diff`` and ``queries_needed`` null).
 
     Warns:
-        SignDisagreementWarning: with ``queries``, a candidate's difference over all
+        SignDisagreementWarning: with slices or a weight, a candidate's difference over all
             queries has one sign and its weighted difference, or the slice values holding
             most of the weight, the other (one warning per candidate and measure).
 
@@ -385,7 +368,7 @@ def compare(
         InputError: a side names an unknown column, or a queries row is not usable (its
             reason, column and the row).
         ConfigError: an unknown ``queries_columns`` key, a column ``queries`` lacks, or
-            ``slices`` without ``queries``.
+            a slice neither ``queries`` nor the per-query rows have.
         ComparisonError: a side has two per-query rows for one query and measure.
 
     Example:
@@ -397,22 +380,23 @@ def compare(
         ...     "query_id string, doc_id string, relevance int")
         >>> result = evaluate(run, qrels, measures=["RR"], partition_by=["system"])
         >>> row = compare(result.per_query, baseline="system=bm25",
-        ...               candidates=["system=dense"]).where("measure_key = 'RR'").first()
+        ...               candidates="system=dense", measures=["RR"]).first()
         >>> row.candidate, row.mean_diff  # RR per query: bm25 1/2, 1; dense 1, 1
         ('system=dense', 0.25)
     """
-    base = _side(baseline, per_query.columns)
-    sides = [_side(c, per_query.columns) for c in candidates]
-    keys = sorted({k for side in [base, *sides] for k in side})
-    labels = {partition_label(side, [k for k in keys if k in side]): side for side in sides}
+    base, labels = sides(per_query, baseline, candidates)
     settings = check_comparison(ComparisonSettings(
         permutations=permutations, seed=seed, correction=correction, alpha=alpha, test=test,
         power=power, effect_of_interest=effect_of_interest), source="releval.compare")
-    checked = queries_input(queries, queries_columns, slices)
+    checked = attributes(per_query, baseline=base, candidates=list(labels.values()),
+                         queries=queries, queries_columns=queries_columns, slices=slices)
+    keys = measure_keys(measures)
+    rows = per_query if keys is None else per_query.where(F.col(S.MEASURE_KEY).isin(keys))
     found = comparison.compare(
-        per_query, baseline=base, candidates=labels, missing_queries=missing_queries,
+        rows, baseline=base, candidates=labels, missing_queries=missing_queries,
         settings=settings, queries=None if checked is None else checked.used,
-        slices=tuple(slices), weighted=checked is not None and checked.weighted)
+        slices=() if checked is None else checked.slices,
+        weighted=checked is not None and checked.weighted)
     if checked is not None and (checked.slices or checked.weighted):
         rows = [r.asDict() for r in found.collect()]  # rows made on the driver
         for message in sign_disagreements(rows, slice_weights(checked)):
@@ -420,48 +404,28 @@ def compare(
     return found
 
 
-def queries_input(queries: DataFrame | None, queries_columns: Mapping[str, str] | None,
-                  slices: Sequence[str] | None, *, name: str = "queries DataFrame"
-                  ) -> CheckedQueries | None:
-    """The checked queries input of :func:`compare` and :func:`changes` (None: none).
-
-    Raises:
-        InputError: a rejected row: its reason, the column and the row.
-        ConfigError: ``slices`` without ``queries``, an unknown key, a missing column.
-    """
-    if queries is None:
-        return _queries_input(None, queries_columns, slices or ())
-    names = _mapping(queries_columns, QUERIES_COLUMNS, "queries_columns", queries)
-    weight = (queries_columns or {}).get(S.WEIGHT)
-    if slices is None:  # every attribute column
-        slices = [c for c in queries.columns if c not in (names[S.QUERY_ID], weight)]
-    checked = _queries_input(queries, queries_columns, slices, name=name)
-    refuse_rejected(checked, query_id=names[S.QUERY_ID], weight=weight)
-    return checked
-
-
 def changes(
     per_query: DataFrame,
     *,
-    baseline: Mapping[str, str] | str,
-    candidates: Sequence[Mapping[str, str] | str],
+    baseline: Side,
+    candidates: Side | Sequence[Side],
     measures: Sequence[str] | None = None,
-    queries: DataFrame | None = None,
-    queries_columns: Mapping[str, str] | None = None,
     slices: Sequence[str] | None = None,
     missing_queries: str = "zero",
+    queries: DataFrame | None = None,
+    queries_columns: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """The queries that moved: one row per (candidate, measure, query), ranked.
 
-    Runs in the executors when the frame is used: nothing is collected here but the first
-    rejected queries row, if any (take the rows you print: ``.where("loss_rank <= 10")``).
+    Runs in the executors when the frame is used: nothing is collected here but the slices
+    the rows carry and the first rejected queries row, if any (take the rows you print:
+    ``.where("loss_rank <= 10")``).
 
     Args:
-        per_query, baseline, candidates, missing_queries: as :func:`compare`.
-        measures: measure keys (``"nDCG@10"``); None: every measure both sides have.
+        per_query, baseline, candidates, measures, missing_queries: as :func:`compare`.
+        slices: the slice columns to carry; None: the slices the per-query rows carry
+            (none with ``queries``).
         queries, queries_columns: as :func:`compare`.
-        slices: the queries' columns to carry (None: every column but the query id and
-            the weight).
 
     Returns:
         ``candidate``, ``measure_key``, ``query_id``, ``baseline_value``,
@@ -480,21 +444,19 @@ def changes(
         ...     "query_id string, doc_id string, relevance int")
         >>> result = evaluate(run, qrels, measures=["RR"], partition_by=["system"])
         >>> moved = changes(result.per_query, baseline="system=bm25",
-        ...                 candidates=["system=dense"], measures=["RR"])
+        ...                 candidates="system=dense", measures=["RR"])
         >>> [(r.query_id, r.diff, r.gain_rank, r.share_of_diff)
         ...  for r in moved.orderBy("query_id").collect()]  # RR: q1 1/2 -> 1, q2 1 -> 1
         [('q1', 0.5, 1, 0.25), ('q2', 0.0, None, 0.0)]
     """
-    base = _side(baseline, per_query.columns)
-    sides = [_side(c, per_query.columns) for c in candidates]
-    keys = sorted({k for side in [base, *sides] for k in side})
-    labels = {partition_label(side, [k for k in keys if k in side]): side for side in sides}
+    base, labels = sides(per_query, baseline, candidates)
     if missing_queries not in ("zero", "skip"):
         raise ConfigError(f"missing_queries must be 'zero' or 'skip', got {missing_queries!r}")
-    checked = queries_input(queries, queries_columns, slices)
+    checked = attributes(per_query, baseline=base, candidates=list(labels.values()),
+                         queries=queries, queries_columns=queries_columns, slices=slices)
     return query_changes.changes(
         per_query, baseline=base, candidates=labels, missing_queries=missing_queries,
-        measures=measures, queries=None if checked is None else checked.used,
+        measures=measure_keys(measures), queries=None if checked is None else checked.used,
         slices=() if checked is None else checked.slices,
         weighted=checked is not None and checked.weighted)
 
@@ -515,4 +477,4 @@ def measures() -> list[dict[str, Any]]:
     ]
 
 
-__all__ = ["Gate", "Result", "changes", "compare", "evaluate", "gate", "measures"]
+__all__ = ["Gate", "Result", "changes", "compare", "evaluate", "gate", "measures", "queries_input"]

@@ -12,10 +12,10 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from releval.checks.queries import CheckedQueries, check_queries
+from releval.arguments import Side, attributes, measure_keys, renamed, sides
 from releval.core import columns as S
 from releval.core.frames import local_frame
-from releval.errors import ConfigError, InputError
+from releval.errors import ConfigError
 from releval.job.partitions import partition_label
 from releval.stats import gate as G
 from releval.stats import gate_frames
@@ -144,59 +144,20 @@ class Gate:
         return log_gate(records, self.decision, prefix=prefix, run_id=run_id)
 
 
-def parse_side(value: Mapping[str, str] | str, columns: Sequence[str]) -> dict[str, str]:
-    """A run partition: a mapping, or ``"column=value[,column=value]"``."""
-    if isinstance(value, str):
-        pairs = [p.partition("=") for p in value.split(",") if p.strip()]
-        if any(not sep or not k.strip() for k, sep, _ in pairs):
-            raise ConfigError(f"{value!r}: expected column=value[,column=value]")
-        value = {k.strip(): v.strip() for k, _, v in pairs}
-    unknown = sorted(set(value) - set(columns))
-    if unknown:
-        raise InputError(f"{dict(value)}: no column(s) {unknown} in the per-query rows {list(columns)}")
-    return {k: str(v) for k, v in value.items()}
-
-
-#: releval's queries column -> the caller's (``queries_columns``); ``weight``: None, unweighted
-QUERIES_COLUMNS = (S.QUERY_ID, S.WEIGHT)
-
-
-def checked_queries(queries: DataFrame, columns: Mapping[str, str | None] | None,
-                    slices: Sequence[str]) -> CheckedQueries:
-    """The queries DataFrame checked; a rejected row is an error.
-
-    Raises:
-        InputError: naming the queries DataFrame, the column and an example row.
-    """
-    given = dict(columns or {})
-    unknown = sorted(set(given) - set(QUERIES_COLUMNS))
-    if unknown:
-        raise ConfigError(f"queries_columns: unknown key(s) {unknown}; releval's columns are "
-                          f"{list(QUERIES_COLUMNS)} (map them to the DataFrame's columns "
-                          f"{queries.columns})")
-    query_id = given.get(S.QUERY_ID) or S.QUERY_ID
-    weight = given.get(S.WEIGHT)
-    checked = check_queries(queries, query_id=query_id, weight=weight, slices=slices)
-    bad = checked.rejected.limit(1).collect()
-    if bad:
-        row = bad[0]
-        column = weight if row[S.REASON_CODE] == "invalid_weight" else query_id
-        raise InputError(f"{checked.name}: a row is rejected ({row[S.REASON_CODE]}) in column "
-                         f"{column!r}: {row[S.MESSAGE]}; e.g. row {dict(row[S.RAW])}")
-    return checked
-
-
 def gate(
     per_query: DataFrame,
     *,
-    baseline: Mapping[str, str] | str,
-    candidate: Mapping[str, str] | str,
+    baseline: Side,
+    candidates: Side | Sequence[Side] | None = None,
     rules: Sequence[str],
+    measures: Sequence[str] | None = None,
+    slices: Sequence[str] | None = None,
     alpha: float = 0.05,
     queries: DataFrame | None = None,
     queries_columns: Mapping[str, str | None] | None = None,
     mode: str = "confidence",
-) -> Gate:
+    **renamed_arguments: Any,
+) -> Gate | dict[str, Gate]:
     """Decide a release: pass, fail or inconclusive, with stated error rates.
 
     A rule passes when its one-sided test rejects the rule's opposite at ``alpha`` (the
@@ -207,55 +168,82 @@ def gate(
 
     Args:
         per_query: per-query rows (``Result.per_query`` or the per-query table).
-        baseline, candidate: run partitions, ``{"system": "bm25"}`` or ``"system=bm25"``.
+        baseline: a run partition, ``{"system": "bm25"}`` or ``"system=bm25"``.
+        candidates: a run partition in the same forms (a :class:`Gate` back), or a list of
+            them (a Gate per candidate, by label). ``candidate=`` is its deprecated spelling.
         rules: e.g. ``"nDCG@10 change >= -0.01"`` (non-inferiority by a 0.01 margin),
             ``"nDCG@10 change > 0"``, ``"RR change >= -2%"`` (candidate - 0.98 x baseline
             >= 0), ``"Hit@10 >= 0.9"`` (the candidate's mean), a prefix ``weighted``
             (traffic-weighted means) and a suffix ``per SLICE`` (each slice value).
+        measures: the measures the rules may name (None: any evaluated one).
+        slices: each rule without ``per SLICE`` is also decided per value of each of these
+            slices; None: only the slices the rules name. The values (and the weight of
+            ``weighted`` rules) come from the per-query rows, or from ``queries``.
         alpha: each test's level; the bounds are one-sided at 1 - alpha.
-        queries: one row per query: its attributes (the slices the rules name) and weight.
+        queries: one row per query: its attributes (the slices) and weight, in place of
+            the ``weight`` and ``slices`` the per-query rows carry.
         queries_columns: releval's column -> yours: ``query_id``, ``weight``.
         mode: ``"confidence"``, or ``"point"``: the estimates alone decide (MLflow's
             thresholds), with no inconclusive outcome.
 
     Returns:
-        A :class:`releval.gating.Gate`: ``decision``, ``passed``, ``table``, ``render()``.
+        A :class:`releval.gating.Gate` (``decision``, ``passed``, ``table``, ``render()``),
+        or with a list of candidates, a dict of them by candidate label.
 
     Raises:
         ConfigError: an invalid rule (naming it and the form expected), a measure that was
-            not evaluated (naming those that were), a slice or weight the queries lack.
+            not evaluated (naming those that were) or not in ``measures``, a slice or
+            weight neither the queries nor the per-query rows have.
         InputError: a rejected queries row.
 
     Example:
         >>> rows = spark.createDataFrame([(s, f"q{i}", "RR", "RR", v) for i in range(8)
         ...     for s, v in (("bm25", 0.5), ("dense", 1.0))],
         ...     "system string, query_id string, measure_key string, measure string, value double")
-        >>> g = gate(rows, baseline="system=bm25", candidate="system=dense",
+        >>> g = gate(rows, baseline="system=bm25", candidates="system=dense",
         ...          rules=["RR change >= -0.05"])
         >>> g.decision, g.table.first().estimate  # every query gains 0.5 (4 would not prove it)
         ('pass', 0.5)
     """
+    old = renamed(renamed_arguments, "candidate", "candidates", "gate")
+    if renamed_arguments:
+        raise TypeError(f"gate() got an unexpected keyword argument "
+                        f"{next(iter(renamed_arguments))!r}")
+    if old is not None:
+        if candidates is not None:
+            raise TypeError("gate(): give candidates=, not both candidates= and candidate=")
+        candidates = old
+    if candidates is None:
+        raise TypeError("gate() missing the keyword argument 'candidates'")
     parsed = [G.parse_rule(r) for r in rules]
     if not parsed:
         raise ConfigError("gate: no rules; give at least one, e.g. 'nDCG@10 change >= -0.01'")
+    parsed += [G.parse_rule(f"{r.text} per {s}") for s in (slices or ()) for r in parsed
+               if not r.slice]
     if not 0.0 < alpha < 0.5:
         raise ConfigError(f"gate: alpha {alpha!r} must be in (0, 0.5)")
     if mode not in G.MODES:
         raise ConfigError(f"gate: mode {mode!r}: expected one of {list(G.MODES)}")
-    slices = gate_frames.rule_slices(parsed)
-    checked = None
-    if queries is not None:
-        checked = checked_queries(queries, queries_columns, slices)
-    elif queries_columns:
-        raise ConfigError("gate: queries_columns without queries=")
+    allowed = measure_keys(measures)
+    outside = sorted({r.measure_key for r in parsed} - set(allowed or [r.measure_key
+                                                                      for r in parsed]))
+    if outside:
+        raise ConfigError(f"gate: rules name {outside}, which are not among measures= "
+                          f"{list(measures or [])}")
+    base, labels = sides(per_query, baseline, candidates)
+    checked = attributes(per_query, baseline=base, candidates=list(labels.values()),
+                         queries=queries, queries_columns=queries_columns,
+                         slices=gate_frames.rule_slices(parsed))
     gate_frames.check_rules(parsed, slices=checked.slices if checked else (),
                             weighted=bool(checked and checked.weighted))
-    base = parse_side(baseline, per_query.columns)
-    cand = parse_side(candidate, per_query.columns)
-    keys = sorted({*base, *cand})
-    values = gate_frames.side_values(per_query, [base, cand], parsed, queries=checked)
-    rows = gate_frames.gate_table(values, parsed, baseline=0, candidate=1, alpha=alpha,
-                                  mode=mode)
-    return Gate(rows=rows, baseline=partition_label(base, [k for k in keys if k in base]),
-                candidate=partition_label(cand, [k for k in keys if k in cand]), alpha=alpha,
-                mode=mode, spark=per_query.sparkSession)
+    values = gate_frames.side_values(per_query, [base, *labels.values()], parsed,
+                                     queries=checked)
+    base_label = partition_label(base, sorted({k for s in [base, *labels.values()]
+                                               for k in s if k in base}))
+    found = {label: Gate(rows=gate_frames.gate_table(values, parsed, baseline=0, candidate=i,
+                                                     alpha=alpha, mode=mode),
+                         baseline=base_label, candidate=label, alpha=alpha, mode=mode,
+                         spark=per_query.sparkSession)
+             for i, label in enumerate(labels, start=1)}
+    single = isinstance(candidates, str | Mapping)
+    return next(iter(found.values())) if single else found

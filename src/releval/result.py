@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
@@ -14,8 +15,8 @@ from releval import __version__, display
 from releval.checks.accounts import QualityReport
 from releval.config import DATAFRAME
 from releval.core import columns as S
-from releval.core.engine import long_format
 from releval.core.frames import local_frame
+from releval.core.measures.registry import parse_measures
 from releval.core.overall import MACRO, overall
 from releval.errors import ConfigError
 from releval.io import tables
@@ -36,7 +37,7 @@ class Result:
 
     Attributes:
         per_query: one row per (run partition, query, measure): the per-query table's
-            schema (``job_run_id`` null).
+            schema (``job_run_id`` null), with each query's ``weight`` and ``slices``.
         quarantine: one row per rejected input row, with the reason: the quarantine
             table's schema.
         attribution: with ``answers=``, one row per (run partition, cell of retrieval x
@@ -67,9 +68,7 @@ class Result:
         """The per-query rows without ``job_run_id``, with the answer scores when answered."""
         if self._answers is None:
             return self.evaluation.per_query
-        return long_format(self._answers.per_query(self.evaluation.queries),
-                           partition_columns=self.inputs.partition_columns,
-                           measures=self.evaluation.measures)
+        return self.evaluation.long(self._answers.per_query(self.evaluation.queries))
 
     @cached_property
     def quarantine(self) -> DataFrame:
@@ -270,6 +269,79 @@ class Result:
             aggregate=self._aggregate_rows, partition_columns=self.inputs.partition_columns,
             params=params, per_query=self.per_query, report=report, prefix=prefix,
             run_id=run_id)
+
+    def _asked_measures(self) -> list[str]:
+        """The measure keys ``evaluate`` was asked for (not the Judged@k it adds)."""
+        asked = [m for m in str(self.settings.get("measures") or "").split(",") if m]
+        if not asked:
+            return [m.key for m in self.evaluation.measures]
+        return [m.key for m in parse_measures(
+            asked, relevance_level=int(self.settings.get("relevance_level", 1)),
+            judged_only=bool(self.settings.get("judged_only", False)))]
+
+    def compare(self, *, baseline: Any, candidates: Any, measures: Sequence[str] | None = None,
+                slices: Sequence[str] | None = None, **options: Any) -> DataFrame:
+        """:func:`releval.compare` of :attr:`per_query`, which carries the weight and slices
+        asked for; ``measures`` None: those ``evaluate`` was asked for (not the Judged@k it
+        adds). The other arguments are :func:`releval.compare`'s.
+
+        Example:
+            >>> run = spark.createDataFrame([(s, "q1", d, x) for s, d, x in [
+            ...     ("bm25", "a", 2.0), ("bm25", "b", 1.0), ("dense", "b", 2.0)]],
+            ...     "system string, query_id string, doc_id string, score double")
+            >>> qrels = spark.createDataFrame([("q1", "b", 1)], "query_id string, doc_id string, relevance int")
+            >>> result = evaluate(run, qrels, measures=["RR"], partition_by=["system"])
+            >>> [(r.measure_key, r.mean_diff) for r in result.compare(
+            ...     baseline="system=bm25", candidates="system=dense").collect()]
+            [('RR', 0.5)]
+        """
+        from releval import api
+
+        return api.compare(self.per_query, baseline=baseline, candidates=candidates,
+                           measures=self._asked_measures() if measures is None else measures,
+                           slices=slices, **options)
+
+    def changes(self, *, baseline: Any, candidates: Any, measures: Sequence[str] | None = None,
+                slices: Sequence[str] | None = None, **options: Any) -> DataFrame:
+        """:func:`releval.changes` of :attr:`per_query` (``measures`` as :meth:`compare`).
+
+        Example:
+            >>> run = spark.createDataFrame([(s, "q1", d, x) for s, d, x in [
+            ...     ("bm25", "a", 2.0), ("bm25", "b", 1.0), ("dense", "b", 2.0)]],
+            ...     "system string, query_id string, doc_id string, score double")
+            >>> qrels = spark.createDataFrame([("q1", "b", 1)], "query_id string, doc_id string, relevance int")
+            >>> result = evaluate(run, qrels, measures=["RR"], partition_by=["system"])
+            >>> [(r.query_id, r.diff) for r in result.changes(
+            ...     baseline="system=bm25", candidates="system=dense").collect()]
+            [('q1', 0.5)]
+        """
+        from releval import api
+
+        return api.changes(self.per_query, baseline=baseline, candidates=candidates,
+                           measures=self._asked_measures() if measures is None else measures,
+                           slices=slices, **options)
+
+    def gate(self, *, baseline: Any, candidates: Any = None, rules: Sequence[str],
+             measures: Sequence[str] | None = None, slices: Sequence[str] | None = None,
+             **options: Any) -> Any:
+        """:func:`releval.gate` of :attr:`per_query`: a Gate, or a dict of them by candidate
+        for a list of candidates.
+
+        Example:
+            >>> run = spark.createDataFrame([(s, f"q{i}", d, x) for i in range(3)
+            ...     for s, d, x in [("bm25", "a", 2.0), ("bm25", "b", 1.0), ("dense", "b", 2.0)]],
+            ...     "system string, query_id string, doc_id string, score double")
+            >>> qrels = spark.createDataFrame([(f"q{i}", "b", 1) for i in range(3)],
+            ...     "query_id string, doc_id string, relevance int")
+            >>> result = evaluate(run, qrels, measures=["RR"], partition_by=["system"])
+            >>> result.gate(baseline="system=bm25", candidates="system=dense",
+            ...             rules=["RR change >= 0"]).decision
+            'pass'
+        """
+        from releval.gating import gate
+
+        return gate(self.per_query, baseline=baseline, candidates=candidates, rules=rules,
+                    measures=measures, slices=slices, **options)
 
     def unpersist(self, blocking: bool = False) -> None:
         """Drop what the evaluation keeps in Spark's cache (its per-query rows, a few per

@@ -36,7 +36,7 @@ from support import gate_support as D
 per_query, queries = D.frames(spark)
 out = []
 for cand, rules, sliced in {CASES!r}:
-    g = releval.gate(per_query, baseline="system=base", candidate=f"system={{cand}}", rules=rules,
+    g = releval.gate(per_query, baseline="system=base", candidates=f"system={{cand}}", rules=rules,
                      **(dict(queries=queries, queries_columns={{"weight": "traffic"}}) if sliced
                         else {{}}))
     out.append({{"decision": g.decision, "rows": [r.asDict() for r in g.table.collect()],
@@ -53,7 +53,7 @@ def test_gate_on_spark_connect_gives_the_classic_sessions_tables(spark: SparkSes
     per_query, queries = D.frames(spark)
     decisions = []
     for (cand, rules, sliced), remote in zip(CASES, got["gates"], strict=True):
-        g = releval.gate(per_query, baseline="system=base", candidate=f"system={cand}",
+        g = releval.gate(per_query, baseline="system=base", candidates=f"system={cand}",
                          rules=rules, **(dict(queries=queries,
                                               queries_columns={"weight": "traffic"})
                                          if sliced else {}))

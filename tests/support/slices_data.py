@@ -35,7 +35,7 @@ def per_query_rows():
                     continue
                 out.append((system, "2026-11-28", f"q{i:02d}", m.name, m.cutoff, m.rel_level,
                             False, m.key, float(v), 10, 3, 1, None, "unjudged", None, None,
-                            None))
+                            None, None, None))
     return out
 
 

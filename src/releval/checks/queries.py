@@ -186,3 +186,54 @@ def unlisted_queries(per_query_like: DataFrame, checked: CheckedQueries) -> Data
     """The distinct query ids of ``per_query_like`` that the queries input does not list."""
     return (per_query_like.select(S.QUERY_ID).distinct()
             .join(checked.used.select(S.QUERY_ID), S.QUERY_ID, "left_anti"))
+
+
+def carried(per_query: DataFrame, *, slices: Sequence[str] | None, baseline: Column,
+            name: str = "the per-query rows") -> CheckedQueries | None:
+    """The queries' attributes the per-query rows carry (their ``weight`` and ``slices``
+    columns), as a checked queries input; None when they carry neither.
+
+    A query's value is the baseline's (``baseline``: true on its rows), else another side's:
+    a run slice (a device) can differ from one run partition to the next. One small job finds
+    the slices the rows carry and whether they have a weight.
+
+    Args:
+        per_query: the rows of the compared sides.
+        slices: the slices wanted (each one the rows carry); None: every one they carry.
+
+    Raises:
+        ConfigError: a slice the rows do not carry (naming those they do).
+
+    Example:
+        >>> rows = spark.createDataFrame([("q1", 2.0, {"segment": "head"})],
+        ...     "query_id string, weight double, slices map<string,string>")
+        >>> carried(rows, slices=None, baseline=F.lit(True)).used.collect()
+        [Row(query_id='q1', weight=2.0, segment='head')]
+    """
+    has = [c for c in (S.WEIGHT, S.SLICES) if c in per_query.columns]
+    keys: list[str] = []
+    weighted = False
+    if has:
+        found = per_query.select(
+            F.max(F.col(S.WEIGHT).isNotNull()).alias("w") if S.WEIGHT in has
+            else F.lit(False).alias("w"),
+            F.array_distinct(F.flatten(F.collect_set(F.map_keys(S.SLICES)))).alias("k")
+            if S.SLICES in has else F.array().cast("array<string>").alias("k"),
+        ).first()
+        weighted, keys = bool(found["w"]), sorted(found["k"] or [])
+    wanted = keys if slices is None else list(slices)
+    absent = [s for s in wanted if s not in keys]
+    if absent:
+        raise ConfigError(f"slice {absent[0]!r}: {name} carry the slices {keys}; give a "
+                          "queries= DataFrame that has it, or evaluate with that slice")
+    if not weighted and not wanted:
+        return None
+    weight = F.col(S.WEIGHT) if S.WEIGHT in has else F.lit(None).cast("double")
+    first = [F.coalesce(F.max(F.when(baseline, value)), F.max(value)) for value in
+             (weight, *(F.col(S.SLICES)[s] for s in wanted))]
+    used = per_query.groupBy(F.col(S.QUERY_ID).cast("string").alias(S.QUERY_ID)).agg(
+        first[0].cast("double").alias(S.WEIGHT),
+        *[v.cast("string").alias(s) for v, s in zip(first[1:], wanted, strict=True)])
+    rejected = used.limit(0)
+    return CheckedQueries(used=used, rejected=rejected, labelled=used.withColumn(
+        REASON, F.lit(None).cast("string")), slices=tuple(wanted), weighted=weighted, name=name)

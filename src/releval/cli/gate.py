@@ -121,7 +121,7 @@ def _gate(per_query: DataFrame, *, baseline, candidate, rules, alpha: float, mod
         if missing:
             raise InputError(f"queries {src.path or src.table}: no column {missing[0]!r} "
                              f"(a slice); it has columns {queries.columns}")
-    return gate(per_query, baseline=baseline, candidate=candidate, rules=rules, alpha=alpha,
+    return gate(per_query, baseline=baseline, candidates=candidate, rules=rules, alpha=alpha,
                 queries=queries, queries_columns=columns, mode=mode)
 
 

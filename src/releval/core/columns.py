@@ -97,6 +97,9 @@ SIGN_HOLDS = "sign_holds"
 SLICE = "slice"
 SLICE_VALUE = "slice_value"
 WEIGHT = "weight"
+#: The per-query table's map of a query's slice values (slice column -> value as a string):
+#: the slices its evaluation was asked for, from the queries input or the run; null: none.
+SLICES = "slices"
 #: The slice value of a scored query that the queries input does not list, and of a null
 #: attribute.
 UNLISTED_SLICE = "(unlisted)"

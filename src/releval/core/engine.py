@@ -328,14 +328,17 @@ def measure_names(measures: Sequence[Measure]) -> Column:
 
 
 def long_format(
-    wide: DataFrame, *, partition_columns: Sequence[str], measures: Sequence[Measure]
+    wide: DataFrame, *, partition_columns: Sequence[str], measures: Sequence[Measure],
+    slices: Sequence[str] = (),
 ) -> DataFrame:
     """Scored queries only (those in the qrels), one row per measure.
 
     Args:
-        wide: the wide table; with an ``answer_score`` column when answers were given, and
-            k_q (``_window``) when the run has a window.
+        wide: the wide table; with an ``answer_score`` column when answers were given,
+            k_q (``_window``) when the run has a window, and ``weight`` and the ``slices``
+            columns when the evaluation has them.
         measures: the measures of ``wide``'s array, in its order (it holds no names).
+        slices: the slice columns of ``wide``, carried in the ``slices`` map (none: null).
 
     Returns:
         The columns of :func:`releval.io.tables.per_query_schema` but ``job_run_id``.
@@ -347,9 +350,14 @@ def long_format(
               else F.lit(None)).cast("double").alias(S.ANSWER_SCORE)
     window = (F.col(S.WINDOW_K) if S.WINDOW_K in wide.columns
               else F.lit(None)).cast("int").alias(S.WINDOW_SIZE)
+    weight = (F.col(S.WEIGHT) if S.WEIGHT in wide.columns
+              else F.lit(None)).cast("double").alias(S.WEIGHT)
+    attributes = (F.create_map(*[x for s in slices for x in (F.lit(s), F.col(s).cast("string"))])
+                  if slices else F.lit(None)).cast("map<string,string>").alias(S.SLICES)
     return (
         wide.where(F.col(IN_QRELS))
-        .select(*parts, S.QUERY_ID, S.NUM_RET, S.NEGATIVE_LABELS, S.DEPTH, answer, window, m)
+        .select(*parts, S.QUERY_ID, S.NUM_RET, S.NEGATIVE_LABELS, S.DEPTH, answer, window,
+                weight, attributes, m)
         .select("*", names[F.col("_i")].alias("_name"))
         .select(
             *parts,
@@ -367,5 +375,7 @@ def long_format(
             S.DEPTH,
             S.ANSWER_SCORE,
             S.WINDOW_SIZE,
+            S.WEIGHT,
+            S.SLICES,
         )
     )

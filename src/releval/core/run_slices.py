@@ -28,7 +28,8 @@ UNRETRIEVED_SLICE = "(not retrieved)"
 #: Names a run slice cannot have: the run's read columns and the evaluation's own (as are
 #: the hidden ones, starting with ``_``).
 RESERVED = (S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK, S.WINDOW, S.NUM_RET, S.NEGATIVE_LABELS,
-            S.DEPTH, S.WINDOW_SIZE, S.ANSWER_SCORE, S.SLICE, S.SLICE_VALUE, S.WEIGHT)
+            S.DEPTH, S.WINDOW_SIZE, S.ANSWER_SCORE, S.SLICE, S.SLICE_VALUE, S.WEIGHT,
+            S.SLICES)
 
 
 def check_slice_names(slices: Sequence[str]) -> tuple[str, ...]:

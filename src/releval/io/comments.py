@@ -44,6 +44,15 @@ PER_QUERY_COMMENTS = {
         "@window measures cut the ranking. Null: no window, or the run partition did not "
         "retrieve the query."
     ),
+    C.WEIGHT: (
+        "The query's traffic weight from the queries input (queries.weight); null: no weight "
+        "column, or the queries input does not list the query."
+    ),
+    C.SLICES: (
+        "The query's slice values, slice column -> value as a string: the slices the "
+        "evaluation was asked for, from the queries input or the run; (unlisted): the queries "
+        "input does not list the query; (null): a null attribute. Null: no slices."
+    ),
 }
 
 

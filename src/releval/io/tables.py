@@ -57,6 +57,8 @@ def per_query_schema(partition_fields: list[T.StructField]) -> T.StructType:
             T.StructField(C.DEPTH, T.IntegerType(), True),
             T.StructField(C.ANSWER_SCORE, T.DoubleType(), True),
             T.StructField(C.WINDOW_SIZE, T.IntegerType(), True),
+            T.StructField(C.WEIGHT, T.DoubleType(), True),
+            T.StructField(C.SLICES, T.MapType(T.StringType(), T.StringType()), True),
         ]
     )
 

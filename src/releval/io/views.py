@@ -153,7 +153,8 @@ class ViewSpec:
 
 
 def per_query_view_sql(spec: ViewSpec) -> str:
-    """The per-query view: one row per run partition and query, one column per measure."""
+    """The per-query view: one row per run partition and query, one column per measure, and
+    the query's ``weight`` and ``slices`` (the same on each of its rows)."""
     keys = sort_keys(spec.measure_keys)
     group = [quote(c, spec.dialect) for c in spec.partition_columns] + [S.QUERY_ID]
     measures = [
@@ -161,10 +162,13 @@ def per_query_view_sql(spec: ViewSpec) -> str:
         f"AS {column_name(k)}"
         for k in keys
     ]
-    fixed = [S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE]
-    columns = [*spec.partition_columns, S.QUERY_ID, *(column_name(k) for k in keys), *fixed]
+    fixed = [S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE, S.WEIGHT]
+    columns = [*spec.partition_columns, S.QUERY_ID, *(column_name(k) for k in keys), *fixed,
+               S.SLICES]
     _check_columns(columns, {column_name(k): k for k in keys}, "per-query view")
-    select = [*group, *measures, *(f"MAX({c}) AS {c}" for c in fixed)]
+    # a map has no order (no MAX): any row's, as every row of the query holds the same
+    select = [*group, *measures, *(f"MAX({c}) AS {c}" for c in fixed),
+              f"ANY_VALUE({S.SLICES}) AS {S.SLICES}"]
     return _render(select, spec.source, group)
 
 

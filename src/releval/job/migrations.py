@@ -201,6 +201,20 @@ def _comparison_slices(
     spark.sql(f"ALTER TABLE {name} ALTER COLUMN {quote_identifier(S.SIGNIFICANT)} DROP NOT NULL")
 
 
+def _add_attributes(
+    spark: SparkSession, kind: str, path: str | None, table: str | None, config: Config
+) -> None:
+    """10 -> 11, per-query: add ``weight`` and ``slices`` (the last columns, nullable); old
+    rows hold null in both, as rows of an evaluation without slices or a weight do
+    (metadata only)."""
+    types = {S.WEIGHT: "DOUBLE", S.SLICES: "MAP<STRING, STRING>"}
+    columns = ", ".join(
+        f"{quote_identifier(c)} {t} COMMENT {quote_literal(tables.PER_QUERY_COMMENTS[c])}"
+        for c, t in types.items()
+    )
+    spark.sql(f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS ({columns})")
+
+
 #: version found -> ({kind: step}, next version); a kind without a step only moves its version.
 STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "0": ({"per_query": _add_job_run_id, "aggregate": _add_job_run_id}, "1"),
@@ -216,6 +230,8 @@ STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "8": ({"comparison": _randomization_nullable}, "9"),
     # the aggregate and the comparison gain the slices; the gate table is new (created here)
     "9": ({"aggregate": _add_slices, "comparison": _comparison_slices}, "10"),
+    # the per-query rows carry each query's weight and slice values
+    "10": ({"per_query": _add_attributes}, "11"),
 }
 
 

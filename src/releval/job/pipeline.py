@@ -80,8 +80,15 @@ class Evaluation:
     @property
     def per_query(self) -> DataFrame:
         """The per-query table's rows, without ``job_run_id`` (planned when read)."""
-        return long_format(self.queries, partition_columns=self.partition_columns,
-                           measures=self.measures)
+        return self.long(self.queries)
+
+    def long(self, wide: DataFrame) -> DataFrame:
+        """``wide`` (:attr:`queries`, or it with the answer scores) as the per-query table's
+        rows, with each query's ``weight`` and ``slices`` (planned when read)."""
+        if self.attributes is not None:
+            wide = with_attributes(wide, self.attributes)
+        return long_format(wide, partition_columns=self.partition_columns,
+                           measures=self.measures, slices=self.slices)
 
     @property
     def aggregate(self) -> DataFrame:
@@ -350,8 +357,7 @@ def run(
         pause("before_write")
         with phases.phase("write per-query"):
             per_query_written = tables.write_per_query(
-                long_format(answers.per_query(queries) if answers else queries,
-                            partition_columns=parts, measures=measures),
+                result.long(answers.per_query(queries) if answers else queries),
                 rows=(counts["scored"] + counts["missing"]) * len(measures),
                 path=config.output.per_query_path, table=config.output.per_query_table,
                 partition_fields=part_fields, output_partition_columns=out_parts,
