@@ -20,6 +20,8 @@ from releval.job.batch import run_job
 from releval.job.migrations import migrate_table
 from releval.job.partitions import parse_selection
 
+pytestmark = pytest.mark.slow  # whole batch jobs in this process: reads, checks, Delta commits
+
 PARTS = ["system", "date"]
 
 
