@@ -25,7 +25,19 @@ SPARK_SUBMIT = PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $
 
 DIST_DIR := dist
 
-.PHONY: help install jars classes browser run sample compare gate agree report test test-fast cluster-test dist bench bench-compare bench-slices clean
+# pytest under the suite's limit: prints the wall time and the 15 slowest tests; past the
+# limit it stops with a message that names the limit (exit code 124)
+define timed_pytest
+start=$$(date +%s); \
+timeout --kill-after=60 $$(( $(SUITE_LIMIT_MINUTES) * 60 )) $(PY) -m pytest $(1) --durations=15; \
+code=$$?; elapsed=$$(( $$(date +%s) - start )); \
+echo "$(2): pytest wall time $$(( elapsed / 60 )) min $$(( elapsed % 60 )) s (limit $(SUITE_LIMIT_MINUTES) min)"; \
+if [ $$code -eq 124 ] || [ $$code -eq 137 ]; then \
+  echo "$(2): FAILED: the tests passed their $(SUITE_LIMIT_MINUTES)-minute limit and were stopped; docs/development.md has the budgets and how to find the slow tests"; fi; \
+exit $$code
+endef
+
+.PHONY: help install jars classes browser run sample compare gate agree report test test-fast coverage cluster-test dist bench bench-compare bench-slices clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -98,9 +110,17 @@ browser: ## headless Chromium for the report's browser test (apt-get, Debian's c
 	@command -v chromium >/dev/null 2>&1 || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
+# the whole suite's limit: past it, `make test` stops with a named failure (docs/development.md)
+SUITE_LIMIT_MINUTES ?= 60
+PYTEST_WORKERS ?= 2
+
 test: install browser dist ## lint (ruff), then the whole test suite (conformance tests read ../shared/conformance)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest --durations=25
+	@$(call timed_pytest,-n $(PYTEST_WORKERS) --dist loadgroup,whole suite)
+
+test-fast: install ## lint, then the fast layer: every test not marked slow (a few minutes)
+	$(VENV)/bin/ruff check .
+	@$(call timed_pytest,-n $(PYTEST_WORKERS) --dist loadgroup -m 'not slow',fast layer)
 
 dist: $(JARS) | $(VENV)/.installed ## package the job for a cluster: wheel, releval.zip (--py-files), evaluate.py, jars/
 	rm -rf $(DIST_DIR) build
@@ -111,12 +131,13 @@ dist: $(JARS) | $(VENV)/.installed ## package the job for a cluster: wheel, rele
 	cp $(JARS) $(DIST_DIR)/jars/
 	@ls -1 $(DIST_DIR) $(DIST_DIR)/jars
 
+coverage: install browser dist ## the whole suite in one process under coverage.py: line coverage of src/releval (docs/development.md)
+	$(PY) -m coverage run --source=src/releval -m pytest -p no:xdist -q
+	$(PY) -m coverage report | tail -1
+
 cluster-test: install dist ## a standalone master and two workers on loopback; the packaged job on them (slow)
 	$(PY) -m pytest tests/test_cluster.py
 
-test-fast: install ## lint, then the fast layer: every test not marked slow (a few minutes)
-	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -m 'not slow' --durations=25
 
 bench: install ## benchmark releval against its peers on synthetic data (BENCH_SIZE=quick|full|30m|100m)
 	$(PY) -m pip install --quiet -e '.[bench]' || echo "bench: some peers did not install (recorded in the report)"

@@ -86,3 +86,28 @@ def shared_session(spark, monkeypatch):
                         lambda settings, *, short=False: spark)
     monkeypatch.setattr(spark, "stop", lambda: None)
     return spark
+
+
+#: The Spark SQL oracle's name in ``support.sql_oracle.ENGINES``: the cases that run through
+#: it are the slow layer's (``make test``); the fast layer runs the production engine.
+ORACLE_ENGINE = "sql"
+#: Tests that share one process started for the whole run run on one pytest-xdist worker
+#: (``--dist loadgroup``): the Spark Connect server, the standalone cluster.
+GROUPS = {"connect": "connect", "test_cluster.py": "cluster"}
+
+
+def _runs_the_oracle(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return False
+    return any(v == ORACLE_ENGINE or (isinstance(v, tuple) and ORACLE_ENGINE in v)
+               for v in callspec.params.values())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _runs_the_oracle(item):
+            item.add_marker(pytest.mark.slow)
+        for part in item.path.parts[-2:]:
+            if part in GROUPS:
+                item.add_marker(pytest.mark.xdist_group(GROUPS[part]))

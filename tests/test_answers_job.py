@@ -25,6 +25,8 @@ from releval.job.partitions import parse_selection
 from releval.job.sample import generate, generate_answers
 from releval.stats.attribution import CELLS
 
+pytestmark = pytest.mark.slow  # whole batch jobs in this process: reads, checks, Delta commits
+
 PARTS = ("system", "date")
 
 

@@ -43,6 +43,8 @@ from releval.job.migrations import migrate_table
 from releval.job.partitions import parse_selection
 from releval.job.pipeline import evaluate
 
+pytestmark = pytest.mark.slow  # whole batch jobs in this process: reads, checks, Delta commits
+
 PARTS = ("system", "date")
 
 

@@ -38,6 +38,8 @@ from releval.job import lineage
 from releval.job.batch import run_job
 from releval.job.partitions import NULL_VALUE, parse_selection
 
+pytestmark = pytest.mark.slow  # whole batch jobs in this process: reads, checks, Delta commits
+
 PARTS = ["system", "date"]
 SYSTEMS = ("bm25", "dense", "hybrid")
 DATES = (D27, D28, D29)

@@ -16,6 +16,8 @@ from releval.core import columns as S
 from releval.io import tables
 from releval.job import pipeline
 
+pytestmark = pytest.mark.slow  # whole batch jobs in this process: reads, checks, Delta commits
+
 # Two systems on one date, in a log whose columns are named like production logs.
 LOG = [
     # query, item, score, position, system, date

@@ -12,6 +12,8 @@ from support.trec_eval_text import implemented
 
 from releval.cli import main
 
+pytestmark = pytest.mark.slow  # real TREC submissions, every measure against trec_eval's output (large inputs)
+
 #: trec_eval rounds to 4 decimals: half a unit of the 4th, plus the float error of a value
 #: on the half (robust03's P_200 all is 0.06035: trec_eval's sum rounds up, releval's is below)
 TOLERANCE = 5e-5 + 1e-12
