@@ -54,3 +54,36 @@ def test_the_harness_decides_as_the_gate_table():
                                                            else np.zeros(40, int))]})
         table = G.gate_rows(frame, [rule])
         assert list(table.outcome) == C.outcomes(rule, s, "bounded")
+
+
+def test_the_descriptive_intervals_hold_on_many_symmetric_queries_and_not_on_few_skewed():
+    # the t interval over 200 symmetric values covers near 95%; over 2 skewed values (a loss
+    # of 0.5 on 8% of queries) a 95% interval holds the mean far less often: its shortfall
+    # is what docs/statistics.md reports
+    assert C.interval_coverage("symmetric", 200, reps=300, seed=3) >= 0.9
+    assert C.interval_coverage("skewed", 2, reps=300, seed=3) < 0.8
+    # Wilson's interval on 0/1 values at a true share of 0.9
+    assert C.interval_coverage("binary", 50, reps=300, seed=3) >= 0.88
+
+
+def test_compares_paired_tests_reject_a_true_zero_on_skewed_pairs_more_than_alpha():
+    # symmetric differences over 100 pairs: the t-test's size is near alpha
+    assert C.paired_size("symmetric", 100, reps=300, seed=2) <= C.ALPHA + 0.04
+    # skewed differences over 10 pairs: both of compare's tests reject a true zero too often
+    assert C.paired_size("skewed", 10, reps=300, seed=2) > 2 * C.ALPHA
+    assert C.paired_size("skewed", 10, reps=200, test="randomization", seed=2,
+                         permutations=99) > 2 * C.ALPHA
+
+
+def test_the_bench_tables_round_trip_and_summarize():
+    rates = C.gate_rates("change", "tied", 5, reps=40, seed=4) + C.gate_rates(
+        "change", "tied", 100, reps=40, seed=4) + C.gate_rates("change", "tied", 1000, reps=40,
+                                                                 seed=4)
+    table = C.markdown(rates)
+    assert table.splitlines()[2].startswith("| change | tied | 5 | bounded |")
+    back = C.parse_markdown(table, reps=40)
+    # the table keeps each rate to 0.1%
+    assert [(r.n, r.where, r.event) for r in back] == [(r.n, r.where, r.event) for r in rates]
+    assert all(abs(a.rate - b.rate) <= 0.0005 for a, b in zip(back, rates, strict=True))
+    (row,) = C.summary(back).splitlines()[2:]
+    assert row.startswith("| change | tied | ") and row.count("|") == 6

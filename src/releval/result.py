@@ -328,12 +328,13 @@ class Result:
         for a list of candidates.
 
         Example:
-            >>> run = spark.createDataFrame([(s, f"q{i}", d, x) for i in range(3)
+            >>> run = spark.createDataFrame([(s, f"q{i}", d, x) for i in range(8)
             ...     for s, d, x in [("bm25", "a", 2.0), ("bm25", "b", 1.0), ("dense", "b", 2.0)]],
             ...     "system string, query_id string, doc_id string, score double")
-            >>> qrels = spark.createDataFrame([(f"q{i}", "b", 1) for i in range(3)],
+            >>> qrels = spark.createDataFrame([(f"q{i}", "b", 1) for i in range(8)],
             ...     "query_id string, doc_id string, relevance int")
             >>> result = evaluate(run, qrels, measures=["RR"], partition_by=["system"])
+            >>> # RR 1/2 -> 1 on each of 8 queries: p_pass = (1 - 0.5 / 1.5) ** 8 = 0.039
             >>> result.gate(baseline="system=bm25", candidates="system=dense",
             ...             rules=["RR change >= 0"]).decision
             'pass'
