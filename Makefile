@@ -131,9 +131,8 @@ dist: $(JARS) | $(VENV)/.installed ## package the job for a cluster: wheel, rele
 	cp $(JARS) $(DIST_DIR)/jars/
 	@ls -1 $(DIST_DIR) $(DIST_DIR)/jars
 
-coverage: install browser dist ## the whole suite in one process under coverage.py: line coverage of src/releval (docs/development.md)
-	$(PY) -m coverage run --source=src/releval -m pytest -p no:xdist -q
-	$(PY) -m coverage report | tail -1
+coverage: install browser dist ## the whole suite under coverage.py (pytest-cov): line coverage of src/releval in the tests' processes (docs/development.md)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -q --cov=src/releval --cov-report=term | grep -E '^TOTAL|passed|failed'
 
 cluster-test: install dist ## a standalone master and two workers on loopback; the packaged job on them (slow)
 	$(PY) -m pytest tests/test_cluster.py
