@@ -91,9 +91,10 @@ def shared_session(spark, monkeypatch):
 #: The Spark SQL oracle's name in ``support.sql_oracle.ENGINES``: the cases that run through
 #: it are the slow layer's (``make test``); the fast layer runs the production engine.
 ORACLE_ENGINE = "sql"
-#: Tests that share one process started for the whole run run on one pytest-xdist worker
-#: (``--dist loadgroup``): the Spark Connect server, the standalone cluster.
-GROUPS = {"connect": "connect", "test_cluster.py": "cluster"}
+#: The pytest-xdist group (``--dist loadgroup``) of each test: its module's, so that a module's
+#: fixtures (inputs written once, a job run once) are made on one worker only; the modules
+#: that share one process started for the whole run share a group: the Spark Connect server's.
+GROUPS = {"connect": "connect"}
 
 
 def _runs_the_oracle(item: pytest.Item) -> bool:
@@ -108,6 +109,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if _runs_the_oracle(item):
             item.add_marker(pytest.mark.slow)
-        for part in item.path.parts[-2:]:
-            if part in GROUPS:
-                item.add_marker(pytest.mark.xdist_group(GROUPS[part]))
+        group = GROUPS.get(item.path.parent.name, item.path.stem)
+        item.add_marker(pytest.mark.xdist_group(group))
