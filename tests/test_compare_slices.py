@@ -147,6 +147,7 @@ def _job_config(spark, tmp_path, per_query):
     )
 
 
+@pytest.mark.slow  # whole batch jobs in this process
 def test_a_version_9_comparison_table_migrates_and_the_job_writes_slices(
         spark, tmp_path, per_query, checked):
     from delta.tables import DeltaTable

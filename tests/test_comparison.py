@@ -163,6 +163,7 @@ def write_inputs(spark, tmp_path, *, dense_qrels_version=3):
     )
 
 
+@pytest.mark.slow  # whole batch jobs in this process
 def test_job_writes_and_replaces_the_comparison(spark, tmp_path):
     config = write_inputs(spark, tmp_path)
     report = compare_job.run(spark, config, baseline=side("bm25"),
@@ -204,6 +205,7 @@ def test_job_writes_and_replaces_the_comparison(spark, tmp_path):
     assert other.rows[0][S.MEAN_DIFF] == 0.0 and other.rows[0][S.RANDOMIZATION_P_VALUE] == 1.0
 
 
+@pytest.mark.slow  # whole batch jobs in this process
 def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
     from delta.tables import DeltaTable
 

@@ -80,6 +80,7 @@ partition_columns = ["date"]
     return path
 
 
+@pytest.mark.slow  # five nights of the batch job in this process
 def test_last_pass_gates_every_night_after_the_first(spark, nights):
     config = load_config(nights)
     # a scheduler's runs: nights 0, 1 and 2 one a run, then 3 and 4 in one run (a catch-up)

@@ -31,6 +31,8 @@ from releval.report import figures, headline
 from releval.report.data import ReportData, latest_comparison, read_report_data
 from releval.report.html import FOLD_ROWS, warnings_table
 
+pytestmark = pytest.mark.slow  # reports over the tables of whole batch jobs; the page in a browser
+
 JOB = "report-job-1"
 #: the queries of docs/which-measure.md name these measures (and Judged@k)
 MEASURES = ("P@5", "P@10", "R@10", "R@50", "Hit@10", "RR", "nDCG@10", "num_ret")
@@ -549,7 +551,6 @@ def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, check=True)
 
 
-@pytest.mark.slow
 def test_the_page_loads_in_headless_chromium_with_every_figure(job, tmp_path):
     _, page, _ = job
     html = page.read_text(encoding="utf-8")

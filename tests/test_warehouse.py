@@ -38,6 +38,8 @@ from releval.job.pipeline import job_measures
 from releval.job.sample import SampleShape, write_sample
 from releval.runtime.profile import Phases
 
+pytestmark = pytest.mark.slow  # the documented queries over the tables of whole batch jobs, on Spark and DuckDB
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "warehouse.md"
 PARTS = ("system", "date")
