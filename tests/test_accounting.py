@@ -24,6 +24,8 @@ from releval.core import kernel
 from releval.errors import AccountingError
 from releval.job import pipeline
 
+pytestmark = pytest.mark.slow  # whole batch jobs in this process: every input row accounted
+
 # two runs (partitions by tag): r1 has 4 rows, one of them a repeated document; r2 has 2
 RUN = """\
 q1 Q0 a 1 3.0 r1

@@ -23,6 +23,8 @@ from releval.report.data import latest_comparison, read_report_data
 from releval.stats.attribution import SHARED_CELLS
 from releval.stats.moves import moves
 
+pytestmark = pytest.mark.slow  # compare's moves over the tables of whole batch jobs
+
 # Six queries answered by both systems, Hit@10 the retrieval measure, correct at 0.5:
 #   query  base: retrieved, answer -> cell            cand: retrieved, answer -> cell
 #   q1     no,  0.1 -> retrieval_miss                 yes, 0.9  -> success

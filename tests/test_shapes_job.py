@@ -52,6 +52,7 @@ def ndcg(spark, cfg) -> dict:
     return {(r.system, r.query_id): r.value for r in rows}
 
 
+@pytest.mark.slow  # a whole batch job in this process
 def test_delta_arrays_and_json_lines_run_through_the_job_and_mlflow(spark, tmp_path):
     mlflow.set_tracking_uri((tmp_path / "mlruns").as_uri())
     delta = str(tmp_path / "run_delta")

@@ -17,6 +17,8 @@ from releval.core import columns as S
 from releval.job.batch import run_job
 from releval.job.sample import DATES, SampleShape, generate_queries, write_sample
 
+pytestmark = pytest.mark.slow  # whole batch jobs in this process, and their views
+
 SHAPE = SampleShape(queries=200, docs_per_query=20, judged_per_query=10, corpus=2000,
                     dates=DATES[:1])
 
