@@ -247,6 +247,7 @@ def small_sample(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
     return folder, run, qrels
 
 
+@pytest.mark.slow  # the agree job over the sample, in this process
 def test_identical_qrels_give_kappa_one_tau_one_and_no_flipped_decision(
     spark: SparkSession, small_sample: tuple[Path, str, str], tmp_path: Path
 ) -> None:
@@ -286,6 +287,7 @@ def test_identical_qrels_give_kappa_one_tau_one_and_no_flipped_decision(
     assert '<td title="1.0">1.000</td>' in html and "<td>0 of 2</td>" in html
 
 
+@pytest.mark.slow  # the agree job over the sample, in this process
 def test_the_samples_llm_version_and_the_accounting_of_bad_rows(
     spark: SparkSession, small_sample: tuple[Path, str, str], tmp_path: Path
 ) -> None:
@@ -323,6 +325,7 @@ def test_the_samples_llm_version_and_the_accounting_of_bad_rows(
     assert sum(row["confusion"].values()) == 100
 
 
+@pytest.mark.slow  # the agree job over the sample, in this process
 def test_kappa_is_null_with_its_reason_in_the_table(spark: SparkSession, tmp_path: Path) -> None:
     qrels = str(tmp_path / "one_label")
     spark.createDataFrame([("q1", "a", 1, "v1"), ("q1", "b", 1, "v1"), ("q1", "a", 1, "llm"),
@@ -338,6 +341,7 @@ def test_kappa_is_null_with_its_reason_in_the_table(spark: SparkSession, tmp_pat
     assert "kappa: null (one label on both sides (label 1))" in report.render()
 
 
+@pytest.mark.slow  # the agree job over the sample, in this process
 def test_agree_command(shared_session: SparkSession, small_sample: tuple[Path, str, str],
                        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _, run, qrels = small_sample
