@@ -132,7 +132,7 @@ dist: $(JARS) | $(VENV)/.installed ## package the job for a cluster: wheel, rele
 	@ls -1 $(DIST_DIR) $(DIST_DIR)/jars
 
 coverage: install browser dist ## the whole suite under coverage.py (pytest-cov): line coverage of src/releval in the tests' processes (docs/development.md)
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -q --cov=src/releval --cov-report=term | grep -E '^TOTAL|passed|failed'
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -q --cov=src/releval --cov-report=term:skip-covered
 
 cluster-test: install dist ## a standalone master and two workers on loopback; the packaged job on them (slow)
 	$(PY) -m pytest tests/test_cluster.py
