@@ -231,6 +231,7 @@ def test_a_graded_retrieval_measure_and_thresholds(spark):
     assert "Hit@10" not in keys  # the retrieval measure was among the measures
 
 
+@pytest.mark.slow  # Delta tables written and read back
 def test_write_gives_the_attribution_and_the_answers_rejections(spark, tmp_path):
     answers = spark.createDataFrame([*HAND_ANSWERS, ("a", "q6", 1.2)], ANSWERS)
     result = releval.evaluate(

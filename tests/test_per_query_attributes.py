@@ -141,6 +141,7 @@ def test_a_run_column_slice_is_the_baselines_value_in_all_three(evaluated):
     assert set(g.rows[S.SLICE_VALUE]) == {"phone", "desktop"}
 
 
+@pytest.mark.slow  # Delta tables written, read back and migrated
 def test_the_rows_read_back_from_delta_decide_as_the_result_does(evaluated, spark, tmp_path):
     result, _ = evaluated
     path = str(tmp_path / "per_query")
@@ -158,6 +159,7 @@ def test_the_rows_read_back_from_delta_decide_as_the_result_does(evaluated, spar
     assert {r.segment: r.n for r in rows} == {"head": 2, "tail": 3, "(unlisted)": 1}
 
 
+@pytest.mark.slow  # Delta tables written, read back and migrated
 def test_a_version_10_per_query_table_migrates_and_takes_new_rows(evaluated, spark, tmp_path):
     from support.batch_support import config_at, write_config  # noqa: PLC0415
     result, queries = evaluated
