@@ -101,7 +101,7 @@ report: install $(SAMPLE_STAMP) ## HTML report with figures over the sample's ou
 
 sample: $(SAMPLE_STAMP) ## generate the synthetic sample search log and qrels (once) under warehouse/sample
 
-$(SAMPLE_STAMP): src/releval/job/sample.py | $(VENV)/.installed $(JARS)
+$(SAMPLE_STAMP): src/releval/job/sample.py src/releval/job/sample_clicks.py | $(VENV)/.installed $(JARS)
 	$(SPARK_SUBMIT) jobs/generate_sample.py --config conf/local.toml
 	touch $@
 

@@ -27,16 +27,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         answers = config.answers.path if config.answers else None
         queries = config.queries.path if config.queries else None
+        interactions = config.clicks.path if config.clicks else None
         run_rows, qrels_rows, answers_rows = write_sample(
             spark, run_path=config.run.path, qrels_path=config.qrels.path, answers_path=answers,
-            queries_path=queries,
+            queries_path=queries, interactions_path=interactions,
         )
     finally:
         spark.stop()
     print(f"sample written: {run_rows} run rows to {config.run.path}, "
           f"{qrels_rows} qrels rows to {config.qrels.path}"
           + (f", {answers_rows} answers rows to {answers}" if answers else "")
-          + (f", the queries to {queries}" if queries else ""))
+          + (f", the queries to {queries}" if queries else "")
+          + (f", the interactions log to {interactions}" if interactions else ""))
     return 0
 
 

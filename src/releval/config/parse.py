@@ -13,6 +13,7 @@ from numbers import Integral
 from pathlib import Path
 from typing import Any
 
+from releval.config.clicks import ClicksSettings, with_clicks
 from releval.config.gate import check_gate
 from releval.config.settings import (
     ANSWER_FORMATS,
@@ -45,7 +46,7 @@ _SECTION_TYPES = {
     "output": OutputSettings, "spark": SparkSettings, "intervals": IntervalSettings,
     "comparison": ComparisonSettings, "answers": AnswersSource, "agree": AgreeSettings,
     "gate": GateSettings,
-    "queries": QueriesSource,
+    "queries": QueriesSource, "clicks": ClicksSettings,
 }
 
 
@@ -364,7 +365,8 @@ def config_from_dict(raw: Mapping[str, Any], source: str = "config") -> Config:
         if required not in raw:
             raise ConfigError(f"{source}: missing section [{required}]")
     built = {name: _build(_SECTION_TYPES[name], value, name, source) for name, value in raw.items()}
-    return validate(per_query_shapes(Config(**built), raw, source), source)
+    config = with_clicks(per_query_shapes(Config(**built), raw, source), raw, source)
+    return validate(config, source)
 
 
 def load_config(path: str | Path) -> Config:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from releval.config.clicks import ClicksSettings
 from releval.core.columns import NEGATIVE_LABEL_RULES
 
 FORMATS = ("delta", "parquet", "trec", "jsonl")
@@ -111,6 +112,9 @@ class QrelsSource:
     #: ``{id, grade}`` structs). Without a path or table, the run's table holds them.
     relevant: str | None = None
     graded: str | None = None
+    #: ``"table"``: the path or table above; ``"clicks"``: the ``click_labels`` table the job
+    #: writes from ``[clicks]`` (releval.config.clicks.qrels_from_clicks).
+    source: str = "table"
 
     @property
     def gold(self) -> str | None:
@@ -257,8 +261,8 @@ GATE_BASELINES = ("previous", "last_pass")
 @dataclass(frozen=True)
 class OutputSettings:
     """Where the Delta tables go (a folder path, or catalog table names); the quarantine,
-    run-log, comparison, attribution, agreement and gate tables default to ``<name>`` next to
-    the per-query table."""
+    run-log, comparison, attribution, agreement, gate, click-labels and position-bias tables
+    default to ``<name>`` next to the per-query table."""
     per_query_path: str | None = None
     aggregate_path: str | None = None
     per_query_table: str | None = None
@@ -276,6 +280,10 @@ class OutputSettings:
     agreement_table: str | None = None
     gate_path: str | None = None
     gate_table: str | None = None
+    click_labels_path: str | None = None
+    click_labels_table: str | None = None
+    position_bias_path: str | None = None
+    position_bias_table: str | None = None
     #: Log each evaluation to MLflow (the active run, else one it starts): the macro means,
     #: the settings and the per-query rows (``pip install 'releval[mlflow]'``).
     mlflow: bool = False
@@ -299,6 +307,8 @@ class Config:
     gate: GateSettings | None = None
     #: The queries input (slices, traffic weights); None: none.
     queries: QueriesSource | None = None
+    #: The interactions input and its click model; None: no click tables.
+    clicks: ClicksSettings | None = None
 
     def sibling_table(self, name: str) -> tuple[str | None, str | None]:
         """(path, table) of table ``name`` next to the per-query table (folder or catalog)."""

@@ -24,6 +24,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from releval.io.writers import absolute
+from releval.job.sample_clicks import generate_interactions
 
 #: system name -> noise of its scores (smaller is better)
 SYSTEMS = {"bm25": 1.2, "dense": 0.8, "hybrid": 0.5}
@@ -165,11 +166,13 @@ def generate_queries(shape: SampleShape = SampleShape()) -> pd.DataFrame:
 
 def write_sample(spark: SparkSession, *, run_path: str, qrels_path: str,
                  answers_path: str | None = None, queries_path: str | None = None,
+                 interactions_path: str | None = None,
                  shape: SampleShape = SampleShape()) -> tuple[int, int, int]:
     """Generate the sample and write it as Delta tables (replacing what was there): the
     qrels table holds the reference version ``v1`` and the noisier ``llm`` (:func:`noisy_qrels`);
     the answers only with ``answers_path``, the queries (:func:`generate_queries`) only with
-    ``queries_path``.
+    ``queries_path``, the interactions log
+    (:func:`releval.job.sample_clicks.generate_interactions`) only with ``interactions_path``.
 
     Returns:
         (run rows, qrels rows of both versions, answers rows) written.
@@ -182,6 +185,9 @@ def write_sample(spark: SparkSession, *, run_path: str, qrels_path: str,
         frames.append((answers, answers_path, ("system", "date")))
     if queries_path:
         frames.append((generate_queries(shape), queries_path, ()))
+    if interactions_path:
+        log = generate_interactions(run, qrels, generate_queries(shape), seed=shape.seed + 4)
+        frames.append((log, interactions_path, ("date",)))
     for frame, path, parts in frames:
         # through Arrow: the rows go to the JVM as they are, with no Python task
         df: DataFrame = spark.createDataFrame(pa.Table.from_pandas(frame, preserve_index=False))
