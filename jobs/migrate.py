@@ -36,6 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ("attribution", config.located("attribution")),
                 ("agreement", config.located("agreement")),
                 ("gate", config.located("gate")),
+                ("click_labels", config.located("click_labels")),
+                ("position_bias", config.located("position_bias")),
             ):
                 steps = migrate_table(spark, kind=kind, path=path, table=table, config=config)
                 print(f"{kind}: " + (" -> ".join(steps) if steps else "no table"))

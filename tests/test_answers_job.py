@@ -124,8 +124,8 @@ def test_a_version_2_per_query_table_is_migrated(
     with pytest.raises(SchemaVersionError, match=r"releval.schema_version = '2'"):
         run_job(spark, config, select(f"date={D27}"), job_run_id="refused")
     assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == [
-        "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["11"]
+        "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["12"]
     table = read(spark, pq)
     assert table.columns[-4:] == [S.ANSWER_SCORE, S.WINDOW_SIZE, S.WEIGHT, S.SLICES]
     assert table.schema[S.ANSWER_SCORE].metadata["comment"] == (

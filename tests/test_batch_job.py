@@ -179,8 +179,8 @@ def test_an_old_schema_version_is_refused_until_migrated(
     assert [tuple(r) for r in log.select(S.JOB_RUN_ID, "status").collect()] == [("refused", "failed")]
 
     assert migrate_table(spark, kind="per_query", path=pq, table=None,
-                         config=config) == ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["11"]
+                         config=config) == ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["12"]
     run_job(spark, config, select(f"date={D27}"), job_run_id="migrated")
     table = read(spark, pq)
     assert table.columns[-7:] == [S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE,
@@ -219,7 +219,7 @@ def test_version_2_tables_get_the_depth_column_and_a_job_with_a_depth_fills_it(
         with pytest.raises(SchemaVersionError, match=r"releval.schema_version = '2'"):
             run_job(spark, config, select(f"date={D27}"), job_run_id="refused")
         assert migrate_table(spark, kind=kind, path=path, table=None,
-                             config=config) == ["2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
+                             config=config) == ["2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"]
         table = read(spark, path)
         field = table.schema[S.DEPTH]
         # after version 2's columns (answer_score, version 4's, follows in the per-query

@@ -175,7 +175,7 @@ def test_a_version_9_comparison_table_migrates_and_the_job_writes_slices(
     spark.createDataFrame([tuple(old[f.name] for f in v9.fields)], v9).write.format(
         "delta").mode("append").save(path)
     assert migrate_table(spark, kind="comparison", path=path, table=None,
-                         config=config) == ["9", "10", "11"]
+                         config=config) == ["9", "10", "11", "12"]
     table = spark.read.format("delta").load(path)
     assert table.columns == [*v9.names, *added] and table.schema[S.SIGNIFICANT].nullable
     for name in added:
@@ -187,7 +187,7 @@ def test_a_version_9_comparison_table_migrates_and_the_job_writes_slices(
         spark, config, baseline={"system": "bm25", "date": "2026-11-28"},
         candidates=[{"system": "dense", "date": "2026-11-28"}], comparison_id="new",
         queries=checked, worst=2)
-    assert table_schema_version(spark, path=path, table=None) == "11"
+    assert table_schema_version(spark, path=path, table=None) == "12"
     after = spark.read.format("delta").load(path).where("comparison_id = 'new'")
     # 3 measures x (1 overall + 5 segments + 3 locales) macro, and weighted: 1 + 4 + 2 (no
     # (unlisted) weighted rows: those queries have no weight)
@@ -204,6 +204,6 @@ def test_a_version_9_comparison_table_migrates_and_the_job_writes_slices(
     compare_job.run(spark, fresh_config, baseline={"system": "bm25", "date": "2026-11-28"},
                     candidates=[{"system": "hybrid", "date": "2026-11-28"}], queries=checked)
     made = str(fresh / "out" / "comparison")
-    assert table_schema_version(spark, path=made, table=None) == "11"
+    assert table_schema_version(spark, path=made, table=None) == "12"
     # 3 measures x (5 segment values macro + 4 weighted)
     assert spark.read.format("delta").load(made).where("slice = 'segment'").count() == 3 * 9

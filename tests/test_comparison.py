@@ -237,9 +237,9 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
         compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("hybrid")])
 
     assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == [
-        "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
-    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == ["11"]
-    assert table_schema_version(spark, path=path, table=None) == "11"
+        "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"]
+    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == ["12"]
+    assert table_schema_version(spark, path=path, table=None) == "12"
     table = spark.read.format("delta").load(path)
     # added at the end, nullable, commented; the old row holds nulls there
     assert table.columns == [*v2.names, *added]

@@ -380,11 +380,11 @@ def test_version_1_tables_are_migrated_and_written_again(
                           T.StructType(v1_fields)).write.format("delta").mode("append").save(agg)
 
     assert migrate_table(spark, kind="quarantine", path=quarantine, table=None,
-                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
+                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"]
     assert migrate_table(spark, kind="run_log", path=log, table=None,
-                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
+                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"]
     assert migrate_table(spark, kind="quarantine", path=quarantine, table=None,
-                         config=config) == ["11"]
+                         config=config) == ["12"]
     table = read(spark, quarantine)
     assert table.columns == [*PARTS, *tables.QUARANTINE_SCHEMA.names, S.QRELS_KEY, S.JOB_RUN_ID]
     rows = sorted(((r["system"], r["date"], r[S.INPUT], r[S.QRELS_KEY]) for r in table.collect()),
@@ -393,9 +393,9 @@ def test_version_1_tables_are_migrated_and_written_again(
                           key=str)
     detail = DeltaTable.forPath(spark, quarantine).detail().first()
     assert list(detail["partitionColumns"]) == [S.INPUT, "date"]
-    assert table_schema_version(spark, path=log, table=None) == "11"
+    assert table_schema_version(spark, path=log, table=None) == "12"
     assert migrate_table(spark, kind="aggregate", path=agg, table=None,
-                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
+                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"]
     old = read(spark, agg).first()
     assert read(spark, agg).columns[-9:] == [S.JOB_RUN_ID, *v2_only, S.DEPTH, S.SLICE,
                                              S.SLICE_VALUE]

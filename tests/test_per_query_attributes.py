@@ -147,7 +147,7 @@ def test_the_rows_read_back_from_delta_decide_as_the_result_does(evaluated, spar
     path = str(tmp_path / "per_query")
     result.write(per_query=path)
     back = spark.read.format("delta").load(path)
-    assert table_schema_version(spark, path=path, table=None) == SCHEMA_VERSION == "11"
+    assert table_schema_version(spark, path=path, table=None) == SCHEMA_VERSION == "12"
     for column in (S.WEIGHT, S.SLICES):
         assert back.schema[column].metadata["comment"] == tables.PER_QUERY_COMMENTS[column]
     kwargs = {"baseline": BASE, "candidates": CAND, "measures": ["RR"], "permutations": 200}
@@ -178,7 +178,7 @@ def test_a_version_10_per_query_table_migrates_and_takes_new_rows(evaluated, spa
         releval.changes(before, baseline=BASE, candidates="system=bm25", slices=["segment"])
     config = config_at(write_config(tmp_path, str(tmp_path / "run.tsv"), str(tmp_path / "q")))
     assert migrate_table(spark, kind="per_query", path=path, table=None,
-                         config=config) == ["10", "11"]
+                         config=config) == ["10", "11", "12"]
     table = spark.read.format("delta").load(path)
     assert table.columns[-2:] == [S.WEIGHT, S.SLICES]
     for column in (S.WEIGHT, S.SLICES):

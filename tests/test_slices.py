@@ -151,7 +151,7 @@ def test_queries_arguments_without_a_queries_frame_and_unknown_keys_are_errors(s
 
 def test_an_aggregate_table_of_version_9_migrates_and_a_new_one_is_written_at_10(spark, tmp_path):
     from support.batch_support import config_at, write_config  # noqa: PLC0415
-    assert SCHEMA_VERSION == "11"
+    assert SCHEMA_VERSION == "12"
     parts = [T.StructField("system", T.StringType())]
     v9 = [f for f in tables.aggregate_schema(parts).fields
           if f.name not in (S.SLICE, S.SLICE_VALUE)]
@@ -162,7 +162,7 @@ def test_an_aggregate_table_of_version_9_migrates_and_a_new_one_is_written_at_10
                             0.1, 0.7, "t", 0.95, None)], T.StructType(v9)).write.format(
         "delta").mode("append").save(old)
     config = config_at(write_config(tmp_path, str(tmp_path / "run.tsv"), str(tmp_path / "q")))
-    assert migrate_table(spark, kind="aggregate", path=old, table=None, config=config) == ["9", "10", "11"]
+    assert migrate_table(spark, kind="aggregate", path=old, table=None, config=config) == ["9", "10", "11", "12"]
     table = spark.read.format("delta").load(old)
     assert table.columns[-2:] == [S.SLICE, S.SLICE_VALUE]
     for name in (S.SLICE, S.SLICE_VALUE):
@@ -177,7 +177,7 @@ def test_an_aggregate_table_of_version_9_migrates_and_a_new_one_is_written_at_10
     new = str(tmp_path / "new_aggregate")
     result.write(aggregate=new)
     result.write(aggregate=old)
-    assert table_schema_version(spark, path=new, table=None) == "11"
+    assert table_schema_version(spark, path=new, table=None) == "12"
     for path in (new, old):
         written = spark.read.format("delta").load(path)
         assert written.where("slice = 'segment' AND slice_value = 'head' AND averaging = "

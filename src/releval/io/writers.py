@@ -16,7 +16,7 @@ from releval.runtime.delta_log import is_missing_table
 
 #: Table property holding the version of the output schemas (docs/migrations.md).
 SCHEMA_VERSION_PROPERTY = "releval.schema_version"
-SCHEMA_VERSION = "11"
+SCHEMA_VERSION = "12"
 
 
 def with_comments(schema: T.StructType, comments: Mapping[str, str]) -> T.StructType:

@@ -22,7 +22,7 @@ from releval.job.partitions import quote_identifier, quote_literal
 
 #: The kinds of table a config writes.
 KINDS = ("per_query", "aggregate", "quarantine", "run_log", "comparison", "attribution",
-         "agreement", "gate")
+         "agreement", "gate", "click_labels", "position_bias")
 
 #: A step: (session, kind, path, table, config) -> None; changes one table in place.
 Step = Callable[[SparkSession, str, str | None, str | None, Config], None]
@@ -232,6 +232,9 @@ STEPS: dict[str, tuple[Mapping[str, Step], str]] = {
     "9": ({"aggregate": _add_slices, "comparison": _comparison_slices}, "10"),
     # the per-query rows carry each query's weight and slice values
     "10": ({"per_query": _add_attributes}, "11"),
+    # the click-labels and position-bias tables are new (created here); the quarantine takes
+    # input = 'interactions' rows: the existing tables only move their version
+    "11": ({}, "12"),
 }
 
 
