@@ -15,10 +15,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from releval.clicks.batch import run_job_with_clicks
 from releval.config import load_config
 from releval.errors import RelevalError
 from releval.job import pipeline
-from releval.job.batch import run_job
 from releval.job.partitions import DEFAULT_DATE_COLUMN, parse_selection
 from releval.runtime.executors import check_executors
 from releval.runtime.profile import Phases
@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         phases = Phases(spark)
         try:
             check_executors(spark, config)  # a cluster's executors: their Python and paths
-            result = run_job(
+            result, clicks = run_job_with_clicks(
                 spark, config, selection, job_run_id=args.job_run_id, strict=args.strict,
                 phases=phases,
             )
@@ -79,6 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"releval: error: {exc}", file=sys.stderr)
         return 2
     print(result.render())
+    if clicks is not None:
+        print("\n".join(clicks.render()))
     if args.profile:
         print(phases.render())
     pause("before_exit")

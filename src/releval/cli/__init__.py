@@ -8,6 +8,7 @@
     releval gate --config FILE --baseline KEY=VALUE --candidate KEY=VALUE [--rule RULE ...]
     releval agree --config FILE [--other-filter SQL] [--run [--baseline KEY=VALUE]] [...]
     releval report|sql|views --config FILE [...]
+    releval clicks labels|measures|interleaving --events PATH [...]
     releval measures
 
 User errors (bad measure, missing file or column) print one line on stderr and exit with 2;
@@ -22,8 +23,9 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from releval.cli import agree, compare, evaluate, gate, tables
+from releval.cli import agree, clicks, compare, evaluate, gate, tables
 from releval.cli.agree import add_agree_arguments
+from releval.cli.clicks import add_clicks_arguments
 from releval.cli.compare import add_compare_arguments
 from releval.cli.evaluate import add_evaluate_arguments, add_remote_argument, config_from_args
 from releval.cli.gate import add_gate_arguments
@@ -45,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
         "system orderings (tau) and significance decisions"))
     add_report_arguments(sub.add_parser(
         "report", help="write an HTML report with figures over the output tables"))
+    add_clicks_arguments(sub.add_parser(
+        "clicks", help="a search log's impressions and clicks: labels and the position bias, "
+        "online measures, interleaving"))
     sql = sub.add_parser("sql", help="SQL over the output tables, without Spark (deltalake)")
     sql.add_argument("--config", required=True, help="the TOML config whose output tables to read")
     sql.add_argument("query", help="the SQL; tables: per_query, aggregate, run_log, comparison, "
@@ -87,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return gate.run(args)
         if args.command == "agree":
             return agree.run(args)
+        if args.command == "clicks":
+            return clicks.run(args)
         if args.command == "report":
             return tables.report(args)
         if args.command == "sql":
