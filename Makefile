@@ -37,7 +37,7 @@ if [ $$code -eq 124 ] || [ $$code -eq 137 ]; then \
 exit $$code
 endef
 
-.PHONY: help install jars classes browser run sample compare gate agree report test test-fast coverage cluster-test dist bench bench-compare bench-slices clean
+.PHONY: help install jars classes browser run sample compare gate agree clicks report test test-fast coverage cluster-test dist bench bench-compare bench-slices clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
@@ -92,6 +92,9 @@ AGREE_DATE ?= 2026-11-28
 agree: install $(SAMPLE_STAMP) ## the sample's two qrels versions: kappa, and the systems' orderings and decisions on AGREE_DATE
 	$(SPARK_SUBMIT) jobs/agree.py --config $(CONFIG) --run --partition date=$(AGREE_DATE) \
 	  --baseline system=bm25
+
+clicks: install $(SAMPLE_STAMP) ## the sample's click labels and position bias ([clicks]); prints the recovered bias next to the true one
+	$(SPARK_SUBMIT) jobs/clicks.py --config $(CONFIG) --sample
 
 REPORT ?= warehouse/releval/report.html
 

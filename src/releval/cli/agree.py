@@ -18,6 +18,10 @@ def add_agree_arguments(agree: argparse.ArgumentParser) -> None:
                        "(overrides agree.filter)")
     agree.add_argument("--other-path", default=None,
                        help="the other version's path (overrides agree.path and agree.table)")
+    agree.add_argument("--clicks", action="store_true",
+                       help="compare the click labels ([clicks]: the click_labels table the job "
+                       "writes) with [qrels] instead of [agree]; --other-filter picks one "
+                       "partition's labels")
     agree.add_argument("--run", action="store_true",
                        help="also evaluate the config's run under both versions: orderings "
                        "of the run partitions (tau-b, tau_AP) per measure")
@@ -63,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         report = agree_job.run(
             spark, agree_job.with_partitions(config, shared), other_filter=args.other_filter,
             other_path=args.other_path, with_run=args.run, baseline=baseline,
-            agreement_id=args.agreement_id)
+            agreement_id=args.agreement_id, clicks=args.clicks)
     finally:
         spark.stop()
     print(report.render())

@@ -15,6 +15,7 @@ from releval.config import AgreeSettings, Config, QrelsSource
 from releval.errors import ConfigError
 from releval.io.agreement import write_agreement
 from releval.io.readers import source_name
+from releval.job.agree_clicks import click_labels_qrels
 from releval.job.agree_labels import LabelAgreement, label_agreement
 from releval.job.agree_render import render
 from releval.job.agree_systems import SystemAgreement, system_agreement
@@ -84,9 +85,11 @@ def run(
     spark: SparkSession, config: Config, *, other_filter: str | None = None,
     other_path: str | None = None, with_run: bool = False,
     baseline: Mapping[str, str] | None = None, agreement_id: str | None = None,
+    clicks: bool = False,
 ) -> AgreementReport:
     """Compare the config's second qrels version (``[agree]``, or ``other_path`` /
-    ``other_filter``) with ``[qrels]``; with ``with_run``, evaluate the run under both.
+    ``other_filter``; with ``clicks``, the click labels: :mod:`releval.job.agree_clicks`)
+    with ``[qrels]``; with ``with_run``, evaluate the run under both.
     Writes the agreement table when the config places it (``output.agreement_path``, or
     next to the per-query table).
 
@@ -99,8 +102,9 @@ def run(
             settings, filter=other_filter if other_filter is not None else settings.filter,
             path=other_path if other_path is not None else settings.path,
             table=None if other_path is not None else settings.table)
-    other = settings.other_qrels(config.qrels)
-    if config.agree is None and other_filter is None and other_path is None:
+    other = (click_labels_qrels(config, other_filter) if clicks
+             else settings.other_qrels(config.qrels))
+    if config.agree is None and other_filter is None and other_path is None and not clicks:
         raise ConfigError("releval agree: no second qrels version: add an [agree] section "
                           "(e.g. filter = \"qrels_version = 'llm'\") or give --other-filter "
                           "or --other-path")

@@ -18,8 +18,9 @@ from releval.core import columns as S
 from releval.core.measures import parse_measures
 from releval.core.measures.judged import JUDGED
 from releval.report import figures
-from releval.report.agreement import agreement_section, latest_agreement
+from releval.report.agreement import agreement_section, latest_agreements
 from releval.report.answers import answers_section, read_answers
+from releval.report.clicks import clicks_section
 from releval.report.data import (
     COUNT_MEASURES,
     ReportData,
@@ -165,9 +166,13 @@ def build(config: Config, *, date: str | None = None, config_name: str = "",
             absent="The run has no date partition column.")),
         Section("lineage", "Lineage of the numbers", lineage_tables(data)),
     ]
-    agreed = latest_agreement(config)
-    if agreed is not None:
-        sections.insert(-1, Section("agreement", "Two qrels versions", agreement_section(agreed)))
+    agreed = latest_agreements(config)
+    if agreed:  # the latest agreement of each second version: [agree]'s, the click labels
+        sections.insert(-1, Section("agreement", "Two qrels versions",
+                                    "".join(agreement_section(rows) for rows in agreed)))
+    clicked = clicks_section(config, spark)
+    if clicked is not None:  # before the lineage
+        sections.insert(-1, clicked)
     window = window_section(data)
     if window is not None:  # after the means: the window the means were cut at
         sections.insert(1, Section("window", f"The window{at}", window))

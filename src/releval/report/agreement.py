@@ -23,6 +23,20 @@ def latest_agreement(config: Config) -> pd.DataFrame | None:
     return rows[rows["agreement_id"] == latest]
 
 
+def latest_agreements(config: Config) -> list[pd.DataFrame]:
+    """The rows of the latest agreement of each second version (``other``: the ``[agree]``
+    labels, the click labels of ``releval agree --clicks``), latest first; [] without a
+    table."""
+    path, _ = location(config, "agreement")
+    found = open_table(path) if path else None
+    rows = found.to_pandas() if found is not None else pd.DataFrame()
+    if rows.empty:
+        return []
+    ordered = rows.sort_values("agreed_at", ascending=False)
+    latest = ordered.drop_duplicates("other")["agreement_id"]
+    return [rows[rows["agreement_id"] == a] for a in latest]
+
+
 def agreement_section(rows: pd.DataFrame) -> str:
     """Kappa and binary agreement in a sentence; per measure tau-b, tau_AP and the flipped
     decisions in a five-column table."""
