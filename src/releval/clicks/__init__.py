@@ -1,0 +1,1 @@
+"""The search log as evidence: online measures, interleaving, labels from clicks."""
