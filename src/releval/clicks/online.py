@@ -72,9 +72,11 @@ def wide_table(per_search: DataFrame, measures: Sequence[O.OnlineMeasure], *,
 
 def online_result(wide: DataFrame, measures: Sequence[O.OnlineMeasure], *,
                   checked: CheckedInteractions, queries: CheckedQueries | None,
-                  ci_level: float, name: str) -> ClickResult:
+                  ci_level: float, name: str,
+                  partition_columns: Sequence[str] | None = None) -> ClickResult:
     """The :class:`ClickResult` of a wide table: each query's weight is the queries input's
-    when it has one, else its number of searches; its slices are the queries input's."""
+    when it has one, else its number of searches; its slices are the queries input's
+    (``partition_columns``: the wide table's, when not the interactions')."""
     slices: tuple[str, ...] = ()
     if queries is not None:
         wide = with_attributes(wide, queries)
@@ -83,7 +85,7 @@ def online_result(wide: DataFrame, measures: Sequence[O.OnlineMeasure], *,
             wide = wide.withColumn(S.WEIGHT, F.col(S.NUM_RET).cast("double"))
     else:
         wide = wide.withColumn(S.WEIGHT, F.col(S.NUM_RET).cast("double"))
-    parts = checked.partition_columns
+    parts = tuple(checked.partition_columns if partition_columns is None else partition_columns)
     evaluation = OnlineEvaluation(wide, tuple(measures), parts, IntervalSettings(level=ci_level),
                                   slices=slices)
     keys = [m.key for m in measures]
