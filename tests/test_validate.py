@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from releval.checks.answers import answers_quarantine, label_answers
+from releval.checks.interaction_reasons import INTERACTION_REASONS
 from releval.checks.rules import REASONS, split_qrels, split_run
 from releval.core import columns as S
 from releval.core.columns import UNCAST_PARTITION
@@ -227,7 +228,9 @@ def test_every_reason_code_has_a_test():
     assert set(REASONS) == (set(RUN_CASES) | set(WINDOW_CASES) | set(QRELS_CASES)
                             | set(ANSWERS_CASES) | {"conflicting_gold", "duplicate_ranking"}
                             # tests/test_queries_input.py
-                            | {"duplicate_query_id", "invalid_weight"})
+                            | {"duplicate_query_id", "invalid_weight"}
+                            # tests/test_interactions_input.py
+                            | {code for code, _ in INTERACTION_REASONS})
 
 
 def test_quarantine_row_keeps_partition_source_line_and_message(spark):

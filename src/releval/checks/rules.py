@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from releval.checks.interaction_reasons import INTERACTION_REASONS, INTERACTIONS
 from releval.core import columns as S
 from releval.core.arrays import codes, sort_rank, to_numpy
 from releval.core.columns import (
@@ -60,8 +61,9 @@ class Reason:
 REASONS: dict[str, Reason] = {
     r.code: r
     for r in (
-        Reason("missing_query_id", "run, qrels, answers, queries", "the query id is null or empty"),
-        Reason("missing_doc_id", "run, qrels", "the doc id is null or empty"),
+        Reason("missing_query_id", "run, qrels, answers, queries, interactions",
+               "the query id is null or empty"),
+        Reason("missing_doc_id", "run, qrels, interactions", "the doc id is null or empty"),
         Reason("invalid_score", RUN, "ranking by score: the score is null, non-numeric, NaN or infinite"),
         Reason("invalid_rank", RUN, "ranking by rank: the rank is null, not an integer, zero or negative"),
         Reason(INVALID_WINDOW, RUN,
@@ -98,6 +100,7 @@ REASONS: dict[str, Reason] = {
                "another queries row has this query id; which attributes are right is unknown, "
                "so none is used"),
         Reason(INVALID_WEIGHT, QUERIES, "the weight is null, non-numeric, negative, NaN or infinite"),
+        *(Reason(code, INTERACTIONS, message) for code, message in INTERACTION_REASONS),
     )
 }
 

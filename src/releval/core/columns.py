@@ -104,6 +104,17 @@ SLICES = "slices"
 #: attribute.
 UNLISTED_SLICE = "(unlisted)"
 NULL_SLICE = "(null)"
+#: The interactions input (the search log): one row per shown result of one search (a
+#: result page shown to someone), its 1-based ``position`` and its clicks (0/1 or a count);
+#: optionally the dwell in seconds and the team (which ranker contributed the result, as
+#: team-draft interleaving logs it). ``query_id`` and ``doc_id`` are shared with the run.
+SEARCH_ID = "search_id"
+CLICKED = "clicked"
+DWELL = "dwell"
+TEAM = "team"
+INTERACTION_COLUMNS = (SEARCH_ID, QUERY_ID, DOC_ID, POSITION, CLICKED, DWELL, TEAM)
+#: Per (run partition, query) of the online measures: the searches its value is a mean over.
+SEARCHES = "searches"
 #: The measure columns shared by the per-query, aggregate and comparison tables.
 MEASURE_COLUMNS = (MEASURE, CUTOFF, REL_LEVEL, JUDGED_ONLY, MEASURE_KEY)
 

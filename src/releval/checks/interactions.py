@@ -1,0 +1,251 @@
+"""The interactions input (the search log): one row per shown result of one search, checked.
+
+A row with a ``position`` is an impression (its ``clicked`` is 0, 1 or a count). A row
+without one and with ``clicked`` > 0 is a click on a document of its search: its clicks (and
+dwell) go to the best-placed impression of that document in the search, or, when the search
+did not show it, it is quarantined as ``click_not_shown``. Every row is used or quarantined
+with the first reason that applies (:data:`releval.checks.interaction_reasons.INTERACTION_REASONS`
+after ``missing_doc_id``/``missing_query_id``); :attr:`CheckedInteractions.accounts` checks
+``input = used + quarantined`` per run partition. See docs/clicks.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from releval.checks.accounts import InputAccount, account_ledger
+from releval.checks.interaction_reasons import (
+    CLICK_NOT_SHOWN,
+    CONFLICTING_QUERY_ID,
+    DUPLICATE_POSITION,
+    INTERACTIONS,
+    INVALID_CLICK,
+    INVALID_DWELL,
+    INVALID_POSITION,
+    MISSING_POSITION,
+    MISSING_SEARCH_ID,
+    MISSING_TEAM,
+    NEGATIVE_DWELL,
+)
+from releval.checks.rules import blank, first_reason, meta_columns, quarantined
+from releval.core import columns as S
+from releval.core.columns import REASON, RECEIVED, USED
+from releval.errors import ConfigError
+
+#: The columns every interactions input has; ``dwell`` and ``team`` are optional.
+REQUIRED = (S.SEARCH_ID, S.QUERY_ID, S.DOC_ID, S.POSITION, S.CLICKED)
+_RAW = "_raw_"
+_CLICK_ROW = "_click_row"
+_INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class CheckedInteractions:
+    """A checked interactions input.
+
+    Attributes:
+        rows: the used impressions: the partition columns, ``search_id``, ``query_id``,
+            ``doc_id`` (strings), ``position`` (int), ``clicked`` (long: the row's clicks plus
+            those of its click rows), and ``dwell`` (double) and ``team`` (string) when given.
+        quarantine: the rejected rows in the quarantine's shape
+            (:data:`releval.io.tables.QUARANTINE_SCHEMA`), ``input`` = ``interactions``.
+        labelled: every row, typed, with ``_reason`` (null: used); what :meth:`counts` reads.
+        partition_columns: the run partition columns.
+        name: the input's name in messages and accounts.
+    """
+
+    rows: DataFrame
+    quarantine: DataFrame
+    labelled: DataFrame
+    partition_columns: tuple[str, ...]
+    name: str
+
+    def counts(self) -> dict[tuple[str | None, ...], dict[str, int]]:
+        """Per run partition (values as strings): ``received``, ``used`` and the rows per
+        reason code (one small job)."""
+        parts = [F.col(c).cast("string").alias(c) for c in self.partition_columns]
+        out: dict[tuple[str | None, ...], dict[str, int]] = {}
+        for r in self.labelled.groupBy(*parts, REASON).count().collect():
+            key = tuple(r[c] for c in self.partition_columns)
+            tags = out.setdefault(key, {RECEIVED: 0, USED: 0})
+            tags[RECEIVED] += int(r["count"])
+            tag = r[REASON] or USED
+            tags[tag] = tags.get(tag, 0) + int(r["count"])
+        return out
+
+    @cached_property
+    def accounts(self) -> InputAccount:
+        """``input = used + quarantined`` per run partition (raises AccountingError if not)."""
+        return account_ledger(INTERACTIONS, self.name, self.counts(),
+                              partition_columns=self.partition_columns,
+                              used_as=" (impressions and the clicks folded into them)")
+
+
+def interaction_names(df: DataFrame, columns: Mapping[str, str] | None, *, name: str,
+                      partition_by: Sequence[str] = ()) -> dict[str, str]:
+    """releval's interaction column -> ``df``'s, for the columns ``df`` has (``dwell`` and
+    ``team`` only when present or mapped).
+
+    Raises:
+        ConfigError: an unknown key, a required (or mapped) column ``df`` lacks, or a
+            partition column that is also an interaction column.
+    """
+    given = dict(columns or {})
+    unknown = sorted(set(given) - set(S.INTERACTION_COLUMNS))
+    if unknown:
+        raise ConfigError(f"{name}: unknown key(s) {unknown} in columns; releval's interaction "
+                          f"columns are {list(S.INTERACTION_COLUMNS)} (map them to the "
+                          f"DataFrame's columns {df.columns})")
+    names = {c: given.get(c, c) for c in S.INTERACTION_COLUMNS
+             if c in REQUIRED or c in given or c in df.columns}
+    absent = [c for c in names if names[c] not in df.columns]
+    if absent:
+        raise ConfigError(f"{name}: no column {names[absent[0]]!r} ({absent[0]}); it has "
+                          f"columns {df.columns} (columns= maps releval's names to yours)")
+    for p in partition_by:
+        if p not in df.columns:
+            raise ConfigError(f"{name}: no partition column {p!r}; it has columns {df.columns}")
+        if p in names.values() or p in S.INTERACTION_COLUMNS:
+            raise ConfigError(f"{name}: partition column {p!r} is an interaction column")
+    return names
+
+
+def _bad_number(value: Column, *, integer: bool, minimum: float) -> Column:
+    d = value.try_cast("double")
+    bad = d.isNull() | F.isnan(d) | (F.abs(d) == float("inf")) | (d < minimum)
+    return bad | (d != F.floor(d)) | (d > _INT_MAX) if integer else bad
+
+
+def _row_reasons(names: dict[str, str], *, team: bool) -> tuple[Column, Column]:
+    """The per-row reason (a projection) and whether the row is a click row."""
+    col = {c: F.col(n) for c, n in names.items()}
+    clicks = col[S.CLICKED].try_cast("double")
+    no_position = col[S.POSITION].isNull()
+    dwell_rules: list[tuple[Column, str]] = []
+    if S.DWELL in col:
+        dwell = col[S.DWELL].try_cast("double")
+        dwell_rules = [
+            (col[S.DWELL].isNotNull() & (dwell.isNull() | F.isnan(dwell)
+                                         | (F.abs(dwell) == float("inf"))), INVALID_DWELL),
+            (dwell < 0, NEGATIVE_DWELL),
+        ]
+    team_rule = ([(~no_position & blank(col[S.TEAM].cast("string")), MISSING_TEAM)]
+                 if team else [])
+    reason = first_reason(
+        (blank(col[S.SEARCH_ID].cast("string")), MISSING_SEARCH_ID),
+        (blank(col[S.DOC_ID].cast("string")), "missing_doc_id"),
+        (_bad_number(col[S.CLICKED], integer=True, minimum=0), INVALID_CLICK),
+        *dwell_rules,
+        (no_position & (clicks == 0), MISSING_POSITION),
+        (~no_position & _bad_number(col[S.POSITION], integer=True, minimum=1), INVALID_POSITION),
+        (~no_position & blank(col[S.QUERY_ID].cast("string")), "missing_query_id"),
+        *team_rule,
+    )
+    return reason, no_position
+
+
+def check_interactions(
+    df: DataFrame,
+    columns: Mapping[str, str] | None = None,
+    *,
+    name: str = INTERACTIONS,
+    partition_by: Sequence[str] | str = (),
+    team: bool = False,
+) -> CheckedInteractions:
+    """The interactions input's rows checked: used (clicks folded into impressions) or
+    quarantined with a reason.
+
+    Args:
+        df: one row per shown result (and, optionally, click rows without a position).
+        columns: releval's column -> ``df``'s (``search_id``, ``query_id``, ``doc_id``,
+            ``position``, ``clicked``, ``dwell``, ``team``); unnamed ones are read as named.
+        name: names the input in errors, accounts and the quarantine's ``source``.
+        partition_by: the run partition columns (system, date, an A/B bucket).
+        team: the rows must carry a team (interleaving): a blank one is ``missing_team``.
+
+    Returns:
+        The clean rows, the quarantine and the accounts (:class:`CheckedInteractions`).
+
+    Raises:
+        ConfigError: an unknown ``columns`` key or a missing column (naming ``name``).
+
+    Example:
+        >>> log = spark.createDataFrame([("s1", "q", "a", 1, 1), ("s1", "q", "b", 1, 0)],
+        ...     "sid string, query_id string, doc_id string, position int, clicked int")
+        >>> checked = check_interactions(log, {"search_id": "sid"})
+        >>> checked.rows.count(), checked.accounts.quarantined
+        (0, {'duplicate_position': 2})
+    """
+    parts = (partition_by,) if isinstance(partition_by, str) else tuple(partition_by)
+    names = interaction_names(df, columns, name=name, partition_by=parts)
+    if team and S.TEAM not in names:
+        raise ConfigError(f"{name}: no column 'team' (which ranker contributed each result); "
+                          f"it has columns {df.columns}")
+    reason, click_row = _row_reasons(names, team=team)
+    col = {c: F.col(n) for c, n in names.items()}
+    optional = [c for c in (S.DWELL, S.TEAM) if c in names]
+    typed = df.select(
+        *[F.col(p) for p in parts],
+        *meta_columns(df),
+        col[S.SEARCH_ID].cast("string").alias(S.SEARCH_ID),
+        col[S.QUERY_ID].cast("string").alias(S.QUERY_ID),
+        col[S.DOC_ID].cast("string").alias(S.DOC_ID),
+        col[S.POSITION].try_cast("double").cast("int").alias(S.POSITION),
+        col[S.CLICKED].try_cast("double").cast("long").alias(S.CLICKED),
+        *([col[S.DWELL].try_cast("double").alias(S.DWELL)] if S.DWELL in names else []),
+        *([col[S.TEAM].cast("string").alias(S.TEAM)] if S.TEAM in names else []),
+        *[col[c].cast("string").alias(_RAW + c) for c in names],
+        click_row.alias(_CLICK_ROW),
+        reason.alias(REASON),
+    )
+    labelled = _search_rules(typed, parts)
+    used = labelled.where(F.col(REASON).isNull() & ~F.col(_CLICK_ROW))
+    rows = used.select(*parts, S.SEARCH_ID, S.QUERY_ID, S.DOC_ID, S.POSITION,
+                       F.col("_clicked_total").alias(S.CLICKED),
+                       *([F.col("_dwell_total").alias(S.DWELL)] if S.DWELL in names else []),
+                       *[c for c in optional if c != S.DWELL])
+    quarantine = quarantined(labelled.withColumn("_source", F.coalesce(
+        F.col("_source"), F.lit(name))), input_name=INTERACTIONS, partition_columns=parts,
+        raw_columns=list(names), number_lines=None)
+    return CheckedInteractions(rows=rows, quarantine=quarantine, labelled=labelled,
+                               partition_columns=parts, name=name)
+
+
+def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> DataFrame:
+    """The rules over a search's rows, among the rows the per-row rules passed: its rows
+    disagree on the query id, two impressions share a position, a click on a document it did
+    not show; each click row's clicks and dwell folded into the document's best impression."""
+    search = [*parts, S.SEARCH_ID]
+    clean = F.col(REASON).isNull()
+    impression = clean & ~F.col(_CLICK_ROW)
+    queries = F.size(F.collect_set(F.when(impression, F.col(S.QUERY_ID))).over(
+        Window.partitionBy(*search)))
+    step1 = typed.withColumn(REASON, F.when(clean & (queries > 1), F.lit(CONFLICTING_QUERY_ID))
+                             .otherwise(F.col(REASON)))
+    shown = F.count(F.when(impression, F.lit(1))).over(
+        Window.partitionBy(*search, S.POSITION))
+    step2 = step1.withColumn(REASON, F.when(impression & (shown > 1), F.lit(DUPLICATE_POSITION))
+                             .otherwise(F.col(REASON)))
+    by_doc = Window.partitionBy(*search, S.DOC_ID)
+    click = clean & F.col(_CLICK_ROW)
+    first = F.min(F.when(impression, F.col(S.POSITION))).over(by_doc)
+    folded = F.sum(F.when(click, F.col(S.CLICKED))).over(by_doc)
+    dwell = ([F.max(F.when(click, F.col(S.DWELL))).over(by_doc).alias("_click_dwell")]
+             if S.DWELL in typed.columns else [])
+    step3 = step2.select("*", first.alias("_first"), folded.alias("_folded"), *dwell)
+    best = F.col(S.POSITION) == F.col("_first")
+    out = step3.withColumn(
+        REASON, F.when(click & F.col("_first").isNull(), F.lit(CLICK_NOT_SHOWN))
+        .otherwise(F.col(REASON)),
+    ).withColumn(
+        "_clicked_total", F.col(S.CLICKED) + F.when(best, F.coalesce(F.col("_folded"), F.lit(0)))
+        .otherwise(F.lit(0)).cast("long"))
+    if S.DWELL in typed.columns:
+        out = out.withColumn("_dwell_total", F.when(best, F.greatest(
+            F.col(S.DWELL), F.col("_click_dwell"))).otherwise(F.col(S.DWELL)))
+    return out
