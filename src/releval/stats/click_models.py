@@ -1,0 +1,275 @@
+"""Click models on compressed counts, in plain numpy: the PBM fit, cascade counts, intervals.
+
+The PBM (position-based model) says P(click) = theta_k * alpha_qd. Its log-likelihood over
+cells (pair, position k, impressions n, clicks c) is sum c log(p) + (n - c) log(1 - p), p =
+theta_k alpha_qd. Only products are identified, so ``theta[0]`` (position 1) is fixed at 1.
+
+For a given theta each pair's alpha is a one-dimensional concave maximum (``pbm_alpha``); the
+remaining profile likelihood of log theta has a gradient and a Hessian that are sums over pairs
+(``pbm_pass``), so a fit is a few Newton steps (``pbm_fit``), each one pass over the counts. Its
+maximum is the one EM converges to. The inverse profile information gives theta's interval.
+
+Example:
+    >>> pair = np.array([0, 0, 1, 1]); pos = np.array([0, 1, 0, 1])
+    >>> n = np.array([100, 100, 100, 100]); c = np.array([60, 30, 20, 10])
+    >>> fit = pbm_fit(lambda th: pbm_pass(pair, pos, n, c, th, 2), positions=2)
+    >>> np.round(fit.theta, 3).tolist()
+    [1.0, 0.5]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+#: z of the two-sided 95% interval
+Z95 = 1.959963984540054
+_TINY = 1e-300
+
+
+@dataclass(frozen=True)
+class PassStats:
+    """One pass over the counts at a given theta: sums over pairs (``pbm_pass``)."""
+
+    loglik: float
+    gradient: np.ndarray  # (K,) d loglik / d log theta_k, alpha at its maximum
+    hessian: np.ndarray  # (K, K) profile Hessian in log theta
+    impressions: np.ndarray  # (K,) impressions per position
+
+    def __add__(self, other: PassStats) -> PassStats:
+        return PassStats(
+            self.loglik + other.loglik,
+            self.gradient + other.gradient,
+            self.hessian + other.hessian,
+            self.impressions + other.impressions,
+        )
+
+
+@dataclass(frozen=True)
+class PbmFit:
+    """The PBM's examination per position (position 1 = 1) with its 95% interval."""
+
+    theta: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    impressions: np.ndarray
+    iterations: int
+    loglik: float
+
+
+def _bincount(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    return np.bincount(index, weights=weights, minlength=size)[:size]
+
+
+def _cell_loglik(n, c, p) -> np.ndarray:
+    """c log p + (n - c) log(1 - p) with 0 log 0 = 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(c > 0, c * np.log(np.maximum(p, _TINY)), 0.0)
+        b = np.where(n > c, (n - c) * np.log(np.maximum(1.0 - p, _TINY)), 0.0)
+    return a + b
+
+
+def pbm_alpha(pair, theta_cell, n, c, pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair's attractiveness maximizing the PBM likelihood for fixed examination.
+
+    Solves sum_k c_k / alpha = sum_k (n_k - c_k) theta_k / (1 - theta_k alpha) on
+    [0, 1 / max theta_k] by Newton steps kept inside a shrinking bracket.
+
+    Returns:
+        (alpha, upper): alpha per pair and its bound 1 / max theta over the pair's cells.
+    """
+    n = n.astype(float)
+    c = c.astype(float)
+    upper = 1.0 / np.maximum(np.maximum.reduceat(theta_cell, _starts(pair, pairs)), _TINY)
+    clicks = _bincount(pair, c, pairs)
+    exam = _bincount(pair, n * theta_cell, pairs)
+    alpha = np.clip(clicks / np.maximum(exam, _TINY), 0.0, upper)
+    free = (clicks > 0) & (_bincount(pair, n - c, pairs) > 0)
+    lo = np.zeros(pairs)
+    hi = upper.copy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = _alpha_newton(pair, theta_cell, n, c, alpha, free, lo, hi, upper)
+    alpha = np.where(clicks == 0, 0.0, alpha)
+    alpha = np.where(free | (clicks == 0), alpha, upper)
+    return alpha, upper
+
+
+def _alpha_newton(pair, theta_cell, n, c, alpha, free, lo, hi, upper) -> np.ndarray:
+    """Newton steps on the score of alpha, bisection when a step leaves the bracket."""
+    pairs = len(alpha)
+    clicks = _bincount(pair, c, pairs)
+    for _ in range(200):
+        alpha = np.where(free, alpha, 0.5 * upper)  # fixed pairs: any interior value
+        a = alpha[pair]
+        q = np.maximum(1.0 - theta_cell * a, _TINY)
+        f = clicks / np.maximum(alpha, _TINY) - _bincount(pair, (n - c) * theta_cell / q, pairs)
+        fp = -clicks / np.maximum(alpha, _TINY) ** 2 - _bincount(
+            pair, (n - c) * theta_cell**2 / q**2, pairs
+        )
+        lo = np.where(f > 0, alpha, lo)
+        hi = np.where(f > 0, hi, alpha)
+        step = alpha - f / np.where(fp < 0, fp, -1.0)
+        inside = (step > lo) & (step < hi)
+        new = np.where(inside, step, 0.5 * (lo + hi))
+        new = np.where(free, new, alpha)
+        done = np.max(np.abs(new - alpha), initial=0.0) < 1e-15
+        alpha = new
+        if done:
+            break
+    return alpha
+
+
+def _starts(pair: np.ndarray, pairs: int) -> np.ndarray:
+    """First cell of each pair; cells are sorted by pair and every pair has a cell."""
+    return np.searchsorted(pair, np.arange(pairs))
+
+
+def pbm_pass(pair, position, n, c, theta, positions: int) -> PassStats:
+    """Log-likelihood, gradient and profile Hessian in log theta, alpha at its maximum.
+
+    Args:
+        pair: 0-based pair index per cell, sorted, every index from 0 to max present.
+        position: 0-based position per cell (``positions`` of them).
+        n: impressions per cell; c: clicks per cell (c <= n).
+        theta: examination per position.
+        positions: K.
+
+    With u = c - (n - c) p / (1 - p) and h = -(n - c) p / (1 - p)^2 per cell, both log theta
+    and log alpha have gradient u and second derivatives h. For an interior alpha the profile
+    Hessian is diag(sum h) - sum over pairs of v v' / sum_k h (v: the pair's h by position).
+    """
+    pairs = int(pair[-1]) + 1 if len(pair) else 0
+    k = positions
+    if pairs == 0:
+        return PassStats(0.0, np.zeros(k), np.zeros((k, k)), np.zeros(k))
+    theta = np.asarray(theta, dtype=float)
+    theta_cell = theta[position]
+    alpha, upper = pbm_alpha(pair, theta_cell, n, c, pairs)
+    p = theta_cell * alpha[pair]
+    n = n.astype(float)
+    c = c.astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        odds = np.where(n > c, p / np.maximum(1.0 - p, _TINY), 0.0)
+        h = np.where(n > c, -(n - c) * p / np.maximum(1.0 - p, _TINY) ** 2, 0.0)
+    u = c - (n - c) * odds
+    gradient = _bincount(position, u, k)
+    hessian = np.diag(_bincount(position, h, k))
+    interior = (alpha > 0) & (alpha < upper * (1 - 1e-12))
+    h_pair = _bincount(pair, h, pairs)
+    keep = interior[pair] & (h_pair[pair] < 0)
+    if keep.any():
+        rows = np.unique(pair[keep], return_inverse=True)[1]
+        v = np.zeros((int(rows.max()) + 1, k))
+        np.add.at(v, (rows, position[keep]), h[keep])
+        hp = h_pair[np.unique(pair[keep])]
+        hessian = hessian - (v / hp[:, None]).T @ v
+    loglik = float(_cell_loglik(n, c, p).sum())
+    return PassStats(loglik, gradient, hessian, _bincount(position, n, k))
+
+
+def pbm_fit(
+    pass_at: Callable[[np.ndarray], PassStats],
+    *,
+    positions: int,
+    theta0: np.ndarray | None = None,
+    tol: float = 1e-10,
+    max_passes: int = 60,
+) -> PbmFit:
+    """Newton steps on log theta (theta_1 = 1 fixed), each step one call of ``pass_at``.
+
+    A step that lowers the likelihood is halved. Positions that no pair links to another
+    (no pair shown both there and elsewhere) carry no information: their theta is NaN.
+
+    Returns:
+        the fit; ``low``/``high`` from the inverse profile information, exp(phi +- 1.96 se).
+    """
+    phi = np.log(np.clip(theta0, 1e-6, None)) if theta0 is not None else np.zeros(positions)
+    phi[0] = 0.0
+    stats = pass_at(np.exp(phi))
+    passes = 1
+    free = np.zeros(positions, dtype=bool)
+    while passes < max_passes:
+        info = -stats.hessian
+        free = np.diag(info) > 1e-9 * max(float(np.max(np.diag(info), initial=0.0)), 1.0)
+        free[0] = False
+        idx = np.nonzero(free)[0]
+        if len(idx) == 0:
+            break
+        sub = info[np.ix_(idx, idx)]
+        step = np.linalg.lstsq(sub + 1e-12 * np.eye(len(idx)), stats.gradient[idx], rcond=None)[0]
+        step = np.clip(step, -1.0, 1.0)
+        for _ in range(30):
+            trial = phi.copy()
+            trial[idx] += step
+            new = pass_at(np.exp(trial))
+            passes += 1
+            if new.loglik >= stats.loglik - 1e-9 * abs(stats.loglik) or passes >= max_passes:
+                break
+            step = step / 2
+        phi, stats = trial, new
+        if np.max(np.abs(step)) < tol:
+            break
+    theta = np.exp(phi)
+    info = -stats.hessian
+    idx = np.nonzero(free)[0]
+    se = np.full(positions, np.nan)
+    if len(idx):
+        cov = np.linalg.pinv(info[np.ix_(idx, idx)])
+        se[idx] = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    se[0] = 0.0
+    linked = free.copy()
+    linked[0] = True
+    theta = np.where(linked, theta, np.nan)
+    return PbmFit(
+        theta=theta,
+        low=theta * np.exp(-Z95 * se),
+        high=theta * np.exp(Z95 * se),
+        impressions=stats.impressions,
+        iterations=passes,
+        loglik=stats.loglik,
+    )
+
+
+def pbm_alpha_interval(pair, theta_cell, n, c, alpha, upper, z: float = Z95):
+    """Likelihood-ratio interval of each pair's alpha for a fixed theta (loglik drop z^2/2)."""
+    pairs = len(alpha)
+    n = n.astype(float)
+    c = c.astype(float)
+
+    def loglik(a):
+        return _bincount(pair, _cell_loglik(n, c, theta_cell * a[pair]), pairs)
+
+    target = loglik(alpha) - z * z / 2
+
+    def solve(lo, hi, increasing):
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            below = loglik(mid) < target
+            go_up = below if increasing else ~below
+            lo, hi = np.where(go_up, mid, lo), np.where(go_up, hi, mid)
+        return 0.5 * (lo + hi)
+
+    low = solve(np.zeros(pairs), alpha.copy(), increasing=True)
+    low = np.where(loglik(np.zeros(pairs)) >= target, 0.0, low)
+    high = solve(alpha.copy(), upper.copy(), increasing=False)
+    high = np.where(loglik(upper) >= target, upper, high)
+    return low, high
+
+
+def wilson(successes, trials, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of a proportion; (nan, nan) where ``trials`` is 0.
+
+    Example:
+        >>> low, high = wilson(np.array([5]), np.array([10]))
+        >>> round(float(low[0]), 4), round(float(high[0]), 4)
+        (0.2366, 0.7634)
+    """
+    k = np.asarray(successes, dtype=float)
+    n = np.asarray(trials, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = k / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z / (1 + z * z / n) * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return np.where(n > 0, centre - half, np.nan), np.where(n > 0, centre + half, np.nan)
