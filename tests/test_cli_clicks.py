@@ -56,3 +56,52 @@ def test_the_position_bias_figure_draws_each_method_with_its_interval():
     assert len(ax.collections) == 2  # one shaded interval per method
     assert figures.layout_problems(fig) == []
     assert position_bias_figure(bias.iloc[:0], []) is None
+
+
+#: bucket A: search s1 shows a (no click) then b (clicked), s2 shows a then b, no click
+LOG = [("A", "s1", "q", "a", 1, 0, "old"), ("A", "s1", "q", "b", 2, 1, "new"),
+       ("A", "s2", "q", "a", 1, 0, "new"), ("A", "s2", "q", "c", 2, 0, "old")]
+LOG_SCHEMA = ("bucket string, sid string, query_id string, doc_id string, position int, "
+              "clicked int, team string")
+
+
+@pytest.fixture(scope="module")
+def log_file(spark, tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("clicks_cli") / "log.parquet")
+    spark.createDataFrame(LOG, LOG_SCHEMA).write.parquet(path)
+    return path
+
+
+def printed(out: str, first: str) -> list[list[str]]:
+    """The rows of the table whose header starts with ``first``, split on spaces."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(first))
+    rows = []
+    for line in lines[start + 1:]:
+        if not line.strip():
+            break
+        rows.append(line.split())
+    return rows
+
+
+def test_measures_prints_each_macro_mean_with_the_account(shared_session, log_file, capsys):
+    args = ["clicks", "measures", "--events", log_file, "--column", "search_id=sid",
+            "--partition-by", "bucket", "--measures", "CTR@5,Abandonment,ClickRR,Clicks"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    values = {r[1]: float(r[3]) for r in printed(out, "bucket")}
+    # s1: a click at position 2, s2: none. CTR@5 = (1 + 0) / 2, Abandonment = (0 + 1) / 2,
+    # ClickRR = (1/2 + 0) / 2, Clicks = (1 + 0) / 2
+    assert values == {"CTR@5": 0.5, "Abandonment": 0.5, "ClickRR": 0.25, "Clicks": 0.5}
+    assert "input 4 = used 4 + quarantined 0" in out
+
+
+def test_interleaving_prints_the_candidates_preference(shared_session, log_file, capsys):
+    args = ["clicks", "interleaving", "--events", log_file, "--column", "search_id=sid",
+            "--baseline", "old", "--candidate", "new"]
+    assert main(args) == 0
+    rows = printed(capsys.readouterr().out, "team")
+    # s1: the one click is on new's result: a win; s2: no click, a tie: (1 - 0) / 2 searches
+    assert {r[0]: float(r[3]) for r in rows} == {"new": 0.5, "old": 0.0}
+    assert main(["clicks", "interleaving", "--events", log_file]) == 2
+    assert "give --baseline TEAM and --candidate TEAM" in capsys.readouterr().err

@@ -5,7 +5,6 @@ interactions' quarantine and accounts, and ``[qrels] source = "clicks"``."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -13,8 +12,7 @@ from pyspark.sql import functions as F
 from support.batch_support import config_at, read, write_config
 
 from releval.clicks.batch import run_job_with_clicks
-from releval.config.clicks import ClicksSettings
-from releval.config.clicks import qrels_from_clicks
+from releval.config.clicks import ClicksSettings, qrels_from_clicks
 from releval.core import columns as S
 from releval.io.atomic import table_schema_version
 from releval.job.lineage import run_log_location

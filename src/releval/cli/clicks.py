@@ -57,6 +57,10 @@ def add_clicks_arguments(clicks: argparse.ArgumentParser) -> None:
                         help="labels: attractiveness cut points of the graded relevance")
     clicks.add_argument("--measures", default="CTR@5,Abandonment,ClickRR,Clicks",
                         help="measures: comma-separated online measures")
+    clicks.add_argument("--baseline", default=None, metavar="TEAM",
+                        help="interleaving: the baseline ranker's value in the team column")
+    clicks.add_argument("--candidate", action="append", default=[], metavar="TEAM",
+                        help="interleaving: a candidate ranker's team value (repeatable)")
     clicks.add_argument("--output", default=None, metavar="DIR",
                         help="labels: write the click_labels and position_bias Delta tables "
                         "under DIR")
@@ -91,6 +95,9 @@ def settings(args: argparse.Namespace) -> ClicksSettings:
     if unknown:
         raise ConfigError(f"--column {unknown}: releval's interaction columns are search_id, "
                           "query_id, doc_id, position, clicked, dwell, team")
+    if args.action == "interleaving" and (args.baseline is None or not args.candidate):
+        raise ConfigError("releval clicks interleaving: give --baseline TEAM and --candidate "
+                          "TEAM (the team column's values of the two rankers)")
     path = args.events or args.ubi_queries
     grades = None
     if args.grades:
@@ -147,10 +154,8 @@ def run(args: argparse.Namespace) -> int:
         columns = _columns(args, clicks)
         if args.action == "labels":
             lines = _labels(rows, columns, clicks, args.output)
-        elif args.action == "measures":
-            lines = _result(rows, columns, clicks, online=True)
         else:
-            lines = _result(rows, columns, clicks, online=False)
+            lines = _result(rows, columns, clicks, args)
     finally:
         spark.stop()
     print("\n".join(lines))
@@ -200,10 +205,10 @@ def _account_lines(found: object) -> list[str]:
     return list(render()) if callable(render) else [str(accounts)]
 
 
-def _result(rows: DataFrame, columns: dict[str, str] | None, clicks: ClicksSettings, *,
-            online: bool) -> list[str]:
+def _result(rows: DataFrame, columns: dict[str, str] | None, clicks: ClicksSettings,
+            args: argparse.Namespace) -> list[str]:
     parts = list(clicks.partition_by)
-    if online:
+    if args.action == "measures":
         from releval.clicks.online import evaluate_clicks
 
         result = evaluate_clicks(rows, measures=list(clicks.measures), partition_by=parts,
@@ -211,9 +216,12 @@ def _result(rows: DataFrame, columns: dict[str, str] | None, clicks: ClicksSetti
     else:
         from releval.clicks.interleaving import interleaving
 
-        result = interleaving(rows, columns=columns, partition_by=parts)
+        result = interleaving(rows, baseline=args.baseline, candidates=args.candidate,
+                              columns=columns, partition_by=parts)
+        parts = [*parts, "team"]
     shown = [*parts, "measure_key", "num_queries", "value", "ci_low", "ci_high"]
-    macro = result.aggregate.where("averaging = 'macro'").orderBy(*parts, "measure_key")
+    macro = result.aggregate.where("averaging = 'macro' AND slice IS NULL").orderBy(
+        *parts, "measure_key")
     found = [r.asDict() for r in macro.select(*shown).collect()]
     return [*_table(found, shown), "", *result.accounts.render().splitlines()]
 
