@@ -122,3 +122,34 @@ def test_qrels_from_clicks_evaluate_the_run_against_the_labels(spark, job, tmp_p
     # the queries with a relevant click label have relevant documents in the qrels
     with_relevant = per_query.where("num_rel > 0").select(S.QUERY_ID).distinct()
     assert with_relevant.count() == labelled.count() > 0
+
+
+def test_agree_clicks_compares_the_click_labels_with_the_human_qrels(spark, job):
+    from releval.job import agree as agree_job  # noqa: PLC0415
+
+    config, _, _ = job
+    labels_path, _ = config.located("click_labels")
+    report = agree_job.run(spark, config, clicks=True, with_run=True,
+                           baseline={"system": "bm25", "date": "2026-11-22"})
+    # the pairs both label: the click labels joined with the reference (v1) qrels
+    human = read(spark, config.qrels.path or "").where(config.qrels.filter or "true")
+    both = read(spark, labels_path).join(human, [S.QUERY_ID, S.DOC_ID])
+    assert report.labels.pairs == both.count() > 0
+    assert labels_path in report.other and "click_labels" not in report.reference
+    assert report.labels.kappa.plain is not None
+    # the run's 6 partitions (3 systems x 2 days) ordered under both label sets
+    (ndcg,) = [m for m in report.systems.measures if m.measure_key == "nDCG@10"]
+    assert len(ndcg.labels) == 6 and ndcg.tau_b is not None and ndcg.decisions == 5
+
+
+def test_the_report_shows_the_position_bias_and_the_clicks_agreement(spark, job, tmp_path):
+    from releval import report  # noqa: PLC0415
+    from releval.job import agree as agree_job  # noqa: PLC0415
+
+    config, _, _ = job
+    agree_job.run(spark, config, clicks=True)
+    page = report.build(config)
+    assert 'id="clicks"' in page and "Position bias" in page
+    assert 'alt="examination probability against position, one line per method"' in page
+    labels_path, _ = config.located("click_labels")
+    assert f"delta {labels_path}" in page  # the clicks agreement, by its second version
