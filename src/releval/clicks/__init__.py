@@ -1,5 +1,6 @@
-"""Search logs as evidence: labels and position bias from impressions and clicks.
+"""The search log as evidence: online measures, interleaving, labels from clicks.
 
-``simulate`` draws logs from a known truth; ``position_bias`` fits the examination curve in
-Spark; ``labels`` turns a log into qrels-shaped click labels (``releval.click_labels``).
+``online`` and ``interleaving`` compute online measures as a ``Result``; ``simulate`` draws
+logs from a known truth; ``position_bias`` fits the examination curve in Spark; ``labels``
+turns a log into qrels-shaped click labels (``releval.click_labels``).
 """

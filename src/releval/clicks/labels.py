@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from releval.checks.interactions import check_interactions
 from releval.clicks import position_bias as pb
-from releval.clicks.result import ClickLabels
+from releval.clicks.labels_result import ClickLabels
 from releval.core import columns as S
 from releval.errors import ConfigError
 from releval.stats import click_models as cm

@@ -1,202 +1,163 @@
-"""What ``releval.click_labels`` returns: the labels, the position bias, the accounts."""
+"""The :class:`releval.Result` of online measures: the per-query rows come from a search log
+(one mean over a query's searches per run partition), not from the run x qrels engine, and
+every table, the aggregate's intervals, slices, weights, ``compare``, ``changes``, ``gate``,
+``write`` and the repr read them as they read ``evaluate``'s.
+
+Only what differs is here: the wide per-query table (:class:`OnlineEvaluation`), the
+accounts of the interactions input, the quarantine and the writes."""
 
 from __future__ import annotations
 
-import html
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
-from releval import display
+from releval.checks.accounts import InputAccount
+from releval.checks.interaction_reasons import INTERACTIONS
+from releval.checks.interactions import CheckedInteractions
+from releval.checks.queries import CheckedQueries
+from releval.config import IntervalSettings
 from releval.core import columns as S
+from releval.core.engine import long_format
+from releval.core.measures.registry import Measure
+from releval.io import tables
+from releval.io.atomic import replace_partitions
+from releval.io.comments import QUARANTINE_COMMENTS, QUARANTINE_PARTITION_COMMENT
+from releval.io.writers import with_comments
+from releval.result import Result
 from releval.runtime.delta import require_delta
+from releval.stats.aggregate import aggregate
 
-if TYPE_CHECKING:
-    from releval.checks.interactions import CheckedInteractions
-    from releval.clicks.position_bias import PositionBias
+
+@dataclass(frozen=True)
+class OnlineEvaluation:
+    """The wide per-query table of online measures, read as ``Result`` reads an evaluation.
+
+    Attributes:
+        queries: one row per (run partition, query): ``_in_qrels`` (true), ``num_ret`` (the
+            searches), ``_measures`` (value, num_rel, num_rel_ret per measure), ``weight``
+            and the slice columns.
+        measures: the measures of ``_measures``, in order.
+        slices: the slice columns of ``queries``.
+    """
+
+    queries: DataFrame
+    measures: tuple[Measure, ...]
+    partition_columns: tuple[str, ...]
+    intervals: IntervalSettings
+    slices: tuple[str, ...] = ()
+    attributes: None = None
+
+    @property
+    def per_query(self) -> DataFrame:
+        """The per-query table's rows, without ``job_run_id``."""
+        return long_format(self.queries, partition_columns=self.partition_columns,
+                           measures=self.measures, slices=self.slices)
+
+
+@dataclass(frozen=True)
+class OnlineInputs:
+    """What ``Result`` reads of its inputs: the run partition columns and a frame holding
+    their types (the wide table); no answers."""
+
+    partition_columns: tuple[str, ...]
+    run: DataFrame
+    answers: None = None
 
 
 @dataclass(frozen=True)
 class ClickAccounts:
-    """Where every impression and every (query, doc) went.
+    """The interactions input's account (and the queries input's, when given)."""
 
-    ``impressions_read = impressions_used + sum(quarantined)`` and ``pairs = pairs_labelled +
-    pairs_under_min_impressions + pairs_unidentified`` (a PBM pair shown only at positions
-    whose examination the log cannot estimate).
-    """
-
-    impressions_read: int
-    impressions_used: int
-    quarantined: dict[str, int] = field(default_factory=dict)
-    pairs: int = 0
-    pairs_labelled: int = 0
-    pairs_under_min_impressions: int = 0
-    pairs_unidentified: int = 0
-    min_impressions: int = 10
+    interactions: InputAccount
+    queries: InputAccount | None = None
 
     @property
-    def quarantined_total(self) -> int:
-        return sum(self.quarantined.values())
-
-    def render(self) -> list[str]:
-        """The accounts as lines of text."""
-        reasons = ", ".join(f"{k} {v:,}" for k, v in sorted(self.quarantined.items()))
-        return [
-            f"impressions read {self.impressions_read:,}: used {self.impressions_used:,}, "
-            f"quarantined {self.quarantined_total:,}" + (f" ({reasons})" if reasons else ""),
-            f"(query, doc) pairs {self.pairs:,}: labelled {self.pairs_labelled:,}, under "
-            f"min_impressions={self.min_impressions} {self.pairs_under_min_impressions:,}, "
-            f"unidentified {self.pairs_unidentified:,}",
-        ]
-
-    def __str__(self) -> str:
-        return "\n".join(self.render())
-
-
-@dataclass
-class ClickLabels:
-    """Click labels and the log's position bias (``releval.click_labels``).
-
-    Attributes:
-        labels: qrels-shaped: ``query_id``, ``doc_id``, ``relevance`` (int), ``attractiveness``
-            with ``attractiveness_low``/``_high`` (95%), ``satisfaction`` (cascade models; null
-            for pbm), ``impressions``, ``clicks``, ``label_source`` (``clicks:<model>``).
-        model, min_impressions, grades: as asked.
-    """
-
-    labels: DataFrame
-    scored: DataFrame
-    checked: CheckedInteractions
-    compressed: DataFrame
-    model: str
-    min_impressions: int
-    grades: tuple[float, ...]
-    fitted: PositionBias | None = None
-
-    #: positions :meth:`__repr__` shows at most
-    SHOWN_POSITIONS: ClassVar[int] = 10
+    def inputs(self) -> tuple[InputAccount, ...]:
+        return (self.interactions, *([self.queries] if self.queries else []))
 
     @property
-    def bias(self) -> PositionBias:
-        """Both position-bias fits (computed on first use for the cascade models)."""
-        if self.fitted is None:
-            from releval.clicks.position_bias import fit_position_bias
+    def quarantined(self) -> int:
+        return sum(a.quarantined_total for a in self.inputs)
 
-            self.fitted = fit_position_bias(self.compressed)
-        return self.fitted
+    def render(self) -> str:
+        return "\n".join(line for a in self.inputs for line in a.render())
 
-    @property
-    def position_bias(self) -> DataFrame:
-        """``position``, ``examination`` (position 1 = 1.0), ``examination_low``/``_high``
-        (95%), ``method`` (``pbm_em``, ``intervention_harvesting``), ``impressions``."""
-        return self.bias.table
 
-    @property
-    def quarantine(self) -> DataFrame:
-        """The rejected interaction rows, a reason each (the repo's quarantine shape)."""
-        return self.checked.quarantine
+@dataclass(frozen=True, repr=False)
+class ClickResult(Result):
+    """A :class:`releval.Result` whose per-query rows come from a search log."""
+
+    checked: CheckedInteractions | None = None
+    queries_checked: CheckedQueries | None = None
 
     @cached_property
-    def accounts(self) -> ClickAccounts:
-        """Impressions read, used and quarantined (by reason); pairs labelled, under
-        ``min_impressions`` and unidentified (two small jobs)."""
-        account = self.checked.accounts
-        quarantined: dict[str, int] = {}
-        for part in account.partitions:
-            for reason, count in part.quarantined.items():
-                quarantined[reason] = quarantined.get(reason, 0) + count
-        enough = F.col(S.IMPRESSIONS) >= self.min_impressions
-        row = self.scored.agg(
-            F.count(F.lit(1)).alias("pairs"),
-            F.sum((F.col("_identified") & enough).cast("long")).alias("labelled"),
-            F.sum((F.col("_identified") & ~enough).cast("long")).alias("under"),
-            F.sum((~F.col("_identified")).cast("long")).alias("unidentified"),
-        ).first()
-        return ClickAccounts(
-            impressions_read=account.input,
-            impressions_used=account.used,
-            quarantined=quarantined,
-            pairs=int(row["pairs"] or 0),
-            pairs_labelled=int(row["labelled"] or 0),
-            pairs_under_min_impressions=int(row["under"] or 0),
-            pairs_unidentified=int(row["unidentified"] or 0),
-            min_impressions=self.min_impressions,
-        )
+    def _rejected(self) -> DataFrame:
+        assert self.checked is not None
+        rejected = self.checked.quarantine
+        if self.queries_checked is not None:
+            rejected = rejected.unionByName(self.queries_checked.rejected)
+        return rejected
 
-    def _summary(self) -> tuple[list[str], list[str], list[list[Any]], str]:
-        grades = ", ".join(f"{g:g}" for g in self.grades)
-        head = [
-            f"releval.ClickLabels: model {self.model}, relevance cut points [{grades}]",
-            *(f"  {line}" for line in self.accounts.render()),
-            "position bias (examination, position 1 = 1) [95% interval]:",
-        ]
-        fits = [("pbm_em", self.bias.pbm), ("harvesting", self.bias.harvesting)]
-        columns = ["position", *(name for name, _ in fits)]
-        rows = [
-            [k + 1, *(_estimate(f.theta[k], f.low[k], f.high[k]) for _, f in fits)]
-            for k in range(self.bias.positions)
-        ]
-        footer = (
-            "tables (DataFrames): labels.labels (qrels= of releval.evaluate), "
-            "labels.position_bias, labels.quarantine; labels.accounts"
-        )
-        return head, columns, rows, footer
+    @cached_property
+    def accounts(self) -> ClickAccounts:  # type: ignore[override]
+        """The interactions' account (``input = used + quarantined``, checked), and the
+        queries input's."""
+        assert self.checked is not None
+        queries = self.queries_checked.account() if self.queries_checked is not None else None
+        return ClickAccounts(self.checked.accounts, queries)
 
-    def __repr__(self) -> str:
-        """The model, the accounts and the position-bias curves, side by side."""
-        head, columns, rows, footer = self._summary()
-        table = display.text_table(
-            rows, columns, max_rows=self.SHOWN_POSITIONS, max_width=130, noun="position"
-        )
-        return "\n".join([*head, table, footer])
+    @cached_property
+    def _aggregate_rows(self) -> list[dict[str, Any]]:
+        self.accounts  # noqa: B018 - the accounts' check comes first
+        ev = self.evaluation
+        return aggregate(ev.queries, measures=ev.measures, partition_columns=ev.partition_columns,
+                         intervals=ev.intervals, slices=ev.slices, weighted=True)
 
-    def _repr_html_(self) -> str:
-        """:meth:`__repr__` as HTML, for notebooks."""
-        head, columns, rows, footer = self._summary()
-        lines = "".join(f"<div>{html.escape(line.strip())}</div>" for line in head)
-        table = display.html_table(rows, columns, max_rows=self.SHOWN_POSITIONS, noun="position")
-        return f"<div>{lines}{table}<div>{html.escape(footer)}</div></div>"
+    def _asked_measures(self) -> list[str]:
+        return [m.key for m in self.evaluation.measures]
 
-    def unpersist(self, blocking: bool = False) -> None:
-        """Drop the compressed counts the fit keeps in Spark's cache."""
-        self.compressed.unpersist(blocking)
+    def write(self, *, per_query: str | None = None, aggregate: str | None = None,
+              quarantine: str | None = None, attribution: str | None = None,
+              catalog: bool = False) -> None:
+        """Write the tables asked for as Delta tables, as :meth:`releval.Result.write` does;
+        the quarantine's rows of the interactions (and queries) input are replaced."""
+        if attribution:
+            self.attribution  # noqa: B018 - raises: online measures have no answers
+        if not (per_query or aggregate or quarantine):
+            return
+        spark = self.evaluation.queries.sparkSession
+        require_delta(spark, "result.write")
+        fields = [self.inputs.run.schema[c] for c in self.inputs.partition_columns]
 
-    def write(
-        self,
-        labels: str | None = None,
-        *,
-        position_bias: str | None = None,
-        quarantine: str | None = None,
-        catalog: bool = False,
-    ) -> None:
-        """Write the tables asked for as Delta tables, replacing their contents.
+        def where(name: str) -> dict[str, str | None]:
+            return {"path": None, "table": name} if catalog else {"path": name, "table": None}
 
-        Args:
-            labels, position_bias, quarantine: where each goes: a path, or with ``catalog``
-                a table name; None: not written.
-            catalog: the names are catalog tables, not paths.
-        """
-        asked = [
-            (labels, self.labels),
-            (position_bias, self.position_bias),
-            (quarantine, self.quarantine),
-        ]
-        if any(where for where, _ in asked):
-            require_delta(self.labels.sparkSession, "ClickLabels.write")
-        for where, df in asked:
-            if not where:
-                continue
-            writer = df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-            if catalog:
-                writer.saveAsTable(where)
-            else:
-                writer.save(where)
+        if per_query:
+            tables.write_per_query(self._long, rows=10_000, **where(per_query),
+                                   partition_fields=fields, output_partition_columns=(),
+                                   predicate=None, job_run_id=None)
+        if aggregate:
+            tables.write_aggregate(spark, self._aggregate_rows, **where(aggregate),
+                                   partition_fields=fields, output_partition_columns=(),
+                                   predicate=None, job_run_id=None)
+        if quarantine:
+            _write_quarantine(self._rejected, fields, **where(quarantine))
 
 
-def _estimate(value: float, low: float, high: float) -> str:
-    if value != value:  # NaN: no estimate
-        return display.MISSING
-    return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+def _write_quarantine(rejected: DataFrame, fields: Sequence[Any], *, path: str | None,
+                      table: str | None) -> None:
+    """Replace the interactions' and queries' rows of the quarantine table."""
+    rows = tables.quarantine_rows(rejected, partition_fields=fields, qrels="", job_run_id=None)
+    comments = {**QUARANTINE_COMMENTS, **{f.name: QUARANTINE_PARTITION_COMMENT for f in fields}}
+    replace_partitions(
+        rows, path=path, table=table,
+        schema=with_comments(tables.quarantine_table_schema(list(fields)), comments),
+        partition_columns=[S.INPUT],
+        description="releval quarantine: one row per rejected input row, with the reason.",
+        predicate=f"{S.INPUT} IN ('{INTERACTIONS}', 'queries')",
+        user_metadata="releval quarantine of online measures",
+    )

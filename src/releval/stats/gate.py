@@ -21,6 +21,7 @@ import pandas as pd
 from scipy import special
 
 from releval.core import columns as S
+from releval.core.measures.online import online_measure
 from releval.core.measures.registry import parse_measure
 from releval.errors import ConfigError, MeasureError
 from releval.stats import kernel
@@ -140,7 +141,9 @@ def parse_rule(text: str) -> Rule:
     try:
         measure = parse_measure(m.group("measure"))
     except MeasureError as err:
-        raise ConfigError(f"rule {text!r}: {err}; expected {FORM}") from None
+        measure = online_measure(m.group("measure"))  # CTR@5, Abandonment, Preference, ...
+        if measure is None:
+            raise ConfigError(f"rule {text!r}: {err}; expected {FORM}") from None
     rule = Rule(text=text.strip(), measure_key=measure.key, op=m.group("op"), threshold=number,
                 change=bool(m.group("change")), relative=bool(m.group("pct")),
                 weighted=any(m.group(w) for w in ("w1", "w2", "w3")), slice=m.group("slice"),

@@ -1,0 +1,97 @@
+"""``releval.interleaving``: which of two rankers users prefer, from an interleaved search log
+(each shown result's ``team`` names the ranker that contributed it, as team-draft
+interleaving logs it). A search's preference is +1 when the candidate team's results got more
+clicks than the baseline team's, -1 when fewer, 0 on a tie (no click included); a query's
+``Preference`` is the mean over its searches, (wins - losses) / searches, in [-1, 1]."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from releval.arguments import checked_queries
+from releval.checks.interactions import check_interactions
+from releval.clicks.online import online_result, wide_table
+from releval.clicks.result import ClickResult
+from releval.core import columns as S
+from releval.core.measures.online import parse_online
+from releval.errors import ConfigError
+
+
+def search_preferences(rows: DataFrame, *, baseline: str, candidates: Sequence[str],
+                       partition_columns: Sequence[str]) -> DataFrame:
+    """One row per (run partition, team, search): its ``query_id`` and ``_v0``, the sign of
+    (the team's clicks - the baseline team's), for the baseline (0: itself) and each
+    candidate; clicks on other teams' results are not read."""
+    parts = list(partition_columns)
+    team = F.col(S.TEAM)
+    per_team = [F.sum(F.when(team == t, F.col(S.CLICKED)).otherwise(0)).alias(f"_c{i}")
+                for i, t in enumerate([baseline, *candidates])]
+    searches = rows.groupBy(*parts, S.SEARCH_ID).agg(F.first(S.QUERY_ID).alias(S.QUERY_ID),
+                                                     *per_team)
+    each = F.explode(F.array(*[
+        F.struct(F.lit(t).alias(S.TEAM), F.signum(F.col(f"_c{i}") - F.col("_c0")).alias("_v0"))
+        for i, t in enumerate([baseline, *candidates])]))
+    return searches.select(*parts, S.SEARCH_ID, S.QUERY_ID, each.alias("_p")).select(
+        *parts, F.col(f"_p.{S.TEAM}").alias(S.TEAM), S.SEARCH_ID, S.QUERY_ID,
+        F.col("_p._v0").cast("double").alias("_v0"))
+
+
+def interleaving(
+    interactions: DataFrame,
+    *,
+    baseline: str,
+    candidates: str | Sequence[str],
+    columns: Mapping[str, str] | None = None,
+    partition_by: Sequence[str] | str = (),
+    queries: DataFrame | None = None,
+    queries_columns: Mapping[str, str] | None = None,
+    slices: Sequence[str] = (),
+    ci_level: float = 0.95,
+) -> ClickResult:
+    """Interleaving's ``Preference`` per query, run partition and team, as a
+    :class:`releval.Result`: (wins - losses) / searches of the team over the baseline team,
+    in [-1, 1]; each query's weight is its number of searches.
+
+    The per-query rows' run partitions are ``partition_by`` and ``team``: a row per
+    candidate team, and the baseline team's rows, 0 (a ranker against itself), so that
+    ``result.gate(baseline="team=old", candidates="team=new", rules=["Preference > 0"])``
+    decides as every gate does (a level rule reads the candidate's values).
+
+    Args:
+        interactions: one row per shown result with its ``team``
+            (:func:`releval.checks.interactions.check_interactions`, ``team=True``: a row
+            without a team is quarantined as ``missing_team``).
+        baseline: the baseline ranker's value in the team column.
+        candidates: the candidate ranker's team value, or several (each against the
+            baseline).
+        columns, partition_by, queries, queries_columns, slices, ci_level: as
+            :func:`releval.evaluate_clicks`.
+
+    Example:
+        >>> log = spark.createDataFrame([("s1", "q", "a", 1, 1, "new"),
+        ...     ("s1", "q", "b", 2, 0, "old"), ("s2", "q", "a", 1, 0, "new"),
+        ...     ("s2", "q", "c", 2, 0, "old")], "search_id string, query_id string, "
+        ...     "doc_id string, position int, clicked int, team string")
+        >>> result = interleaving(log, baseline="old", candidates="new")
+        >>> sorted((r.team, r.value, r.weight) for r in result.per_query.collect())
+        [('new', 0.5, 2.0), ('old', 0.0, 2.0)]
+    """
+    teams = [candidates] if isinstance(candidates, str) else list(candidates)
+    if not teams or baseline in teams or len(set(teams)) != len(teams):
+        raise ConfigError(f"interleaving: candidates {teams} must be team values other than "
+                          f"the baseline {baseline!r}, each once")
+    checked = check_interactions(interactions, columns, name="interactions DataFrame",
+                                 partition_by=partition_by, team=True)
+    parts = list(checked.partition_columns)
+    attributes = checked_queries(queries, queries_columns, slices)
+    per_search = search_preferences(checked.rows, baseline=baseline, candidates=teams,
+                                    partition_columns=parts)
+    measures = (parse_online("Preference"),)
+    wide = wide_table(per_search, measures, partition_columns=[*parts, S.TEAM],
+                      values=["_v0"])
+    return online_result(wide, measures, checked=checked, queries=attributes,
+                         ci_level=ci_level, name="interleaving",
+                         partition_columns=(*parts, S.TEAM))
