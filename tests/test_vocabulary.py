@@ -1,4 +1,4 @@
-"""One vocabulary across evaluate, compare, changes and gate: each function's signature
+"""One vocabulary across evaluate, compare, changes, gate, evaluate_clicks and interleaving: each function's signature
 against the table (releval.arguments.VOCABULARY, docs/usage.md), Result's methods equal to
 the module functions, gate over several candidates, and the old spelling's warning."""
 
@@ -16,7 +16,7 @@ from releval import Result, arguments
 from releval.errors import ConfigError
 
 USAGE = Path(__file__).resolve().parents[1] / "docs" / "usage.md"
-FUNCTIONS = ("evaluate", "compare", "changes", "gate")
+FUNCTIONS = ("evaluate", "compare", "changes", "gate", "evaluate_clicks", "interleaving")
 #: RR per query: bm25 1/2 on q1..q3, 1 on q4; dense 1 everywhere; worse 0 on q1, q2
 RUN = ([("bm25", q, d, x) for q in ("q1", "q2", "q3") for d, x in (("a", 2.0), ("b", 1.0))]
        + [("bm25", "q4", "b", 1.0)]

@@ -11,11 +11,13 @@ from types import ModuleType
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["Gate", "Result", "changes", "compare", "evaluate", "evaluate_clicks", "gate",
-           "interleaving", "measures"]
+__all__ = ["ClickLabels", "Gate", "Result", "changes", "click_labels", "compare", "evaluate",
+           "evaluate_clicks", "gate", "interleaving", "measures"]
 #: The public names defined outside ``api``: name -> module.
 _ELSEWHERE = {"evaluate_clicks": "releval.clicks.online",
-              "interleaving": "releval.clicks.interleaving"}
+              "interleaving": "releval.clicks.interleaving",
+              "click_labels": "releval.clicks.labels",
+              "ClickLabels": "releval.clicks.labels_result"}
 
 
 def __getattr__(name: str) -> Any:

@@ -28,14 +28,15 @@ QUERIES_COLUMNS = (S.QUERY_ID, S.WEIGHT)
 #: Each shared argument and the public functions that take it, with one meaning everywhere
 #: (``Result.compare``, ``.changes`` and ``.gate`` take what the functions do, but the rows).
 VOCABULARY: dict[str, tuple[str, ...]] = {
-    "baseline": ("compare", "changes", "gate"),
-    "candidates": ("compare", "changes", "gate"),
-    "measures": ("evaluate", "compare", "changes", "gate"),
-    "slices": ("evaluate", "compare", "changes", "gate"),
+    "baseline": ("compare", "changes", "gate", "interleaving"),
+    "candidates": ("compare", "changes", "gate", "interleaving"),
+    "measures": ("evaluate", "compare", "changes", "gate", "evaluate_clicks"),
+    "slices": ("evaluate", "compare", "changes", "gate", "evaluate_clicks", "interleaving"),
     "alpha": ("compare", "gate"),
     "missing_queries": ("evaluate", "compare", "changes"),
-    "queries": ("evaluate", "compare", "changes", "gate"),
-    "queries_columns": ("evaluate", "compare", "changes", "gate"),
+    "queries": ("evaluate", "compare", "changes", "gate", "evaluate_clicks", "interleaving"),
+    "queries_columns": ("evaluate", "compare", "changes", "gate", "evaluate_clicks",
+                        "interleaving"),
 }
 
 #: A run partition: ``{"system": "bm25"}`` or ``"system=bm25"``.

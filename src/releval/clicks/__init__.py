@@ -1,8 +1,7 @@
-"""Search logs as evidence: labels and position bias from impressions and clicks, online
-measures and interleaving.
+"""The search log as evidence: online measures, interleaving, labels from clicks.
 
-``simulate`` draws logs from a known truth; ``position_bias`` fits the examination curve in
-Spark; ``labels`` turns a log into qrels-shaped click labels (``releval.click_labels``);
-``online`` and ``interleaving`` measure a log (``releval.evaluate_clicks``,
-``releval.interleaving``); ``batch`` is the job's click step.
+``online`` and ``interleaving`` compute online measures as a ``Result``; ``simulate`` draws
+logs from a known truth; ``position_bias`` fits the examination curve in Spark; ``labels``
+turns a log into qrels-shaped click labels (``releval.click_labels``); ``batch`` is the batch
+job's click step (the ``click_labels`` and ``position_bias`` tables).
 """

@@ -30,16 +30,20 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from releval.core.columns import DOC_ID, POSITION, QUERY_ID
+from releval.core.columns import (
+    CLICKED,
+    CLICKS,
+    DOC_ID,
+    EXAMINATION,
+    EXAMINATION_HIGH,
+    EXAMINATION_LOW,
+    IMPRESSIONS,
+    METHOD,
+    POSITION,
+    QUERY_ID,
+)
 from releval.stats import click_models as cm
 
-CLICKED = "clicked"
-IMPRESSIONS = "impressions"
-CLICKS = "clicks"
-EXAMINATION = "examination"
-EXAMINATION_LOW = "examination_low"
-EXAMINATION_HIGH = "examination_high"
-METHOD = "method"
 #: the ``method`` of each estimate in the ``position_bias`` table
 PBM = "pbm_em"
 HARVESTING = "intervention_harvesting"

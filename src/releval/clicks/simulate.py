@@ -33,14 +33,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from releval.core.columns import DOC_ID, POSITION, QUERY_ID, RELEVANCE
+from releval.core.columns import (
+    ATTRACTIVENESS,
+    CLICKED,
+    DOC_ID,
+    DWELL,
+    POSITION,
+    QUERY_ID,
+    RELEVANCE,
+    SATISFACTION,
+    SEARCH_ID,
+)
 
-SEARCH_ID = "search_id"
-CLICKED = "clicked"
-DWELL = "dwell"
+#: the ranking (ranker) that produced a simulated page
 SYSTEM = "system"
-ATTRACTIVENESS = "attractiveness"
-SATISFACTION = "satisfaction"
 
 #: Attractiveness and satisfaction of each relevance grade 0..3 in ``random_truth``.
 GRADE_ATTRACTIVENESS = (0.05, 0.25, 0.55, 0.85)
@@ -197,7 +203,7 @@ def _frame(
             DOC_ID: truth[DOC_ID].to_numpy()[rows],
             POSITION: (k_idx + 1).astype("int64"),
             CLICKED: clicked,
-            DWELL: np.where(clicked > 0, dwell, np.nan),
+            DWELL: pd.array(np.where(clicked > 0, dwell, np.nan), dtype="Float64"),
             SYSTEM: page_system[pages.page[s_idx]],
         }
     )
@@ -230,7 +236,7 @@ def simulate_pbm(
 
     Returns:
         pandas DataFrame ``search_id``, ``query_id``, ``doc_id``, ``position``, ``clicked``
-        (0/1), ``dwell`` (seconds, NaN when not clicked) and ``system``.
+        (0/1), ``dwell`` (seconds; null, pandas' ``<NA>``, when not clicked) and ``system``.
 
     Example:
         >>> t = random_truth(queries=3, docs=5, seed=0)
@@ -298,6 +304,24 @@ def simulate_cascade(
         satisfied[:, k] = clicks[:, k] & (draws[1, :, k] < sigma[:, k])
         examined = examined & ~satisfied[:, k] & (draws[2, :, k] < continuation)
     return _frame(truth, pages, page_query, page_system, clicks, satisfied, rng)
+
+
+def to_spark(spark, log: pd.DataFrame):
+    """The simulated log as a Spark DataFrame, a missing dwell as null (not NaN).
+
+    Example:
+        >>> t = random_truth(queries=2, docs=3, seed=0)
+        >>> df = to_spark(spark, simulate_pbm(t, rankings(t), examination=[1.0], searches=5))
+        >>> df.where("clicked = 0 and dwell is not null").count()
+        0
+    """
+    from pyspark.sql import functions as F
+
+    frame = log.assign(**{DWELL: log[DWELL].astype(float)}) if DWELL in log else log
+    df = spark.createDataFrame(frame)
+    if DWELL in log:
+        df = df.withColumn(DWELL, F.when(~F.isnan(DWELL), F.col(DWELL)))
+    return df
 
 
 def _gather(values: pd.Series, slot: np.ndarray) -> np.ndarray:

@@ -115,6 +115,21 @@ TEAM = "team"
 INTERACTION_COLUMNS = (SEARCH_ID, QUERY_ID, DOC_ID, POSITION, CLICKED, DWELL, TEAM)
 #: Per (run partition, query) of the online measures: the searches its value is a mean over.
 SEARCHES = "searches"
+#: Click labels (releval.click_labels): a (query, doc)'s P(click | examined) with its interval,
+#: P(satisfied | click) of the cascade models, its impressions and clicks, and the model.
+ATTRACTIVENESS = "attractiveness"
+ATTRACTIVENESS_LOW = "attractiveness_low"
+ATTRACTIVENESS_HIGH = "attractiveness_high"
+SATISFACTION = "satisfaction"
+IMPRESSIONS = "impressions"
+CLICKS = "clicks"
+LABEL_SOURCE = "label_source"
+#: The position-bias table: P(examined) per position relative to position 1, its interval and
+#: the method of the estimate.
+EXAMINATION = "examination"
+EXAMINATION_LOW = "examination_low"
+EXAMINATION_HIGH = "examination_high"
+METHOD = "method"
 #: The measure columns shared by the per-query, aggregate and comparison tables.
 MEASURE_COLUMNS = (MEASURE, CUTOFF, REL_LEVEL, JUDGED_ONLY, MEASURE_KEY)
 
