@@ -24,24 +24,27 @@ from releval.runtime.session import build_session
 
 def bias_rows(rows: Sequence[dict[str, object]], parts: Sequence[str], *, sample: bool
               ) -> tuple[list[list[object]], list[str]]:
-    """The position bias by partition and position, one column per method (and, with
-    ``sample``, the true examination and PBM-EM's error), for :func:`text_table`."""
-    methods = sorted({str(r["method"]) for r in rows})
+    """The position bias by partition and position, one column per method, ``pbm_em`` first
+    (and, with ``sample``, the true examination and ``error``: pbm_em - true), for
+    :func:`text_table`."""
+    methods = sorted({str(r["method"]) for r in rows}, key=lambda m: (m != "pbm_em", m))
     keyed: dict[tuple[object, ...], dict[str, object]] = {}
     for r in rows:
         key = (*[r[c] for c in parts], r["position"])
         keyed.setdefault(key, {})[str(r["method"])] = r["examination"]
-    columns = [*parts, "position", *(["true"] if sample else []), *methods,
-               *(["pbm_em - true"] if sample and "pbm_em" in methods else [])]
+    error = sample and "pbm_em" in methods
+    columns = [*parts, "position", *(["true"] if sample else []), *methods[:1],
+               *(["error"] if error else []), *methods[1:]]
     truth = true_examination(max(int(k[-1]) for k in keyed)) if sample and keyed else None
     table = []
     for key in sorted(keyed, key=lambda k: [str(v) for v in k[:-1]] + [int(k[-1])]):
         found = keyed[key]
         true = [float(truth[int(key[-1]) - 1])] if truth is not None else []
-        error = ([float(found["pbm_em"]) - true[0]]  # type: ignore[arg-type]
-                 if true and found.get("pbm_em") is not None else
-                 ([None] if true and "pbm_em" in methods else []))
-        table.append([*key, *true, *[found.get(m) for m in methods], *error])
+        value = found.get("pbm_em")
+        off = ([None if value is None else float(value) - true[0]]  # type: ignore[arg-type]
+               if error else [])
+        table.append([*key, *true, *[found.get(m) for m in methods[:1]], *off,
+                      *[found.get(m) for m in methods[1:]]])
     return table, columns
 
 
@@ -68,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"releval: error: {exc}", file=sys.stderr)
         return 2
     table_rows, columns = bias_rows(rows, parts, sample=args.sample)
-    print("position bias: examination by position (1.0 at position 1)")
+    print("position bias: examination by position (1.0 at position 1)"
+          + ("; true: the sample's k^-0.8, error: pbm_em - true" if args.sample else ""))
     print(text_table(table_rows, columns, max_rows=100))
     if done is not None:
         print("\n".join(done.render()))

@@ -321,8 +321,15 @@ def test_make_clicks(ran):
     for r in rows:
         k = int(r["position"])
         assert float(r["true"]) == pytest.approx(k ** -0.8, abs=5e-5)
-        assert float(r["pbm_em"]) == pytest.approx(k ** -0.8, abs=0.05)
+        assert float(r["pbm_em"]) == pytest.approx(k ** -0.8, abs=0.03)
+        assert float(r["error"]) == pytest.approx(float(r["pbm_em"]) - float(r["true"]),
+                                                  abs=2e-4)
     assert re.search(r"interactions: (\d+) rows = \1 used \+ 0 quarantined", got.out)
+    # the README shows this table as make clicks prints it
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    (shown,) = [b for b in re.findall(r"^```text\n(.*?)^```", text, re.S | re.M)
+                if b.startswith("position")]
+    assert shown.strip() in got.out
 
 
 def test_cli_clicks(ran):
