@@ -38,8 +38,8 @@ class ClicksSettings:
 
     ``model`` is the click model, ``min_impressions`` the impressions a (query, document)
     needs for a label, ``grades`` the attractiveness cut points of the graded ``relevance``
-    (strictly increasing in (0, 1): a label is the number of cut points at or below its
-    attractiveness; None: the model's documented default); ``measures`` the online
+    (strictly increasing in (0, 1]: a label is the number of cut points at or below its
+    attractiveness; None: ``releval.clicks.labels.DEFAULT_GRADES``); ``measures`` the online
     measures of ``releval clicks measures``.
     """
     path: str | None = None
@@ -126,9 +126,10 @@ def _grades(grades: object, source: str) -> tuple[float, ...] | None:
         raise ConfigError(f"{where}; expected a list of attractiveness cut points, e.g. "
                           "[0.1, 0.3, 0.6] (grades 0-3)")
     cuts = tuple(float(g) for g in grades)
-    if not all(0.0 < g < 1.0 for g in cuts) or any(b <= a for a, b in zip(cuts, cuts[1:], strict=False)):
-        raise ConfigError(f"{where}; expected cut points strictly increasing and strictly "
-                          "between 0 and 1")
+    if not all(0.0 < g <= 1.0 for g in cuts) or any(
+            b <= a for a, b in zip(cuts, cuts[1:], strict=False)):
+        raise ConfigError(f"{where}; expected cut points strictly increasing, each above 0 "
+                          "and at most 1")
     return cuts
 
 
