@@ -7,9 +7,8 @@
     releval gate --qrels PATH --run BASE --run CAND --rule RULE [--rule RULE ...] [...]
     releval gate --config FILE --baseline KEY=VALUE --candidate KEY=VALUE [--rule RULE ...]
     releval agree --config FILE [--other-filter SQL] [--run [--baseline KEY=VALUE]] [...]
-    releval report|sql|views --config FILE [...]
+    releval report|sql|views --config FILE [...];  releval measures
     releval clicks labels|measures|interleaving --events PATH [...]
-    releval measures
 
 User errors (bad measure, missing file or column) print one line on stderr and exit with 2;
 ``releval gate`` exits 0 on a pass, 1 on a fail and 3 when inconclusive.

@@ -1,19 +1,15 @@
-"""The sample's interactions log: impressions and clicks simulated from the sample's known
-relevance and a known position bias, by the position-based model (PBM).
+"""The sample's interactions log: clicks simulated from the sample's known relevance and a
+known position bias, by the position-based model (PBM); docs/clicks.md.
 
-Each day, each judged query is searched a number of times drawn from its traffic segment
-(:data:`SEARCHES`); each search is served by one of the sample's systems, drawn uniformly
-(an A/B/C test: the ``system`` column), and shows the top :data:`SHOWN` documents of that
-system's ranking of the day (the search log). A shown document is clicked when it is
-examined and attractive, independently (the PBM):
-
-    P(click at position k on document d) = examination(k) * attractiveness(grade(d))
-
-with ``examination(k) = k ** -EXAMINATION_POWER`` (:func:`true_examination`: position 1 is
-1.0) and :data:`ATTRACTIVENESS` by the reference (``v1``) grade; an unjudged document is
-attractive as a grade 0. A click's dwell is exponential with the mean :data:`DWELL` of its
-grade. Because the systems rank a query's documents differently, the same (query,
-document) is shown at several positions: what intervention harvesting needs.
+Each day, each judged query is searched a Poisson number of times by its traffic segment
+(:data:`SEARCHES`); each search is served by one of the sample's systems at random (an A/B/C
+test: the ``system`` column) and shows the top :data:`SHOWN` of its ranking of the day. A
+shown document is clicked when examined and attractive, independently:
+``P(click at k on d) = examination(k) * attractiveness(grade(d))``, with
+``examination(k) = k ** -EXAMINATION_POWER`` (:func:`true_examination`) and
+:data:`ATTRACTIVENESS` by the reference (``v1``) grade (unjudged: grade 0). A click's dwell
+is exponential with the mean :data:`DWELL` of its grade. The systems rank a query's
+documents differently, so a (query, document) is shown at several positions.
 """
 
 from __future__ import annotations
