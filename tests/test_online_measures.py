@@ -177,3 +177,14 @@ def test_per_query_schema_is_the_tables(spark):
     result = releval.evaluate_clicks(spark.createDataFrame(TINY, SCHEMA), measures=["Clicks"])
     assert result.per_query.columns == per_query_schema([]).names
     assert result.per_query.where(F.col(S.NUM_RET) == 2).count() == 1   # q1: 2 searches
+
+
+def test_compare_pairs_the_queries_both_buckets_saw(spark):
+    rows = [*TINY, ("B", "s5", "q1", "a", 1, 1, None)]   # B saw q1 only
+    result = releval.evaluate_clicks(spark.createDataFrame(rows, SCHEMA),
+                                     measures=["ClickRR"], partition_by="bucket")
+    found = result.compare(baseline="bucket=A", candidates="bucket=B", permutations=100).first()
+    # q1: A 1/4, B 1 -> +3/4; q2 (A only) is no pair, not a 0 in B
+    assert (found.num_pairs, found.mean_diff) == (1, 0.75)
+    assert [r.query_id for r in result.changes(baseline="bucket=A",
+                                               candidates="bucket=B").collect()] == ["q1"]
