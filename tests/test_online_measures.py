@@ -107,6 +107,7 @@ def gate_log(spark, base_abandoned: int, cand_abandoned: int, queries: int = 40)
     return spark.createDataFrame(rows, SCHEMA)
 
 
+@pytest.mark.slow  # several Spark jobs: over 5 s
 def test_gate_rule_on_abandonment(spark):
     # every query: Abandonment 2/4 in A, 0/4 in B: a change of -0.5 on 40 queries
     better = releval.evaluate_clicks(gate_log(spark, 2, 0), measures=["Abandonment"],
@@ -125,6 +126,7 @@ def test_gate_rule_on_abandonment(spark):
         "Abandonment", 0.5, 40)
 
 
+@pytest.mark.slow  # several Spark jobs: over 5 s
 def test_slices_and_a_queries_weight(spark):
     log = spark.createDataFrame(TINY, SCHEMA)
     queries = spark.createDataFrame([("q1", "head", 10.0), ("q2", "tail", 30.0)],
@@ -179,6 +181,7 @@ def test_per_query_schema_is_the_tables(spark):
     assert result.per_query.where(F.col(S.NUM_RET) == 2).count() == 1   # q1: 2 searches
 
 
+@pytest.mark.slow  # several Spark jobs: over 5 s
 def test_compare_pairs_the_queries_both_buckets_saw(spark):
     rows = [*TINY, ("B", "s5", "q1", "a", 1, 1, None)]   # B saw q1 only
     result = releval.evaluate_clicks(spark.createDataFrame(rows, SCHEMA),

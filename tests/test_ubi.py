@@ -44,6 +44,7 @@ def ubi(spark):
             spark.createDataFrame(EVENTS, EVENTS_SCHEMA))
 
 
+@pytest.mark.slow  # several Spark jobs: about 5 s
 def test_impressions_and_clicks_from_ubi(spark, ubi):
     checked = check_interactions(read_ubi(*ubi, partition_by=["application"]),
                                  partition_by=["application"])
@@ -93,6 +94,7 @@ def test_missing_ubi_column_is_named(spark, ubi):
         read_ubi(queries, events.drop("action_name"))
 
 
+@pytest.mark.slow  # several Spark jobs: about 5 s
 def test_the_docstrings_examples_run(spark):
     import doctest
 
