@@ -191,3 +191,21 @@ def test_compare_pairs_the_queries_both_buckets_saw(spark):
     assert (found.num_pairs, found.mean_diff) == (1, 0.75)
     assert [r.query_id for r in result.changes(baseline="bucket=A",
                                                candidates="bucket=B").collect()] == ["q1"]
+
+
+@pytest.mark.slow  # Delta writes and reads
+def test_write_round_trip(spark, tmp_path):
+    rows = [*TINY, ("A", "s9", "q1", "z", None, 1, None)]   # one click_not_shown
+    result = releval.evaluate_clicks(spark.createDataFrame(rows, SCHEMA),
+                                     measures=["ClickRR", "Clicks"], partition_by="bucket")
+    out = {name: str(tmp_path / name) for name in ("per_query", "aggregate", "quarantine")}
+    result.write(**out)
+    read = {name: spark.read.format("delta").load(path) for name, path in out.items()}
+    assert read["per_query"].count() == 4   # 2 queries x 2 measures
+    macro = read["aggregate"].where("averaging = 'macro' AND measure_key = 'ClickRR'").first()
+    assert (macro.bucket, macro.value, macro.num_queries) == ("A", 0.625, 2)   # (1/4 + 1) / 2
+    quarantined = read["quarantine"].first()
+    assert (quarantined.input, quarantined.reason_code, quarantined.bucket) == (
+        "interactions", "click_not_shown", "A")
+    result.write(quarantine=out["quarantine"])   # replaced, not appended
+    assert spark.read.format("delta").load(out["quarantine"]).count() == 1
