@@ -120,6 +120,21 @@ class ClickResult(Result):
     def _asked_measures(self) -> list[str]:
         return [m.key for m in self.evaluation.measures]
 
+    def compare(self, *, baseline: Any, candidates: Any, measures: Sequence[str] | None = None,
+                slices: Sequence[str] | None = None, **options: Any) -> DataFrame:
+        """:meth:`releval.Result.compare`, pairing the queries both sides have by default
+        (``missing_queries="skip"``): a query one bucket never saw has no value there, not 0."""
+        options.setdefault("missing_queries", "skip")
+        return super().compare(baseline=baseline, candidates=candidates, measures=measures,
+                               slices=slices, **options)
+
+    def changes(self, *, baseline: Any, candidates: Any, measures: Sequence[str] | None = None,
+                slices: Sequence[str] | None = None, **options: Any) -> DataFrame:
+        """:meth:`releval.Result.changes`, with ``missing_queries="skip"`` by default."""
+        options.setdefault("missing_queries", "skip")
+        return super().changes(baseline=baseline, candidates=candidates, measures=measures,
+                               slices=slices, **options)
+
     def write(self, *, per_query: str | None = None, aggregate: str | None = None,
               quarantine: str | None = None, attribution: str | None = None,
               catalog: bool = False) -> None:
