@@ -14,9 +14,10 @@ from releval.report.clicks import position_bias_figure
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["labels"], "give --events PATH, or both --ubi-queries and --ubi-events"),
-        (["labels", "--ubi-queries", "q"], "give --events PATH, or both"),
-        (["labels", "--events", "e", "--ubi-events", "v"], "give --events PATH, or both"),
+        (["labels"], "give --events PATH, both --ubi-queries and --ubi-events, or --config FILE"),
+        (["labels", "--ubi-queries", "q"], "give --events PATH, both"),
+        (["labels", "--events", "e", "--ubi-events", "v"], "give --events PATH, both"),
+        (["labels", "--events", "e", "--config", "c.toml"], "give --events PATH, both"),
         (["labels", "--events", "e", "--column", "doc_id"], "--column 'doc_id': expected KEY=NAME"),
         (["labels", "--events", "e", "--column", "item=x"], "--column ['item']"),
         (["labels", "--events", "e", "--grades", "0.5,0.2"], "strictly increasing"),
@@ -96,6 +97,7 @@ def test_measures_prints_each_macro_mean_with_the_account(shared_session, log_fi
     assert "input 4 = used 4 + quarantined 0" in out
 
 
+@pytest.mark.slow  # Spark over the log: the measures' test keeps the fast layer's case
 def test_interleaving_prints_the_candidates_preference(shared_session, log_file, capsys):
     args = ["clicks", "interleaving", "--events", log_file, "--column", "search_id=sid",
             "--baseline", "old", "--candidate", "new"]
@@ -105,3 +107,30 @@ def test_interleaving_prints_the_candidates_preference(shared_session, log_file,
     assert {r[0]: float(r[3]) for r in rows} == {"new": 0.5, "old": 0.0}
     assert main(["clicks", "interleaving", "--events", log_file]) == 2
     assert "give --baseline TEAM and --candidate TEAM" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # Spark over the log: the measures' test keeps the fast layer's case
+def test_measures_of_a_configs_clicks_section(shared_session, log_file, tmp_path, capsys):
+    config = tmp_path / "job.toml"
+    config.write_text(f"""
+[run]
+path = "r"
+[qrels]
+path = "q"
+[clicks]
+format = "parquet"
+path = "{log_file}"
+search_id = "sid"
+partition_by = ["bucket"]
+measures = ["ClickRR", "Abandonment"]
+""")
+    assert main(["clicks", "measures", "--config", str(config)]) == 0
+    rows = printed(capsys.readouterr().out, "bucket")
+    # [clicks] measures: ClickRR = (1/2 + 0) / 2, Abandonment = (0 + 1) / 2
+    assert {r[1]: float(r[3]) for r in rows} == {"ClickRR": 0.25, "Abandonment": 0.5}
+    # an option overrides the section's key
+    assert main(["clicks", "measures", "--config", str(config), "--measures", "Clicks"]) == 0
+    assert [r[1] for r in printed(capsys.readouterr().out, "bucket")] == ["Clicks"]
+    config.write_text('[run]\npath = "r"\n[qrels]\npath = "q"\n')
+    assert main(["clicks", "labels", "--config", str(config)]) == 2
+    assert "no [clicks] section" in capsys.readouterr().err

@@ -14,16 +14,25 @@ and the interactions' account; exit 0, or 2 on a user error.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
 from releval.cli.evaluate import add_remote_argument, default_master, positive_int, remote_of
-from releval.config.clicks import CLICK_FORMATS, CLICK_MODELS, ClicksSettings, check_clicks
+from releval.config.clicks import (
+    CLICK_FORMATS,
+    CLICK_MODELS,
+    COLUMN_KEYS,
+    ClicksSettings,
+    check_clicks,
+)
 from releval.display import text_table
 from releval.errors import ConfigError
 
 ACTIONS = ("labels", "measures", "interleaving")
+#: The online measures ``releval clicks measures`` computes without ``--measures``.
+DEFAULT_MEASURES = ("CTR@5", "Abandonment", "ClickRR", "Clicks")
 #: The rows of the labels printed (the position bias is printed whole).
 SHOWN_LABELS = 10
 
@@ -33,7 +42,11 @@ def add_clicks_arguments(clicks: argparse.ArgumentParser) -> None:
     clicks.add_argument("action", choices=ACTIONS,
                         help="labels: click labels and the position bias; measures: online "
                         "measures per partition; interleaving: the Preference of team A")
-    log = clicks.add_argument_group("the log: --events, or UBI's two tables")
+    log = clicks.add_argument_group("the log: --events, UBI's two tables, or a config's [clicks]")
+    log.add_argument("--config", default=None, metavar="FILE",
+                     help="a job config: its [clicks] section's log, columns, model, "
+                     "min_impressions, grades, partition_by and measures (the options below "
+                     "override them)")
     log.add_argument("--events", default=None, metavar="PATH",
                      help="one row per shown result (and optional click rows without a "
                      "position): search_id, query_id, doc_id, position, clicked[, dwell, team]")
@@ -47,16 +60,17 @@ def add_clicks_arguments(clicks: argparse.ArgumentParser) -> None:
     clicks.add_argument("--column", action="append", default=[], metavar="KEY=NAME",
                         help="the log's column for releval's KEY (search_id, query_id, doc_id, "
                         "position, clicked, dwell, team); repeatable")
-    clicks.add_argument("--partition-by", default="", metavar="A,B",
+    clicks.add_argument("--partition-by", default=None, metavar="A,B",
                         help="comma-separated partition columns (system, date, an A/B bucket)")
-    clicks.add_argument("--model", choices=CLICK_MODELS, default="pbm",
+    clicks.add_argument("--model", choices=CLICK_MODELS, default=None,
                         help="labels: the click model (default pbm)")
-    clicks.add_argument("--min-impressions", type=positive_int, default=10,
+    clicks.add_argument("--min-impressions", type=positive_int, default=None,
                         help="labels: impressions a (query, document) needs for a label")
     clicks.add_argument("--grades", default=None, metavar="C1,C2,...",
                         help="labels: attractiveness cut points of the graded relevance")
-    clicks.add_argument("--measures", default="CTR@5,Abandonment,ClickRR,Clicks",
-                        help="measures: comma-separated online measures")
+    clicks.add_argument("--measures", default=None,
+                        help="measures: comma-separated online measures (default "
+                        "CTR@5,Abandonment,ClickRR,Clicks)")
     clicks.add_argument("--baseline", default=None, metavar="TEAM",
                         help="interleaving: the baseline ranker's value in the team column")
     clicks.add_argument("--candidate", action="append", default=[], metavar="TEAM",
@@ -78,41 +92,58 @@ def log_format(path: str) -> str:
     return {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}.get(suffix, "parquet")
 
 
-def settings(args: argparse.Namespace) -> ClicksSettings:
-    """The ``[clicks]`` settings a command line describes (checked as a config's are)."""
-    ubi = (args.ubi_queries, args.ubi_events)
-    if (args.events is None) == all(p is None for p in ubi) or (None in ubi and any(ubi)):
-        raise ConfigError("releval clicks: give --events PATH, or both --ubi-queries and "
-                          "--ubi-events")
-    mapped: dict[str, str] = {}
+def _given(args: argparse.Namespace) -> dict[str, object]:
+    """The ``[clicks]`` keys the command line sets (``--column``, ``--model``, ...)."""
+    given: dict[str, object] = {}
     for item in args.column:
         key, sep, name = item.partition("=")
         if not sep or not key.strip() or not name.strip():
             raise ConfigError(f"--column {item!r}: expected KEY=NAME, e.g. doc_id=item_id")
-        mapped[key.strip()] = name.strip()
-    unknown = sorted(set(mapped) - {"search_id", "query_id", "doc_id", "position", "clicked",
-                                    "dwell", "team"})
+        given[key.strip()] = name.strip()
+    unknown = sorted(set(given) - set(COLUMN_KEYS))
     if unknown:
-        raise ConfigError(f"--column {unknown}: releval's interaction columns are search_id, "
-                          "query_id, doc_id, position, clicked, dwell, team")
-    if args.action == "interleaving" and (args.baseline is None or not args.candidate):
-        raise ConfigError("releval clicks interleaving: give --baseline TEAM and --candidate "
-                          "TEAM (the team column's values of the two rankers)")
-    path = args.events or args.ubi_queries
-    grades = None
+        raise ConfigError(f"--column {unknown}: releval's interaction columns are "
+                          f"{', '.join(COLUMN_KEYS)}")
     if args.grades:
         try:
-            grades = [float(g) for g in args.grades.split(",")]
+            given["grades"] = [float(g) for g in args.grades.split(",")]
         except ValueError:
             raise ConfigError(f"--grades {args.grades!r}: expected numbers, e.g. "
                               "0.1,0.3,0.6") from None
-    return check_clicks(ClicksSettings(
-        path=path, format=args.format or log_format(path), **mapped,
-        partition_by=tuple(p.strip() for p in args.partition_by.split(",") if p.strip()),
-        model=args.model, min_impressions=args.min_impressions,
-        grades=grades,  # type: ignore[arg-type]  # checked into a tuple
-        measures=tuple(m.strip() for m in args.measures.split(",") if m.strip()),
-    ), source="command line")
+    if args.partition_by is not None:
+        given["partition_by"] = tuple(p.strip() for p in args.partition_by.split(",")
+                                      if p.strip())
+    if args.measures is not None:
+        given["measures"] = tuple(m.strip() for m in args.measures.split(",") if m.strip())
+    for key in ("model", "min_impressions"):
+        if getattr(args, key) is not None:
+            given[key] = getattr(args, key)
+    return given
+
+
+def settings(args: argparse.Namespace) -> ClicksSettings:
+    """The ``[clicks]`` settings a command line describes (checked as a config's are):
+    ``--config``'s section, or the log's path, with the options given."""
+    ubi = (args.ubi_queries, args.ubi_events)
+    logs = [args.events is not None, any(p is not None for p in ubi), args.config is not None]
+    if sum(logs) != 1 or (None in ubi and any(ubi)):
+        raise ConfigError("releval clicks: give --events PATH, both --ubi-queries and "
+                          "--ubi-events, or --config FILE (its [clicks] section)")
+    if args.action == "interleaving" and (args.baseline is None or not args.candidate):
+        raise ConfigError("releval clicks interleaving: give --baseline TEAM and --candidate "
+                          "TEAM (the team column's values of the two rankers)")
+    if args.config is not None:
+        from releval.config import load_config
+
+        base = load_config(args.config).clicks
+        if base is None:
+            raise ConfigError(f"{args.config}: no [clicks] section (the interactions input)")
+    else:
+        path = args.events or args.ubi_queries
+        base = ClicksSettings(path=path, format=args.format or log_format(path),
+                              measures=DEFAULT_MEASURES)
+    return check_clicks(dataclasses.replace(base, **_given(args)),  # type: ignore[arg-type]
+                        source=args.config or "command line")
 
 
 def read_log(spark: SparkSession, args: argparse.Namespace, clicks: ClicksSettings
@@ -122,7 +153,7 @@ def read_log(spark: SparkSession, args: argparse.Namespace, clicks: ClicksSettin
     from releval.io.click_inputs import read_interactions
     from releval.io.ubi import read_ubi
 
-    if args.events is not None:
+    if args.ubi_queries is None:
         return read_interactions(spark, clicks)
     queries = read_interactions(spark, clicks)
     events = read_interactions(spark, ClicksSettings(path=args.ubi_events, format=clicks.format))
@@ -131,24 +162,25 @@ def read_log(spark: SparkSession, args: argparse.Namespace, clicks: ClicksSettin
 
 def _columns(args: argparse.Namespace, clicks: ClicksSettings) -> dict[str, str] | None:
     """The column mapping of ``--events`` (UBI's rows carry releval's names already)."""
-    return clicks.columns() if args.events is not None else None
+    return clicks.columns() if args.ubi_queries is None else None
 
 
-def session(args: argparse.Namespace) -> SparkSession:
+def session(args: argparse.Namespace, clicks: ClicksSettings) -> SparkSession:
     """The command's session: local (small local files: a short job's JVM) or ``--remote``."""
     from releval.config.settings import SparkSettings
     from releval.runtime.session import build_session, short_inputs
 
     spark_settings = SparkSettings(master=default_master(args), remote=remote_of(args),
                                    app_name="releval-clicks", shuffle_partitions=8)
-    paths = [p for p in (args.events, args.ubi_queries, args.ubi_events) if p is not None]
+    paths = [args.events or args.ubi_queries or clicks.path, *([args.ubi_events] if
+                                                              args.ubi_events else [])]
     return build_session(spark_settings, short=short_inputs(spark_settings.master, paths))
 
 
 def run(args: argparse.Namespace) -> int:
     """``releval clicks``: the action on the log; prints its table, returns the exit code."""
     clicks = settings(args)
-    spark = session(args)
+    spark = session(args, clicks)
     try:
         rows = read_log(spark, args, clicks)
         columns = _columns(args, clicks)
