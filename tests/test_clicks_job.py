@@ -153,3 +153,16 @@ def test_the_report_shows_the_position_bias_and_the_clicks_agreement(spark, job,
     assert 'alt="examination probability against position, one line per method"' in page
     labels_path, _ = config.located("click_labels")
     assert f"delta {labels_path}" in page  # the clicks agreement, by its second version
+
+
+def test_releval_sql_reads_the_click_tables(job):
+    from releval.sql import query  # noqa: PLC0415
+
+    config, (_, clicks), _ = job
+    found = query(config, "SELECT method, COUNT(*) AS n FROM position_bias GROUP BY method "
+                          "ORDER BY method")
+    # 10 positions per method: the sample's pages show 10 results
+    assert found.to_dict("records") == [{"method": "intervention_harvesting", "n": 10},
+                                        {"method": "pbm_em", "n": 10}]
+    labels = query(config, "SELECT COUNT(*) AS n FROM click_labels")
+    assert int(labels["n"].iloc[0]) == clicks.labels.rows

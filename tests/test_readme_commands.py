@@ -299,10 +299,10 @@ def test_make_agree(ran):
     assert f"pairs judged by both: {matrix.sum()} over 100 queries" in got.out
 
 
-def spaced_table(out: str, first: str) -> list[dict[str, str]]:
-    """The rows of the space-aligned table whose header line starts with ``first``."""
+def spaced_table(out: str, *first: str) -> list[dict[str, str]]:
+    """The rows of the space-aligned table whose header's first columns are ``first``."""
     lines = out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(first))
+    start = next(i for i, line in enumerate(lines) if tuple(line.split()[:len(first)]) == first)
     header = lines[start].split()
     rows = []
     for line in lines[start + 1:]:
@@ -315,7 +315,7 @@ def spaced_table(out: str, first: str) -> list[dict[str, str]]:
 
 def test_make_clicks(ran):
     got = one(ran, "make clicks")
-    rows = spaced_table(got.out, "position")
+    rows = spaced_table(got.out, "position", "true")
     # the sample's true examination k^-0.8 (docs/clicks.md), recovered by the PBM's EM
     assert [int(r["position"]) for r in rows] == list(range(1, 11))
     for r in rows:
@@ -334,7 +334,7 @@ def test_make_clicks(ran):
 
 def test_cli_clicks(ran):
     got = one(ran, ".venv/bin/releval clicks")
-    rows = spaced_table(got.out, "system")
+    rows = spaced_table(got.out, "system", "measure_key")
     log = DeltaTable(str(ran.copy / "warehouse/sample/interactions")).to_pandas()
     # Abandonment: a search without a click; its mean over each query's searches, then over
     # the queries of each system (pandas, from the log itself)

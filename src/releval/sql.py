@@ -9,7 +9,8 @@ from releval.errors import InputError
 from releval.report.data import open_table, table_path
 
 #: The tables ``releval sql`` registers; the first two must exist.
-TABLES = ("per_query", "aggregate", "run_log", "comparison", "attribution", "agreement")
+TABLES = ("per_query", "aggregate", "run_log", "comparison", "attribution", "agreement",
+          "click_labels", "position_bias")
 
 
 def query(config: Config, sql: str) -> pd.DataFrame:

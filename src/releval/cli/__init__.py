@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     sql = sub.add_parser("sql", help="SQL over the output tables, without Spark (deltalake)")
     sql.add_argument("--config", required=True, help="the TOML config whose output tables to read")
     sql.add_argument("query", help="the SQL; tables: per_query, aggregate, run_log, comparison, "
-                     "attribution")
+                     "attribution, agreement, click_labels, position_bias")
     sql.add_argument("--remote", default=None, metavar="sc://HOST:PORT",
                      help="accepted as by the other commands; sql reads the tables without Spark")
     sub.add_parser("measures", help="list the measures and their formulas")
