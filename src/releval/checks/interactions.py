@@ -235,21 +235,30 @@ def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> tuple[DataFrame, 
     """
     key = [*parts, S.SEARCH_ID]
     clean = F.col(REASON).isNull()
-    fields = [c for c in typed.columns if c not in key]
-    grouped = typed.where(clean).groupBy(*key).agg(
-        F.collect_list(F.struct(*fields)).alias("_rows"))
     impressions = F.filter("_rows", lambda r: ~r[_CLICK_ROW])
 
     def shown_at(position: Column) -> Column:
         return F.size(F.filter("_positions", lambda p: p == position))
 
-    step = grouped.select(
-        *key, "_rows",
-        (F.size(F.array_distinct(F.transform(impressions, lambda r: r[S.QUERY_ID]))) > 1)
-        .alias("_conflict"),
-        F.transform(impressions, lambda r: r[S.POSITION]).alias("_positions"),
-    ).withColumn("_kept", F.filter("_rows", lambda r: ~r[_CLICK_ROW]
-                                   & (shown_at(r[S.POSITION]) == 1)))
+    def grouped(fields: Sequence[str]) -> DataFrame:
+        """Per search: its clean rows (``fields``), whether they conflict, their positions,
+        the impressions kept (at a position shown once: all, when no position repeats)."""
+        step = typed.where(clean).groupBy(*key).agg(
+            F.collect_list(F.struct(*fields)).alias("_rows")
+        ).select(
+            *key, "_rows",
+            (F.size(F.array_distinct(F.transform(impressions, lambda r: r[S.QUERY_ID]))) > 1)
+            .alias("_conflict"),
+            F.transform(impressions, lambda r: r[S.POSITION]).alias("_positions"),
+        )
+        unique = F.size(F.array_distinct("_positions")) == F.size("_positions")
+        return step.withColumn("_kept", F.when(unique, impressions).otherwise(F.filter(
+            "_rows", lambda r: ~r[_CLICK_ROW] & (shown_at(r[S.POSITION]) == 1))))
+
+    # every column for the labelled rows; the measures' few for the searches (a narrow shuffle)
+    step = grouped([c for c in typed.columns if c not in key])
+    narrow = [c for c in (S.QUERY_ID, S.DOC_ID, S.POSITION, S.CLICKED, S.DWELL, S.TEAM,
+                          _CLICK_ROW) if c in typed.columns]
 
     def reason(r: Column) -> Column:
         return (F.when(F.col("_conflict"), F.lit(CONFLICTING_QUERY_ID))
@@ -260,13 +269,13 @@ def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> tuple[DataFrame, 
     labelled_rows = step.select(*key, F.explode(F.transform(
         "_rows", lambda r: r.withField(REASON, reason(r)))).alias("_r"))
     labelled = typed.where(~clean).unionByName(labelled_rows.select(*key, "_r.*"))
-    clicks = F.filter("_rows", lambda r: r[_CLICK_ROW]
-                      & F.exists("_kept", lambda k: k[S.DOC_ID] == r[S.DOC_ID]))
+    step = grouped(narrow).withColumn("_clicks", F.filter(
+        "_rows", lambda r: r[_CLICK_ROW] & F.exists("_kept", lambda k: k[S.DOC_ID] == r[S.DOC_ID])))
 
     def folded(k: Column) -> Column:
         first = F.array_min(F.transform(F.filter("_kept", lambda o: o[S.DOC_ID] == k[S.DOC_ID]),
                                         lambda o: o[S.POSITION]))
-        mine = F.filter(clicks, lambda c: c[S.DOC_ID] == k[S.DOC_ID])
+        mine = F.filter("_clicks", lambda c: c[S.DOC_ID] == k[S.DOC_ID])
         best = k[S.POSITION] == first
         total = F.aggregate(mine, F.lit(0).cast("long"), lambda a, c: a + c[S.CLICKED])
         out = k.withField(S.CLICKED, k[S.CLICKED] + F.when(best, total).otherwise(F.lit(0)))
@@ -276,6 +285,8 @@ def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> tuple[DataFrame, 
                                 .otherwise(k[S.DWELL]))
         return out
 
+    # click rows are folded in (their searches only: most logs have none)
     searches = step.where(~F.col("_conflict") & (F.size("_kept") > 0)).select(
-        *key, F.transform("_kept", folded).alias(IMPRESSIONS))
+        *key, F.when(F.size("_clicks") == 0, F.col("_kept"))
+        .otherwise(F.transform("_kept", folded)).alias(IMPRESSIONS))
     return labelled, searches
