@@ -1,6 +1,8 @@
 """``releval.evaluate_clicks``: online measures of a search log, per query and run partition,
 as a :class:`releval.Result`. Computed in Spark: one aggregation of the impressions per
-search, one of the searches per query; nothing is collected but the aggregate's sums."""
+search (the checks' own), each measure an array expression over the search's used
+impressions, then one aggregation of the searches per query; nothing is collected but the
+aggregate's sums."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from releval.arguments import checked_queries
-from releval.checks.interactions import CheckedInteractions, check_interactions
+from releval.checks.interactions import IMPRESSIONS, CheckedInteractions, check_interactions
 from releval.checks.queries import CheckedQueries, with_attributes
 from releval.clicks.result import ClickResult, OnlineEvaluation, OnlineInputs
 from releval.config import IntervalSettings
@@ -20,21 +22,35 @@ from releval.core.measures import online as O
 from releval.errors import ConfigError, MeasureError
 
 
-def search_value(m: O.OnlineMeasure) -> Column:
-    """The aggregate expression of one search's value of ``m``, over its impressions."""
-    clicked = F.col(S.CLICKED) > 0
+def search_value(m: O.OnlineMeasure, impressions: Column) -> Column:
+    """One search's value of ``m``, from the array of its used impressions."""
+    def clicked(r: Column) -> Column:
+        return r[S.CLICKED] > 0
+
     if m.name == O.CTR:
-        return F.max(F.when(clicked & (F.col(S.POSITION) <= m.cutoff), 1.0).otherwise(0.0))
+        return F.exists(impressions, lambda r: clicked(r) & (r[S.POSITION] <= m.cutoff)
+                        ).cast("double")
     if m.name == O.ABANDONMENT:
-        return F.when(F.max(clicked.cast("int")) == 1, 0.0).otherwise(1.0)
+        return (~F.exists(impressions, clicked)).cast("double")
     if m.name == O.CLICK_RR:
-        return F.coalesce(1.0 / F.min(F.when(clicked, F.col(S.POSITION))), F.lit(0.0))
+        first = F.array_min(F.transform(F.filter(impressions, clicked), lambda r: r[S.POSITION]))
+        return F.coalesce(1.0 / first, F.lit(0.0))
     if m.name == O.CLICKS:
-        return F.sum(F.col(S.CLICKED)).cast("double")
+        return F.aggregate(impressions, F.lit(0).cast("long"),
+                           lambda total, r: total + r[S.CLICKED]).cast("double")
     if m.name == O.SUCCESS:
-        return F.max(F.when(clicked & (F.col(S.DWELL) >= m.cutoff), 1.0).otherwise(0.0))
+        return F.exists(impressions, lambda r: clicked(r) & F.coalesce(
+            r[S.DWELL] >= m.cutoff, F.lit(False))).cast("double")
     raise MeasureError(f"{m.key}: not a measure of evaluate_clicks (Preference: "
                        "releval.interleaving)")
+
+
+def per_search(checked: CheckedInteractions, values: Sequence[Column]) -> DataFrame:
+    """One row per search with a used impression: the partition columns, ``search_id``,
+    ``query_id`` and ``values`` (columns over the :data:`IMPRESSIONS` array)."""
+    parts = list(checked.partition_columns)
+    return checked.searches.select(
+        *parts, S.SEARCH_ID, F.col(IMPRESSIONS)[0][S.QUERY_ID].alias(S.QUERY_ID), *values)
 
 
 def online_measures(measures: Sequence[str] | str, *, dwell: bool) -> tuple[O.OnlineMeasure, ...]:
@@ -139,9 +155,8 @@ def evaluate_clicks(
     attributes = checked_queries(queries, queries_columns, slices)
     parts = list(checked.partition_columns)
     values = [f"_v{i}" for i in range(len(parsed))]
-    per_search = checked.rows.groupBy(*parts, S.SEARCH_ID).agg(
-        F.first(S.QUERY_ID).alias(S.QUERY_ID),  # a search's rows share one query id (checked)
-        *[search_value(m).alias(v) for m, v in zip(parsed, values, strict=True)])
-    wide = wide_table(per_search, parsed, partition_columns=parts, values=values)
+    searches = per_search(checked, [search_value(m, F.col(IMPRESSIONS)).alias(v)
+                                    for m, v in zip(parsed, values, strict=True)])
+    wide = wide_table(searches, parsed, partition_columns=parts, values=values)
     return online_result(wide, parsed, checked=checked, queries=attributes, ci_level=ci_level,
                          name="clicks")
