@@ -167,7 +167,7 @@ def harvest_sums(pair, position, n, c, positions: int) -> np.ndarray:
     Example:
         >>> s = harvest_sums(np.array([0, 0]), np.array([0, 1]), np.array([10, 10]),
         ...                  np.array([5, 2]), 2)
-        >>> s[0, 1, :2].tolist(), s[1, 1, 6]  # w = 100/20 = 5: 5 * 0.5, 5 * 0.2
+        >>> s[0, 1, :2].tolist(), float(s[1, 1, 6])  # w = 100/20 = 5: 5 * 0.5, 5 * 0.2
         ([2.5, 1.0], 10.0)
     """
     k = positions
@@ -271,10 +271,12 @@ def _harvest(compressed: DataFrame, k: int) -> cm.PbmFit:
 def fit_position_bias(compressed: DataFrame) -> PositionBias:
     """The PBM fit and the harvesting estimate over ``compress``'s rows, side by side."""
     k, n, c = _per_position(compressed)
+    harvesting = _harvest(compressed, k)
+    # Newton starts at the harvested curve where it has one, else at the click-rate ratio
     ctr = np.where(n > 0, c / np.maximum(n, 1), 0.0)
     theta0 = np.clip(ctr / ctr[0], 0.01, 1.0) if k and ctr[0] > 0 else np.ones(k)
+    theta0 = np.where(np.isfinite(harvesting.theta), harvesting.theta, theta0)
     pbm = cm.pbm_fit(lambda th: _pass(compressed, th), positions=k, theta0=theta0)
-    harvesting = _harvest(compressed, k)
     spark = compressed.sparkSession
     rows = []
     for method, fit in ((PBM, pbm), (HARVESTING, harvesting)):

@@ -174,12 +174,14 @@ def pbm_fit(
     *,
     positions: int,
     theta0: np.ndarray | None = None,
-    tol: float = 1e-10,
+    tol: float = 1e-9,
     max_passes: int = 60,
 ) -> PbmFit:
-    """Newton steps on log theta (theta_1 = 1 fixed), each step one call of ``pass_at``.
+    """Newton steps on log theta (theta_1 = 1 fixed), each step one call of ``pass_at``,
+    until a step is under ``tol``.
 
-    A step that lowers the likelihood is halved. Positions that no pair links to another
+    A step that lowers the likelihood is halved (at most 8 times; then the fit stops where it
+    is, as it does when a step gains nothing). Positions that no pair links to another
     (no pair shown both there and elsewhere) carry no information: their theta is NaN.
 
     Returns:
@@ -200,16 +202,24 @@ def pbm_fit(
         sub = info[np.ix_(idx, idx)]
         step = np.linalg.lstsq(sub + 1e-12 * np.eye(len(idx)), stats.gradient[idx], rcond=None)[0]
         step = np.clip(step, -1.0, 1.0)
-        for _ in range(30):
+        if np.max(np.abs(step)) < tol:  # converged: the last step needs no pass of its own
+            phi[idx] += step
+            break
+        improved = False
+        for _ in range(8):
             trial = phi.copy()
             trial[idx] += step
             new = pass_at(np.exp(trial))
             passes += 1
-            if new.loglik >= stats.loglik - 1e-9 * abs(stats.loglik) or passes >= max_passes:
+            if new.loglik >= stats.loglik or passes >= max_passes:
+                improved = new.loglik >= stats.loglik
                 break
             step = step / 2
+        if not improved:  # no step uphill (a maximum on alpha's bound): stay
+            break
+        gain = new.loglik - stats.loglik
         phi, stats = trial, new
-        if np.max(np.abs(step)) < tol:
+        if gain <= 1e-12 * max(abs(stats.loglik), 1.0):
             break
     theta = np.exp(phi)
     info = -stats.hessian
