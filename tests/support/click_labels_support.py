@@ -102,7 +102,7 @@ def pbm_against_reference(spark) -> bool:
     }
     got = {(r["query_id"], r["doc_id"]): r["attractiveness"] for r in found.labels.collect()}
     want = dict(zip(zip(keys["query_id"], keys["doc_id"], strict=True), alpha, strict=True))
-    return (
+    return bool(
         max(abs(bias[k + 1] - theta[k]) for k in range(5)) < 1e-6
         and set(got) == set(want)
         and max(abs(got[k] - want[k]) for k in want) < 1e-6
