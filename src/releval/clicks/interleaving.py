@@ -20,23 +20,38 @@ from releval.core.measures.online import parse_online
 from releval.errors import ConfigError
 
 
-def search_preferences(rows: DataFrame, *, baseline: str, candidates: Sequence[str],
-                       partition_columns: Sequence[str]) -> DataFrame:
+def search_preferences(
+    rows: DataFrame, *, baseline: str, candidates: Sequence[str], partition_columns: Sequence[str]
+) -> DataFrame:
     """One row per (run partition, team, search): its ``query_id`` and ``_v0``, the sign of
     (the team's clicks - the baseline team's), for the baseline (0: itself) and each
     candidate; clicks on other teams' results are not read."""
     parts = list(partition_columns)
     team = F.col(S.TEAM)
-    per_team = [F.sum(F.when(team == t, F.col(S.CLICKED)).otherwise(0)).alias(f"_c{i}")
-                for i, t in enumerate([baseline, *candidates])]
-    searches = rows.groupBy(*parts, S.SEARCH_ID).agg(F.first(S.QUERY_ID).alias(S.QUERY_ID),
-                                                     *per_team)
-    each = F.explode(F.array(*[
-        F.struct(F.lit(t).alias(S.TEAM), F.signum(F.col(f"_c{i}") - F.col("_c0")).alias("_v0"))
-        for i, t in enumerate([baseline, *candidates])]))
+    per_team = [
+        F.sum(F.when(team == t, F.col(S.CLICKED)).otherwise(0)).alias(f"_c{i}")
+        for i, t in enumerate([baseline, *candidates])
+    ]
+    searches = rows.groupBy(*parts, S.SEARCH_ID).agg(
+        F.first(S.QUERY_ID).alias(S.QUERY_ID), *per_team
+    )
+    each = F.explode(
+        F.array(
+            *[
+                F.struct(
+                    F.lit(t).alias(S.TEAM), F.signum(F.col(f"_c{i}") - F.col("_c0")).alias("_v0")
+                )
+                for i, t in enumerate([baseline, *candidates])
+            ]
+        )
+    )
     return searches.select(*parts, S.SEARCH_ID, S.QUERY_ID, each.alias("_p")).select(
-        *parts, F.col(f"_p.{S.TEAM}").alias(S.TEAM), S.SEARCH_ID, S.QUERY_ID,
-        F.col("_p._v0").cast("double").alias("_v0"))
+        *parts,
+        F.col(f"_p.{S.TEAM}").alias(S.TEAM),
+        S.SEARCH_ID,
+        S.QUERY_ID,
+        F.col("_p._v0").cast("double").alias("_v0"),
+    )
 
 
 def interleaving(
@@ -81,17 +96,26 @@ def interleaving(
     """
     teams = [candidates] if isinstance(candidates, str) else list(candidates)
     if not teams or baseline in teams or len(set(teams)) != len(teams):
-        raise ConfigError(f"interleaving: candidates {teams} must be team values other than "
-                          f"the baseline {baseline!r}, each once")
-    checked = check_interactions(interactions, columns, name="interactions DataFrame",
-                                 partition_by=partition_by, team=True)
+        raise ConfigError(
+            f"interleaving: candidates {teams} must be team values other than "
+            f"the baseline {baseline!r}, each once"
+        )
+    checked = check_interactions(
+        interactions, columns, name="interactions DataFrame", partition_by=partition_by, team=True
+    )
     parts = list(checked.partition_columns)
     attributes = checked_queries(queries, queries_columns, slices)
-    per_search = search_preferences(checked.rows, baseline=baseline, candidates=teams,
-                                    partition_columns=parts)
+    per_search = search_preferences(
+        checked.rows, baseline=baseline, candidates=teams, partition_columns=parts
+    )
     measures = (parse_online("Preference"),)
-    wide = wide_table(per_search, measures, partition_columns=[*parts, S.TEAM],
-                      values=["_v0"])
-    return online_result(wide, measures, checked=checked, queries=attributes,
-                         ci_level=ci_level, name="interleaving",
-                         partition_columns=(*parts, S.TEAM))
+    wide = wide_table(per_search, measures, partition_columns=[*parts, S.TEAM], values=["_v0"])
+    return online_result(
+        wide,
+        measures,
+        checked=checked,
+        queries=attributes,
+        ci_level=ci_level,
+        name="interleaving",
+        partition_columns=(*parts, S.TEAM),
+    )

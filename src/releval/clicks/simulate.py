@@ -318,7 +318,16 @@ def to_spark(spark, log: pd.DataFrame):
     from pyspark.sql import functions as F
 
     frame = log.assign(**{DWELL: log[DWELL].astype(float)}) if DWELL in log else log
-    df = spark.createDataFrame(frame)
+    key = "spark.sql.execution.arrow.pyspark.enabled"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, "true")  # a million rows in seconds, not minutes
+    try:
+        df = spark.createDataFrame(frame)
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
     if DWELL in log:
         df = df.withColumn(DWELL, F.when(~F.isnan(DWELL), F.col(DWELL)))
     return df
