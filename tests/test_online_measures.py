@@ -107,6 +107,7 @@ def gate_log(spark, base_abandoned: int, cand_abandoned: int, queries: int = 40)
     return spark.createDataFrame(rows, SCHEMA)
 
 
+@pytest.mark.slow  # several Spark jobs: over 5 s
 def test_gate_rule_on_abandonment(spark):
     # every query: Abandonment 2/4 in A, 0/4 in B: a change of -0.5 on 40 queries
     better = releval.evaluate_clicks(gate_log(spark, 2, 0), measures=["Abandonment"],
@@ -125,6 +126,7 @@ def test_gate_rule_on_abandonment(spark):
         "Abandonment", 0.5, 40)
 
 
+@pytest.mark.slow  # several Spark jobs: over 5 s
 def test_slices_and_a_queries_weight(spark):
     log = spark.createDataFrame(TINY, SCHEMA)
     queries = spark.createDataFrame([("q1", "head", 10.0), ("q2", "tail", 30.0)],
@@ -177,3 +179,33 @@ def test_per_query_schema_is_the_tables(spark):
     result = releval.evaluate_clicks(spark.createDataFrame(TINY, SCHEMA), measures=["Clicks"])
     assert result.per_query.columns == per_query_schema([]).names
     assert result.per_query.where(F.col(S.NUM_RET) == 2).count() == 1   # q1: 2 searches
+
+
+@pytest.mark.slow  # several Spark jobs: over 5 s
+def test_compare_pairs_the_queries_both_buckets_saw(spark):
+    rows = [*TINY, ("B", "s5", "q1", "a", 1, 1, None)]   # B saw q1 only
+    result = releval.evaluate_clicks(spark.createDataFrame(rows, SCHEMA),
+                                     measures=["ClickRR"], partition_by="bucket")
+    found = result.compare(baseline="bucket=A", candidates="bucket=B", permutations=100).first()
+    # q1: A 1/4, B 1 -> +3/4; q2 (A only) is no pair, not a 0 in B
+    assert (found.num_pairs, found.mean_diff) == (1, 0.75)
+    assert [r.query_id for r in result.changes(baseline="bucket=A",
+                                               candidates="bucket=B").collect()] == ["q1"]
+
+
+@pytest.mark.slow  # Delta writes and reads
+def test_write_round_trip(spark, tmp_path):
+    rows = [*TINY, ("A", "s9", "q1", "z", None, 1, None)]   # one click_not_shown
+    result = releval.evaluate_clicks(spark.createDataFrame(rows, SCHEMA),
+                                     measures=["ClickRR", "Clicks"], partition_by="bucket")
+    out = {name: str(tmp_path / name) for name in ("per_query", "aggregate", "quarantine")}
+    result.write(**out)
+    read = {name: spark.read.format("delta").load(path) for name, path in out.items()}
+    assert read["per_query"].count() == 4   # 2 queries x 2 measures
+    macro = read["aggregate"].where("averaging = 'macro' AND measure_key = 'ClickRR'").first()
+    assert (macro.bucket, macro.value, macro.num_queries) == ("A", 0.625, 2)   # (1/4 + 1) / 2
+    quarantined = read["quarantine"].first()
+    assert (quarantined.input, quarantined.reason_code, quarantined.bucket) == (
+        "interactions", "click_not_shown", "A")
+    result.write(quarantine=out["quarantine"])   # replaced, not appended
+    assert spark.read.format("delta").load(out["quarantine"]).count() == 1

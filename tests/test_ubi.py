@@ -44,6 +44,7 @@ def ubi(spark):
             spark.createDataFrame(EVENTS, EVENTS_SCHEMA))
 
 
+@pytest.mark.slow  # several Spark jobs: about 5 s
 def test_impressions_and_clicks_from_ubi(spark, ubi):
     checked = check_interactions(read_ubi(*ubi, partition_by=["application"]),
                                  partition_by=["application"])
@@ -91,3 +92,23 @@ def test_missing_ubi_column_is_named(spark, ubi):
         read_ubi(queries.drop("query_response_hit_ids"), events)
     with pytest.raises(ConfigError, match="ubi_events: no column 'action_name'"):
         read_ubi(queries, events.drop("action_name"))
+
+
+@pytest.mark.slow  # several Spark jobs: about 5 s
+def test_the_docstrings_examples_run(spark):
+    import doctest
+
+    from releval.checks import interactions
+    from releval.clicks import interleaving, online
+    from releval.core.measures import online as online_measures
+    from releval.io import ubi
+
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    found = [t for module in (interactions, online, interleaving, online_measures, ubi)
+             for t in finder.find(module, globs={**vars(module), "spark": spark}) if t.examples]
+    assert {t.name.rsplit(".", 1)[-1] for t in found} >= {
+        "check_interactions", "evaluate_clicks", "interleaving", "parse_online", "read_ubi"}
+    for test in found:
+        runner.run(test)
+    assert runner.failures == 0

@@ -61,9 +61,8 @@ class Reason:
 REASONS: dict[str, Reason] = {
     r.code: r
     for r in (
-        Reason("missing_query_id", "run, qrels, answers, queries, interactions",
-               "the query id is null or empty"),
-        Reason("missing_doc_id", "run, qrels, interactions", "the doc id is null or empty"),
+        Reason("missing_query_id", "run, qrels, answers, queries", "the query id is null or empty"),
+        Reason("missing_doc_id", "run, qrels", "the doc id is null or empty"),
         Reason("invalid_score", RUN, "ranking by score: the score is null, non-numeric, NaN or infinite"),
         Reason("invalid_rank", RUN, "ranking by rank: the rank is null, not an integer, zero or negative"),
         Reason(INVALID_WINDOW, RUN,

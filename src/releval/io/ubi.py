@@ -72,8 +72,13 @@ def read_ubi(
         partition values (``click_not_shown`` when checked).
 
     Example:
-        >>> rows = read_ubi(spark.table("ubi_queries"), spark.table("ubi_events"))
-        >>> checked = check_interactions(rows)  # doctest: +SKIP
+        >>> queries = spark.createDataFrame([("u1", "shoes", ["p1", "p2"])],
+        ...     "query_id string, user_query string, query_response_hit_ids array<string>")
+        >>> events = spark.createDataFrame([("click", "u1", (("p2",), (2,)))],
+        ...     "action_name string, query_id string, event_attributes struct<"
+        ...     "object: struct<object_id: string>, position: struct<ordinal: int>>")
+        >>> [tuple(r) for r in read_ubi(queries, events).collect()]
+        [('u1', 'shoes', 'p1', 1, 0), ('u1', 'shoes', 'p2', 2, 0), ('u1', 'shoes', 'p2', None, 1)]
     """
     _require(queries, ["query_id", _HITS, query_key, *partition_by], "ubi_queries")
     _require(events, ["action_name", "query_id"], "ubi_events")
