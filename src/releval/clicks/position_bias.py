@@ -1,23 +1,17 @@
 """Position bias from a search log, in Spark: the PBM fit and intervention harvesting.
 
-The log is compressed once to one row per (query, doc) with arrays of (position, impressions,
-clicks) (``compress``, cached). Every pass of the PBM fit is a ``mapInPandas`` over those rows
-that returns, per partition, a log-likelihood, a gradient and a K x K Hessian
-(``releval.stats.click_models.pbm_pass``): only those few numbers reach the driver.
-
-Intervention harvesting (Agarwal et al., WSDM 2019) uses only the pairs shown at two positions
-k and k'. For those pairs the ratio of weighted click rates estimates theta_k / theta_k'
-(relevance cancels under the PBM); the log ratios of all position pairs are combined by weighted
-least squares with position 1 fixed at 1 (``harvest_theta``).
+The log is compressed once to a cached row per (query, doc) with arrays of (position,
+impressions, clicks) (``compress``). Each pass of the PBM fit is a ``mapInPandas`` returning
+per partition a log-likelihood, a gradient and a K x K Hessian: only those reach the driver.
+Intervention harvesting (Agarwal et al., WSDM 2019) uses only pairs shown at two positions
+(``harvest_sums``, ``harvest_theta``). See docs/clicks.md, "Models".
 
 Example:
-    >>> from releval.clicks import simulate
-    >>> t = simulate.random_truth(queries=20, docs=6, seed=0)
-    >>> log = simulate.simulate_pbm(t, simulate.rankings(t, systems=3), examination=[1, .5],
-    ...                              searches=2000, seed=0)
-    >>> fit = fit_position_bias(compress(spark.createDataFrame(log)))
-    >>> fit.table.toPandas()["method"].tolist()
-    ['pbm_em', 'pbm_em', 'intervention_harvesting', 'intervention_harvesting']
+    >>> from releval.clicks.simulate import random_truth, rankings, simulate_pbm, to_spark
+    >>> t = random_truth(queries=20, docs=6, seed=0)
+    >>> log = simulate_pbm(t, rankings(t, systems=3), examination=[1, .5], searches=2000)
+    >>> fit_position_bias(compress(to_spark(spark, log))).table.count()
+    4
 """
 
 from __future__ import annotations

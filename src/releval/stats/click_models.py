@@ -1,20 +1,16 @@
-"""Click models on compressed counts, in plain numpy: the PBM fit, cascade counts, intervals.
+"""Click models on compressed counts, in plain numpy: the PBM fit and its intervals.
 
-The PBM (position-based model) says P(click) = theta_k * alpha_qd. Its log-likelihood over
-cells (pair, position k, impressions n, clicks c) is sum c log(p) + (n - c) log(1 - p), p =
-theta_k alpha_qd. Only products are identified, so ``theta[0]`` (position 1) is fixed at 1.
-
-For a given theta each pair's alpha is a one-dimensional concave maximum (``pbm_alpha``); the
-remaining profile likelihood of log theta has a gradient and a Hessian that are sums over pairs
-(``pbm_pass``), so a fit is a few Newton steps (``pbm_fit``), each one pass over the counts. Its
-maximum is the one EM converges to. The inverse profile information gives theta's interval.
+The PBM says P(click) = theta_k alpha_qd; only products are identified, so theta_1 = 1. For
+a given theta each pair's alpha is a one-dimensional maximum (``pbm_alpha``); the profile
+likelihood's gradient and Hessian in log theta are sums over pairs (``pbm_pass``), so a fit
+is a few Newton steps (``pbm_fit``), each one pass over the counts, to the maximum EM
+converges to. See docs/clicks.md, "Models".
 
 Example:
     >>> pair = np.array([0, 0, 1, 1]); pos = np.array([0, 1, 0, 1])
     >>> n = np.array([100, 100, 100, 100]); c = np.array([60, 30, 20, 10])
-    >>> fit = pbm_fit(lambda th: pbm_pass(pair, pos, n, c, th, 2), positions=2)
-    >>> np.round(fit.theta, 3).tolist()
-    [1.0, 0.5]
+    >>> np.round(pbm_fit(lambda th: pbm_pass(pair, pos, n, c, th, 2), positions=2).theta, 3)
+    array([1. , 0.5])
 """
 
 from __future__ import annotations
