@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from releval.stats.click_models import Z95, PbmFit
 
@@ -63,23 +62,31 @@ def harvest_sums(pair, position, n, c, positions: int) -> HarvestSums:
     """The sums of one batch of cells (pair index, 0-based position, impressions, clicks)."""
     k = positions
     out = empty(k)
-    frame = pd.DataFrame({"pair": pair, "pos": position, "n": n, "rate": c / np.maximum(n, 1)})
-    frame = frame[frame.groupby("pair")["pos"].transform("size") > 1]
-    if frame.empty:
+    pair, position = np.asarray(pair), np.asarray(position)
+    n, rate = np.asarray(n, dtype=float), np.asarray(c, dtype=float) / np.maximum(n, 1)
+    first = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])  # cells are sorted by pair
+    size = np.diff(np.r_[first, len(pair)])
+    multi = np.repeat(size > 1, size)
+    np.add.at(out.cells[:, :, 2], (position[multi], position[multi]), n[multi])
+    ia, ib = [], []
+    for i in range(int(size.max(initial=0))):  # every two cells i < j of a pair
+        for j in range(i + 1, int(size.max(initial=0))):
+            has = size > j
+            ia.append(first[has] + i)
+            ib.append(first[has] + j)
+    if not ia:
         return out
-    both = frame.merge(frame, on="pair", suffixes=("_a", "_b"))
-    both = both[both["pos_a"] < both["pos_b"]]
-    na, nb = both["n_a"].to_numpy(float), both["n_b"].to_numpy(float)
-    w = na * nb / (na + nb)
-    u, v = w * both["rate_a"].to_numpy(), w * both["rate_b"].to_numpy()
-    a, b = both["pos_a"].to_numpy(), both["pos_b"].to_numpy()
+    ia, ib = np.concatenate(ia), np.concatenate(ib)
+    swap = position[ia] > position[ib]  # each position pair as (lower, higher)
+    ia, ib = np.where(swap, ib, ia), np.where(swap, ia, ib)
+    a, b = position[ia], position[ib]
+    w = n[ia] * n[ib] / (n[ia] + n[ib])
+    u, v = w * rate[ia], w * rate[ib]
     for j, values in enumerate((u, v, np.ones_like(w), u * u, u * v, v * v)):
         np.add.at(out.cells[:, :, j], (a, b), values)
-    at = frame["pos"].to_numpy()
-    np.add.at(out.cells[:, :, 2], (at, at), frame["n"].to_numpy(float))
     m = out.cross.shape[1]
     if m:
-        rows = pd.factorize(both["pair"])[0]
+        rows = np.unique(pair[ia], return_inverse=True)[1]
         cell = _cell_index(a, b, k)
         big_u = np.zeros((rows.max() + 1, m))
         big_v = np.zeros_like(big_u)
