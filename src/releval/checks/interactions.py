@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from releval.checks.accounts import InputAccount, account_ledger
@@ -41,6 +41,8 @@ from releval.errors import ConfigError
 REQUIRED = (S.SEARCH_ID, S.QUERY_ID, S.DOC_ID, S.POSITION, S.CLICKED)
 _RAW = "_raw_"
 _CLICK_ROW = "_click_row"
+#: The column of :attr:`CheckedInteractions.searches` holding a search's used impressions.
+IMPRESSIONS = "impressions"
 _INT_MAX = 2**31 - 1
 
 
@@ -57,6 +59,9 @@ class CheckedInteractions:
         labelled: every row, typed, with ``_reason`` (null: used); what :meth:`counts` reads.
         partition_columns: the run partition columns.
         name: the input's name in messages and accounts.
+        searches: one row per search with a used impression: the partition columns,
+            ``search_id`` and ``impressions``, an array of the used rows (as in ``rows``,
+            in the order read), which the online measures read without a shuffle of rows.
     """
 
     rows: DataFrame
@@ -64,6 +69,7 @@ class CheckedInteractions:
     labelled: DataFrame
     partition_columns: tuple[str, ...]
     name: str
+    searches: DataFrame
 
     def counts(self) -> dict[tuple[str | None, ...], dict[str, int]]:
         """Per run partition (values as strings): ``received``, ``used`` and the rows per
@@ -203,49 +209,84 @@ def check_interactions(
         click_row.alias(_CLICK_ROW),
         reason.alias(REASON),
     )
-    labelled = _search_rules(typed, parts)
-    used = labelled.where(F.col(REASON).isNull() & ~F.col(_CLICK_ROW))
-    rows = used.select(*parts, S.SEARCH_ID, S.QUERY_ID, S.DOC_ID, S.POSITION,
-                       F.col("_clicked_total").alias(S.CLICKED),
-                       *([F.col("_dwell_total").alias(S.DWELL)] if S.DWELL in names else []),
-                       *[c for c in optional if c != S.DWELL])
+    labelled, searches = _search_rules(typed, parts)
+    rows = searches.select(*parts, S.SEARCH_ID, F.explode(IMPRESSIONS).alias("_i")).select(
+        *parts, S.SEARCH_ID, *[F.col(f"_i.{c}").alias(c) for c in (
+            S.QUERY_ID, S.DOC_ID, S.POSITION, S.CLICKED, *optional)])
     quarantine = quarantined(labelled.withColumn("_source", F.coalesce(
         F.col("_source"), F.lit(name))), input_name=INTERACTIONS, partition_columns=parts,
         raw_columns=list(names), number_lines=None)
     return CheckedInteractions(rows=rows, quarantine=quarantine, labelled=labelled,
-                               partition_columns=parts, name=name)
+                               partition_columns=parts, name=name, searches=searches)
 
 
-def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> DataFrame:
+def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> tuple[DataFrame, DataFrame]:
     """The rules over a search's rows, among the rows the per-row rules passed: its rows
     disagree on the query id, two impressions share a position, a click on a document it did
-    not show; each click row's clicks and dwell folded into the document's best impression."""
-    search = [*parts, S.SEARCH_ID]
+    not show; each click row's clicks and dwell folded into the document's best impression.
+
+    One aggregation per search (its clean rows as an array, each rule an array expression
+    evaluated once per search), no window and no join.
+
+    Returns:
+        The labelled rows (every row, ``_reason`` set) and one row per search with a used
+        impression: the partition columns, ``search_id`` and :data:`IMPRESSIONS` (the used
+        impressions, clicks folded in).
+    """
+    key = [*parts, S.SEARCH_ID]
     clean = F.col(REASON).isNull()
-    impression = clean & ~F.col(_CLICK_ROW)
-    queries = F.size(F.collect_set(F.when(impression, F.col(S.QUERY_ID))).over(
-        Window.partitionBy(*search)))
-    step1 = typed.withColumn(REASON, F.when(clean & (queries > 1), F.lit(CONFLICTING_QUERY_ID))
-                             .otherwise(F.col(REASON)))
-    shown = F.count(F.when(impression, F.lit(1))).over(
-        Window.partitionBy(*search, S.POSITION))
-    step2 = step1.withColumn(REASON, F.when(impression & (shown > 1), F.lit(DUPLICATE_POSITION))
-                             .otherwise(F.col(REASON)))
-    by_doc = Window.partitionBy(*search, S.DOC_ID)
-    click = clean & F.col(_CLICK_ROW)
-    first = F.min(F.when(impression, F.col(S.POSITION))).over(by_doc)
-    folded = F.sum(F.when(click, F.col(S.CLICKED))).over(by_doc)
-    dwell = ([F.max(F.when(click, F.col(S.DWELL))).over(by_doc).alias("_click_dwell")]
-             if S.DWELL in typed.columns else [])
-    step3 = step2.select("*", first.alias("_first"), folded.alias("_folded"), *dwell)
-    best = F.col(S.POSITION) == F.col("_first")
-    out = step3.withColumn(
-        REASON, F.when(click & F.col("_first").isNull(), F.lit(CLICK_NOT_SHOWN))
-        .otherwise(F.col(REASON)),
-    ).withColumn(
-        "_clicked_total", F.col(S.CLICKED) + F.when(best, F.coalesce(F.col("_folded"), F.lit(0)))
-        .otherwise(F.lit(0)).cast("long"))
-    if S.DWELL in typed.columns:
-        out = out.withColumn("_dwell_total", F.when(best, F.greatest(
-            F.col(S.DWELL), F.col("_click_dwell"))).otherwise(F.col(S.DWELL)))
-    return out
+    impressions = F.filter("_rows", lambda r: ~r[_CLICK_ROW])
+
+    def shown_at(position: Column) -> Column:
+        return F.size(F.filter("_positions", lambda p: p == position))
+
+    def grouped(fields: Sequence[str]) -> DataFrame:
+        """Per search: its clean rows (``fields``), whether they conflict, their positions,
+        the impressions kept (at a position shown once: all, when no position repeats)."""
+        step = typed.where(clean).groupBy(*key).agg(
+            F.collect_list(F.struct(*fields)).alias("_rows")
+        ).select(
+            *key, "_rows",
+            (F.size(F.array_distinct(F.transform(impressions, lambda r: r[S.QUERY_ID]))) > 1)
+            .alias("_conflict"),
+            F.transform(impressions, lambda r: r[S.POSITION]).alias("_positions"),
+        )
+        unique = F.size(F.array_distinct("_positions")) == F.size("_positions")
+        return step.withColumn("_kept", F.when(unique, impressions).otherwise(F.filter(
+            "_rows", lambda r: ~r[_CLICK_ROW] & (shown_at(r[S.POSITION]) == 1))))
+
+    # every column for the labelled rows; the measures' few for the searches (a narrow shuffle)
+    step = grouped([c for c in typed.columns if c not in key])
+    narrow = [c for c in (S.QUERY_ID, S.DOC_ID, S.POSITION, S.CLICKED, S.DWELL, S.TEAM,
+                          _CLICK_ROW) if c in typed.columns]
+
+    def reason(r: Column) -> Column:
+        return (F.when(F.col("_conflict"), F.lit(CONFLICTING_QUERY_ID))
+                .when(~r[_CLICK_ROW] & (shown_at(r[S.POSITION]) > 1), F.lit(DUPLICATE_POSITION))
+                .when(r[_CLICK_ROW] & ~F.exists("_kept", lambda k: k[S.DOC_ID] == r[S.DOC_ID]),
+                      F.lit(CLICK_NOT_SHOWN)))
+
+    labelled_rows = step.select(*key, F.explode(F.transform(
+        "_rows", lambda r: r.withField(REASON, reason(r)))).alias("_r"))
+    labelled = typed.where(~clean).unionByName(labelled_rows.select(*key, "_r.*"))
+    step = grouped(narrow).withColumn("_clicks", F.filter(
+        "_rows", lambda r: r[_CLICK_ROW] & F.exists("_kept", lambda k: k[S.DOC_ID] == r[S.DOC_ID])))
+
+    def folded(k: Column) -> Column:
+        first = F.array_min(F.transform(F.filter("_kept", lambda o: o[S.DOC_ID] == k[S.DOC_ID]),
+                                        lambda o: o[S.POSITION]))
+        mine = F.filter("_clicks", lambda c: c[S.DOC_ID] == k[S.DOC_ID])
+        best = k[S.POSITION] == first
+        total = F.aggregate(mine, F.lit(0).cast("long"), lambda a, c: a + c[S.CLICKED])
+        out = k.withField(S.CLICKED, k[S.CLICKED] + F.when(best, total).otherwise(F.lit(0)))
+        if S.DWELL in typed.columns:
+            dwell = F.array_max(F.transform(mine, lambda c: c[S.DWELL]))
+            out = out.withField(S.DWELL, F.when(best, F.greatest(k[S.DWELL], dwell))
+                                .otherwise(k[S.DWELL]))
+        return out
+
+    # click rows are folded in (their searches only: most logs have none)
+    searches = step.where(~F.col("_conflict") & (F.size("_kept") > 0)).select(
+        *key, F.when(F.size("_clicks") == 0, F.col("_kept"))
+        .otherwise(F.transform("_kept", folded)).alias(IMPRESSIONS))
+    return labelled, searches

@@ -8,50 +8,35 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from releval.arguments import checked_queries
-from releval.checks.interactions import check_interactions
-from releval.clicks.online import online_result, wide_table
+from releval.checks.interactions import IMPRESSIONS, CheckedInteractions, check_interactions
+from releval.clicks.online import online_result, per_search, wide_table
 from releval.clicks.result import ClickResult
 from releval.core import columns as S
 from releval.core.measures.online import parse_online
 from releval.errors import ConfigError
 
 
-def search_preferences(
-    rows: DataFrame, *, baseline: str, candidates: Sequence[str], partition_columns: Sequence[str]
-) -> DataFrame:
+def search_preferences(checked: CheckedInteractions, *, baseline: str,
+                       candidates: Sequence[str]) -> DataFrame:
     """One row per (run partition, team, search): its ``query_id`` and ``_v0``, the sign of
     (the team's clicks - the baseline team's), for the baseline (0: itself) and each
     candidate; clicks on other teams' results are not read."""
-    parts = list(partition_columns)
-    team = F.col(S.TEAM)
-    per_team = [
-        F.sum(F.when(team == t, F.col(S.CLICKED)).otherwise(0)).alias(f"_c{i}")
-        for i, t in enumerate([baseline, *candidates])
-    ]
-    searches = rows.groupBy(*parts, S.SEARCH_ID).agg(
-        F.first(S.QUERY_ID).alias(S.QUERY_ID), *per_team
-    )
-    each = F.explode(
-        F.array(
-            *[
-                F.struct(
-                    F.lit(t).alias(S.TEAM), F.signum(F.col(f"_c{i}") - F.col("_c0")).alias("_v0")
-                )
-                for i, t in enumerate([baseline, *candidates])
-            ]
-        )
-    )
-    return searches.select(*parts, S.SEARCH_ID, S.QUERY_ID, each.alias("_p")).select(
-        *parts,
-        F.col(f"_p.{S.TEAM}").alias(S.TEAM),
-        S.SEARCH_ID,
-        S.QUERY_ID,
-        F.col("_p._v0").cast("double").alias("_v0"),
-    )
+    parts = list(checked.partition_columns)
+
+    def clicks(team: str) -> Column:
+        return F.aggregate(IMPRESSIONS, F.lit(0).cast("long"), lambda total, r: total + F.when(
+            r[S.TEAM] == team, r[S.CLICKED]).otherwise(F.lit(0).cast("long")))
+
+    each = F.explode(F.array(*[
+        F.struct(F.lit(t).alias(S.TEAM), F.signum(clicks(t) - clicks(baseline)).alias("_v0"))
+        for t in [baseline, *candidates]]))
+    return per_search(checked, [each.alias("_p")]).select(
+        *parts, F.col(f"_p.{S.TEAM}").alias(S.TEAM), S.SEARCH_ID, S.QUERY_ID,
+        F.col("_p._v0").cast("double").alias("_v0"))
 
 
 def interleaving(
@@ -96,26 +81,16 @@ def interleaving(
     """
     teams = [candidates] if isinstance(candidates, str) else list(candidates)
     if not teams or baseline in teams or len(set(teams)) != len(teams):
-        raise ConfigError(
-            f"interleaving: candidates {teams} must be team values other than "
-            f"the baseline {baseline!r}, each once"
-        )
-    checked = check_interactions(
-        interactions, columns, name="interactions DataFrame", partition_by=partition_by, team=True
-    )
+        raise ConfigError(f"interleaving: candidates {teams} must be team values other than "
+                          f"the baseline {baseline!r}, each once")
+    checked = check_interactions(interactions, columns, name="interactions DataFrame",
+                                 partition_by=partition_by, team=True)
     parts = list(checked.partition_columns)
     attributes = checked_queries(queries, queries_columns, slices)
-    per_search = search_preferences(
-        checked.rows, baseline=baseline, candidates=teams, partition_columns=parts
-    )
+    searches = search_preferences(checked, baseline=baseline, candidates=teams)
     measures = (parse_online("Preference"),)
-    wide = wide_table(per_search, measures, partition_columns=[*parts, S.TEAM], values=["_v0"])
-    return online_result(
-        wide,
-        measures,
-        checked=checked,
-        queries=attributes,
-        ci_level=ci_level,
-        name="interleaving",
-        partition_columns=(*parts, S.TEAM),
-    )
+    wide = wide_table(searches, measures, partition_columns=[*parts, S.TEAM],
+                      values=["_v0"])
+    return online_result(wide, measures, checked=checked, queries=attributes,
+                         ci_level=ci_level, name="interleaving",
+                         partition_columns=(*parts, S.TEAM))

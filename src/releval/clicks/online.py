@@ -1,6 +1,8 @@
 """``releval.evaluate_clicks``: online measures of a search log, per query and run partition,
 as a :class:`releval.Result`. Computed in Spark: one aggregation of the impressions per
-search, one of the searches per query; nothing is collected but the aggregate's sums."""
+search (the checks' own), each measure an array expression over the search's used
+impressions, then one aggregation of the searches per query; nothing is collected but the
+aggregate's sums."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from releval.arguments import checked_queries
-from releval.checks.interactions import CheckedInteractions, check_interactions
+from releval.checks.interactions import IMPRESSIONS, CheckedInteractions, check_interactions
 from releval.checks.queries import CheckedQueries, with_attributes
 from releval.clicks.result import ClickResult, OnlineEvaluation, OnlineInputs
 from releval.config import IntervalSettings
@@ -20,92 +22,74 @@ from releval.core.measures import online as O
 from releval.errors import ConfigError, MeasureError
 
 
-def search_value(m: O.OnlineMeasure) -> Column:
-    """The aggregate expression of one search's value of ``m``, over its impressions."""
-    clicked = F.col(S.CLICKED) > 0
+def search_value(m: O.OnlineMeasure, impressions: Column) -> Column:
+    """One search's value of ``m``, from the array of its used impressions."""
+    def clicked(r: Column) -> Column:
+        return r[S.CLICKED] > 0
+
     if m.name == O.CTR:
-        return F.max(F.when(clicked & (F.col(S.POSITION) <= m.cutoff), 1.0).otherwise(0.0))
+        return F.exists(impressions, lambda r: clicked(r) & (r[S.POSITION] <= m.cutoff)
+                        ).cast("double")
     if m.name == O.ABANDONMENT:
-        return F.when(F.max(clicked.cast("int")) == 1, 0.0).otherwise(1.0)
+        return (~F.exists(impressions, clicked)).cast("double")
     if m.name == O.CLICK_RR:
-        return F.coalesce(1.0 / F.min(F.when(clicked, F.col(S.POSITION))), F.lit(0.0))
+        first = F.array_min(F.transform(F.filter(impressions, clicked), lambda r: r[S.POSITION]))
+        return F.coalesce(1.0 / first, F.lit(0.0))
     if m.name == O.CLICKS:
-        return F.sum(F.col(S.CLICKED)).cast("double")
+        return F.aggregate(impressions, F.lit(0).cast("long"),
+                           lambda total, r: total + r[S.CLICKED]).cast("double")
     if m.name == O.SUCCESS:
-        return F.max(F.when(clicked & (F.col(S.DWELL) >= m.cutoff), 1.0).otherwise(0.0))
-    raise MeasureError(
-        f"{m.key}: not a measure of evaluate_clicks (Preference: releval.interleaving)"
-    )
+        return F.exists(impressions, lambda r: clicked(r) & F.coalesce(
+            r[S.DWELL] >= m.cutoff, F.lit(False))).cast("double")
+    raise MeasureError(f"{m.key}: not a measure of evaluate_clicks (Preference: "
+                       "releval.interleaving)")
+
+
+def per_search(checked: CheckedInteractions, values: Sequence[Column]) -> DataFrame:
+    """One row per search with a used impression: the partition columns, ``search_id``,
+    ``query_id`` and ``values`` (columns over the :data:`IMPRESSIONS` array)."""
+    parts = list(checked.partition_columns)
+    return checked.searches.select(
+        *parts, S.SEARCH_ID, F.col(IMPRESSIONS)[0][S.QUERY_ID].alias(S.QUERY_ID), *values)
 
 
 def online_measures(measures: Sequence[str] | str, *, dwell: bool) -> tuple[O.OnlineMeasure, ...]:
     """The parsed measures, once each; ``Success@T`` needs a dwell column."""
     names = [measures] if isinstance(measures, str) else list(measures)
     if not names:
-        raise ConfigError(
-            "evaluate_clicks: give at least one measure, e.g. ['CTR@5', 'Abandonment']"
-        )
+        raise ConfigError("evaluate_clicks: give at least one measure, e.g. ['CTR@5', "
+                          "'Abandonment']")
     parsed = tuple(dict.fromkeys(O.parse_online(n) for n in names))
     if any(m.name == O.PREFERENCE for m in parsed):
-        raise ConfigError(
-            "evaluate_clicks: Preference is interleaving's measure: use releval.interleaving"
-        )
+        raise ConfigError("evaluate_clicks: Preference is interleaving's measure: use "
+                          "releval.interleaving")
     if not dwell and any(m.name == O.SUCCESS for m in parsed):
-        raise ConfigError(
-            "evaluate_clicks: Success@T reads the dwell; the interactions have "
-            "no 'dwell' column (map yours with columns={'dwell': ...})"
-        )
+        raise ConfigError("evaluate_clicks: Success@T reads the dwell; the interactions have "
+                          "no 'dwell' column (map yours with columns={'dwell': ...})")
     return parsed
 
 
-def wide_table(
-    per_search: DataFrame,
-    measures: Sequence[O.OnlineMeasure],
-    *,
-    partition_columns: Sequence[str],
-    values: Sequence[str],
-) -> DataFrame:
+def wide_table(per_search: DataFrame, measures: Sequence[O.OnlineMeasure], *,
+               partition_columns: Sequence[str], values: Sequence[str]) -> DataFrame:
     """One row per (run partition, query) from one per search with a column per measure
     (``values``, in the order of ``measures``): each the mean over the query's searches,
     ``num_ret`` the number of searches, in the wide table's shape."""
     parts = list(partition_columns)
-    entry = [
-        F.struct(
-            F.avg(v).alias(S.VALUE),
-            F.lit(0).cast("long").alias(S.NUM_REL),
-            F.lit(0).cast("long").alias(S.NUM_REL_RET),
-        )
-        for v in values
-    ]
-    return (
-        per_search.groupBy(*parts, S.QUERY_ID)
-        .agg(
-            F.count(F.lit(1)).alias(S.NUM_RET),
-            F.array(*entry).alias(MEASURES),
-        )
-        .select(
-            *parts,
-            S.QUERY_ID,
-            F.lit(True).alias(IN_RUN),
-            F.lit(True).alias(IN_QRELS),
-            S.NUM_RET,
-            F.lit(None).cast("string").alias(S.NEGATIVE_LABELS),
-            F.lit(None).cast("int").alias(S.DEPTH),
-            MEASURES,
-        )
-    )
+    entry = [F.struct(F.avg(v).alias(S.VALUE), F.lit(0).cast("long").alias(S.NUM_REL),
+                      F.lit(0).cast("long").alias(S.NUM_REL_RET)) for v in values]
+    return per_search.groupBy(*parts, S.QUERY_ID).agg(
+        F.count(F.lit(1)).alias(S.NUM_RET),
+        F.array(*entry).alias(MEASURES),
+    ).select(
+        *parts, S.QUERY_ID, F.lit(True).alias(IN_RUN), F.lit(True).alias(IN_QRELS),
+        S.NUM_RET, F.lit(None).cast("string").alias(S.NEGATIVE_LABELS),
+        F.lit(None).cast("int").alias(S.DEPTH), MEASURES)
 
 
-def online_result(
-    wide: DataFrame,
-    measures: Sequence[O.OnlineMeasure],
-    *,
-    checked: CheckedInteractions,
-    queries: CheckedQueries | None,
-    ci_level: float,
-    name: str,
-    partition_columns: Sequence[str] | None = None,
-) -> ClickResult:
+def online_result(wide: DataFrame, measures: Sequence[O.OnlineMeasure], *,
+                  checked: CheckedInteractions, queries: CheckedQueries | None,
+                  ci_level: float, name: str,
+                  partition_columns: Sequence[str] | None = None) -> ClickResult:
     """The :class:`ClickResult` of a wide table: each query's weight is the queries input's
     when it has one, else its number of searches; its slices are the queries input's
     (``partition_columns``: the wide table's, when not the interactions')."""
@@ -118,20 +102,12 @@ def online_result(
     else:
         wide = wide.withColumn(S.WEIGHT, F.col(S.NUM_RET).cast("double"))
     parts = tuple(checked.partition_columns if partition_columns is None else partition_columns)
-    evaluation = OnlineEvaluation(
-        wide, tuple(measures), parts, IntervalSettings(level=ci_level), slices=slices
-    )
+    evaluation = OnlineEvaluation(wide, tuple(measures), parts, IntervalSettings(level=ci_level),
+                                  slices=slices)
     keys = [m.key for m in measures]
-    return ClickResult(
-        evaluation,
-        OnlineInputs(parts, wide),
-        "drop",
-        "interactions DataFrame",
-        name,
-        settings={"measures": ",".join(keys)},
-        checked=checked,
-        queries_checked=queries,
-    )
+    return ClickResult(evaluation, OnlineInputs(parts, wide), "drop", "interactions DataFrame",
+                       name, settings={"measures": ",".join(keys)}, checked=checked,
+                       queries_checked=queries)
 
 
 def evaluate_clicks(
@@ -173,18 +149,14 @@ def evaluate_clicks(
         >>> sorted((r.measure_key, r.value, r.weight) for r in result.per_query.collect())
         [('Abandonment', 0.5, 2.0), ('ClickRR', 0.25, 2.0)]
     """
-    checked = check_interactions(
-        interactions, columns, name="interactions DataFrame", partition_by=partition_by
-    )
+    checked = check_interactions(interactions, columns, name="interactions DataFrame",
+                                 partition_by=partition_by)
     parsed = online_measures(measures, dwell=S.DWELL in checked.rows.columns)
     attributes = checked_queries(queries, queries_columns, slices)
     parts = list(checked.partition_columns)
     values = [f"_v{i}" for i in range(len(parsed))]
-    per_search = checked.rows.groupBy(*parts, S.SEARCH_ID).agg(
-        F.first(S.QUERY_ID).alias(S.QUERY_ID),  # a search's rows share one query id (checked)
-        *[search_value(m).alias(v) for m, v in zip(parsed, values, strict=True)],
-    )
-    wide = wide_table(per_search, parsed, partition_columns=parts, values=values)
-    return online_result(
-        wide, parsed, checked=checked, queries=attributes, ci_level=ci_level, name="clicks"
-    )
+    searches = per_search(checked, [search_value(m, F.col(IMPRESSIONS)).alias(v)
+                                    for m, v in zip(parsed, values, strict=True)])
+    wide = wide_table(searches, parsed, partition_columns=parts, values=values)
+    return online_result(wide, parsed, checked=checked, queries=attributes, ci_level=ci_level,
+                         name="clicks")
