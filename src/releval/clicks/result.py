@@ -54,12 +54,8 @@ class OnlineEvaluation:
     @property
     def per_query(self) -> DataFrame:
         """The per-query table's rows, without ``job_run_id``."""
-        return long_format(
-            self.queries,
-            partition_columns=self.partition_columns,
-            measures=self.measures,
-            slices=self.slices,
-        )
+        return long_format(self.queries, partition_columns=self.partition_columns,
+                           measures=self.measures, slices=self.slices)
 
 
 @dataclass(frozen=True)
@@ -118,58 +114,30 @@ class ClickResult(Result):
     def _aggregate_rows(self) -> list[dict[str, Any]]:
         self.accounts  # noqa: B018 - the accounts' check comes first
         ev = self.evaluation
-        return aggregate(
-            ev.queries,
-            measures=ev.measures,
-            partition_columns=ev.partition_columns,
-            intervals=ev.intervals,
-            slices=ev.slices,
-            weighted=True,
-        )
+        return aggregate(ev.queries, measures=ev.measures, partition_columns=ev.partition_columns,
+                         intervals=ev.intervals, slices=ev.slices, weighted=True)
 
     def _asked_measures(self) -> list[str]:
         return [m.key for m in self.evaluation.measures]
 
-    def compare(
-        self,
-        *,
-        baseline: Any,
-        candidates: Any,
-        measures: Sequence[str] | None = None,
-        slices: Sequence[str] | None = None,
-        **options: Any,
-    ) -> DataFrame:
+    def compare(self, *, baseline: Any, candidates: Any, measures: Sequence[str] | None = None,
+                slices: Sequence[str] | None = None, **options: Any) -> DataFrame:
         """:meth:`releval.Result.compare`, pairing the queries both sides have by default
         (``missing_queries="skip"``): a query one bucket never saw has no value there, not 0."""
         options.setdefault("missing_queries", "skip")
-        return super().compare(
-            baseline=baseline, candidates=candidates, measures=measures, slices=slices, **options
-        )
+        return super().compare(baseline=baseline, candidates=candidates, measures=measures,
+                               slices=slices, **options)
 
-    def changes(
-        self,
-        *,
-        baseline: Any,
-        candidates: Any,
-        measures: Sequence[str] | None = None,
-        slices: Sequence[str] | None = None,
-        **options: Any,
-    ) -> DataFrame:
+    def changes(self, *, baseline: Any, candidates: Any, measures: Sequence[str] | None = None,
+                slices: Sequence[str] | None = None, **options: Any) -> DataFrame:
         """:meth:`releval.Result.changes`, with ``missing_queries="skip"`` by default."""
         options.setdefault("missing_queries", "skip")
-        return super().changes(
-            baseline=baseline, candidates=candidates, measures=measures, slices=slices, **options
-        )
+        return super().changes(baseline=baseline, candidates=candidates, measures=measures,
+                               slices=slices, **options)
 
-    def write(
-        self,
-        *,
-        per_query: str | None = None,
-        aggregate: str | None = None,
-        quarantine: str | None = None,
-        attribution: str | None = None,
-        catalog: bool = False,
-    ) -> None:
+    def write(self, *, per_query: str | None = None, aggregate: str | None = None,
+              quarantine: str | None = None, attribution: str | None = None,
+              catalog: bool = False) -> None:
         """Write the tables asked for as Delta tables, as :meth:`releval.Result.write` does;
         the quarantine's rows of the interactions (and queries) input are replaced."""
         if attribution:
@@ -184,39 +152,24 @@ class ClickResult(Result):
             return {"path": None, "table": name} if catalog else {"path": name, "table": None}
 
         if per_query:
-            tables.write_per_query(
-                self._long,
-                rows=10_000,
-                **where(per_query),
-                partition_fields=fields,
-                output_partition_columns=(),
-                predicate=None,
-                job_run_id=None,
-            )
+            tables.write_per_query(self._long, rows=10_000, **where(per_query),
+                                   partition_fields=fields, output_partition_columns=(),
+                                   predicate=None, job_run_id=None)
         if aggregate:
-            tables.write_aggregate(
-                spark,
-                self._aggregate_rows,
-                **where(aggregate),
-                partition_fields=fields,
-                output_partition_columns=(),
-                predicate=None,
-                job_run_id=None,
-            )
+            tables.write_aggregate(spark, self._aggregate_rows, **where(aggregate),
+                                   partition_fields=fields, output_partition_columns=(),
+                                   predicate=None, job_run_id=None)
         if quarantine:
             _write_quarantine(self._rejected, fields, **where(quarantine))
 
 
-def _write_quarantine(
-    rejected: DataFrame, fields: Sequence[Any], *, path: str | None, table: str | None
-) -> None:
+def _write_quarantine(rejected: DataFrame, fields: Sequence[Any], *, path: str | None,
+                      table: str | None) -> None:
     """Replace the interactions' and queries' rows of the quarantine table."""
     rows = tables.quarantine_rows(rejected, partition_fields=fields, qrels="", job_run_id=None)
     comments = {**QUARANTINE_COMMENTS, **{f.name: QUARANTINE_PARTITION_COMMENT for f in fields}}
     replace_partitions(
-        rows,
-        path=path,
-        table=table,
+        rows, path=path, table=table,
         schema=with_comments(tables.quarantine_table_schema(list(fields)), comments),
         partition_columns=[S.INPUT],
         description="releval quarantine: one row per rejected input row, with the reason.",
