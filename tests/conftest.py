@@ -75,18 +75,15 @@ def production_codegen(spark: SparkSession) -> Callable[[], AbstractContextManag
 @pytest.fixture(scope="session")
 def conformance_dir() -> Path:
     if not CONFORMANCE.is_dir():
-        pytest.skip(
-            f"trec_eval conformance data not found at {CONFORMANCE} (a user machine without shared/)"
-        )
+        pytest.skip(f"trec_eval conformance data not found at {CONFORMANCE} (a user machine without shared/)")
     return CONFORMANCE
 
 
 @pytest.fixture
 def shared_session(spark, monkeypatch):
     """Make the CLI use the test session, and not stop it."""
-    monkeypatch.setattr(
-        "releval.runtime.session.build_session", lambda settings, *, short=False: spark
-    )
+    monkeypatch.setattr("releval.runtime.session.build_session",
+                        lambda settings, *, short=False: spark)
     monkeypatch.setattr(spark, "stop", lambda: None)
     return spark
 
@@ -104,10 +101,8 @@ def _runs_the_oracle(item: pytest.Item) -> bool:
     callspec = getattr(item, "callspec", None)
     if callspec is None:
         return False
-    return any(
-        v == ORACLE_ENGINE or (isinstance(v, tuple) and ORACLE_ENGINE in v)
-        for v in callspec.params.values()
-    )
+    return any(v == ORACLE_ENGINE or (isinstance(v, tuple) and ORACLE_ENGINE in v)
+               for v in callspec.params.values())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -49,9 +49,8 @@ def _config(tmp_path: Path, depth: int | None = None) -> Config:
         run=RunSource(path=str(tmp_path / "run.txt"), format="trec", partition_columns=("run_id",)),
         qrels=QrelsSource(path=str(tmp_path / "qrels.txt"), format="trec"),
         evaluation=EvaluationSettings(measures=("P@2",), depth=depth),
-        output=OutputSettings(
-            per_query_path=str(out / "per_query"), aggregate_path=str(out / "aggregate")
-        ),
+        output=OutputSettings(per_query_path=str(out / "per_query"),
+                              aggregate_path=str(out / "aggregate")),
     )
 
 
@@ -82,11 +81,7 @@ def test_rows_past_the_depth_are_used_rows(spark: SparkSession, tmp_path: Path) 
 
 
 def _fails_with_nothing_written(
-    spark: SparkSession,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    name: str,
-    fault: object,
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, fault: object,
     depth: int | None = None,
 ) -> str:
     """Run the job with the kernel's function ``name`` replaced by ``fault``: it must fail
@@ -111,9 +106,7 @@ def test_rows_lost_inside_the_engine_fail_the_job_and_nothing_is_written(
 
     def lossy(table: pa.Table, **kwargs: object) -> pa.Table:
         # the fault: the engine loses document b of run r2 after receiving it
-        lost = pc.and_(
-            pc.equal(table.column("run_id"), "r2"), pc.equal(table.column("doc_id"), "b")
-        )
+        lost = pc.and_(pc.equal(table.column("run_id"), "r2"), pc.equal(table.column("doc_id"), "b"))
         return rank(table.filter(pc.invert(pc.fill_null(lost, False))), **kwargs)
 
     message = _fails_with_nothing_written(spark, tmp_path, monkeypatch, "_query_stats", lossy)
@@ -132,9 +125,7 @@ def test_qrels_rows_lost_inside_the_engine_fail_the_job_and_nothing_is_written(
 
     message = _fails_with_nothing_written(spark, tmp_path, monkeypatch, "qrels_kept", lossy)
     # 2 qrels rows received, 1 used, none rejected
-    assert (
-        "qrels.txt: input rows 2 (received by the evaluation) != used 1 + quarantined 0" in message
-    )
+    assert "qrels.txt: input rows 2 (received by the evaluation) != used 1 + quarantined 0" in message
 
 
 def test_rows_past_the_depth_left_uncounted_fail_the_job(
@@ -148,8 +139,7 @@ def test_rows_past_the_depth_left_uncounted_fail_the_job(
         at = stats.schema.get_field_index("_beyond_depth")
         return stats.set_column(at, "_beyond_depth", pa.array([0] * stats.num_rows, pa.int64()))
 
-    message = _fails_with_nothing_written(
-        spark, tmp_path, monkeypatch, "_query_stats", uncounted, depth=1
-    )
+    message = _fails_with_nothing_written(spark, tmp_path, monkeypatch, "_query_stats", uncounted,
+                                          depth=1)
     # r1: 4 rows received, 2 evaluated (a, c), b past the depth not counted, 1 quarantined
     assert "partition run_id=r1: input rows 4 (received by the evaluation) != used 2" in message

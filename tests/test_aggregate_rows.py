@@ -16,10 +16,8 @@ from releval.stats.aggregate import sum_column as c
 
 def summed(partition: dict, n: int, *measures: dict) -> list[Row]:
     """The collected sums of one run partition: a row per measure position."""
-    return [
-        Row(**partition, **{INDEX: i, N: n}, **{c(k): v for k, v in sums.items()})
-        for i, sums in enumerate(measures)
-    ]
+    return [Row(**partition, **{INDEX: i, N: n}, **{c(k): v for k, v in sums.items()})
+            for i, sums in enumerate(measures)]
 
 
 def test_rows_from_the_sums_by_hand():
@@ -41,22 +39,17 @@ def test_rows_from_the_sums_by_hand():
     b = summed({"system": "b", S.NEGATIVE_LABELS: "unjudged", S.DEPTH: 100}, 0, *per_measure)
     # a row with no measure position (by_measure's row for a wide row without measures)
     # is not a measure's sums
-    ledger = Row(**{"system": "a", S.NEGATIVE_LABELS: "unjudged", S.DEPTH: 100, INDEX: None, N: 0})
+    ledger = Row(**{"system": "a", S.NEGATIVE_LABELS: "unjudged", S.DEPTH: 100, INDEX: None,
+                    N: 0})
     made = rows([*b, ledger, *a], measures=measures, partition_columns=["system"])
     got = {(r[S.MEASURE_KEY], r[S.AVERAGING]): r for r in made}
     # the partitions in the order the sums come, then the measures in their order
     assert [(r[S.MEASURE_KEY], r[S.AVERAGING]) for r in made] == [
-        ("P@5", "macro"),
-        ("P@5", "micro"),
-        ("R@10", "macro"),
-        ("R@10", "micro"),
+        ("P@5", "macro"), ("P@5", "micro"), ("R@10", "macro"), ("R@10", "micro"),
         ("num_rel", "sum"),
     ]
     assert sorted(got) == [
-        ("P@5", "macro"),
-        ("P@5", "micro"),
-        ("R@10", "macro"),
-        ("R@10", "micro"),
+        ("P@5", "macro"), ("P@5", "micro"), ("R@10", "macro"), ("R@10", "micro"),
         ("num_rel", "sum"),
     ]
     assert {r["system"] for r in got.values()} == {"a"}
@@ -68,9 +61,7 @@ def test_rows_from_the_sums_by_hand():
     # the t interval of P@5: t_{0.975, 3} = 3.182446305284263, half = t * sd / sqrt(4)
     half = 3.182446305284263 * sd / 2
     p5 = got["P@5", "macro"]
-    assert (p5[S.VALUE], p5[S.CI_LOW], p5[S.CI_HIGH]) == pytest.approx(
-        (0.4, 0.4 - half, 0.4 + half)
-    )
+    assert (p5[S.VALUE], p5[S.CI_LOW], p5[S.CI_HIGH]) == pytest.approx((0.4, 0.4 - half, 0.4 + half))
     assert (p5[S.CI_METHOD], p5[S.CI_LEVEL]) == ("t", 0.95)
     # R@10's values are all 0.5 (sd 0): the interval is the point
     r10 = got["R@10", "macro"]
@@ -84,21 +75,12 @@ def test_rows_from_the_sums_by_hand():
 
 def test_one_query_has_no_interval_and_a_zero_denominator_gives_zero():
     measures = parse_measures(["P@5", "R@10"])
-    one = summed(
-        {"date": None, S.NEGATIVE_LABELS: "judged", S.DEPTH: None},
-        1,
-        {"mean": 0.2, "sd": 0.0, "nonbinary": 1, "rel_ret": 1},
-        {"mean": 0.0, "sd": 0.0, "nonbinary": 0, "rel_ret": 0, "rel": 0},
-    )
-    got = {
-        (r[S.MEASURE_KEY], r[S.AVERAGING]): r
-        for r in rows(
-            one,
-            measures=measures,
-            partition_columns=["date"],
-            intervals=IntervalSettings(level=0.9),
-        )
-    }
+    one = summed({"date": None, S.NEGATIVE_LABELS: "judged", S.DEPTH: None}, 1,
+                 {"mean": 0.2, "sd": 0.0, "nonbinary": 1, "rel_ret": 1},
+                 {"mean": 0.0, "sd": 0.0, "nonbinary": 0, "rel_ret": 0, "rel": 0})
+    got = {(r[S.MEASURE_KEY], r[S.AVERAGING]): r
+           for r in rows(one, measures=measures, partition_columns=["date"],
+                         intervals=IntervalSettings(level=0.9))}
     assert (got["P@5", "macro"][S.CI_LOW], got["P@5", "macro"][S.CI_HIGH]) == (None, None)
     assert got["P@5", "macro"][S.CI_LEVEL] == 0.9
     # R@10 micro: 0 relevant documents in the qrels -> 0.0 (safe_divide), not an error
@@ -109,11 +91,8 @@ def test_one_query_has_no_interval_and_a_zero_denominator_gives_zero():
 
 def macro_row(measure: str, n: int, sums: dict) -> dict:
     """The macro row of one measure of one run partition, from its sums."""
-    made = rows(
-        summed({"system": "a", S.NEGATIVE_LABELS: "unjudged", S.DEPTH: None}, n, sums),
-        measures=parse_measures([measure]),
-        partition_columns=["system"],
-    )
+    made = rows(summed({"system": "a", S.NEGATIVE_LABELS: "unjudged", S.DEPTH: None}, n, sums),
+                measures=parse_measures([measure]), partition_columns=["system"])
     (row,) = [r for r in made if r[S.AVERAGING] == "macro"]
     return row
 
@@ -131,10 +110,7 @@ def test_values_all_0_or_1_get_wilsons_interval():
     assert (hit[S.CI_METHOD], hit[S.CI_LEVEL]) == ("wilson", 0.95)
     ones = macro_row("P@1", 20, {"mean": 1.0, "sd": 0.0, "nonbinary": 0, "rel_ret": 20})
     assert (ones[S.CI_LOW], ones[S.CI_HIGH], ones[S.CI_METHOD]) == (
-        pytest.approx(20 / (20 + 1.959963984540054**2)),
-        1.0,
-        "wilson",
-    )
+        pytest.approx(20 / (20 + 1.959963984540054**2)), 1.0, "wilson")
     assert ones[S.CI_LOW] == pytest.approx(0.8388748, abs=1e-7)
 
 
@@ -148,9 +124,9 @@ def test_a_t_interval_past_the_measures_range_is_clipped():
     assert p5[S.CI_METHOD] == "t-clipped"
     # the same sums for utility, which has no bounds: the t interval as it is
     u = macro_row("utility", 5, {"mean": 0.04, "sd": sd, "nonbinary": 1, "rel_ret": 1})
-    assert (u[S.CI_LOW], u[S.CI_METHOD]) == (pytest.approx(0.04 - 0.1110578, abs=1e-7), "t")
+    assert (u[S.CI_LOW], u[S.CI_METHOD]) == (
+        pytest.approx(0.04 - 0.1110578, abs=1e-7), "t")
     # utility values all 0 or 1 are not a proportion: no Wilson for an unbounded measure
-    u01 = macro_row(
-        "utility", 4, {"mean": 0.5, "sd": math.sqrt(1 / 3), "nonbinary": 0, "rel_ret": 2}
-    )
+    u01 = macro_row("utility", 4, {"mean": 0.5, "sd": math.sqrt(1 / 3), "nonbinary": 0,
+                                   "rel_ret": 2})
     assert u01[S.CI_METHOD] == "t"

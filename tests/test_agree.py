@@ -92,7 +92,8 @@ def test_kappa_is_null_with_its_reason_when_undefined() -> None:
     empty = kappa(np.zeros((0, 0), dtype=np.int64), np.array([], dtype=np.int64))
     assert (empty.plain, empty.reason) == (None, NO_PAIRS)
     # two labels, each side constant but different: p_o = 0, p_e = 0, kappa = 0 (defined)
-    apart = kappa(confusion(np.array([0, 0]), np.array([1, 1]), np.array([0, 1])), np.array([0, 1]))
+    apart = kappa(confusion(np.array([0, 0]), np.array([1, 1]), np.array([0, 1])),
+                  np.array([0, 1]))
     assert (apart.plain, apart.linear) == (0.0, 0.0)
 
 
@@ -122,23 +123,16 @@ def tau_ap_by_formula(truth: list[str], estimate: list[str]) -> float:
     return 2.0 / (n - 1) * total - 1.0
 
 
-@pytest.mark.parametrize(
-    "estimate",
-    [
-        ["a", "b", "c", "d"],
-        ["d", "c", "b", "a"],
-        ["b", "a", "c", "d"],
-        ["a", "b", "d", "c"],
-        ["c", "a", "d", "b"],
-    ],
-)
+@pytest.mark.parametrize("estimate", [
+    ["a", "b", "c", "d"], ["d", "c", "b", "a"], ["b", "a", "c", "d"], ["a", "b", "d", "c"],
+    ["c", "a", "d", "b"],
+])
 def test_tau_ap_against_its_formula(estimate: list[str]) -> None:
     names = ["a", "b", "c", "d"]
     truth = np.array([4.0, 3.0, 2.0, 1.0])  # a > b > c > d
     scores = np.array([float(4 - estimate.index(s)) for s in names])
     assert tau_ap(truth, scores, names) == pytest.approx(
-        tau_ap_by_formula(["a", "b", "c", "d"], estimate), abs=1e-12
-    )
+        tau_ap_by_formula(["a", "b", "c", "d"], estimate), abs=1e-12)
 
 
 def test_tau_ap_by_hand_and_its_top_weighting() -> None:
@@ -179,12 +173,8 @@ def sample_pairs(shape: SampleShape) -> tuple:
 
 def per_query_tables(ref, other, labels) -> np.ndarray:  # noqa: ANN001
     merged = ref.merge(other, on=["query_id", "doc_id"], suffixes=("_r", "_o"))
-    return np.stack(
-        [
-            confusion(g["relevance_r"].to_numpy(), g["relevance_o"].to_numpy(), labels)
-            for _, g in merged.groupby("query_id")
-        ]
-    )
+    return np.stack([confusion(g["relevance_r"].to_numpy(), g["relevance_o"].to_numpy(), labels)
+                     for _, g in merged.groupby("query_id")])
 
 
 def test_labels_shuffled_within_each_query_give_kappa_near_zero() -> None:
@@ -193,8 +183,7 @@ def test_labels_shuffled_within_each_query_give_kappa_near_zero() -> None:
     rng = np.random.default_rng(11)
     shuffled = qrels.copy()
     shuffled["relevance"] = shuffled.groupby("query_id")["relevance"].transform(
-        lambda s: rng.permutation(s.to_numpy())
-    )
+        lambda s: rng.permutation(s.to_numpy()))
     labels = np.unique(qrels["relevance"])
     table = per_query_tables(qrels, shuffled, labels).sum(axis=0)
     found = kappa(table, labels)
@@ -215,12 +204,10 @@ def test_the_samples_noisier_version_agrees_partly() -> None:
 
 # --- the job: both qrels versions read, checked and compared with Spark ---------------------
 
-
 def agree_config(folder: Path, run: str, qrels: str, other_filter: str) -> Path:
     """A config on the small sample: reference v1, the other version by ``other_filter``."""
     path = folder / "agree.toml"
-    path.write_text(
-        f"""
+    path.write_text(f"""
 [spark]
 master = "local[1]"
 
@@ -245,19 +232,16 @@ filter = "{other_filter}"
 resamples = 200
 
 [output]
-per_query_path = "{folder / "out" / "per_query"}"
-aggregate_path = "{folder / "out" / "aggregate"}"
+per_query_path = "{folder / 'out' / 'per_query'}"
+aggregate_path = "{folder / 'out' / 'aggregate'}"
 partition_columns = ["date"]
-""",
-        encoding="utf-8",
-    )
+""", encoding="utf-8")
     return path
 
 
 @pytest.fixture(scope="module")
-def small_sample(
-    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[Path, str, str]:
+def small_sample(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+                 ) -> tuple[Path, str, str]:
     folder = tmp_path_factory.mktemp("agree_sample")
     run, qrels = write_inputs(spark, folder)
     return folder, run, qrels
@@ -269,19 +253,13 @@ def test_identical_qrels_give_kappa_one_tau_one_and_no_flipped_decision(
 ) -> None:
     _, run, qrels = small_sample
     config = agree_job.with_partitions(
-        load_config(agree_config(tmp_path, run, qrels, "qrels_version = 'v1'")), {"date": D28}
-    )
-    report = agree_job.run(
-        spark, config, with_run=True, baseline={"system": "bm25", "date": D28}, agreement_id="same"
-    )
+        load_config(agree_config(tmp_path, run, qrels, "qrels_version = 'v1'")), {"date": D28})
+    report = agree_job.run(spark, config, with_run=True,
+                           baseline={"system": "bm25", "date": D28}, agreement_id="same")
     labels = report.labels
     # 20 queries x 5 judged documents, each judged alike by both
     assert (labels.pairs, labels.queries, labels.reference_only, labels.other_only) == (
-        100,
-        20,
-        0,
-        0,
-    )
+        100, 20, 0, 0)
     assert (labels.kappa.plain, labels.kappa.linear, labels.binary) == (1.0, 1.0, 1.0)
     assert labels.interval == (1.0, 1.0)
     systems = report.systems
@@ -298,11 +276,9 @@ def test_identical_qrels_give_kappa_one_tau_one_and_no_flipped_decision(
     rows = table.where("agreement_id = 'same'").collect()
     assert len(rows) == len(systems.measures)
     assert {(r["kappa"], r["pairs"], r["flipped_decisions"], r["partitions"]) for r in rows} == {
-        (1.0, 100, 0, 3)
-    }
+        (1.0, 100, 0, 3)}
     assert table.schema == agreement_schema() or [f.name for f in table.schema.fields] == [
-        f.name for f in agreement_schema().fields
-    ]
+        f.name for f in agreement_schema().fields]
     text = report.render()
     assert "kappa 1.000  [1.000, 1.000]" in text and "that differ between the qrels (0)" in text
     # the report's section: the latest agreement of the table
@@ -319,14 +295,11 @@ def test_the_samples_llm_version_and_the_accounting_of_bad_rows(
     frame = spark.read.format("delta").load(qrels)
     first = frame.where("qrels_version = 'v1'").orderBy("query_id", "doc_id").first()
     bad = spark.createDataFrame(
-        [
-            (first["query_id"], first["doc_id"], -1, "v1"),  # repeated judgment, lower label
-            (first["query_id"], first["doc_id"], first["relevance"], "v1"),  # exact duplicate
-            (first["query_id"], None, 2, "llm"),  # missing_doc_id
-            (first["query_id"], "d-new", 1, "llm"),
-        ],  # judged by the other only
-        frame.select("query_id", "doc_id", "relevance", "qrels_version").schema,
-    )
+        [(first["query_id"], first["doc_id"], -1, "v1"),   # repeated judgment, lower label
+         (first["query_id"], first["doc_id"], first["relevance"], "v1"),  # exact duplicate
+         (first["query_id"], None, 2, "llm"),              # missing_doc_id
+         (first["query_id"], "d-new", 1, "llm")],          # judged by the other only
+        frame.select("query_id", "doc_id", "relevance", "qrels_version").schema)
     copy = str(tmp_path / "qrels")
     frame.unionByName(bad).write.format("delta").save(copy)
     config = load_config(agree_config(tmp_path, "unused", copy, "qrels_version = 'llm'"))
@@ -334,11 +307,7 @@ def test_the_samples_llm_version_and_the_accounting_of_bad_rows(
     ref, other = report.labels.accounts
     # v1: 100 rows + 2 repeats = 100 pairs + 1 exact duplicate (used) + conflicting_label 1
     assert (ref.input, ref.pairs, ref.used, ref.quarantined) == (
-        102,
-        100,
-        101,
-        {"conflicting_label": 1},
-    )
+        102, 100, 101, {"conflicting_label": 1})
     # llm: 100 rows + 2 = 101 pairs + missing_doc_id 1
     assert (other.input, other.used, other.quarantined) == (102, 101, {"missing_doc_id": 1})
     assert (report.labels.pairs, report.labels.other_only) == (100, 1)
@@ -350,8 +319,7 @@ def test_the_samples_llm_version_and_the_accounting_of_bad_rows(
     table = confusion(merged["relevance_x"].to_numpy(), merged["relevance_y"].to_numpy(), labels)
     assert report.labels.table.tolist() == table.tolist()
     assert report.labels.kappa.plain == pytest.approx(
-        cohens_kappa(table, return_results=False), abs=1e-12
-    )
+        cohens_kappa(table, return_results=False), abs=1e-12)
     row = spark.read.format("delta").load(str(tmp_path / "out" / "agreement")).first()
     assert row["measure_key"] is None and row["other_only"] == 1
     assert sum(row["confusion"].values()) == 100
@@ -360,45 +328,26 @@ def test_the_samples_llm_version_and_the_accounting_of_bad_rows(
 @pytest.mark.slow  # the agree job over the sample, in this process
 def test_kappa_is_null_with_its_reason_in_the_table(spark: SparkSession, tmp_path: Path) -> None:
     qrels = str(tmp_path / "one_label")
-    spark.createDataFrame(
-        [("q1", "a", 1, "v1"), ("q1", "b", 1, "v1"), ("q1", "a", 1, "llm"), ("q1", "b", 1, "llm")],
-        "query_id string, doc_id string, relevance int, qrels_version string",
-    ).write.format("delta").save(qrels)
+    spark.createDataFrame([("q1", "a", 1, "v1"), ("q1", "b", 1, "v1"), ("q1", "a", 1, "llm"),
+                           ("q1", "b", 1, "llm")],
+                          "query_id string, doc_id string, relevance int, qrels_version string"
+                          ).write.format("delta").save(qrels)
     config = load_config(agree_config(tmp_path, "unused", qrels, "qrels_version = 'llm'"))
     report = agree_job.run(spark, config, agreement_id="one")
     row = spark.read.format("delta").load(str(tmp_path / "out" / "agreement")).first()
     assert (row["kappa"], row["kappa_linear"], row["kappa_null_reason"]) == (
-        None,
-        None,
-        "one label on both sides (label 1)",
-    )
+        None, None, "one label on both sides (label 1)")
     assert (row["pairs"], row["binary_agreement"], row["kappa_ci_low"]) == (2, 1.0, None)
     assert "kappa: null (one label on both sides (label 1))" in report.render()
 
 
 @pytest.mark.slow  # the agree job over the sample, in this process
-def test_agree_command(
-    shared_session: SparkSession,
-    small_sample: tuple[Path, str, str],
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_agree_command(shared_session: SparkSession, small_sample: tuple[Path, str, str],
+                       tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _, run, qrels = small_sample
     config = agree_config(tmp_path, run, qrels, "qrels_version = 'llm'")
-    assert (
-        main(
-            [
-                "agree",
-                "--config",
-                str(config),
-                "--other-filter",
-                "qrels_version = 'v1'",
-                "--agreement-id",
-                "cli",
-            ]
-        )
-        == 0
-    )
+    assert main(["agree", "--config", str(config), "--other-filter", "qrels_version = 'v1'",
+                 "--agreement-id", "cli"]) == 0
     out = capsys.readouterr().out
     assert "other:     delta " in out and "filter: qrels_version = 'v1'" in out
     assert "binary agreement (relevant: label >= 1): 100.0%" in out
@@ -407,27 +356,14 @@ def test_agree_command(
 
 
 @pytest.mark.slow
-def test_jobs_agree_in_its_own_process(small_sample: tuple[Path, str, str], tmp_path: Path) -> None:
+def test_jobs_agree_in_its_own_process(small_sample: tuple[Path, str, str], tmp_path: Path
+                                       ) -> None:
     _, run, qrels = small_sample
     config = agree_config(tmp_path, run, qrels, "qrels_version = 'llm'")
     done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "jobs" / "agree.py"),
-            "--config",
-            str(config),
-            "--run",
-            "--partition",
-            f"date={D28}",
-            "--baseline",
-            "system=bm25",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+        [sys.executable, str(ROOT / "jobs" / "agree.py"), "--config", str(config), "--run",
+         "--partition", f"date={D28}", "--baseline", "system=bm25"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "releval agreement" in done.stdout
     assert "decisions against the baseline system=bm25/date=2026-11-28" in done.stdout

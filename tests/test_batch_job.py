@@ -100,9 +100,7 @@ def test_incremental_runs_replace_only_the_selected_partitions(
     ]
     log = read(spark, str(tmp_path / "out" / "run_log"))
     assert sorted(r[0] for r in log.select("status").collect()) == [
-        "nothing_pending",
-        "succeeded",
-        "succeeded",
+        "nothing_pending", "succeeded", "succeeded"
     ]
 
 
@@ -131,15 +129,8 @@ def test_a_partition_that_now_yields_no_rows_is_cleared_and_lineage_reproduces_t
               AND a.averaging = 'macro'"""
     ).collect()
     assert [tuple(r) for r in row] == [
-        (
-            "new",
-            f"delta:{qrels_path}",
-            0,
-            "qrels_version = 'v1'",
-            lineage.releval_version(),
-            lineage.config_hash(config),
-            1,
-        )
+        ("new", f"delta:{qrels_path}", 0, "qrels_version = 'v1'", lineage.releval_version(),
+         lineage.config_hash(config), 1)
     ]
 
     # reproduce the old date-29 numbers: the aggregate table at the old run's version equals
@@ -148,23 +139,19 @@ def test_a_partition_that_now_yields_no_rows_is_cleared_and_lineage_reproduces_t
     run_then = read_run(spark, config.run, version=old.run_version).where(F.col("date") == D29)
     qrels_then = read_qrels(spark, config.qrels, version=old.qrels_version)
     again = evaluate(
-        run_then,
-        qrels_then,
+        run_then, qrels_then,
         measures=with_judged_measures(  # the job adds Judged@k for each evaluated k
             parse_measures(config.evaluation.measures, relevance_level=1), relevance_level=1
         ),
         partition_columns=PARTS,
     ).aggregate
-
     # (values and interval ends to 12 digits: a mean's last bit depends on the order Spark
     # sums in)
     def rounded(df):  # noqa: ANN001, ANN202
-        return sorted_rows(
-            df.select(*[c for c in then.columns if c != S.JOB_RUN_ID])
-            .withColumn(S.VALUE, F.round(S.VALUE, 12))
-            .withColumn(S.CI_LOW, F.round(S.CI_LOW, 12))
-            .withColumn(S.CI_HIGH, F.round(S.CI_HIGH, 12))
-        )
+        return sorted_rows(df.select(*[c for c in then.columns if c != S.JOB_RUN_ID])
+                           .withColumn(S.VALUE, F.round(S.VALUE, 12))
+                           .withColumn(S.CI_LOW, F.round(S.CI_LOW, 12))
+                           .withColumn(S.CI_HIGH, F.round(S.CI_HIGH, 12)))
 
     assert rounded(then) == rounded(again)
 
@@ -175,86 +162,35 @@ def test_an_old_schema_version_is_refused_until_migrated(
     config = config_at(write_config(tmp_path, *inputs))
     pq = config.output.per_query_path or ""
     # a per-query table of schema version 0 (no job_run_id column, no version property)
-    old_fields = [
-        f
-        for f in tables.per_query_schema([]).fields
-        if f.name
-        not in (
-            S.JOB_RUN_ID,
-            S.NEGATIVE_LABELS,
-            S.DEPTH,
-            S.ANSWER_SCORE,
-            S.WINDOW_SIZE,
-            S.WEIGHT,
-            S.SLICES,
-        )
-    ]
-    (
-        DeltaTable.create(spark)
-        .location(pq)
-        .addColumn("system", "STRING")
-        .addColumn("date", "STRING")
-        .addColumns(old_fields)
-        .partitionedBy("date")
-        .execute()
-    )
+    old_fields = [f for f in tables.per_query_schema([]).fields
+                  if f.name not in (S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH,
+                                 S.ANSWER_SCORE, S.WINDOW_SIZE, S.WEIGHT, S.SLICES)]
+    (DeltaTable.create(spark).location(pq)
+     .addColumn("system", "STRING").addColumn("date", "STRING").addColumns(old_fields)
+     .partitionedBy("date").execute())
     old_row = ("bm25", D29, "q1", "P", 5, 1, False, "P@5", 0.2, 10, 3, 1)
-    spark.createDataFrame(
-        [old_row],
-        T.StructType(
-            [
-                T.StructField("system", T.StringType()),
-                T.StructField("date", T.StringType()),
-                *old_fields,
-            ]
-        ),
-    ).write.format("delta").mode("append").save(pq)
-    with pytest.raises(
-        SchemaVersionError, match=r"releval.schema_version = '0'.*docs/migrations.md"
-    ):
+    spark.createDataFrame([old_row], T.StructType([
+        T.StructField("system", T.StringType()), T.StructField("date", T.StringType()), *old_fields
+    ])).write.format("delta").mode("append").save(pq)
+    with pytest.raises(SchemaVersionError, match=r"releval.schema_version = '0'.*docs/migrations.md"):
         run_job(spark, config, select(f"date={D27}"), job_run_id="refused")
     assert version(spark, pq) == 1  # nothing written (version 1 is the old row's append)
     log = read(spark, str(tmp_path / "out" / "run_log"))
-    assert [tuple(r) for r in log.select(S.JOB_RUN_ID, "status").collect()] == [
-        ("refused", "failed")
-    ]
+    assert [tuple(r) for r in log.select(S.JOB_RUN_ID, "status").collect()] == [("refused", "failed")]
 
-    assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == [
-        "0",
-        "1",
-        "2",
-        "3",
-        "4",
-        "5",
-        "6",
-        "7",
-        "8",
-        "9",
-        "10",
-        "11",
-    ]
+    assert migrate_table(spark, kind="per_query", path=pq, table=None,
+                         config=config) == ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
     assert migrate_table(spark, kind="per_query", path=pq, table=None, config=config) == ["11"]
     run_job(spark, config, select(f"date={D27}"), job_run_id="migrated")
     table = read(spark, pq)
-    assert table.columns[-7:] == [
-        S.JOB_RUN_ID,
-        S.NEGATIVE_LABELS,
-        S.DEPTH,
-        S.ANSWER_SCORE,
-        S.WINDOW_SIZE,
-        S.WEIGHT,
-        S.SLICES,
-    ]
+    assert table.columns[-7:] == [S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE,
+                                  S.WINDOW_SIZE, S.WEIGHT, S.SLICES]
     assert dates(spark, pq) == {D27: PER_QUERY_ROWS_PER_DATE, D29: 1}
     # the old row: no job run id, the rule it was computed with (negative label = judged)
     # and no depth (every document)
     old = table.where(F.col("date") == D29).first()
     assert (old[S.VALUE], old[S.JOB_RUN_ID], old[S.NEGATIVE_LABELS], old[S.DEPTH]) == (
-        0.2,
-        None,
-        "judged",
-        None,
-    )
+        0.2, None, "judged", None)
 
 
 def test_version_2_tables_get_the_depth_column_and_a_job_with_a_depth_fills_it(
@@ -265,74 +201,25 @@ def test_version_2_tables_get_the_depth_column_and_a_job_with_a_depth_fills_it(
     parts = [T.StructField("system", text), T.StructField("date", text)]
     # both tables as version 2 wrote them (no depth), each with a row of D29
     old_rows = {
-        "per_query": (
-            config.output.per_query_path or "",
-            tables.per_query_schema(parts),
-            ("bm25", D29, "q1", "P", 5, 1, False, "P@5", 0.2, 10, 3, 1, "old", "unjudged"),
-        ),
-        "aggregate": (
-            config.output.aggregate_path or "",
-            tables.aggregate_schema(parts),
-            (
-                "bm25",
-                D29,
-                "P",
-                5,
-                1,
-                False,
-                "P@5",
-                "macro",
-                0.2,
-                20,
-                "old",
-                "unjudged",
-                0.1,
-                0.3,
-                "t",
-                0.95,
-            ),
-        ),
+        "per_query": (config.output.per_query_path or "", tables.per_query_schema(parts),
+                      ("bm25", D29, "q1", "P", 5, 1, False, "P@5", 0.2, 10, 3, 1, "old",
+                       "unjudged")),
+        "aggregate": (config.output.aggregate_path or "", tables.aggregate_schema(parts),
+                      ("bm25", D29, "P", 5, 1, False, "P@5", "macro", 0.2, 20, "old", "unjudged",
+                       0.1, 0.3, "t", 0.95)),
     }
     for kind, (path, schema, row) in old_rows.items():
-        v2_fields = [
-            f
-            for f in schema.fields
-            if f.name
-            not in (
-                S.DEPTH,
-                S.ANSWER_SCORE,
-                S.WINDOW_SIZE,
-                S.SLICE,
-                S.SLICE_VALUE,
-                S.WEIGHT,
-                S.SLICES,
-            )
-        ]
-        (
-            DeltaTable.create(spark)
-            .location(path)
-            .addColumns(v2_fields)
-            .partitionedBy("date")
-            .property(SCHEMA_VERSION_PROPERTY, "2")
-            .execute()
-        )
+        v2_fields = [f for f in schema.fields
+                     if f.name not in (S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE, S.SLICE,
+                                       S.SLICE_VALUE, S.WEIGHT, S.SLICES)]
+        (DeltaTable.create(spark).location(path).addColumns(v2_fields).partitionedBy("date")
+         .property(SCHEMA_VERSION_PROPERTY, "2").execute())
         spark.createDataFrame([row], T.StructType(v2_fields)).write.format("delta").mode(
-            "append"
-        ).save(path)
+            "append").save(path)
         with pytest.raises(SchemaVersionError, match=r"releval.schema_version = '2'"):
             run_job(spark, config, select(f"date={D27}"), job_run_id="refused")
-        assert migrate_table(spark, kind=kind, path=path, table=None, config=config) == [
-            "2",
-            "3",
-            "4",
-            "5",
-            "6",
-            "7",
-            "8",
-            "9",
-            "10",
-            "11",
-        ]
+        assert migrate_table(spark, kind=kind, path=path, table=None,
+                             config=config) == ["2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
         table = read(spark, path)
         field = table.schema[S.DEPTH]
         # after version 2's columns (answer_score, version 4's, follows in the per-query
@@ -349,14 +236,9 @@ def test_version_2_tables_get_the_depth_column_and_a_job_with_a_depth_fills_it(
     # the same rows read and used: the ones past the depth are used, not quarantined
     assert whole.rows_beyond_depth == 0 and cut.rows_beyond_depth > 0
     assert (cut.quality.run.input, cut.quality.run.used, cut.quality.run.quarantined) == (
-        whole.quality.run.input,
-        whole.quality.run.used,
-        whole.quality.run.quarantined,
-    )
-    assert (
-        f"depth 3: each ranking evaluated at its first 3 documents; {cut.rows_beyond_depth} "
-        "ranked run rows beyond it (used, not evaluated)"
-    ) in cut.render()
+        whole.quality.run.input, whole.quality.run.used, whole.quality.run.quarantined)
+    assert (f"depth 3: each ranking evaluated at its first 3 documents; {cut.rows_beyond_depth} "
+            "ranked run rows beyond it (used, not evaluated)") in cut.render()
     per_query = read(spark, config.output.per_query_path or "")
     new = per_query.where(F.col("date") == D27)
     # D27 replaced (not appended to), every row cut at 3; D29's migrated row untouched
@@ -381,48 +263,10 @@ def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
         return spark.createDataFrame(
             # ..., num_queries, job_run_id, negative_labels, ci_low, ci_high, ci_method,
             # ci_level, depth, slice, slice_value
-            [
-                (
-                    D29,
-                    "P",
-                    5,
-                    1,
-                    False,
-                    "P@5",
-                    "macro",
-                    0.5,
-                    10,
-                    job,
-                    "unjudged",
-                    0.2,
-                    0.8,
-                    "t",
-                    0.95,
-                    None,
-                    None,
-                    None,
-                ),
-                (
-                    D29,
-                    "AP",
-                    None,
-                    1,
-                    False,
-                    "AP",
-                    "macro",
-                    0.25,
-                    10,
-                    job,
-                    "unjudged",
-                    0.1,
-                    0.4,
-                    "t",
-                    0.95,
-                    None,
-                    None,
-                    None,
-                ),
-            ],
+            [(D29, "P", 5, 1, False, "P@5", "macro", 0.5, 10, job, "unjudged", 0.2, 0.8, "t", 0.95,
+              None, None, None),
+             (D29, "AP", None, 1, False, "AP", "macro", 0.25, 10, job, "unjudged", 0.1, 0.4, "t",
+              0.95, None, None, None)],
             schema,
         )
 
@@ -431,17 +275,10 @@ def test_two_writers_on_the_same_partition_leave_exactly_one_copy(
 
     def write(job: str) -> None:
         try:
-            replace_partitions(
-                frames[job],
-                path=path,
-                table=None,
-                schema=schema,
-                partition_columns=["date"],
-                description="t",
-                predicate=f"date = '{D29}'",
-                user_metadata=job,
-                backoff_seconds=0.2,
-            )
+            replace_partitions(frames[job], path=path, table=None, schema=schema,
+                               partition_columns=["date"], description="t",
+                               predicate=f"date = '{D29}'", user_metadata=job,
+                               backoff_seconds=0.2)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -466,41 +303,13 @@ def test_a_folder_that_is_not_a_delta_table_fails_with_deltas_error(
     (tmp_path / "table" / "part-0.parquet").write_bytes(b"not delta")
     schema = with_comments(tables.aggregate_schema([]), tables.AGGREGATE_COMMENTS)
     rows = spark.createDataFrame(
-        [
-            (
-                "P",
-                5,
-                1,
-                False,
-                "P@5",
-                "macro",
-                0.5,
-                10,
-                "j",
-                "unjudged",
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
-        ],
-        schema,
+        [("P", 5, 1, False, "P@5", "macro", 0.5, 10, "j", "unjudged", None, None, None, None, None,
+          None, None)],
+        schema
     )
     with pytest.raises(Exception, match=r"DELTA_\w+.*table.*is not a Delta table") as caught:
-        replace_partitions(
-            rows,
-            path=str(tmp_path / "table"),
-            table=None,
-            schema=schema,
-            partition_columns=[],
-            description="t",
-            predicate=None,
-            user_metadata="j",
-            max_attempts=3,
-            backoff_seconds=0.01,
-        )
+        replace_partitions(rows, path=str(tmp_path / "table"), table=None, schema=schema,
+                           partition_columns=[], description="t", predicate=None,
+                           user_metadata="j", max_attempts=3, backoff_seconds=0.01)
     assert not isinstance(caught.value, WriteConflictError)
     assert "retrying" not in capsys.readouterr().out

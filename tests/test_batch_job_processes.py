@@ -82,26 +82,16 @@ def test_killed_job_leaves_committed_versions_and_reruns_are_exactly_once_and_id
     config_path = write_config(tmp_path, *inputs)
     config = config_at(config_path)
     pq, agg = config.output.per_query_path or "", config.output.aggregate_path or ""
-    run_job(
-        spark,
-        config,
-        parse_selection([f"date={D27}"], run_partition_columns=["system", "date"]),
-        job_run_id="seed",
-    )
+    run_job(spark, config, parse_selection([f"date={D27}"], run_partition_columns=["system", "date"]),
+            job_run_id="seed")
     pq_v0, agg_v0 = version(spark, pq), version(spark, agg)
     agg_before = sorted_rows(read(spark, agg), drop=())
     pq_27 = sorted_rows(read(spark, pq).where(F.col("date") == D27), drop=())
 
     # 1. killed after the per-query commit, before the aggregate write (test hook pauses there)
     marker = tmp_path / "paused"
-    proc = start_job(
-        config_path,
-        "--partition",
-        f"date={D28}",
-        "--job-run-id",
-        "killed",
-        pause_at=("between_tables", marker),
-    )
+    proc = start_job(config_path, "--partition", f"date={D28}", "--job-run-id", "killed",
+                     pause_at=("between_tables", marker))
     deadline = time.monotonic() + 600
     while not marker.exists():
         assert proc.poll() is None, f"job ended before the pause:\n{proc.communicate()[0][-3000:]}"
@@ -119,15 +109,11 @@ def test_killed_job_leaves_committed_versions_and_reruns_are_exactly_once_and_id
 
     # 2. the re-run completes: each row exactly once, date 27 untouched
     finish(start_job(config_path, "--partition", f"date={D28}", "--job-run-id", "rerun-1"))
-    for path, key, per_date in (
-        (pq, PER_QUERY_KEY, PER_QUERY_ROWS_PER_DATE),
-        (agg, AGGREGATE_KEY, AGGREGATE_ROWS_PER_DATE),
-    ):
+    for path, key, per_date in ((pq, PER_QUERY_KEY, PER_QUERY_ROWS_PER_DATE),
+                                (agg, AGGREGATE_KEY, AGGREGATE_ROWS_PER_DATE)):
         assert dates(spark, path) == {D27: per_date, D28: per_date}
         assert_unique(spark, path, key)
-        ids = (
-            read(spark, path).where(F.col("date") == D28).select(S.JOB_RUN_ID).distinct().collect()
-        )
+        ids = read(spark, path).where(F.col("date") == D28).select(S.JOB_RUN_ID).distinct().collect()
         assert [r[0] for r in ids] == ["rerun-1"]
     assert sorted_rows(read(spark, pq).where(F.col("date") == D27), drop=()) == pq_27
     pq_rows, agg_rows = sorted_rows(read(spark, pq)), sorted_rows(read(spark, agg))
@@ -135,26 +121,14 @@ def test_killed_job_leaves_committed_versions_and_reruns_are_exactly_once_and_id
 
     # 3. the same job again: identical tables row by row (but for job_run_id), one commit
     # each (in this process: the re-run in a new process after the kill is step 2's)
-    run_job(
-        spark,
-        config,
-        parse_selection([f"date={D28}"], run_partition_columns=["system", "date"]),
-        job_run_id="rerun-2",
-    )
+    run_job(spark, config, parse_selection([f"date={D28}"], run_partition_columns=["system", "date"]),
+            job_run_id="rerun-2")
     assert sorted_rows(read(spark, pq)) == pq_rows
     assert sorted_rows(read(spark, agg)) == agg_rows
-    assert history(spark, pq) == [
-        *pq_history,
-        (pq_history[-1][0] + 1, "WRITE", "releval job_run_id=rerun-2"),
-    ]
-    assert history(spark, agg) == [
-        *agg_history,
-        (agg_history[-1][0] + 1, "WRITE", "releval job_run_id=rerun-2"),
-    ]
+    assert history(spark, pq) == [*pq_history, (pq_history[-1][0] + 1, "WRITE", "releval job_run_id=rerun-2")]
+    assert history(spark, agg) == [*agg_history, (agg_history[-1][0] + 1, "WRITE", "releval job_run_id=rerun-2")]
     assert run_log_ids(spark, tmp_path) == [
-        ("rerun-1", "succeeded"),
-        ("rerun-2", "succeeded"),
-        ("seed", "succeeded"),
+        ("rerun-1", "succeeded"), ("rerun-2", "succeeded"), ("seed", "succeeded")
     ]
 
 
@@ -192,29 +166,17 @@ def test_two_jobs_on_disjoint_dates_run_at_once_and_both_commit(
     pq, agg = config.output.per_query_path or "", config.output.aggregate_path or ""
     # the nightly case: the tables exist (created here empty, as a first run would)
     parts = [T.StructField("system", T.StringType()), T.StructField("date", T.StringType())]
-    for path, schema, comments in (
-        (pq, tables.per_query_schema(parts), tables.PER_QUERY_COMMENTS),
-        (agg, tables.aggregate_schema(parts), tables.AGGREGATE_COMMENTS),
-    ):
-        ensure_table(
-            spark,
-            path=path,
-            table=None,
-            schema=with_comments(schema, comments),
-            partition_columns=["date"],
-            description="test",
-        )
+    for path, schema, comments in ((pq, tables.per_query_schema(parts), tables.PER_QUERY_COMMENTS),
+                                   (agg, tables.aggregate_schema(parts), tables.AGGREGATE_COMMENTS)):
+        ensure_table(spark, path=path, table=None, schema=with_comments(schema, comments),
+                     partition_columns=["date"], description="test")
 
-    jobs = {
-        d: start_job(config_path, "--partition", f"date={d}", "--job-run-id", f"job-{d}")
-        for d in (D28, D29)
-    }
+    jobs = {d: start_job(config_path, "--partition", f"date={d}", "--job-run-id", f"job-{d}")
+            for d in (D28, D29)}
     outputs = {d: finish(proc) for d, proc in jobs.items()}
 
-    for path, key, per_date in (
-        (pq, PER_QUERY_KEY, PER_QUERY_ROWS_PER_DATE),
-        (agg, AGGREGATE_KEY, AGGREGATE_ROWS_PER_DATE),
-    ):
+    for path, key, per_date in ((pq, PER_QUERY_KEY, PER_QUERY_ROWS_PER_DATE),
+                                (agg, AGGREGATE_KEY, AGGREGATE_ROWS_PER_DATE)):
         assert dates(spark, path) == {D28: per_date, D29: per_date}
         assert_unique(spark, path, key)
         by_date = read(spark, path).select("date", S.JOB_RUN_ID).distinct().collect()
@@ -225,7 +187,4 @@ def test_two_jobs_on_disjoint_dates_run_at_once_and_both_commit(
     # (both jobs may create the quarantine table and the run log at once: that is retried)
     for out in outputs.values():
         assert "concurrent commit conflicts" not in out
-    assert run_log_ids(spark, tmp_path) == [
-        (f"job-{D28}", "succeeded"),
-        (f"job-{D29}", "succeeded"),
-    ]
+    assert run_log_ids(spark, tmp_path) == [(f"job-{D28}", "succeeded"), (f"job-{D29}", "succeeded")]

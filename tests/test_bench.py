@@ -16,8 +16,7 @@ import pytest
 pytest.importorskip("pyarrow")
 #: The harness measures memory with psutil (a ``bench`` extra, not a ``test`` one).
 needs_psutil = pytest.mark.skipif(
-    importlib.util.find_spec("psutil") is None,
-    reason="psutil is not installed (pip install -e '.[bench]')",
+    importlib.util.find_spec("psutil") is None, reason="psutil is not installed (pip install -e '.[bench]')"
 )
 
 import pyarrow as pa  # noqa: E402
@@ -50,9 +49,7 @@ from bench.harness import (  # noqa: E402
 from bench.runners import RELEVAL_MEASURES, TABLES_SQL, Result, notebook_session, numpy_measures  # noqa: E402
 
 
-def reference(
-    run: dict[str, list[tuple[float, str]]], qrels: dict[str, dict[str, int]]
-) -> dict[str, float]:
+def reference(run: dict[str, list[tuple[float, str]]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
     """Plain-Python trec_eval definitions of the five measures, averaged over judged queries."""
     sums: dict[str, float] = defaultdict(float)
     queries = [q for q, labels in qrels.items() if any(v >= 1 for v in labels.values())]
@@ -78,17 +75,13 @@ def reference(
     return {m: v / len(queries) for m, v in sums.items()}
 
 
-def _as_dicts(
-    run: pa.Table, qrels: pa.Table
-) -> tuple[dict[str, list[tuple[float, str]]], dict[str, dict[str, int]]]:
+def _as_dicts(run: pa.Table, qrels: pa.Table) -> tuple[dict[str, list[tuple[float, str]]], dict[str, dict[str, int]]]:
     """The run as ``{query: [(score, doc)]}``, the qrels as ``{query: {doc: label}}``."""
     run_d: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for q, d, s in zip(*(run[c].to_pylist() for c in ("query_id", "doc_id", "score")), strict=True):
         run_d[q].append((s, d))
     qrels_d: dict[str, dict[str, int]] = defaultdict(dict)
-    for q, d, r in zip(
-        *(qrels[c].to_pylist() for c in ("query_id", "doc_id", "relevance")), strict=True
-    ):
+    for q, d, r in zip(*(qrels[c].to_pylist() for c in ("query_id", "doc_id", "relevance")), strict=True):
         qrels_d[q][d] = r
     return run_d, qrels_d
 
@@ -101,10 +94,7 @@ def test_generator_is_seeded_and_untied() -> None:
     scores = run["score"].to_numpy().reshape(50, DOCS_PER_QUERY)
     assert (np.diff(scores, axis=1) < 0).all()  # strictly decreasing: no ties
     assert set(qrels["relevance"].to_pylist()) <= {0, 1, 2, 3}
-    assert (
-        len(set(zip(run["query_id"].to_pylist(), run["doc_id"].to_pylist(), strict=True)))
-        == run.num_rows
-    )
+    assert len(set(zip(run["query_id"].to_pylist(), run["doc_id"].to_pylist(), strict=True))) == run.num_rows
 
 
 def test_numpy_floor_matches_plain_python() -> None:
@@ -129,19 +119,9 @@ def test_the_hand_written_floor_computes_releval_numbers(spark) -> None:
 
     run, qrels = generate_arrays(40, seed=11)
     number = pc.cast(pc.utf8_slice_codeunits(run["query_id"], 1), pa.int64())
-    run = run.filter(
-        pc.or_(pc.equal(pc.bit_wise_and(number, 1), 0), pc.less_equal(run["rank"], 30))
-    )
-    run_df = helpers.run_df(
-        spark,
-        list(zip(*(run[c].to_pylist() for c in ("query_id", "doc_id", "score")), strict=True)),
-    )
-    qrels_df = helpers.qrels_df(
-        spark,
-        list(
-            zip(*(qrels[c].to_pylist() for c in ("query_id", "doc_id", "relevance")), strict=True)
-        ),
-    )
+    run = run.filter(pc.or_(pc.equal(pc.bit_wise_and(number, 1), 0), pc.less_equal(run["rank"], 30)))
+    run_df = helpers.run_df(spark, list(zip(*(run[c].to_pylist() for c in ("query_id", "doc_id", "score")), strict=True)))
+    qrels_df = helpers.qrels_df(spark, list(zip(*(qrels[c].to_pylist() for c in ("query_id", "doc_id", "relevance")), strict=True)))
     run_df.createOrReplaceTempView("run")
     qrels_df.createOrReplaceTempView("qrels")
     try:
@@ -156,8 +136,7 @@ def test_the_hand_written_floor_computes_releval_numbers(spark) -> None:
     assert len(wide) > 30 and (wide["P@100"] < wide["P@20"]).any()  # the cut runs are there
     mismatches = [
         (q, m, wide.at[q, m], releval[(q, m)])
-        for q in wide.index
-        for m in RELEVAL_MEASURES
+        for q in wide.index for m in RELEVAL_MEASURES
         if abs(wide.at[q, m] - releval[(q, m)]) > 1e-12
     ]
     assert not mismatches, mismatches[:5]
@@ -214,9 +193,7 @@ def test_data_is_regenerated_when_the_chunking_changes(tmp_path: Path) -> None:
     # An info.json without chunk_queries describes one chunk of all queries.
     legacy = DataInfo(size="full", queries=100_000, run_rows=0, qrels_rows=0, seed=5, seconds=0.0)
     assert legacy.same_stream(100_000, 5, CHUNK_QUERIES)  # full: one chunk either way
-    legacy_big = DataInfo(
-        size="1m", queries=1_000_000, run_rows=0, qrels_rows=0, seed=5, seconds=0.0
-    )
+    legacy_big = DataInfo(size="1m", queries=1_000_000, run_rows=0, qrels_rows=0, seed=5, seconds=0.0)
     assert not legacy_big.same_stream(1_000_000, 5, CHUNK_QUERIES)  # 100m: regenerated
 
 
@@ -276,18 +253,8 @@ def test_timeout_kills_the_process_tree(tmp_path: Path) -> None:
 @needs_psutil
 def test_harness_reports_a_runner_stopped_by_the_memory_cap(tmp_path: Path) -> None:
     # A cap of 1 MiB: the numpy runner's interpreter alone is above it.
-    argv = [
-        "--size",
-        "tiny",
-        "--runners",
-        "numpy",
-        "--data-root",
-        str(tmp_path / "data"),
-        "--results",
-        str(tmp_path / "results"),
-        "--memory-cap-gib",
-        str(1 / 1024),
-    ]
+    argv = ["--size", "tiny", "--runners", "numpy", "--data-root", str(tmp_path / "data"),
+            "--results", str(tmp_path / "results"), "--memory-cap-gib", str(1 / 1024)]
     assert harness.main(argv) == 0
     report = json.loads((tmp_path / "results" / "tiny.json").read_text())
     row = report["runners"]["numpy"]
@@ -303,25 +270,19 @@ def test_harness_reports_a_runner_stopped_by_the_memory_cap(tmp_path: Path) -> N
 def test_status_names_a_kill_from_outside() -> None:
     row = {"ok": False, "error": "no result written", "exit_code": -9, "stopped": None}
     assert status(row) == "killed by signal 9 (out of memory?)"
-    assert (
-        status({"ok": False, "error": "MemoryError: ", "exit_code": 1}) == "failed: MemoryError: "
-    )
+    assert status({"ok": False, "error": "MemoryError: ", "exit_code": 1}) == "failed: MemoryError: "
     assert status({"ok": True, "exit_code": 0}) == "ok"
 
 
 def test_shuffle_partitions_keep_about_250k_rows_each() -> None:
     # quick 1M rows -> 4 (the minimum), full 10M -> 40, 30m -> 120, 100m -> 400 (the maximum).
-    assert [
-        shuffle_partitions(n) for n in (100_000, 1_000_000, 10_000_000, 30_000_000, 100_000_000)
-    ] == [4, 4, 40, 120, 400]
+    assert [shuffle_partitions(n) for n in (100_000, 1_000_000, 10_000_000, 30_000_000, 100_000_000)] == [
+        4, 4, 40, 120, 400]
 
 
 def test_large_sizes_run_spark_with_a_4g_driver() -> None:
     assert {s: SIZE_SETTINGS[s]["driver_memory"] for s in ("full", "30m", "100m")} == {
-        "full": "8g",
-        "30m": "4g",
-        "100m": "4g",
-    }
+        "full": "8g", "30m": "4g", "100m": "4g"}
     assert set(SIZE_SETTINGS) == set(SIZES) | set(EXTRA_SIZES)
 
 
@@ -330,28 +291,16 @@ def _report(size: str, run_rows: int, rows: dict[str, dict[str, object]]) -> dic
 
 
 def test_growth_ratio_and_across_sizes_table(tmp_path: Path) -> None:
-    full = _report(
-        "full",
-        10_000_000,
-        {
-            "releval": {"ok": True, "wall_s": 136.0, "peak_rss_mib": 6578.0, "status": "ok"},
-            "ranx": {"ok": True, "wall_s": 72.0, "peak_rss_mib": 5629.0, "status": "ok"},
-        },
-    )
+    full = _report("full", 10_000_000, {
+        "releval": {"ok": True, "wall_s": 136.0, "peak_rss_mib": 6578.0, "status": "ok"},
+        "ranx": {"ok": True, "wall_s": 72.0, "peak_rss_mib": 5629.0, "status": "ok"},
+    })
     (tmp_path / "full.json").write_text(json.dumps(full))
-    big = _report(
-        "100m",
-        100_000_000,
-        {
-            "releval": {"ok": True, "wall_s": 1088.0, "peak_rss_mib": 5000.0, "status": "ok"},
-            "ranx": {
-                "ok": False,
-                "wall_s": 300.0,
-                "peak_rss_mib": 20481.0,
-                "status": "stopped: peak RSS > 20 GiB cap",
-            },
-        },
-    )
+    big = _report("100m", 100_000_000, {
+        "releval": {"ok": True, "wall_s": 1088.0, "peak_rss_mib": 5000.0, "status": "ok"},
+        "ranx": {"ok": False, "wall_s": 300.0, "peak_rss_mib": 20481.0,
+                 "status": "stopped: peak RSS > 20 GiB cap"},
+    })
     out = across_sizes(big, tmp_path)
     # 1088 / 136 = 8.0 for 100M / 10M = 10x the rows: at most linear.
     assert out["growth"]["wall_ratio"] == 8.0 and out["growth"]["rows_ratio"] == 10
@@ -363,21 +312,14 @@ def test_growth_ratio_and_across_sizes_table(tmp_path: Path) -> None:
     quick = _report("quick", 1_000_000, {"releval": {"ok": True, "wall_s": 40.0, "status": "ok"}})
     assert across_sizes(quick, tmp_path)["sizes"] == ["quick"]  # small sizes: no cross-size table
     md = "\n".join(harness._render_across_sizes(out))
-    assert (
-        "**releval wall at 100m / releval wall at full: 8.00** for 10x the run rows (at most linear"
-        in md
-    )
-    assert (
-        "| ranx | 72 s / 5629 MiB / ok | 300 s / 20481 MiB / stopped: peak RSS > 20 GiB cap |" in md
-    )
+    assert "**releval wall at 100m / releval wall at full: 8.00** for 10x the run rows (at most linear" in md
+    assert "| ranx | 72 s / 5629 MiB / ok | 300 s / 20481 MiB / stopped: peak RSS > 20 GiB cap |" in md
 
 
 # --- bench.runners: the notebook runner (one warm session) ------------------------------
 
 
-def binary_ndcg10(
-    run: dict[str, list[tuple[float, str]]], qrels: dict[str, dict[str, int]]
-) -> float:
+def binary_ndcg10(run: dict[str, list[tuple[float, str]]], qrels: dict[str, dict[str, int]]) -> float:
     """nDCG@10 with gain 1 for every document labelled >= 1 (RankingEvaluator's), averaged
     over the queries with a relevant document."""
     values = []
@@ -392,9 +334,7 @@ def binary_ndcg10(
     return sum(values) / len(values)
 
 
-def _notebook(
-    spark, tmp_path: Path, run: pa.Table, qrels: pa.Table, repeats: int
-) -> dict[str, object]:
+def _notebook(spark, tmp_path: Path, run: pa.Table, qrels: pa.Table, repeats: int) -> dict[str, object]:
     pq.write_table(run, tmp_path / "run.parquet")
     pq.write_table(qrels, tmp_path / "qrels.parquet")
     res = Result("notebook")
@@ -418,12 +358,8 @@ def test_notebook_runner_times_both_and_their_ap_agrees(spark, tmp_path: Path) -
         assert len(nb["times_s"][side]) == 2 and all(t > 0 for t in nb["times_s"][side])
         assert nb["median_s"][side] == pytest.approx(sum(nb["times_s"][side]) / 2, abs=1e-3)
         assert nb["warm_up_s"][side] > 0
-    assert nb["ratio"] == pytest.approx(
-        nb["median_s"]["releval"] / nb["median_s"]["RankingEvaluator"], abs=0.01
-    )
-    assert nb["floor_ratio"] == pytest.approx(
-        nb["median_s"]["floor"] / nb["median_s"]["RankingEvaluator"], abs=0.01
-    )
+    assert nb["ratio"] == pytest.approx(nb["median_s"]["releval"] / nb["median_s"]["RankingEvaluator"], abs=0.01)
+    assert nb["floor_ratio"] == pytest.approx(nb["median_s"]["floor"] / nb["median_s"]["RankingEvaluator"], abs=0.01)
     assert nb["largest_change_between_runs"] < 1e-12
     assert all(nb["spark_jobs"][side] > 0 for side in ("releval", "floor", "RankingEvaluator"))
     assert not nb["binary_labels"]
@@ -444,18 +380,14 @@ def test_notebook_runner_ndcg_agrees_when_the_labels_are_binary(spark, tmp_path:
     import pyarrow.compute as pc
 
     run, qrels = generate_arrays(30, seed=7)
-    qrels = qrels.set_column(
-        2, "relevance", pc.min_element_wise(qrels["relevance"], pa.scalar(1, pa.int32()))
-    )
+    qrels = qrels.set_column(2, "relevance", pc.min_element_wise(qrels["relevance"], pa.scalar(1, pa.int32())))
     nb = _notebook(spark, tmp_path, run, qrels, repeats=1)
     assert nb["binary_labels"]
     for m in ("nDCG@10", "AP"):
         a = nb["agreement"][m]
         assert a["status"] == "ok" and abs(a["diff"]) <= 1e-12, (m, a)
     run_d, qrels_d = _as_dicts(run, qrels)
-    assert nb["agreement"]["nDCG@10"]["releval"] == pytest.approx(
-        binary_ndcg10(run_d, qrels_d), abs=1e-12
-    )
+    assert nb["agreement"]["nDCG@10"]["releval"] == pytest.approx(binary_ndcg10(run_d, qrels_d), abs=1e-12)
 
 
 def test_a_notebook_run_has_its_own_results_files(tmp_path: Path) -> None:
@@ -466,45 +398,28 @@ def test_a_notebook_run_has_its_own_results_files(tmp_path: Path) -> None:
     (tmp_path / "full.md").write_text("the other runners")
     (tmp_path / "30m.json").write_text("not read")
     nb = {
-        "repeats": 3,
-        "rows": {"run": 10, "qrels": 2},
-        "binary_labels": False,
+        "repeats": 3, "rows": {"run": 10, "qrels": 2}, "binary_labels": False,
         "warm_up_s": {"releval": 9.0, "floor": 4.0, "RankingEvaluator": 5.0},
-        "times_s": {
-            "releval": [4.0, 3.0, 3.5],
-            "floor": [2.5, 2.25, 2.75],
-            "RankingEvaluator": [2.0, 2.5, 1.5],
-        },
-        "median_s": {"releval": 3.5, "floor": 2.5, "RankingEvaluator": 2.0},
-        "ratio": 1.75,
+        "times_s": {"releval": [4.0, 3.0, 3.5], "floor": [2.5, 2.25, 2.75],
+                    "RankingEvaluator": [2.0, 2.5, 1.5]},
+        "median_s": {"releval": 3.5, "floor": 2.5, "RankingEvaluator": 2.0}, "ratio": 1.75,
         "floor_ratio": 1.25,  # 2.5 / 2.0
         "largest_change_between_runs": 0.0,
         "agreement": {"AP": {"releval": 0.4, "RankingEvaluator": 0.4, "diff": 0.0, "status": "ok"}},
     }
     report = {
-        "size": "full",
-        "results_name": "full-notebook",
-        "generated_at": "now",
+        "size": "full", "results_name": "full-notebook", "generated_at": "now",
         "data": {"queries": 1, "run_rows": 10, "qrels_rows": 2, "seed": 1},
         "machine": {"cpus": 2, "memory_gib": 1, "python": "3", "platform": "x"},
         "spark": {"master": "local[2]", "shuffle_partitions": 4, "driver_memory": "8g"},
         "install": {},
-        "runners": {
-            "notebook": {
-                "runner": "notebook",
-                "ok": True,
-                "phases": {"startup": 1.0},
-                "means": {"AP": 0.4},
-                "notebook": nb,
-            }
-        },
+        "runners": {"notebook": {"runner": "notebook", "ok": True, "phases": {"startup": 1.0},
+                                 "means": {"AP": 0.4}, "notebook": nb}},
     }
     harness.finish(report, tmp_path, 1e-6)
     assert (tmp_path / "full.md").read_text() == "the other runners"
     md = (tmp_path / "full-notebook.md").read_text()
-    assert (
-        json.loads((tmp_path / "full-notebook.json").read_text())["ratios"][NOTEBOOK_RATIO] == 1.75
-    )
+    assert json.loads((tmp_path / "full-notebook.json").read_text())["ratios"][NOTEBOOK_RATIO] == 1.75
     assert f"| {NOTEBOOK_RATIO} | 1.75 |" in md
     assert "| 9.00 | 4.00 | 3.00 | 3.50 | 3.50 |" in md  # warm-up, runs 1-3, median
     assert "| 4.00 | 2.50 | 2.25 | 2.75 | 2.50 |" in md  # the floor's
@@ -520,22 +435,9 @@ def test_notebook_runner_as_the_harness_starts_it(tmp_path: Path) -> None:
     generate("tiny", tmp_path / "data", seed=7, queries=20)
     result = tmp_path / "notebook.json"
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.runners",
-            "notebook",
-            "--data",
-            str(tmp_path / "data"),
-            "--result",
-            str(result),
-            "--work",
-            str(tmp_path / "work"),
-            "--shuffle-partitions",
-            "2",
-        ],
-        check=True,
-        cwd=Path(__file__).resolve().parents[1],
+        [sys.executable, "-m", "bench.runners", "notebook", "--data", str(tmp_path / "data"),
+         "--result", str(result), "--work", str(tmp_path / "work"), "--shuffle-partitions", "2"],
+        check=True, cwd=Path(__file__).resolve().parents[1],
     )
     row = json.loads(result.read_text())
     assert row["ok"], row["error"]

@@ -17,8 +17,7 @@ def test_the_sparse_workload_has_the_shape_it_says():
     per_system = run.groupby(["system", "qid"])["item_id"]
     assert (per_system.size() == 50).all() and (per_system.nunique() == 50).all()
     assert run["item_id"].nunique() == 120 and sorted(run["system"].unique()) == [
-        f"s{s}" for s in range(5)
-    ]
+        f"s{s}" for s in range(5)]
     # in random order: not grouped by query
     assert (run["qid"] != run["qid"].shift()).mean() > 0.9
     # some ranked documents are judged, most are not

@@ -68,65 +68,20 @@ def test_bootstrap_agrees_with_a_numpy_reference():
 
 
 def test_bootstrap_edge_cases():
-    assert all(
-        math.isnan(v)
-        for v in kernel.bootstrap_interval(np.array([0.5]), keys_for(1), resamples=100, level=0.95)
-    )
+    assert all(math.isnan(v) for v in kernel.bootstrap_interval(
+        np.array([0.5]), keys_for(1), resamples=100, level=0.95))
     # constant values: every resample mean is the value
     assert kernel.bootstrap_interval(np.full(5, 0.25), keys_for(5), resamples=200, level=0.9) == (
-        pytest.approx(0.25),
-        pytest.approx(0.25),
-    )
+        pytest.approx(0.25), pytest.approx(0.25))
 
 
 def per_query_frame(spark, n_a=60):
     values = np.random.default_rng(5).beta(1, 2, size=n_a)
     m = parse_measures(["RR"])[0]
-    rows = [
-        (
-            "a",
-            f"q{i:03d}",
-            m.name,
-            m.cutoff,
-            m.rel_level,
-            False,
-            m.key,
-            float(v),
-            10,
-            1,
-            1,
-            None,
-            "unjudged",
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
-        for i, v in enumerate(values)
-    ]
-    rows.append(
-        (
-            "b",
-            "q000",
-            m.name,
-            m.cutoff,
-            m.rel_level,
-            False,
-            m.key,
-            0.5,
-            10,
-            1,
-            1,
-            None,
-            "unjudged",
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
-    )
+    rows = [("a", f"q{i:03d}", m.name, m.cutoff, m.rel_level, False, m.key, float(v), 10, 1, 1, None,
+             "unjudged", None, None, None, None, None) for i, v in enumerate(values)]
+    rows.append(("b", "q000", m.name, m.cutoff, m.rel_level, False, m.key, 0.5, 10, 1, 1, None,
+                 "unjudged", None, None, None, None, None))
     return spark.createDataFrame(rows, PER_QUERY), [m], values
 
 
@@ -135,13 +90,9 @@ def test_spark_bootstrap_is_the_kernel_and_ignores_partitioning(spark):
     settings = IntervalSettings(method="bootstrap", resamples=3000, seed=11)
 
     def intervals(df):
-        rows = aggregate(
-            as_queries(df, measures, ["system"]),
-            measures=measures,
-            partition_columns=["system"],
-            intervals=settings,
-        )
-        return {r["system"]: (r[S.CI_LOW], r[S.CI_HIGH], r[S.CI_METHOD], r[S.VALUE]) for r in rows}
+        rows = aggregate(as_queries(df, measures, ["system"]), measures=measures, partition_columns=["system"], intervals=settings)
+        return {r["system"]: (r[S.CI_LOW], r[S.CI_HIGH], r[S.CI_METHOD], r[S.VALUE])
+                for r in rows}
 
     def interval_only(got):  # Spark's own avg may differ in the last bit with the row order
         return {k: v[:3] for k, v in got.items()}
@@ -150,22 +101,16 @@ def test_spark_bootstrap_is_the_kernel_and_ignores_partitioning(spark):
     # bit for bit the same interval under other partitionings and row orders
     assert interval_only(one) == interval_only(intervals(per_query.repartition(7, S.QUERY_ID)))
     assert interval_only(one) == interval_only(
-        intervals(per_query.orderBy(F.col(S.QUERY_ID).desc()).repartition(3))
-    )
+        intervals(per_query.orderBy(F.col(S.QUERY_ID).desc()).repartition(3)))
     # the same numbers as the kernel over xxhash64(seed, query_id) keys (rows in query order)
     keys = per_query.where("system = 'a'").orderBy(S.QUERY_ID).select(query_key(11).alias("k"))
     expected = kernel.bootstrap_interval(
-        values, np.array([r["k"] for r in keys.collect()]), resamples=3000, level=0.95
-    )
+        values, np.array([r["k"] for r in keys.collect()]), resamples=3000, level=0.95)
     low, high, method, value = one["a"]
     assert (low, high) == pytest.approx(expected, abs=1e-15) and method == "bootstrap"
     assert low <= value <= high
     assert one["b"][:3] == (None, None, "bootstrap")  # one query: no interval
     # another seed, other weights
-    other = aggregate(
-        as_queries(per_query, measures, ["system"]),
-        measures=measures,
-        partition_columns=["system"],
-        intervals=IntervalSettings(method="bootstrap", resamples=3000, seed=12),
-    )
+    other = aggregate(as_queries(per_query, measures, ["system"]), measures=measures, partition_columns=["system"],
+                      intervals=IntervalSettings(method="bootstrap", resamples=3000, seed=12))
     assert next(r for r in other if r["system"] == "a")[S.CI_LOW] != low

@@ -29,10 +29,8 @@ def test_the_power_bar_and_an_unchanged_system():
     # the time (bench.calibration measures it over 1,000 gates); 120 gates here
     rule = G.parse_rule("nDCG@10 change >= -0.01")
     rng = np.random.default_rng(5)
-    passed = [
-        C.outcomes(rule, C.Sample(np.clip(rng.normal(0, 0.1, 1000), -1, 1)), "bounded")[0] == G.PASS
-        for _ in range(120)
-    ]
+    passed = [C.outcomes(rule, C.Sample(np.clip(rng.normal(0, 0.1, 1000), -1, 1)),
+                         "bounded")[0] == G.PASS for _ in range(120)]
     assert np.mean(passed) >= 0.78
     assert C.outcomes(rule, C.Sample(np.zeros(1000)), "bounded") == [G.PASS]
 
@@ -49,18 +47,11 @@ def test_the_harness_decides_as_the_gate_table():
         s = C.sample(kind, "skewed", 40, 0.05, rng)
         rule = C.rule_for(kind, "skewed")
         b = np.full(40, 0.5)
-        frame = pd.DataFrame(
-            {
-                "measure_key": "nDCG@10",
-                "query_id": [f"q{i}" for i in range(40)],
-                G.BASE: b,
-                G.CAND: b + s.x,
-                "weight": s.weights if s.weights is not None else np.nan,
-                "segment": [
-                    str(g) for g in (s.groups if s.groups is not None else np.zeros(40, int))
-                ],
-            }
-        )
+        frame = pd.DataFrame({"measure_key": "nDCG@10", "query_id": [f"q{i}" for i in range(40)],
+                              G.BASE: b, G.CAND: b + s.x,
+                              "weight": s.weights if s.weights is not None else np.nan,
+                              "segment": [str(g) for g in (s.groups if s.groups is not None
+                                                           else np.zeros(40, int))]})
         table = G.gate_rows(frame, [rule])
         assert list(table.outcome) == C.outcomes(rule, s, "bounded")
 
@@ -80,18 +71,14 @@ def test_compares_paired_tests_reject_a_true_zero_on_skewed_pairs_more_than_alph
     assert C.paired_size("symmetric", 100, reps=300, seed=2) <= C.ALPHA + 0.04
     # skewed differences over 10 pairs: both of compare's tests reject a true zero too often
     assert C.paired_size("skewed", 10, reps=300, seed=2) > 2 * C.ALPHA
-    assert (
-        C.paired_size("skewed", 10, reps=200, test="randomization", seed=2, permutations=99)
-        > 2 * C.ALPHA
-    )
+    assert C.paired_size("skewed", 10, reps=200, test="randomization", seed=2,
+                         permutations=99) > 2 * C.ALPHA
 
 
 def test_the_bench_tables_round_trip_and_summarize():
-    rates = (
-        C.gate_rates("change", "tied", 5, reps=40, seed=4)
-        + C.gate_rates("change", "tied", 100, reps=40, seed=4)
-        + C.gate_rates("change", "tied", 1000, reps=40, seed=4)
-    )
+    rates = C.gate_rates("change", "tied", 5, reps=40, seed=4) + C.gate_rates(
+        "change", "tied", 100, reps=40, seed=4) + C.gate_rates("change", "tied", 1000, reps=40,
+                                                                 seed=4)
     table = C.markdown(rates)
     assert table.splitlines()[2].startswith("| change | tied | 5 | bounded |")
     back = C.parse_markdown(table, reps=40)

@@ -39,28 +39,13 @@ def expected_ranks(pairs: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_loss_ranks_shares_and_slices_equal_pandas(per_query, queries):
-    moved = releval.changes(
-        per_query,
-        baseline="system=bm25",
-        candidates=["system=dense", "system=hybrid"],
-        queries=queries,
-        queries_columns={"query_id": "qid", "weight": "hits"},
-        slices=["segment", "locale"],
-    )
-    assert moved.columns == [
-        "candidate",
-        "measure_key",
-        "query_id",
-        "baseline_value",
-        "candidate_value",
-        "diff",
-        "loss_rank",
-        "gain_rank",
-        "segment",
-        "locale",
-        "weight",
-        "share_of_diff",
-    ]
+    moved = releval.changes(per_query, baseline="system=bm25",
+                            candidates=["system=dense", "system=hybrid"], queries=queries,
+                            queries_columns={"query_id": "qid", "weight": "hits"},
+                            slices=["segment", "locale"])
+    assert moved.columns == ["candidate", "measure_key", "query_id", "baseline_value",
+                             "candidate_value", "diff", "loss_rank", "gain_rank", "segment",
+                             "locale", "weight", "share_of_diff"]
     got = moved.toPandas()
     got["candidate"] = got["candidate"].str.removeprefix("system=")
     want = expected_ranks(pairs_frame("zero"))
@@ -75,23 +60,14 @@ def test_loss_ranks_shares_and_slices_equal_pandas(per_query, queries):
     # weighted share: w * d / sum(w) over the listed queries; it adds up to the weighted mean
     listed = both[both.weight.notna()]
     total = listed.groupby(["candidate", "measure_key"]).weight.transform("sum")
-    assert np.allclose(
-        listed.share_of_diff, listed.weight * listed["diff"] / total, rtol=1e-12, atol=1e-15
-    )
+    assert np.allclose(listed.share_of_diff, listed.weight * listed["diff"] / total,
+                       rtol=1e-12, atol=1e-15)
     assert both[both.weight.isna()].share_of_diff.isna().all()  # q46, q47: unlisted
     sums = listed.groupby(["candidate", "measure_key"]).share_of_diff.sum()
-    rows = (
-        releval.compare(
-            per_query,
-            baseline="system=bm25",
-            candidates=["system=dense", "system=hybrid"],
-            test="t",
-            queries=queries,
-            queries_columns={"query_id": "qid", "weight": "hits"},
-        )
-        .where("averaging = 'weighted' AND slice IS NULL")
-        .collect()
-    )
+    rows = releval.compare(per_query, baseline="system=bm25",
+                           candidates=["system=dense", "system=hybrid"], test="t",
+                           queries=queries, queries_columns={"query_id": "qid", "weight": "hits"}
+                           ).where("averaging = 'weighted' AND slice IS NULL").collect()
     assert len(rows) == len(sums) == 6
     for r in rows:
         key = (r[S.CANDIDATE].removeprefix("system="), r[S.MEASURE_KEY])
@@ -99,18 +75,14 @@ def test_loss_ranks_shares_and_slices_equal_pandas(per_query, queries):
 
 
 def test_unweighted_shares_and_no_queries(per_query):
-    moved = releval.changes(
-        per_query, baseline={"system": "bm25"}, candidates=[{"system": "dense"}], measures=["P@5"]
-    ).toPandas()
+    moved = releval.changes(per_query, baseline={"system": "bm25"},
+                            candidates=[{"system": "dense"}], measures=["P@5"]).toPandas()
     assert moved.columns.tolist()[-2:] == ["weight", "share_of_diff"]
     assert moved.weight.isna().all() and set(moved.measure_key) == {"P@5"}
     # d / n: 48 pairs (zero-filled), adding up to the mean difference
     assert np.allclose(moved.share_of_diff, moved["diff"] / 48, rtol=1e-12, atol=1e-15)
-    row = (
-        releval.compare(per_query, baseline="system=bm25", candidates=["system=dense"], test="t")
-        .where("measure_key = 'P@5'")
-        .first()
-    )
+    row = releval.compare(per_query, baseline="system=bm25", candidates=["system=dense"],
+                          test="t").where("measure_key = 'P@5'").first()
     assert moved.share_of_diff.sum() == pytest.approx(row[S.MEAN_DIFF], rel=1e-12)
     # the worst query: the most negative diff
     worst = moved[moved.loss_rank == 1].iloc[0]
@@ -118,15 +90,9 @@ def test_unweighted_shares_and_no_queries(per_query):
 
 
 def test_per_slice_macro_means_equal_a_pandas_group_by(per_query, queries):
-    rows = releval.compare(
-        per_query,
-        baseline="system=bm25",
-        candidates=["system=dense"],
-        test="t",
-        queries=queries,
-        slices=["segment"],
-        queries_columns={"query_id": "qid"},
-    ).collect()
+    rows = releval.compare(per_query, baseline="system=bm25", candidates=["system=dense"],
+                           test="t", queries=queries, slices=["segment"],
+                           queries_columns={"query_id": "qid"}).collect()
     assert {r[S.AVERAGING] for r in rows} == {"macro"}  # no weight: no weighted rows
     pairs = pairs_frame("zero")
     pairs = pairs[pairs.candidate == "dense"]
@@ -138,22 +104,14 @@ def test_per_slice_macro_means_equal_a_pandas_group_by(per_query, queries):
         assert (r[S.BASELINE_MEAN], r[S.CANDIDATE_MEAN]) == pytest.approx((b, c), rel=1e-12)
 
 
-@pytest.mark.parametrize(
-    "bad, column, reason",
-    [
-        (("q01", "head", "en", -2.0), "hits", "invalid_weight"),
-        (("q00", "tail", "de", 1.0), "qid", "duplicate_query_id"),
-    ],
-)
+@pytest.mark.parametrize("bad, column, reason", [
+    (("q01", "head", "en", -2.0), "hits", "invalid_weight"),
+    (("q00", "tail", "de", 1.0), "qid", "duplicate_query_id"),
+])
 def test_a_rejected_queries_row_is_an_error(spark, per_query, bad, column, reason):
     rows = [r for r in queries_rows() if r[0] != "q01"] + [bad]
     frame = spark.createDataFrame(rows, QUERIES_SCHEMA)
     for call in (releval.compare, releval.changes):
         with pytest.raises(InputError, match=rf"queries DataFrame: column '{column}': {reason}"):
-            call(
-                per_query,
-                baseline="system=bm25",
-                candidates=["system=dense"],
-                queries=frame,
-                queries_columns={"query_id": "qid", "weight": "hits"},
-            )
+            call(per_query, baseline="system=bm25", candidates=["system=dense"], queries=frame,
+                 queries_columns={"query_id": "qid", "weight": "hits"})

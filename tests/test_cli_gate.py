@@ -55,9 +55,8 @@ def test_pass_exits_0_and_prints_the_verdict_first(shared_session, files, capsys
     code, out = gate(files, "better", "RR change >= -0.01", "P@1 >= 0.5", capsys=capsys)
     assert code == 0
     lines = out.out.splitlines()
-    assert lines[0] == (
-        "gate: PASS (2 pass; 2 rules) - run_id=better against run_id=base, alpha 0.05"
-    )
+    assert lines[0] == ("gate: PASS (2 pass; 2 rules) - run_id=better against run_id=base, "
+                        "alpha 0.05")
     assert lines[1].split()[:3] == ["rule", "slice_value", "estimate"]
     assert "RR change >= -0.01" in out.out and "0.2500" in out.out
 
@@ -73,13 +72,11 @@ def test_inconclusive_exits_3_unless_mapped(shared_session, files, capsys):
     # swapped: one query -1/2, one +1/2, 38 0: mean 0, not above 0 nor below
     code, out = gate(files, "swapped", "RR change > 0", capsys=capsys)
     assert code == 3 and out.out.startswith("gate: INCONCLUSIVE")
-    code, out = gate(
-        files, "swapped", "RR change > 0", extra=["--on-inconclusive", "fail"], capsys=capsys
-    )
+    code, out = gate(files, "swapped", "RR change > 0", extra=["--on-inconclusive", "fail"],
+                     capsys=capsys)
     assert code == 1 and "inconclusive counted as fail" in out.out
-    code, _ = gate(
-        files, "swapped", "RR change > 0", extra=["--on-inconclusive", "pass"], capsys=capsys
-    )
+    code, _ = gate(files, "swapped", "RR change > 0", extra=["--on-inconclusive", "pass"],
+                   capsys=capsys)
     assert code == 0
 
 
@@ -87,26 +84,11 @@ def test_usage_and_input_errors_exit_2(files, capsys):
     # all before Spark starts
     code, out = gate(files, "better", "RR change => 0", capsys=capsys)
     assert code == 2 and "rule 'RR change => 0'" in out.err and "expected" in out.err
-    assert (
-        main(["gate", "--qrels", files["qrels"], "--run", files["base"], "--rule", "RR > 0"]) == 2
-    )
+    assert main(["gate", "--qrels", files["qrels"], "--run", files["base"],
+                 "--rule", "RR > 0"]) == 2
     assert "two --run" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                "gate",
-                "--qrels",
-                files["qrels"] + ".missing",
-                "--run",
-                files["base"],
-                "--run",
-                files["better"],
-                "--rule",
-                "RR > 0",
-            ]
-        )
-        == 2
-    )
+    assert main(["gate", "--qrels", files["qrels"] + ".missing", "--run", files["base"],
+                 "--run", files["better"], "--rule", "RR > 0"]) == 2
     assert "input not found" in capsys.readouterr().err
     with pytest.raises(SystemExit) as usage:
         main(["gate", "--on-inconclusive", "maybe"])
@@ -122,21 +104,12 @@ def test_queries_and_slices(shared_session, files, tmp_path, capsys):
     # a queries file: q00, q01 are "head" (weight 100); better gains only on odd queries,
     # so q01 (head) gains 1/2 and q00 nothing: head mean 1/4 over 2 queries
     path = tmp_path / "queries.csv"
-    path.write_text(
-        "query_id,segment,traffic\n"
-        + "".join(
-            f"{q},{'head' if i < 2 else 'tail'},{100 if i < 2 else 1}\n"
-            for i, q in enumerate(QUERIES)
-        )
-    )
-    code, out = gate(
-        files,
-        "better",
-        "RR change >= -0.01 per segment",
-        "weighted RR change >= -0.01",
-        extra=["--queries", str(path), "--weight", "traffic"],
-        capsys=capsys,
-    )
+    path.write_text("query_id,segment,traffic\n" + "".join(
+        f"{q},{'head' if i < 2 else 'tail'},{100 if i < 2 else 1}\n"
+        for i, q in enumerate(QUERIES)))
+    code, out = gate(files, "better", "RR change >= -0.01 per segment",
+                     "weighted RR change >= -0.01",
+                     extra=["--queries", str(path), "--weight", "traffic"], capsys=capsys)
     lines = out.out.splitlines()
     # head: differences 0 and 1/2 (2 queries): too few to decide; tail: 38 queries, 19
     # gain 1/2: passes; the weighted rule counts about 3 queries (Kish): inconclusive
@@ -145,14 +118,11 @@ def test_queries_and_slices(shared_session, files, tmp_path, capsys):
     assert code == 3
 
 
-@pytest.mark.parametrize(
-    ("section", "flag", "expected"),
-    [
-        ('mode = "point"', [], "point"),  # the config's [gate] mode
-        ("", [], "confidence"),  # its default
-        ('mode = "point"', ["--mode", "confidence"], "confidence"),  # the flag wins
-    ],
-)
+@pytest.mark.parametrize(("section", "flag", "expected"), [
+    ('mode = "point"', [], "point"),                  # the config's [gate] mode
+    ("", [], "confidence"),                           # its default
+    ('mode = "point"', ["--mode", "confidence"], "confidence"),  # the flag wins
+])
 def test_gate_config_mode_is_honoured(tmp_path, monkeypatch, section, flag, expected):
     import releval.cli.gate as cli_gate
     import releval.io.atomic as atomic
@@ -160,13 +130,13 @@ def test_gate_config_mode_is_honoured(tmp_path, monkeypatch, section, flag, expe
     config = tmp_path / "gate.toml"
     config.write_text(f"""
 [run]
-path = "{tmp_path / "run"}"
+path = "{tmp_path / 'run'}"
 partition_columns = ["system"]
 [qrels]
-path = "{tmp_path / "qrels"}"
+path = "{tmp_path / 'qrels'}"
 [output]
-per_query_path = "{tmp_path / "per_query"}"
-aggregate_path = "{tmp_path / "aggregate"}"
+per_query_path = "{tmp_path / 'per_query'}"
+aggregate_path = "{tmp_path / 'aggregate'}"
 [gate]
 rules = ["RR change >= -0.01"]
 baseline = "system=a"
@@ -186,17 +156,7 @@ baseline = "system=a"
     monkeypatch.setattr(atomic, "read_table", lambda spark, path, table: "per_query")
     monkeypatch.setattr(cli_gate, "_gate", fake_gate)
     monkeypatch.setattr(cli_gate, "_report", lambda gate, on_inconclusive: 0)
-    code = main(
-        [
-            "gate",
-            "--config",
-            str(config),
-            "--baseline",
-            "system=a",
-            "--candidate",
-            "system=b",
-            *flag,
-        ]
-    )
+    code = main(["gate", "--config", str(config), "--baseline", "system=a",
+                 "--candidate", "system=b", *flag])
     assert code == 0 and seen["stopped"]
     assert (seen["mode"], seen["rules"], seen["alpha"]) == (expected, ["RR change >= -0.01"], 0.05)

@@ -34,86 +34,44 @@ def test_evaluate_with_queries_slices_and_weight(spark, tmp_path):
     for name, text in (("run.txt", RUN), ("qrels.txt", QRELS), ("queries.csv", QUERIES)):
         (tmp_path / name).write_text(text)
     out = tmp_path / "tables"
-    result = run_cli(
-        "evaluate",
-        "--run",
-        str(tmp_path / "run.txt"),
-        "--qrels",
-        str(tmp_path / "qrels.txt"),
-        "--measures",
-        "RR",
-        "--queries",
-        str(tmp_path / "queries.csv"),
-        "--query-id-column",
-        "qid",
-        "--slices",
-        "segment",
-        "--weight",
-        "hits",
-        "--output",
-        str(out),
-        "--master",
-        "local[2]",
-    )
+    result = run_cli("evaluate", "--run", str(tmp_path / "run.txt"),
+                     "--qrels", str(tmp_path / "qrels.txt"), "--measures", "RR",
+                     "--queries", str(tmp_path / "queries.csv"), "--query-id-column", "qid",
+                     "--slices", "segment", "--weight", "hits", "--output", str(out),
+                     "--master", "local[2]")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "queries input does not list: 1" in result.stdout
     aggregate = spark.read.format("delta").load(str(out / "aggregate"))
-    rows = {
-        (r[S.SLICE_VALUE], r[S.AVERAGING]): r[S.VALUE]
-        for r in aggregate.where("measure_key = 'RR'").collect()
-    }
+    rows = {(r[S.SLICE_VALUE], r[S.AVERAGING]): r[S.VALUE] for r in aggregate.where(
+        "measure_key = 'RR'").collect()}
     assert rows[(None, "macro")] == pytest.approx((1 + 0.5 + 1) / 3, abs=1e-12)
     # q1 (1, w 30) and q2 (1/2, w 10): (30 + 5) / 40
     assert rows[(None, "weighted")] == pytest.approx(35 / 40, abs=1e-12)
     assert rows[("head", "macro")] == 1.0 and rows[("tail", "macro")] == 0.5
     assert rows[("(unlisted)", "macro")] == 1.0
     quarantine = spark.read.format("delta").load(str(out / "quarantine"))
-    assert sorted(
-        r[0] for r in quarantine.where("input = 'queries'").select(S.REASON_CODE).collect()
-    ) == ["duplicate_query_id", "duplicate_query_id"]
+    assert sorted(r[0] for r in quarantine.where("input = 'queries'").select(
+        S.REASON_CODE).collect()) == ["duplicate_query_id", "duplicate_query_id"]
 
 
 def test_slices_without_queries_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "r").write_text(RUN)
-    result = run_cli(
-        "evaluate",
-        "--run",
-        str(tmp_path / "r"),
-        "--qrels",
-        str(tmp_path / "r"),
-        "--slices",
-        "segment",
-    )
+    result = run_cli("evaluate", "--run", str(tmp_path / "r"), "--qrels", str(tmp_path / "r"),
+                     "--slices", "segment")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "releval: error: --slices and --weight name columns of --queries (one row per query); "
-        "give --queries PATH"
-    ]
+        "give --queries PATH"]
 
 
 def test_the_queries_section_of_a_config():
     base = {"run": {"path": "r"}, "qrels": {"path": "q"}}
-    config = config_from_dict(
-        {
-            **base,
-            "queries": {
-                "path": "queries",
-                "format": "csv",
-                "query_id": "qid",
-                "weight": "hits",
-                "slices": ["segment", "locale"],
-                "filter": "locale <> 'ja'",
-            },
-        }
-    )
-    assert config.queries == QueriesSource(
-        path="queries",
-        format="csv",
-        query_id="qid",
-        weight="hits",
-        slices=("segment", "locale"),
-        filter="locale <> 'ja'",
-    )
+    config = config_from_dict({**base, "queries": {
+        "path": "queries", "format": "csv", "query_id": "qid", "weight": "hits",
+        "slices": ["segment", "locale"], "filter": "locale <> 'ja'"}})
+    assert config.queries == QueriesSource(path="queries", format="csv", query_id="qid",
+                                           weight="hits", slices=("segment", "locale"),
+                                           filter="locale <> 'ja'")
     with pytest.raises(ConfigError, match=r"\[queries\] needs exactly one of 'path' or 'table'"):
         config_from_dict({**base, "queries": {"weight": "hits"}})
     with pytest.raises(ConfigError, match=r"queries.format = 'trec'"):

@@ -13,7 +13,7 @@ from releval.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL = str(ROOT / "conf" / "local.toml")
 
-DUCKDB = """CREATE OR REPLACE VIEW "per_query_wide" AS
+DUCKDB = '''CREATE OR REPLACE VIEW "per_query_wide" AS
 SELECT
   "system",
   "date",
@@ -54,7 +54,7 @@ SELECT
   MAX(depth) AS depth
 FROM delta_scan('warehouse/releval/aggregate')
 GROUP BY "system", "date", slice, slice_value;
-"""
+'''
 
 
 @pytest.fixture
@@ -69,9 +69,8 @@ def no_spark(monkeypatch):
 def warehouse(tmp_path, monkeypatch):
     """conf/local.toml's aggregate table (relative paths) with two run partitions' keys."""
     monkeypatch.chdir(tmp_path)
-    write_deltalake(
-        "warehouse/releval/aggregate", pa.table({"measure_key": ["RR", "P@5", "num_ret"] * 2})
-    )
+    write_deltalake("warehouse/releval/aggregate",
+                    pa.table({"measure_key": ["RR", "P@5", "num_ret"] * 2}))
     return tmp_path
 
 
@@ -86,12 +85,10 @@ def test_spark_views_of_path_tables_name_absolute_paths(no_spark, warehouse, cap
     assert main(["views", "--config", LOCAL]) == 0
     out = capsys.readouterr().out
     # Spark: temporary views, back-quotes, delta.`<absolute path>`
-    assert out == (
-        DUCKDB.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW")
-        .replace('"', "`")
-        .replace("delta_scan('warehouse/", f"delta.`{warehouse}/warehouse/")
-        .replace("')\n", "`\n")
-    )
+    assert out == (DUCKDB.replace('CREATE OR REPLACE VIEW', 'CREATE OR REPLACE TEMP VIEW')
+                   .replace('"', "`")
+                   .replace("delta_scan('warehouse/", f"delta.`{warehouse}/warehouse/")
+                   .replace("')\n", "`\n"))
 
 
 def test_views_before_the_job_ran(no_spark, tmp_path, monkeypatch, capsys):
@@ -99,5 +96,4 @@ def test_views_before_the_job_ran(no_spark, tmp_path, monkeypatch, capsys):
     assert main(["views", "--config", LOCAL]) == 2
     assert capsys.readouterr().err.splitlines() == [
         "releval: error: Delta table warehouse/releval/aggregate does not exist: run the "
-        "evaluation job first (its measure keys are the views' columns)"
-    ]
+        "evaluation job first (its measure keys are the views' columns)"]

@@ -79,20 +79,14 @@ MINIMAL = '[run]\npath = "r"\n[qrels]\npath = "q"\n'
 
 
 def test_cluster_keys_become_spark_settings(tmp_path: Path) -> None:
-    config = load_config(
-        write(
-            tmp_path,
-            MINIMAL
-            + """
+    config = load_config(write(tmp_path, MINIMAL + """
 [spark]
 shuffle_partitions = 400
 executor_memory = "8g"
 executor_cores = 4
 adaptive = false
 warehouse = "s3a://bucket/warehouse"
-""",
-        )
-    )
+"""))
     assert config.spark.spark_conf() == {
         "spark.sql.shuffle.partitions": "400",
         "spark.executor.memory": "8g",
@@ -114,11 +108,9 @@ warehouse = "s3a://bucket/warehouse"
         ("shuffle_partitions = -1", "spark.shuffle_partitions = -1"),
         ('adaptive = "yes"', "spark.adaptive must be true or false"),
         ("executors = 3", "job.toml:6: unknown key 'executors' in [spark]"),
-        (
-            'conf = { "spark.executor.memory" = "2g" }',
-            "spark.conf sets 'spark.executor.memory', which the key spark.executor_memory stands "
-            "for; set spark.executor_memory instead",
-        ),
+        ('conf = { "spark.executor.memory" = "2g" }',
+         "spark.conf sets 'spark.executor.memory', which the key spark.executor_memory stands "
+         "for; set spark.executor_memory instead"),
     ],
 )
 def test_cluster_keys_are_checked(tmp_path: Path, spark: str, message: str) -> None:
@@ -135,17 +127,11 @@ def test_shipped_cluster_configs_load(name: str) -> None:
 
 
 def test_tables_next_to_an_object_store_output_stay_there(tmp_path: Path) -> None:
-    config = load_config(
-        write(
-            tmp_path,
-            MINIMAL
-            + """
+    config = load_config(write(tmp_path, MINIMAL + """
 [output]
 per_query_path = "s3a://bucket/eval/per_query/"
 aggregate_path = "s3a://bucket/eval/aggregate"
-""",
-        )
-    )
+"""))
     # not os.path.abspath'd into a local folder named "s3a:"
     assert config.located("run_log") == ("s3a://bucket/eval/run_log", None)
     assert config.located("quarantine") == ("s3a://bucket/eval/quarantine", None)
@@ -164,32 +150,21 @@ def test_executor_modules_are_the_runtime_dependencies() -> None:
     """The check imports releval and every runtime dependency but the driver-only ones: a new
     dependency has to be placed on one side or the other."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    names = {
-        dep.split("=")[0].split(">")[0].split("<")[0].strip() for dep in project["dependencies"]
-    }
+    names = {dep.split("=")[0].split(">")[0].split("<")[0].strip() for dep in project["dependencies"]}
     assert set(DRIVER_ONLY) <= names
     assert set(EXECUTOR_MODULES) == (names - set(DRIVER_ONLY)) | {"releval"}
 
 
 def test_is_local() -> None:
     assert all(is_local(m) for m in ("local", "local[2]", "local[*]", "local[2,3]"))
-    assert not any(
-        is_local(m)
-        for m in (
-            "spark://127.0.0.1:7077",
-            "yarn",
-            "local-cluster[2,1,1024]",
-            "k8s://https://host:443",
-        )
-    )
+    assert not any(is_local(m) for m in ("spark://127.0.0.1:7077", "yarn", "local-cluster[2,1,1024]",
+                                         "k8s://https://host:443"))
 
 
 def test_probe_task_names_missing_modules_and_unseen_paths(tmp_path: Path) -> None:
     seen = tmp_path / "runs.trec"
     seen.write_text("q1 Q0 d1 1 1.0 r\n", encoding="utf-8")
-    task = probe_task(
-        ["json", "releval", "releval_no_such_module"], [str(seen), str(tmp_path / "x")]
-    )
+    task = probe_task(["json", "releval", "releval_no_such_module"], [str(seen), str(tmp_path / "x")])
     (record,) = list(task(iter([0])))
     assert record["python"] == sys.executable
     assert record["version"] == ".".join(map(str, sys.version_info[:3]))
@@ -201,22 +176,11 @@ def test_probe_task_names_missing_modules_and_unseen_paths(tmp_path: Path) -> No
 
 
 def test_report_names_each_problem_once_per_python() -> None:
-    ok = {
-        "host": "h1",
-        "python": "/p",
-        "version": "3.11.7",
-        "missing": {},
-        "releval": "/z",
-        "unseen": [],
-    }
-    bad = {
-        "host": "h2",
-        "python": "/usr/bin/python3",
-        "version": "3.11.2",
-        "missing": {"numpy": "ModuleNotFoundError: No module named 'numpy'"},
-        "releval": "/z",
-        "unseen": ["/data/run.trec"],
-    }
+    ok = {"host": "h1", "python": "/p", "version": "3.11.7", "missing": {}, "releval": "/z",
+          "unseen": []}
+    bad = {"host": "h2", "python": "/usr/bin/python3", "version": "3.11.2",
+           "missing": {"numpy": "ModuleNotFoundError: No module named 'numpy'"}, "releval": "/z",
+           "unseen": ["/data/run.trec"]}
     report = ExecutorReport((ok, bad, dict(bad, missing={}), ok))
     assert report.problems() == [
         "on h2 (Python 3.11.2 /usr/bin/python3): cannot import numpy (ModuleNotFoundError: No "
@@ -259,21 +223,16 @@ def test_shared_paths(tmp_path: Path) -> None:
     run = tmp_path / "run.trec"
     run.write_text("", encoding="utf-8")
     (tmp_path / "out").mkdir()
-    config = load_config(
-        write(
-            tmp_path,
-            f"""
+    config = load_config(write(tmp_path, f"""
 [run]
 format = "trec"
 path = "file://{run}"
 [qrels]
 path = "hdfs://namenode/qrels"
 [output]
-per_query_path = "{tmp_path / "out" / "per_query"}"
-aggregate_path = "{tmp_path / "elsewhere" / "aggregate"}"
-""",
-        )
-    )
+per_query_path = "{tmp_path / 'out' / 'per_query'}"
+aggregate_path = "{tmp_path / 'elsewhere' / 'aggregate'}"
+"""))
     # the run file (file: URI made local), the existing folder of the per-query table and its
     # siblings (quarantine, run log); not HDFS, not a folder the driver does not have either
     assert shared_paths(config) == sorted([str(run), str(tmp_path / "out")])
@@ -295,27 +254,17 @@ def test_no_check_on_a_local_master(spark: SparkSession, tmp_path: Path) -> None
 def fresh_dist() -> Path:
     """``dist/`` as ``make dist`` builds it, checked against the sources (fails when stale)."""
     problems = []
-    zip_path, main, jars = (
-        DIST / "releval.zip",
-        DIST / "evaluate.py",
-        sorted(DIST.glob("jars/*.jar")),
-    )
+    zip_path, main, jars = DIST / "releval.zip", DIST / "evaluate.py", sorted(DIST.glob("jars/*.jar"))
     if not zip_path.is_file() or not main.is_file() or len(jars) != 2:
         problems.append("releval.zip, evaluate.py or the two Delta jars are missing")
     else:
-        sources = {
-            p.relative_to(ROOT / "src").as_posix(): p.read_bytes()
-            for p in (ROOT / "src" / "releval").rglob("*.py")
-        }
+        sources = {p.relative_to(ROOT / "src").as_posix(): p.read_bytes()
+                   for p in (ROOT / "src" / "releval").rglob("*.py")}
         with zipfile.ZipFile(zip_path) as z:
-            shipped = {
-                n: z.read(n) for n in z.namelist() if n.startswith("releval/") and n.endswith(".py")
-            }
+            shipped = {n: z.read(n) for n in z.namelist() if n.startswith("releval/") and n.endswith(".py")}
         if shipped != sources:
-            changed = sorted(
-                set(shipped) ^ set(sources)
-                | {n for n in shipped if n in sources and shipped[n] != sources[n]}
-            )
+            changed = sorted(set(shipped) ^ set(sources)
+                             | {n for n in shipped if n in sources and shipped[n] != sources[n]})
             problems.append(f"releval.zip differs from src/ in {changed[:5]}")
         if main.read_bytes() != (ROOT / "jobs" / "evaluate.py").read_bytes():
             problems.append("evaluate.py differs from jobs/evaluate.py")
@@ -352,9 +301,7 @@ def job_config(folder: Path, inputs: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     measures = ", ".join(f'"{m}"' for m in MEASURES)
     out = folder / "out"
-    return write(
-        folder,
-        f"""
+    return write(folder, f"""
 [spark]
 app_name = "releval-cluster-test"
 shuffle_partitions = 4
@@ -365,26 +312,23 @@ conf = {{ "spark.databricks.delta.snapshotPartitions" = "2" }}
 
 [run]
 format = "trec"
-path = "{inputs / "run.trec"}"
+path = "{inputs / 'run.trec'}"
 partition_columns = ["run_id"]
 
 [qrels]
 format = "trec"
-path = "{inputs / "qrels.trec"}"
+path = "{inputs / 'qrels.trec'}"
 
 [evaluation]
 measures = [{measures}]
 
 [output]
-per_query_path = "{out / "per_query"}"
-aggregate_path = "{out / "aggregate"}"
-""",
-    )
+per_query_path = "{out / 'per_query'}"
+aggregate_path = "{out / 'aggregate'}"
+""")
 
 
-def submit_conf(
-    folder: Path, *, python: str = sys.executable, ui_port: int | None = None
-) -> dict[str, str]:
+def submit_conf(folder: Path, *, python: str = sys.executable, ui_port: int | None = None) -> dict[str, str]:
     """The spark-submit settings of a test job: the executors' and the driver's Python, an
     uncompressed event log, the driver on loopback, and both executors before the first job."""
     events_dir = folder / "events"
@@ -413,34 +357,26 @@ def finish(proc: Any, log: Path, cluster: Standalone, timeout: float = JOB_TIMEO
     proc.wait(timeout=timeout)
     out = log.read_text(encoding="utf-8", errors="replace")
     if proc.returncode != 0:
-        raise AssertionError(
-            f"job failed ({proc.returncode}):\n{cluster.diagnose(log)}\n...\n{out[-2000:]}"
-        )
+        raise AssertionError(f"job failed ({proc.returncode}):\n{cluster.diagnose(log)}\n...\n{out[-2000:]}")
     return out
 
 
-def read_rows(
-    spark: SparkSession, path: Path, version: int | None = None
-) -> tuple[list[str], dict[tuple, tuple]]:
+def read_rows(spark: SparkSession, path: Path, version: int | None = None) -> tuple[list[str], dict[tuple, tuple]]:
     """A table's rows as {non-float columns: float columns} (job_run_id left out), with the
     float columns' names; fails if the non-float columns do not identify a row."""
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", version)
     df = reader.load(str(path)).drop(S.JOB_RUN_ID)
-    floats = [
-        f.name for f in df.schema.fields if isinstance(f.dataType, T.DoubleType | T.FloatType)
-    ]
+    floats = [f.name for f in df.schema.fields if isinstance(f.dataType, T.DoubleType | T.FloatType)]
     keys = sorted(c for c in df.columns if c not in floats)
     rows = df.select(*keys, *floats).collect()
-    table = {tuple(r[: len(keys)]): tuple(r[len(keys) :]) for r in rows}
+    table = {tuple(r[: len(keys)]): tuple(r[len(keys):]) for r in rows}
     assert len(table) == len(rows), f"{path}: rows not identified by {keys}"
     return floats, table
 
 
-def assert_same_table(
-    spark: SparkSession, actual: Path, expected: Path, version: int | None = None
-) -> int:
+def assert_same_table(spark: SparkSession, actual: Path, expected: Path, version: int | None = None) -> int:
     """Same rows, same keys, every float within 1e-12 (null = null, NaN = NaN); the row count."""
     floats, want = read_rows(spark, expected)
     got_floats, got = read_rows(spark, actual, version)
@@ -449,8 +385,7 @@ def assert_same_table(
     for key, values in want.items():
         for name, a, b in zip(floats, got[key], values, strict=True):
             same = (a is None and b is None) or (
-                a is not None
-                and b is not None
+                a is not None and b is not None
                 and ((math.isnan(a) and math.isnan(b)) or abs(a - b) <= TOLERANCE)
             )
             assert same, f"{actual}: {name} of {key}: {a!r} != {b!r} (local[2])"
@@ -458,9 +393,7 @@ def assert_same_table(
 
 
 @pytest.fixture(scope="module")
-def local_run(
-    spark: SparkSession, trec_inputs: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Path:
+def local_run(spark: SparkSession, trec_inputs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The same job on ``local[2]`` (the test session, in this process): its output folder."""
     folder = tmp_path_factory.mktemp("local")
     config = load_config(job_config(folder, trec_inputs))
@@ -475,9 +408,7 @@ def task_ends(folder: Path) -> list[dict[str, Any]]:
 
 
 def spark_properties(folder: Path) -> dict[str, str]:
-    (env,) = [
-        e for e in events(folder / "events") if e["Event"] == "SparkListenerEnvironmentUpdate"
-    ]
+    (env,) = [e for e in events(folder / "events") if e["Event"] == "SparkListenerEnvironmentUpdate"]
     return dict(env["Spark Properties"])
 
 
@@ -490,13 +421,8 @@ def test_executors_without_numpy_stop_the_job_with_one_line(
     venv.create(bare, with_pip=False)
     config = job_config(tmp_path, trec_inputs)
     log = tmp_path / "job.log"
-    proc = submit(
-        dist,
-        cluster.url,
-        config,
-        conf=submit_conf(tmp_path, python=str(bare / "bin" / "python")),
-        log=log,
-    )
+    proc = submit(dist, cluster.url, config, conf=submit_conf(tmp_path, python=str(bare / "bin" / "python")),
+                  log=log)
     proc.wait(timeout=JOB_TIMEOUT)
     out = log.read_text(encoding="utf-8", errors="replace")
     errors = [line for line in out.splitlines() if line.startswith("releval: error:")]
@@ -513,42 +439,27 @@ def test_executors_without_numpy_stop_the_job_with_one_line(
 
 @pytest.mark.slow
 def test_cluster_run_equals_local_run_and_uses_both_executors(
-    spark: SparkSession,
-    cluster: Standalone,
-    dist: Path,
-    trec_inputs: Path,
-    local_run: Path,
+    spark: SparkSession, cluster: Standalone, dist: Path, trec_inputs: Path, local_run: Path,
     tmp_path: Path,
 ) -> None:
     config = job_config(tmp_path, trec_inputs)
     log = tmp_path / "job.log"
     started = time.monotonic()
-    out = finish(
-        submit(dist, cluster.url, config, conf=submit_conf(tmp_path), log=log), log, cluster
-    )
+    out = finish(submit(dist, cluster.url, config, conf=submit_conf(tmp_path), log=log), log, cluster)
     print(f"cluster run: {time.monotonic() - started:.1f} s")
 
-    assert PER_QUERY_ROWS == assert_same_table(
-        spark, tmp_path / "out" / "per_query", local_run / "per_query"
-    )
+    assert PER_QUERY_ROWS == assert_same_table(spark, tmp_path / "out" / "per_query", local_run / "per_query")
     assert assert_same_table(spark, tmp_path / "out" / "aggregate", local_run / "aggregate") > 0
 
     # the executors imported the shipped package, and the driver ran it too (call sites)
-    (checked,) = [
-        line for line in out.splitlines() if line.startswith("releval: executors checked")
-    ]
+    (checked,) = [line for line in out.splitlines() if line.startswith("releval: executors checked")]
     assert "releval.zip" in checked and str(ROOT / "src") not in checked
-    stage_names = [
-        e["Stage Info"]["Stage Name"]
-        for e in events(tmp_path / "events")
-        if e["Event"] == "SparkListenerStageSubmitted"
-    ]
+    stage_names = [e["Stage Info"]["Stage Name"] for e in events(tmp_path / "events")
+                   if e["Event"] == "SparkListenerStageSubmitted"]
     assert any("releval.zip/releval/" in name for name in stage_names)
     # tasks ran on two executors, each of 1 core, sized by the config's cluster keys
     ends = task_ends(tmp_path)
-    executors = {
-        e["Task Info"]["Executor ID"] for e in ends if e["Task End Reason"]["Reason"] == "Success"
-    }
+    executors = {e["Task Info"]["Executor ID"] for e in ends if e["Task End Reason"]["Reason"] == "Success"}
     assert len(executors) == 2, executors
     added = [e for e in events(tmp_path / "events") if e["Event"] == "SparkListenerExecutorAdded"]
     assert sorted(e["Executor Info"]["Total Cores"] for e in added) == [1, 1]
@@ -558,8 +469,7 @@ def test_cluster_run_equals_local_run_and_uses_both_executors(
     assert properties["spark.master"] == cluster.url
     # Delta came from the jars folder given to spark-submit, which the job kept
     assert properties["spark.jars"].split(",") == [
-        f"file://{j}" for j in sorted((dist / "jars").glob("*.jar"))
-    ]
+        f"file://{j}" for j in sorted((dist / "jars").glob("*.jar"))]
     assert "spark.jars.packages" not in properties
 
 
@@ -572,18 +482,11 @@ def running_evaluation_task(ui_port: int) -> tuple[str, dict[str, Any], dict[str
         return None
     app = apps[0]["id"]
     jobs = get_json(f"{api}/{app}/jobs?status=running") or []
-    stage_ids = {
-        s for j in jobs if str(j.get("jobGroup", "")).endswith(":evaluation") for s in j["stageIds"]
-    }
+    stage_ids = {s for j in jobs if str(j.get("jobGroup", "")).endswith(":evaluation") for s in j["stageIds"]}
     for stage in get_json(f"{api}/{app}/stages?status=active") or []:
         if stage["stageId"] in stage_ids and stage.get("numActiveTasks", 0) > 0:
-            tasks = (
-                get_json(
-                    f"{api}/{app}/stages/{stage['stageId']}/{stage['attemptId']}/taskList"
-                    "?status=running&length=100"
-                )
-                or []
-            )
+            tasks = get_json(f"{api}/{app}/stages/{stage['stageId']}/{stage['attemptId']}/taskList"
+                             "?status=running&length=100") or []
             for task in tasks:
                 if task.get("status") == "RUNNING":
                     return app, stage, task
@@ -605,11 +508,7 @@ def table_state(spark: SparkSession, path: Path) -> tuple[int, int] | None:
 
 
 def job_with_a_fault(
-    spark: SparkSession,
-    cluster: Standalone,
-    dist: Path,
-    inputs: Path,
-    folder: Path,
+    spark: SparkSession, cluster: Standalone, dist: Path, inputs: Path, folder: Path,
 ) -> tuple[str, tuple[str, dict[str, Any], dict[str, Any]], dict[str, set[tuple[int, int] | None]]]:
     """Submit the job and SIGKILL the worker of the first task seen running in its evaluation
     phase. Returns the job's output, the (application, stage, task) killed, and each table's
@@ -632,10 +531,8 @@ def job_with_a_fault(
                 if found and worker:
                     cluster.kill_worker(worker)
                     killed = found
-                    print(
-                        f"killed {worker} (executor {found[2]['executorId']}, stage "
-                        f"{found[1]['stageId']}) at {time.monotonic() - started:.1f} s"
-                    )
+                    print(f"killed {worker} (executor {found[2]['executorId']}, stage "
+                          f"{found[1]['stageId']}) at {time.monotonic() - started:.1f} s")
             elif time.monotonic() >= next_look:
                 # while the job runs on: each table at a committed version (empty or whole)
                 for name in ("per_query", "aggregate"):
@@ -652,9 +549,7 @@ def job_with_a_fault(
     return out, killed, states
 
 
-def computed_again(
-    evs: list[dict[str, Any]], stage: dict[str, Any], task: dict[str, Any]
-) -> list[str]:
+def computed_again(evs: list[dict[str, Any]], stage: dict[str, Any], task: dict[str, Any]) -> list[str]:
     """What the evaluation phase lost with the killed task's executor and computed again on
     the executor left; empty when the fault cost nothing (the task seen running finished
     before its worker died, and nothing read its output again).
@@ -667,92 +562,53 @@ def computed_again(
     """
     lost = str(task["executorId"])
     removed_at, removed_index = next(
-        (e["Timestamp"], i)
-        for i, e in enumerate(evs)
-        if e["Event"] == "SparkListenerExecutorRemoved" and e["Executor ID"] == lost
-    )
-    phase = {
-        s
-        for e in evs
-        if e["Event"] == "SparkListenerJobStart"
-        and str(e["Properties"].get("spark.jobGroup.id", "")).endswith(":evaluation")
-        for s in e["Stage IDs"]
-    }
+        (e["Timestamp"], i) for i, e in enumerate(evs)
+        if e["Event"] == "SparkListenerExecutorRemoved" and e["Executor ID"] == lost)
+    phase = {s for e in evs if e["Event"] == "SparkListenerJobStart"
+             and str(e["Properties"].get("spark.jobGroup.id", "")).endswith(":evaluation")
+             for s in e["Stage IDs"]}
     assert stage["stageId"] in phase
     ends = [e for e in evs if e["Event"] == "SparkListenerTaskEnd" and e["Stage ID"] in phase]
 
     def part(e: dict[str, Any]) -> tuple[int, int]:
         return e["Stage ID"], e["Task Info"].get("Partition ID", e["Task Info"]["Index"])
 
-    failed = [
-        e
-        for e in ends
-        if e["Task End Reason"]["Reason"] in ("ExecutorLostFailure", "FetchFailed", "Resubmitted")
-    ]
+    failed = [e for e in ends if e["Task End Reason"]["Reason"] in (
+        "ExecutorLostFailure", "FetchFailed", "Resubmitted")]
     for e in failed:
-        assert any(
-            part(o) == part(e)
-            and o["Task End Reason"]["Reason"] == "Success"
-            and o["Task Info"]["Executor ID"] != lost
-            and o["Task Info"]["Finish Time"] >= e["Task Info"]["Finish Time"]
-            for o in ends
-        ), f"stage {part(e)} failed ({e['Task End Reason']['Reason']}) and was not run again"
+        assert any(part(o) == part(e) and o["Task End Reason"]["Reason"] == "Success"
+                   and o["Task Info"]["Executor ID"] != lost
+                   and o["Task Info"]["Finish Time"] >= e["Task Info"]["Finish Time"] for o in ends), (
+            f"stage {part(e)} failed ({e['Task End Reason']['Reason']}) and was not run again")
     if failed:
         return sorted({f"task {part(e)}: {e['Task End Reason']['Reason']}" for e in failed})
-    rdds = {
-        e["Stage Info"]["Stage ID"]: {r["RDD ID"] for r in e["Stage Info"]["RDD Info"]}
-        for e in evs
-        if e["Event"] == "SparkListenerStageSubmitted"
-    }
-    done_there = {
-        part(e)[1]
-        for e in ends
-        if e["Stage ID"] == stage["stageId"]
-        and e["Task Info"]["Executor ID"] == lost
-        and e["Task End Reason"]["Reason"] == "Success"
-    }
-    again = {
-        part(e)[1]
-        for e in ends
-        if e["Stage ID"] != stage["stageId"]
-        and rdds[e["Stage ID"]] == rdds[stage["stageId"]]
-        and e["Task Info"]["Executor ID"] != lost
-        and e["Task Info"]["Launch Time"] >= removed_at
-        and e["Task End Reason"]["Reason"] == "Success"
-    }
-    stored = [
-        (i, e["Block Updated Info"])
-        for i, e in enumerate(evs)
-        if e["Event"] == "SparkListenerBlockUpdated"
-        and e["Block Updated Info"]["Block ID"].startswith("rdd_")
-        and int(e["Block Updated Info"]["Block ID"].split("_")[1]) in rdds[stage["stageId"]]
-        and e["Block Updated Info"]["Memory Size"] + e["Block Updated Info"]["Disk Size"] > 0
-    ]
-    blocks_lost = {
-        b["Block ID"]
-        for i, b in stored
-        if i < removed_index and b["Block Manager ID"]["Executor ID"] == lost
-    }
-    blocks_again = {
-        b["Block ID"]
-        for i, b in stored
-        if i > removed_index and b["Block Manager ID"]["Executor ID"] != lost
-    }
+    rdds = {e["Stage Info"]["Stage ID"]: {r["RDD ID"] for r in e["Stage Info"]["RDD Info"]}
+            for e in evs if e["Event"] == "SparkListenerStageSubmitted"}
+    done_there = {part(e)[1] for e in ends if e["Stage ID"] == stage["stageId"]
+                  and e["Task Info"]["Executor ID"] == lost
+                  and e["Task End Reason"]["Reason"] == "Success"}
+    again = {part(e)[1] for e in ends if e["Stage ID"] != stage["stageId"]
+             and rdds[e["Stage ID"]] == rdds[stage["stageId"]]
+             and e["Task Info"]["Executor ID"] != lost and e["Task Info"]["Launch Time"] >= removed_at
+             and e["Task End Reason"]["Reason"] == "Success"}
+    stored = [(i, e["Block Updated Info"]) for i, e in enumerate(evs)
+              if e["Event"] == "SparkListenerBlockUpdated"
+              and e["Block Updated Info"]["Block ID"].startswith("rdd_")
+              and int(e["Block Updated Info"]["Block ID"].split("_")[1]) in rdds[stage["stageId"]]
+              and e["Block Updated Info"]["Memory Size"] + e["Block Updated Info"]["Disk Size"] > 0]
+    blocks_lost = {b["Block ID"] for i, b in stored
+                   if i < removed_index and b["Block Manager ID"]["Executor ID"] == lost}
+    blocks_again = {b["Block ID"] for i, b in stored
+                    if i > removed_index and b["Block Manager ID"]["Executor ID"] != lost}
     # a lost block is stored again when a later job reads it; one a persisted frame built on
     # it has made redundant is not
-    return [
-        f"stage {stage['stageId']} partition {p}: shuffle output"
-        for p in sorted(done_there & again)
-    ] + [f"{b}: persisted block" for b in sorted(blocks_lost & blocks_again)]
+    return ([f"stage {stage['stageId']} partition {p}: shuffle output" for p in sorted(done_there & again)]
+            + [f"{b}: persisted block" for b in sorted(blocks_lost & blocks_again)])
 
 
 @pytest.mark.slow
 def test_worker_killed_mid_evaluation_the_job_completes_with_the_same_tables(
-    spark: SparkSession,
-    cluster: Standalone,
-    dist: Path,
-    trec_inputs: Path,
-    local_run: Path,
+    spark: SparkSession, cluster: Standalone, dist: Path, trec_inputs: Path, local_run: Path,
     tmp_path: Path,
 ) -> None:
     # the fault hits the evaluation phase: the executor is lost, and what the phase had
@@ -761,23 +617,16 @@ def test_worker_killed_mid_evaluation_the_job_completes_with_the_same_tables(
     # and the job is run again with a new fault (at most three times)
     for attempt in range(1, 4):
         folder = tmp_path / f"attempt-{attempt}"
-        out, (app, stage, task), states = job_with_a_fault(
-            spark, cluster, dist, trec_inputs, folder
-        )
+        out, (app, stage, task), states = job_with_a_fault(spark, cluster, dist, trec_inputs, folder)
         evs = list(events(folder / "events"))
-        assert any(
-            e["Event"] == "SparkListenerExecutorRemoved"
-            and e["Executor ID"] == str(task["executorId"])
-            for e in evs
-        )
+        assert any(e["Event"] == "SparkListenerExecutorRemoved"
+                   and e["Executor ID"] == str(task["executorId"]) for e in evs)
         recovered = computed_again(evs, stage, task)
         if recovered:
             print(f"lost with executor {task['executorId']} and computed again: {recovered}")
             break
-        print(
-            f"attempt {attempt}: the killed task finished before its worker died and nothing "
-            "read its output again; the job runs again with a new fault"
-        )
+        print(f"attempt {attempt}: the killed task finished before its worker died and nothing "
+              "read its output again; the job runs again with a new fault")
     else:
         pytest.fail("three faults in a row cost the job nothing: none tested a recovery")
     out_dir = folder / "out"
@@ -786,20 +635,13 @@ def test_worker_killed_mid_evaluation_the_job_completes_with_the_same_tables(
     log_rows = spark.read.format("delta").load(str(out_dir / "run_log")).collect()
     assert [r["status"] for r in log_rows] == [lineage.SUCCEEDED], out[-2000:]
     (record,) = log_rows
-    for name, version in (
-        ("per_query", record["per_query_version"]),
-        ("aggregate", record["aggregate_version"]),
-    ):
-        history = (
-            DeltaTable.forPath(spark, str(out_dir / name)).history().orderBy("version").collect()
-        )
+    for name, version in (("per_query", record["per_query_version"]),
+                          ("aggregate", record["aggregate_version"])):
+        history = DeltaTable.forPath(spark, str(out_dir / name)).history().orderBy("version").collect()
         # one commit of the job, the table's latest (a new table: its creation, or a creation
         # of the empty table before it), holding the whole local[2] result
-        writes = [
-            h["version"]
-            for h in history
-            if h["userMetadata"] == f"releval job_run_id={record[S.JOB_RUN_ID]}"
-        ]
+        writes = [h["version"] for h in history
+                  if h["userMetadata"] == f"releval job_run_id={record[S.JOB_RUN_ID]}"]
         assert writes == [version] == [history[-1]["version"]], history
         rows = assert_same_table(spark, out_dir / name, local_run / name, version=version)
         empty = {(v, 0) for v in range(version)}

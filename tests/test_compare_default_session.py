@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # a JVM of its own, with Spark's defaults
 
-SCRIPT = textwrap.dedent("""
+SCRIPT = textwrap.dedent('''
     import json, os, sys
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import numpy as np
@@ -66,19 +66,13 @@ SCRIPT = textwrap.dedent("""
                       "checked": checked, "worst": worst, "same": same,
                       "driver": spark.conf.get("spark.driver.memory", "1g"),
                       "added": [added(5), added(40)]}))
-""")
+''')
 
 
 def test_compare_on_a_result_in_a_default_session(tmp_path):
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
+    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["driver"] == "1g"

@@ -27,39 +27,14 @@ def pinned_rows():
     for measure in ["nDCG@10", "P@5", "P@5[best]", "RR"]:
         m = parse_measures([measure])[0]
         base = rng.uniform(0, 1, 40).round(3)
-        for system, shift, drop in [
-            ("bm25", 0.0, ()),
-            ("dense", 0.05, (3, 17)),
-            ("hybrid", 0.12, ()),
-            ("same", 0.0, (5,)),
-        ]:
+        for system, shift, drop in [("bm25", 0.0, ()), ("dense", 0.05, (3, 17)),
+                                    ("hybrid", 0.12, ()), ("same", 0.0, (5,))]:
             noise = rng.normal(0, 0.1, 40).round(3) * (system != "same")
             for i, v in enumerate(np.clip(base + shift + noise, 0, 1)):
                 if i in drop or (system == "bm25" and i == 9):
                     continue
-                out.append(
-                    (
-                        system,
-                        "2026-11-28",
-                        f"q{i:02d}",
-                        m.name,
-                        m.cutoff,
-                        m.rel_level,
-                        False,
-                        m.key,
-                        float(v),
-                        10,
-                        3,
-                        1,
-                        None,
-                        "unjudged",
-                        None,
-                        None,
-                        None,
-                        None,
-                        None,
-                    )
-                )
+                out.append((system, "2026-11-28", f"q{i:02d}", m.name, m.cutoff, m.rel_level,
+                            False, m.key, float(v), 10, 3, 1, None, "unjudged", None, None, None, None, None))
     return out
 
 
@@ -74,34 +49,12 @@ TUKEY = {
     "skip": [194, 1987, 1982, 240, 0, 9, 0, 0, 1951, 1010, 2000, 1749],
 }
 T_P = {
-    "zero": [
-        0.563080914819,
-        0.610988739019,
-        0.57723122694,
-        0.323835697656,
-        1.29201328556e-06,
-        0.000352020752151,
-        3.67078128987e-07,
-        4.3730685073e-06,
-        0.925672814511,
-        0.0899014230449,
-        0.556614002133,
-        0.358405058536,
-    ],
-    "skip": [
-        0.0134660911114,
-        0.965449067085,
-        0.646431181794,
-        0.0477855455222,
-        2.57015509199e-07,
-        0.00068235646836,
-        5.83396039037e-07,
-        8.54358426963e-06,
-        0.399239861841,
-        0.0568189174239,
-        0.941075218658,
-        0.395365961718,
-    ],
+    "zero": [0.563080914819, 0.610988739019, 0.57723122694, 0.323835697656, 1.29201328556e-06,
+             0.000352020752151, 3.67078128987e-07, 4.3730685073e-06, 0.925672814511,
+             0.0899014230449, 0.556614002133, 0.358405058536],
+    "skip": [0.0134660911114, 0.965449067085, 0.646431181794, 0.0477855455222,
+             2.57015509199e-07, 0.00068235646836, 5.83396039037e-07, 8.54358426963e-06,
+             0.399239861841, 0.0568189174239, 0.941075218658, 0.395365961718],
 }
 PAIRS = {"zero": [40] * 12, "skip": [37] * 4 + [39] * 4 + [38] * 4}
 
@@ -113,14 +66,9 @@ def per_query(spark):
 
 def run(per_query, missing, test, driver_rows=comparison.DRIVER_ROWS):
     settings = ComparisonSettings(permutations=2000, seed=11, test=test)
-    got = comparison.compare(
-        per_query,
-        baseline={"system": "bm25"},
-        candidates=CANDIDATES,
-        missing_queries=missing,
-        settings=settings,
-        driver_rows=driver_rows,
-    ).collect()
+    got = comparison.compare(per_query, baseline={"system": "bm25"}, candidates=CANDIDATES,
+                             missing_queries=missing, settings=settings,
+                             driver_rows=driver_rows).collect()
     return {(r[S.CANDIDATE].removeprefix("system="), r[S.MEASURE_KEY]): r for r in got}
 
 
@@ -163,8 +111,7 @@ def test_t_test_only_leaves_the_randomization_test_out(per_query):
     assert {r[S.RANDOMIZATION_P_ADJUSTED] for r in got.values()} == {None}
     # significant by the corrected t-test: hybrid on all four measures
     assert sorted(k for k, r in got.items() if r[S.SIGNIFICANT]) == [
-        ("hybrid", m) for m in ("P@5", "P@5[best]", "RR", "nDCG@10")
-    ]
+        ("hybrid", m) for m in ("P@5", "P@5[best]", "RR", "nDCG@10")]
 
 
 @pytest.mark.parametrize("driver_rows", [comparison.DRIVER_ROWS, 0], ids=["driver", "executors"])
@@ -172,18 +119,11 @@ def test_a_side_matching_two_partitions_is_an_error(spark, driver_rows):
     rows = [r for r in pinned_rows() if r[0] in ("bm25", "dense")]
     other_day = [(r[0], "2026-11-29", *r[2:]) for r in rows if r[0] == "dense"]
     per_query = spark.createDataFrame(rows + other_day, SCHEMA)
-    with pytest.raises(
-        ComparisonError,
-        match=r"system=dense has 2 per-query rows for query "
-        r"'q\d\d' and measure",
-    ):
-        comparison.compare(
-            per_query,
-            baseline={"system": "bm25"},
-            candidates={"system=dense": {"system": "dense"}},
-            missing_queries="zero",
-            driver_rows=driver_rows,
-        )
+    with pytest.raises(ComparisonError, match=r"system=dense has 2 per-query rows for query "
+                                              r"'q\d\d' and measure"):
+        comparison.compare(per_query, baseline={"system": "bm25"},
+                           candidates={"system=dense": {"system": "dense"}},
+                           missing_queries="zero", driver_rows=driver_rows)
 
 
 @pytest.mark.parametrize("driver_rows", [comparison.DRIVER_ROWS, 0], ids=["driver", "executors"])
@@ -193,19 +133,14 @@ def test_sides_that_share_rows(spark, driver_rows):
     rows = [r for r in pinned_rows() if r[0] == "bm25"]
     per_query = spark.createDataFrame(rows, SCHEMA)
     settings = ComparisonSettings(permutations=200, seed=11, test="t")
-    got = comparison.compare(
-        per_query,
-        baseline={"system": "bm25"},
-        candidates={"date=2026-11-28": {"date": "2026-11-28"}},
-        missing_queries="zero",
-        settings=settings,
-        driver_rows=driver_rows,
-    ).collect()
+    got = comparison.compare(per_query, baseline={"system": "bm25"},
+                             candidates={"date=2026-11-28": {"date": "2026-11-28"}},
+                             missing_queries="zero", settings=settings,
+                             driver_rows=driver_rows).collect()
     # 4 measures, 39 queries each (bm25 lacks q09): difference 0 on every pair, all ties
     assert sorted(r[S.MEASURE_KEY] for r in got) == ["P@5", "P@5[best]", "RR", "nDCG@10"]
     assert {(r[S.NUM_PAIRS], r[S.MEAN_DIFF], r[S.TIES], r[S.T_P_VALUE]) for r in got} == {
-        (39, 0.0, 39, 1.0)
-    }
+        (39, 0.0, 39, 1.0)}
 
 
 def test_a_measure_key_naming_two_measures_is_an_error(spark):
@@ -214,10 +149,6 @@ def test_a_measure_key_naming_two_measures_is_an_error(spark):
     rows = [(*r[:5], 2 if r[0] == "dense" else r[5], *r[6:]) for r in rows]
     per_query = spark.createDataFrame(rows, SCHEMA)
     with pytest.raises(ComparisonError, match=r"measure_key 'RR' names two measures"):
-        comparison.compare(
-            per_query,
-            baseline={"system": "bm25"},
-            candidates={"system=dense": {"system": "dense"}},
-            missing_queries="zero",
-            settings=ComparisonSettings(test="t"),
-        )
+        comparison.compare(per_query, baseline={"system": "bm25"},
+                           candidates={"system=dense": {"system": "dense"}},
+                           missing_queries="zero", settings=ComparisonSettings(test="t"))

@@ -23,43 +23,21 @@ def per_query(spark):
 
 @pytest.fixture(scope="module")
 def checked(spark):
-    frame = spark.createDataFrame(
-        queries_rows(), "qid string, segment string, locale string, hits double"
-    )
+    frame = spark.createDataFrame(queries_rows(),
+                                  "qid string, segment string, locale string, hits double")
     return check_queries(frame, query_id="qid", weight="hits", slices=["segment", "locale"])
 
 
-def compared(
-    per_query,
-    checked,
-    *,
-    test="t",
-    missing="zero",
-    driver_rows=comparison.DRIVER_ROWS,
-    weighted=True,
-):
+def compared(per_query, checked, *, test="t", missing="zero", driver_rows=comparison.DRIVER_ROWS,
+             weighted=True):
     settings = ComparisonSettings(permutations=500, seed=3, test=test)
     got = comparison.compare(
-        per_query,
-        baseline={"system": "bm25"},
+        per_query, baseline={"system": "bm25"},
         candidates={f"system={s}": {"system": s} for s in ("dense", "hybrid")},
-        missing_queries=missing,
-        settings=settings,
-        driver_rows=driver_rows,
-        queries=checked.used,
-        slices=["segment", "locale"],
-        weighted=weighted,
-    ).collect()
-    return {
-        (
-            r[S.CANDIDATE].removeprefix("system="),
-            r[S.MEASURE_KEY],
-            r[S.SLICE],
-            r[S.SLICE_VALUE],
-            r[S.AVERAGING],
-        ): r.asDict()
-        for r in got
-    }
+        missing_queries=missing, settings=settings, driver_rows=driver_rows,
+        queries=checked.used, slices=["segment", "locale"], weighted=weighted).collect()
+    return {(r[S.CANDIDATE].removeprefix("system="), r[S.MEASURE_KEY], r[S.SLICE],
+             r[S.SLICE_VALUE], r[S.AVERAGING]): r.asDict() for r in got}
 
 
 @pytest.mark.parametrize("missing", ["zero", "skip"])
@@ -69,21 +47,13 @@ def test_each_slice_is_scipys_paired_t_test_and_the_family_is_holm(per_query, ch
     expected = {}
     for s in ("segment", "locale"):
         for (cand, key, value), g in pairs.groupby(["candidate", "measure_key", s]):
-            expected[(cand, key, s, value, "macro")] = (
-                len(g),
-                (g.c - g.b).mean(),
-                sps.ttest_rel(g.c, g.b).pvalue,
-            )
+            expected[(cand, key, s, value, "macro")] = (len(g), (g.c - g.b).mean(),
+                                                        sps.ttest_rel(g.c, g.b).pvalue)
     sliced = {k: r for k, r in got.items() if k[2] is not None and k[4] == "macro"}
     assert sorted(sliced) == sorted(expected)
     # segment: head, torso, tail, (null) for q05, (unlisted) for q46 and q47
     assert {k[3] for k in sliced if k[2] == "segment"} == {
-        "head",
-        "torso",
-        "tail",
-        S.NULL_SLICE,
-        S.UNLISTED_SLICE,
-    }
+        "head", "torso", "tail", S.NULL_SLICE, S.UNLISTED_SLICE}
     for k, (n, diff, p) in expected.items():
         assert got[k][S.NUM_PAIRS] == n, k
         assert got[k][S.MEAN_DIFF] == pytest.approx(diff, rel=1e-12, abs=1e-15), k
@@ -91,21 +61,17 @@ def test_each_slice_is_scipys_paired_t_test_and_the_family_is_holm(per_query, ch
             assert got[k][S.T_P_VALUE] == pytest.approx(p, rel=1e-9), k
     # one family: 2 candidates x 3 measures x (5 segments + 3 locales) = 48 tests
     keys = sorted(sliced)
-    raw = np.array(
-        [np.nan if sliced[k][S.T_P_VALUE] is None else sliced[k][S.T_P_VALUE] for k in keys]
-    )
+    raw = np.array([np.nan if sliced[k][S.T_P_VALUE] is None else sliced[k][S.T_P_VALUE]
+                    for k in keys])
     ok = ~np.isnan(raw)
     holm = multipletests(raw[ok], method="holm")[1]
-    assert [sliced[k][S.T_P_ADJUSTED] for k, o in zip(keys, ok, strict=True) if o] == pytest.approx(
-        holm.tolist(), rel=1e-12
-    )
+    assert [sliced[k][S.T_P_ADJUSTED] for k, o in zip(keys, ok, strict=True) if o] == \
+        pytest.approx(holm.tolist(), rel=1e-12)
     # the rows over all queries keep their own family, as without slices
     plain = comparison.compare(
-        per_query,
-        baseline={"system": "bm25"},
+        per_query, baseline={"system": "bm25"},
         candidates={f"system={s}": {"system": s} for s in ("dense", "hybrid")},
-        missing_queries=missing,
-        settings=ComparisonSettings(permutations=500, seed=3, test="t"),
+        missing_queries=missing, settings=ComparisonSettings(permutations=500, seed=3, test="t"),
     ).collect()
     assert {r[S.AVERAGING] for r in plain} == {"macro"} and {r[S.SLICE] for r in plain} == {None}
     for r in plain:
@@ -130,11 +96,8 @@ def test_weighted_rows_are_the_ratio_estimator_with_its_linearized_interval(per_
         return n, m, m - half, m + half, (w * g.b).sum() / w.sum()
 
     groups = [((c, k, None, None), g) for (c, k), g in listed.groupby(["candidate", "measure_key"])]
-    groups += [
-        ((c, k, s, v), g)
-        for s in ("segment", "locale")
-        for (c, k, v), g in listed.groupby(["candidate", "measure_key", s])
-    ]
+    groups += [((c, k, s, v), g) for s in ("segment", "locale")
+               for (c, k, v), g in listed.groupby(["candidate", "measure_key", s])]
     weighted = {k[:4]: r for k, r in got.items() if k[4] == "weighted"}
     # the unlisted queries have no weight: no weighted (unlisted) row
     assert sorted(weighted, key=str) == sorted((k for k, _ in groups), key=str)
@@ -151,9 +114,8 @@ def test_weighted_rows_are_the_ratio_estimator_with_its_linearized_interval(per_
         assert r[S.BASELINE_MEAN] == pytest.approx(base, rel=1e-9), key
         assert r[S.T_P_VALUE] is None and r[S.SIGNIFICANT] is None and r[S.EFFECT_SIZE] is None
     best = weighted[("dense", "P@5", "segment", "head")]
-    assert (
-        best[S.MEAN_DIFF_BEST] == weighted[("dense", "P@5[best]", "segment", "head")][S.MEAN_DIFF]
-    )
+    assert best[S.MEAN_DIFF_BEST] == weighted[("dense", "P@5[best]", "segment", "head")][
+        S.MEAN_DIFF]
 
 
 @pytest.mark.parametrize("test", ["t", "randomization", "tukey"])
@@ -187,8 +149,7 @@ def _job_config(spark, tmp_path, per_query):
 
 @pytest.mark.slow  # whole batch jobs in this process
 def test_a_version_9_comparison_table_migrates_and_the_job_writes_slices(
-    spark, tmp_path, per_query, checked
-):
+        spark, tmp_path, per_query, checked):
     from delta.tables import DeltaTable
     from pyspark.sql import types as T
 
@@ -201,42 +162,20 @@ def test_a_version_9_comparison_table_migrates_and_the_job_writes_slices(
     config = _job_config(spark, tmp_path, per_query)
     path = str(tmp_path / "out" / "comparison")
     added = (S.SLICE, S.SLICE_VALUE, S.AVERAGING)
-    v9 = T.StructType(
-        [
-            T.StructField(f.name, f.dataType, f.nullable and f.name != S.SIGNIFICANT)
-            for f in tables.comparison_schema([T.StructField("date", T.StringType())])
-            if f.name not in added
-        ]
-    )
-    (
-        DeltaTable.create(spark)
-        .location(path)
-        .addColumns(v9)
-        .partitionedBy("date")
-        .property(SCHEMA_VERSION_PROPERTY, "9")
-        .execute()
-    )
+    v9 = T.StructType([T.StructField(f.name, f.dataType, f.nullable and f.name != S.SIGNIFICANT)
+                       for f in tables.comparison_schema([T.StructField("date", T.StringType())])
+                       if f.name not in added])
+    (DeltaTable.create(spark).location(path).addColumns(v9).partitionedBy("date")
+     .property(SCHEMA_VERSION_PROPERTY, "9").execute())
     typed = {"double": 0.5, "bigint": 20, "string": "old", "boolean": False, "int": 10}
     old = {f.name: typed.get(f.dataType.simpleString()) for f in v9.fields}
     from datetime import datetime
-
-    old.update(
-        {
-            "date": "2026-11-27",
-            S.COMPARED_AT: datetime(2026, 11, 27),
-            S.MEASURE_KEY: "RR",
-            S.BASELINE: "b",
-            S.CANDIDATE: "c",
-        }
-    )
-    spark.createDataFrame([tuple(old[f.name] for f in v9.fields)], v9).write.format("delta").mode(
-        "append"
-    ).save(path)
-    assert migrate_table(spark, kind="comparison", path=path, table=None, config=config) == [
-        "9",
-        "10",
-        "11",
-    ]
+    old.update({"date": "2026-11-27", S.COMPARED_AT: datetime(2026, 11, 27),
+                S.MEASURE_KEY: "RR", S.BASELINE: "b", S.CANDIDATE: "c"})
+    spark.createDataFrame([tuple(old[f.name] for f in v9.fields)], v9).write.format(
+        "delta").mode("append").save(path)
+    assert migrate_table(spark, kind="comparison", path=path, table=None,
+                         config=config) == ["9", "10", "11"]
     table = spark.read.format("delta").load(path)
     assert table.columns == [*v9.names, *added] and table.schema[S.SIGNIFICANT].nullable
     for name in added:
@@ -245,14 +184,9 @@ def test_a_version_9_comparison_table_migrates_and_the_job_writes_slices(
     assert (row[S.SLICE], row[S.SLICE_VALUE], row[S.AVERAGING]) == (None, None, "macro")
 
     report = compare_job.run(
-        spark,
-        config,
-        baseline={"system": "bm25", "date": "2026-11-28"},
-        candidates=[{"system": "dense", "date": "2026-11-28"}],
-        comparison_id="new",
-        queries=checked,
-        worst=2,
-    )
+        spark, config, baseline={"system": "bm25", "date": "2026-11-28"},
+        candidates=[{"system": "dense", "date": "2026-11-28"}], comparison_id="new",
+        queries=checked, worst=2)
     assert table_schema_version(spark, path=path, table=None) == "11"
     after = spark.read.format("delta").load(path).where("comparison_id = 'new'")
     # 3 measures x (1 overall + 5 segments + 3 locales) macro, and weighted: 1 + 4 + 2 (no
@@ -267,13 +201,8 @@ def test_a_version_9_comparison_table_migrates_and_the_job_writes_slices(
     # a fresh table is created at version 10 with the slice columns
     fresh = tmp_path / "fresh"
     fresh_config = _job_config(spark, fresh, per_query)
-    compare_job.run(
-        spark,
-        fresh_config,
-        baseline={"system": "bm25", "date": "2026-11-28"},
-        candidates=[{"system": "hybrid", "date": "2026-11-28"}],
-        queries=checked,
-    )
+    compare_job.run(spark, fresh_config, baseline={"system": "bm25", "date": "2026-11-28"},
+                    candidates=[{"system": "hybrid", "date": "2026-11-28"}], queries=checked)
     made = str(fresh / "out" / "comparison")
     assert table_schema_version(spark, path=made, table=None) == "11"
     # 3 measures x (5 segment values macro + 4 weighted)

@@ -44,12 +44,8 @@ def read_expected(path: Path) -> dict[tuple[str, str], float]:
             continue
     return expected
 
-
-@pytest.fixture(
-    scope="module",
-    params=[(c, e) for c in sorted(CASES) for e in sorted(ENGINES)],
-    ids=lambda p: f"{p[0]}-{p[1]}",
-)
+@pytest.fixture(scope="module", params=[(c, e) for c in sorted(CASES) for e in sorted(ENGINES)],
+                ids=lambda p: f"{p[0]}-{p[1]}")
 def case(request, spark, conformance_dir, production_codegen):
     # the production engine is checked with production's code generation; the SQL oracle
     # runs as the rest of the tests do (interpreted)
@@ -65,8 +61,7 @@ def case(request, spark, conformance_dir, production_codegen):
 
     with production_codegen() if engine == "arrow" else nullcontext():
         ev = evaluate(
-            run.drop("run_id"),
-            qrels,
+            run.drop("run_id"), qrels,
             measures=parse_measures(sorted(set(mapping.values())), relevance_level=level),
             missing_queries=missing,
             run_stats=ENGINES[engine],
@@ -115,8 +110,7 @@ def test_all_line_agrees(case):
     mismatches = [
         (trec_name, value, got.get(mapping[trec_name]))
         for (trec_name, qid), value in expected.items()
-        if qid == "all"
-        and trec_name in mapping
+        if qid == "all" and trec_name in mapping
         and abs(got.get(mapping[trec_name], float("nan")) - value) > 1e-9
     ]
     assert not mismatches, f"{name}: {mismatches[:5]}"

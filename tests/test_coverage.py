@@ -30,10 +30,8 @@ def test_render_warns_above_the_share_and_notes_binary_labels():
     )
     text = "\n".join(lines)
     assert "range over 1 run partition(s)): top 5 10.0%, top 10 35.0%" in text
-    assert (
-        "WARNING: top 10 more than 20% unjudged in 1 of 1 run partition(s) "
+    assert "WARNING: top 10 more than 20% unjudged in 1 of 1 run partition(s) " \
         "(worst: run_id=a, 35.0%)" in text
-    )
     assert "top 5 more" not in text
     assert "nDCG adds little over Recall and AP" in text
     quiet = render_lines(
@@ -48,15 +46,9 @@ def test_render_collapses_many_partitions_to_one_warning_per_cutoff():
     # 0.1 * system + 0.011 * day + 0.05 * (k index). k = 5: s2 all 8 days (0.2 + 0.011 d),
     # s1 at most 0.188: 8 of 24, worst s2 day 8 0.288; lowest s0 day 1 0.011.
     rates = [
-        UnjudgedRate(
-            partition=(("system", f"s{s}"), ("date", f"2026-12-0{d}")),
-            cutoff=k,
-            share=0.1 * s + 0.011 * d + 0.05 * i,
-            queries=100,
-        )
-        for s in range(3)
-        for d in range(1, 9)
-        for i, k in enumerate((5, 10, 50))
+        UnjudgedRate(partition=(("system", f"s{s}"), ("date", f"2026-12-0{d}")), cutoff=k,
+                     share=0.1 * s + 0.011 * d + 0.05 * i, queries=100)
+        for s in range(3) for d in range(1, 9) for i, k in enumerate((5, 10, 50))
     ]
     lines = render_lines(rates, warning_share=0.2, binary_labels=False, measures=())
     warnings = [line for line in lines if "WARNING" in line]
@@ -64,8 +56,7 @@ def test_render_collapses_many_partitions_to_one_warning_per_cutoff():
     assert "top 5 1.1%-28.8%" in lines[0] and "range over 24 run partition(s)" in lines[0]
     assert warnings[0].endswith(
         "top 5 more than 20% unjudged in 8 of 24 run partition(s) "
-        "(worst: system=s2, date=2026-12-08, 28.8%)"
-    )
+        "(worst: system=s2, date=2026-12-08, 28.8%)")
     # k = 10: s2 all 8 days; s1 0.15 + 0.011 d > 0.2 for d >= 5 (4 days): 12
     assert "top 10 more than 20% unjudged in 12 of 24" in warnings[1]
     # k = 50: s2 and s1 (0.2 + 0.011 d) all 8 days, s0 at most 0.288 - 0.1: 16; worst 0.388
@@ -89,9 +80,8 @@ def test_config_keys():
     judged = config_from_dict({**base, "evaluation": {"negative_labels": "judged"}})
     assert judged.evaluation.negative_labels == "judged"
     with pytest.raises(
-        ConfigError,
-        match=r"evaluation.negative_labels = 'ignore'; expected one of "
-        r"\['unjudged', 'judged'\]",
+        ConfigError, match=r"evaluation.negative_labels = 'ignore'; expected one of "
+        r"\['unjudged', 'judged'\]"
     ):
         config_from_dict({**base, "evaluation": {"negative_labels": "ignore"}})
 
@@ -106,17 +96,12 @@ def test_job_summary_reports_the_unjudged_share(spark, tmp_path):
     (tmp_path / "qrels.txt").write_text("q1 0 A 1\nq2 0 B 1\nq2 0 C -1\n")
     config = config_from_dict(
         {
-            "run": {
-                "path": str(tmp_path / "run.txt"),
-                "format": "trec",
-                "partition_columns": ["run_id"],
-            },
+            "run": {"path": str(tmp_path / "run.txt"), "format": "trec",
+                    "partition_columns": ["run_id"]},
             "qrels": {"path": str(tmp_path / "qrels.txt"), "format": "trec"},
             "evaluation": {"measures": ["P@1", "nDCG@2[judged]"]},
-            "output": {
-                "per_query_path": str(tmp_path / "pq"),
-                "aggregate_path": str(tmp_path / "agg"),
-            },
+            "output": {"per_query_path": str(tmp_path / "pq"),
+                       "aggregate_path": str(tmp_path / "agg")},
         }
     )
     summary = pipeline.run(spark, config)
@@ -125,10 +110,8 @@ def test_job_summary_reports_the_unjudged_share(spark, tmp_path):
     assert shares == {1: (0.0, 2), 2: (pytest.approx(0.5), 2)}
     text = summary.render()
     assert "range over 1 run partition(s)): top 1 0.0%, top 2 50.0%" in text
-    assert (
-        "WARNING: top 2 more than 20% unjudged in 1 of 1 run partition(s) "
+    assert "WARNING: top 2 more than 20% unjudged in 1 of 1 run partition(s) " \
         "(worst: run_id=sys, 50.0%)" in text
-    )
     assert "WARNING: top 1" not in text
     assert "all qrels labels are binary" in text
     aggregate = {

@@ -137,43 +137,27 @@ def scenario(
     drop = (S.JOB_RUN_ID,)
     expected = {
         name: rows_by_partition(spark, path, drop=drop)
-        for name, path in (
-            ("per_query", config.output.per_query_path),
-            ("aggregate", config.output.aggregate_path),
-        )
+        for name, path in (("per_query", config.output.per_query_path),
+                           ("aggregate", config.output.aggregate_path))
     }
     before = tmp_path_factory.mktemp("before")
     config = config_at(write_config(before, *inputs))
-    run_job(
-        spark,
-        config,
-        parse_selection([f"date={D27}"], run_partition_columns=PARTS),
-        job_run_id="before-1",
-    )
-    run_job(
-        spark,
-        config,
-        parse_selection([f"date={D28}", "system=bm25"], run_partition_columns=PARTS),
-        job_run_id="before-2",
-    )
+    run_job(spark, config, parse_selection([f"date={D27}"], run_partition_columns=PARTS),
+            job_run_id="before-1")
+    run_job(spark, config, parse_selection([f"date={D28}", "system=bm25"], run_partition_columns=PARTS),
+            job_run_id="before-2")
     rows = {
         name: rows_by_partition(spark, path)
-        for name, path in (
-            ("per_query", config.output.per_query_path),
-            ("aggregate", config.output.aggregate_path),
-        )
+        for name, path in (("per_query", config.output.per_query_path),
+                           ("aggregate", config.output.aggregate_path))
     }
     assert set(rows["per_query"]) == DONE
     return before, expected, rows
 
 
 @pytest.mark.slow
-@settings(
-    max_examples=10,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@settings(max_examples=10, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     filter_=st.sampled_from(sorted(FILTERS, key=str)),
     partitions=st.sampled_from(sorted(PARTITION_ARGS)),
@@ -181,32 +165,20 @@ def scenario(
     pending=st.booleans(),
 )
 def test_a_job_changes_exactly_the_partitions_it_evaluates(
-    spark: SparkSession,
-    inputs: tuple[str, str],
-    scenario: tuple[Path, dict, dict],
+    spark: SparkSession, inputs: tuple[str, str], scenario: tuple[Path, dict, dict],
     tmp_path_factory: pytest.TempPathFactory,
-    filter_: str | None,
-    partitions: tuple[str, ...],
-    date_range: tuple,
-    pending: bool,
+    filter_: str | None, partitions: tuple[str, ...], date_range: tuple, pending: bool,
 ) -> None:
     before_dir, expected, before = scenario
     work = tmp_path_factory.mktemp("job")
     shutil.copytree(before_dir / "out", work / "out")
     config = config_at(write_config(work, *inputs, run_filter=filter_))
-    selection = parse_selection(
-        list(partitions),
-        date_from=date_range[0],
-        date_to=date_range[1],
-        pending=pending,
-        run_partition_columns=PARTS,
-    )
+    selection = parse_selection(list(partitions), date_from=date_range[0], date_to=date_range[1],
+                                pending=pending, run_partition_columns=PARTS)
     # the model: the partitions the filter, the partitions and the range select, less the
     # ones the outputs already hold when --pending
     chosen = {
-        (s, d)
-        for s in SYSTEMS
-        for d in DATES
+        (s, d) for s in SYSTEMS for d in DATES
         if FILTERS[filter_](s, d) and PARTITION_ARGS[partitions](s, d) and RANGES[date_range](s, d)
     }
     evaluated = chosen - DONE if pending else chosen
@@ -215,10 +187,8 @@ def test_a_job_changes_exactly_the_partitions_it_evaluates(
             run_job(spark, config, selection, job_run_id="job")
     else:
         run_job(spark, config, selection, job_run_id="job")
-    for name, path in (
-        ("per_query", config.output.per_query_path),
-        ("aggregate", config.output.aggregate_path),
-    ):
+    for name, path in (("per_query", config.output.per_query_path),
+                       ("aggregate", config.output.aggregate_path)):
         after = rows_by_partition(spark, path or "")
         assert set(after) == set(before[name]) | evaluated, name
         for partition, rows in after.items():
@@ -237,30 +207,21 @@ def test_quarantine_holds_only_rows_of_current_inputs(spark: SparkSession, tmp_p
     qrels = str(tmp_path / "qrels")
     schema = "system string, date string, query_id string, doc_id string, score string"
     rows = [
-        ("a", D27, "q1", "d1", "0.9"),
-        ("a", D27, "q1", "d2", "oops"),  # invalid_score, D27
-        ("a", D28, "q1", "d1", "0.9"),
-        ("a", D28, "q1", "d3", "nan"),  # invalid_score, D28
+        ("a", D27, "q1", "d1", "0.9"), ("a", D27, "q1", "d2", "oops"),     # invalid_score, D27
+        ("a", D28, "q1", "d1", "0.9"), ("a", D28, "q1", "d3", "nan"),      # invalid_score, D28
     ]
     spark.createDataFrame(rows, schema).write.format("delta").save(run)
-    spark.createDataFrame(
-        [("q1", "d1", "1"), ("q1", "d2", "x")], "query_id string, doc_id string, relevance string"
-    ).write.format("delta").save(qrels)
+    spark.createDataFrame([("q1", "d1", "1"), ("q1", "d2", "x")],
+                          "query_id string, doc_id string, relevance string"
+                          ).write.format("delta").save(qrels)
     raw = {
-        "run": {
-            "path": run,
-            "doc_id": "doc_id",
-            "score": "score",
-            "rank": None,
-            "partition_columns": ["system", "date"],
-        },
+        "run": {"path": run, "doc_id": "doc_id", "score": "score", "rank": None,
+                "partition_columns": ["system", "date"]},
         "qrels": {"path": qrels},
         "evaluation": {"measures": ["P@1"]},
-        "output": {
-            "per_query_path": str(tmp_path / "out" / "per_query"),
-            "aggregate_path": str(tmp_path / "out" / "aggregate"),
-            "partition_columns": ["date"],
-        },
+        "output": {"per_query_path": str(tmp_path / "out" / "per_query"),
+                   "aggregate_path": str(tmp_path / "out" / "aggregate"),
+                   "partition_columns": ["date"]},
     }
     raw["run"] = {k: v for k, v in raw["run"].items() if v is not None}
     config = config_from_dict(raw)
@@ -268,55 +229,25 @@ def test_quarantine_holds_only_rows_of_current_inputs(spark: SparkSession, tmp_p
 
     def held() -> list[tuple]:
         table = read(spark, quarantine)
-        return sorted(
-            (
-                r[S.INPUT],
-                r["date"],
-                r[S.REASON_CODE],
-                r[S.RAW][S.DOC_ID],
-                r[S.QRELS_KEY],
-                r[S.JOB_RUN_ID],
-            )
-            for r in table.collect()
-        )
+        return sorted((r[S.INPUT], r["date"], r[S.REASON_CODE], r[S.RAW][S.DOC_ID], r[S.QRELS_KEY],
+                       r[S.JOB_RUN_ID]) for r in table.collect())
 
     key = f"delta:{qrels} | filter: (none)"
-    run_job(
-        spark,
-        config,
-        parse_selection([f"date={D27}"], run_partition_columns=PARTS),
-        job_run_id="j1",
-    )
-    assert held() == [
-        ("qrels", None, "invalid_relevance", "d2", key, "j1"),
-        ("run", D27, "invalid_score", "d2", None, "j1"),
-    ]
-    run_job(
-        spark,
-        config,
-        parse_selection([f"date={D28}"], run_partition_columns=PARTS),
-        job_run_id="j2",
-    )
+    run_job(spark, config, parse_selection([f"date={D27}"], run_partition_columns=PARTS), job_run_id="j1")
+    assert held() == [("qrels", None, "invalid_relevance", "d2", key, "j1"),
+                      ("run", D27, "invalid_score", "d2", None, "j1")]
+    run_job(spark, config, parse_selection([f"date={D28}"], run_partition_columns=PARTS), job_run_id="j2")
     # D27's run rows stay (its input is unchanged), D28's are added; the qrels rows were
     # re-read by j2: replaced, not repeated
-    assert held() == [
-        ("qrels", None, "invalid_relevance", "d2", key, "j2"),
-        ("run", D27, "invalid_score", "d2", None, "j1"),
-        ("run", D28, "invalid_score", "d3", None, "j2"),
-    ]
+    assert held() == [("qrels", None, "invalid_relevance", "d2", key, "j2"),
+                      ("run", D27, "invalid_score", "d2", None, "j1"),
+                      ("run", D28, "invalid_score", "d3", None, "j2")]
     # the run is fixed upstream for D27; re-evaluating D27 removes its rejection and nothing else
     fixed = [r for r in rows if r[4] != "oops"]
     spark.createDataFrame(fixed, schema).write.format("delta").mode("overwrite").save(run)
-    run_job(
-        spark,
-        config,
-        parse_selection([f"date={D27}"], run_partition_columns=PARTS),
-        job_run_id="j3",
-    )
-    assert held() == [
-        ("qrels", None, "invalid_relevance", "d2", key, "j3"),
-        ("run", D28, "invalid_score", "d3", None, "j2"),
-    ]
+    run_job(spark, config, parse_selection([f"date={D27}"], run_partition_columns=PARTS), job_run_id="j3")
+    assert held() == [("qrels", None, "invalid_relevance", "d2", key, "j3"),
+                      ("run", D28, "invalid_score", "d3", None, "j2")]
 
 
 # --- null partition values ------------------------------------------------------------------
@@ -331,59 +262,39 @@ def test_null_partition_values_can_be_selected_listed_and_replaced(
         [("a", D27, "q1", "d1", 0.9), (None, D27, "q1", "d2", 0.9), ("a", None, "q1", "d1", 0.5)],
         schema,
     ).write.format("delta").save(run)
-    spark.createDataFrame(
-        [("q1", "d1", 1)], "query_id string, doc_id string, relevance int"
-    ).write.format("delta").save(qrels)
-    config = config_from_dict(
-        {
-            "run": {"path": run, "doc_id": "doc_id", "partition_columns": ["system", "date"]},
-            "qrels": {"path": qrels},
-            "evaluation": {"measures": ["P@1"]},
-            "output": {
-                "per_query_path": str(tmp_path / "out" / "per_query"),
-                "aggregate_path": str(tmp_path / "out" / "aggregate"),
-                "partition_columns": ["date"],
-            },
-        }
-    )
+    spark.createDataFrame([("q1", "d1", 1)], "query_id string, doc_id string, relevance int"
+                          ).write.format("delta").save(qrels)
+    config = config_from_dict({
+        "run": {"path": run, "doc_id": "doc_id", "partition_columns": ["system", "date"]},
+        "qrels": {"path": qrels},
+        "evaluation": {"measures": ["P@1"]},
+        "output": {"per_query_path": str(tmp_path / "out" / "per_query"),
+                   "aggregate_path": str(tmp_path / "out" / "aggregate"),
+                   "partition_columns": ["date"]},
+    })
     agg = str(tmp_path / "out" / "aggregate")
 
     def p1() -> dict:  # (system, date) -> P@1 macro
-        table = read(spark, agg).where(
-            (F.col(S.MEASURE_KEY) == "P@1") & (F.col(S.AVERAGING) == "macro")
-        )
+        table = read(spark, agg).where((F.col(S.MEASURE_KEY) == "P@1") & (F.col(S.AVERAGING) == "macro"))
         return {(r["system"], r["date"]): r[S.VALUE] for r in table.collect()}
 
     # --partition with the null spelling: only the null-system partition is evaluated
-    result = run_job(
-        spark,
-        config,
-        parse_selection([f"system={NULL_VALUE}"], run_partition_columns=PARTS),
-        job_run_id="n1",
-    )
+    result = run_job(spark, config, parse_selection([f"system={NULL_VALUE}"], run_partition_columns=PARTS),
+                     job_run_id="n1")
     # system null, date D27: d2 at rank 1 is not relevant: P@1 = 0/1
     assert p1() == {(None, D27): 0.0}
     assert result.record.partitions == [{"system": None, "date": D27}]
     assert f"date={D27}/system={NULL_VALUE}" in result.render()
     # --pending lists the remaining partitions, the null date among them
-    result = run_job(
-        spark,
-        config,
-        parse_selection([], pending=True, run_partition_columns=PARTS),
-        job_run_id="n2",
-    )
+    result = run_job(spark, config, parse_selection([], pending=True, run_partition_columns=PARTS),
+                     job_run_id="n2")
     # (a, D27): d1 relevant at rank 1: P@1 = 1; (a, null): d1 at rank 1: P@1 = 1
     assert p1() == {(None, D27): 0.0, ("a", D27): 1.0, ("a", None): 1.0}
     assert sorted(result.record.partitions, key=str) == sorted(
-        [{"system": "a", "date": D27}, {"system": "a", "date": None}], key=str
-    )
+        [{"system": "a", "date": D27}, {"system": "a", "date": None}], key=str)
     # re-evaluating the null date replaces exactly it
-    run_job(
-        spark,
-        config,
-        parse_selection([f"date={NULL_VALUE}"], run_partition_columns=PARTS),
-        job_run_id="n3",
-    )
+    run_job(spark, config, parse_selection([f"date={NULL_VALUE}"], run_partition_columns=PARTS),
+            job_run_id="n3")
     ids = {(r["system"], r["date"]): r[S.JOB_RUN_ID] for r in read(spark, agg).collect()}
     assert ids == {(None, D27): "n1", ("a", D27): "n2", ("a", None): "n3"}
     # nothing is pending any more
@@ -397,34 +308,19 @@ def test_null_partition_values_can_be_selected_listed_and_replaced(
 @pytest.mark.parametrize(
     ("run", "output", "message"),
     [
-        (
-            {},
-            {"per_query_table": "db.per`query", "aggregate_table": "db.agg"},
-            "output.per_query_table = 'db.per`query' is not a table name releval accepts",
-        ),
-        (
-            {},
-            {"per_query_table": "db.pq", "aggregate_table": "db.agg'; DROP TABLE x"},
-            'output.aggregate_table = "db.agg\'; DROP TABLE x" is not a table name',
-        ),
-        (
-            {"partition_columns": ["sys`tem"]},
-            {},
-            "run.partition_columns names 'sys`tem': a partition column must be letters",
-        ),
-        (
-            {"partition_columns": ["date", "it's"]},
-            {},
-            'run.partition_columns names "it\'s": a partition column must be letters',
-        ),
+        ({}, {"per_query_table": "db.per`query", "aggregate_table": "db.agg"},
+         "output.per_query_table = 'db.per`query' is not a table name releval accepts"),
+        ({}, {"per_query_table": "db.pq", "aggregate_table": "db.agg'; DROP TABLE x"},
+         "output.aggregate_table = \"db.agg'; DROP TABLE x\" is not a table name"),
+        ({"partition_columns": ["sys`tem"]}, {},
+         "run.partition_columns names 'sys`tem': a partition column must be letters"),
+        ({"partition_columns": ["date", "it's"]}, {},
+         "run.partition_columns names \"it's\": a partition column must be letters"),
     ],
 )
 def test_identifiers_with_quotes_are_refused_with_the_key(run, output, message) -> None:
-    raw = {
-        "run": {"path": "r", **run},
-        "qrels": {"path": "q"},
-        "output": output or {"per_query_path": "o/pq", "aggregate_path": "o/agg"},
-    }
+    raw = {"run": {"path": "r", **run}, "qrels": {"path": "q"},
+           "output": output or {"per_query_path": "o/pq", "aggregate_path": "o/agg"}}
     with pytest.raises(ConfigError) as err:
         config_from_dict(raw)
     assert message in str(err.value)
@@ -456,149 +352,60 @@ def test_version_1_tables_are_migrated_and_written_again(
     quarantine, log = str(tmp_path / "out" / "quarantine"), str(tmp_path / "out" / "run_log")
     text = T.StringType()
     strings = T.MapType(text, text, True)
-    old = T.StructType(
-        [
-            T.StructField("input", text, False),
-            T.StructField("source", text, True),
-            T.StructField("line", T.LongType(), True),
-            T.StructField("partition", strings, False),
-            T.StructField("raw", strings, False),
-            T.StructField("reason_code", text, False),
-            T.StructField("message", text, False),
-            T.StructField("job_partition", text, False),
-        ]
-    )
-    (
-        DeltaTable.create(spark)
-        .location(quarantine)
-        .addColumns(old)
-        .partitionedBy("job_partition")
-        .property(SCHEMA_VERSION_PROPERTY, "1")
-        .execute()
-    )
-    spark.createDataFrame(
-        [
-            (
-                "run",
-                "s",
-                None,
-                {"system": "bm25", "date": D27},
-                {"doc_id": "d1"},
-                "invalid_score",
-                "m",
-                f"date={D27}",
-            ),
-            ("qrels", "s", None, {}, {"doc_id": "d2"}, "invalid_relevance", "m", f"date={D27}"),
-        ],
-        old,
-    ).write.format("delta").mode("append").save(quarantine)
-    (
-        DeltaTable.create(spark)
-        .location(log)
-        .addColumns(RUN_LOG_SCHEMA)
-        .property(SCHEMA_VERSION_PROPERTY, "1")
-        .execute()
-    )
+    old = T.StructType([
+        T.StructField("input", text, False), T.StructField("source", text, True),
+        T.StructField("line", T.LongType(), True), T.StructField("partition", strings, False),
+        T.StructField("raw", strings, False), T.StructField("reason_code", text, False),
+        T.StructField("message", text, False), T.StructField("job_partition", text, False),
+    ])
+    (DeltaTable.create(spark).location(quarantine).addColumns(old).partitionedBy("job_partition")
+     .property(SCHEMA_VERSION_PROPERTY, "1").execute())
+    spark.createDataFrame([
+        ("run", "s", None, {"system": "bm25", "date": D27}, {"doc_id": "d1"}, "invalid_score", "m",
+         f"date={D27}"),
+        ("qrels", "s", None, {}, {"doc_id": "d2"}, "invalid_relevance", "m", f"date={D27}"),
+    ], old).write.format("delta").mode("append").save(quarantine)
+    (DeltaTable.create(spark).location(log).addColumns(RUN_LOG_SCHEMA)
+     .property(SCHEMA_VERSION_PROPERTY, "1").execute())
     # the aggregate table as version 1 wrote it: no negative_labels, no interval columns,
     # no depth (version 3)
     agg = config.output.aggregate_path or ""
     v2_only = (S.NEGATIVE_LABELS, S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL)
     parts = [T.StructField("system", text), T.StructField("date", text)]
-    v1_fields = [
-        f
-        for f in tables.aggregate_schema(parts).fields
-        if f.name not in (*v2_only, S.DEPTH, S.SLICE, S.SLICE_VALUE)
-    ]
-    (
-        DeltaTable.create(spark)
-        .location(agg)
-        .addColumns(v1_fields)
-        .partitionedBy("date")
-        .property(SCHEMA_VERSION_PROPERTY, "1")
-        .execute()
-    )
-    spark.createDataFrame(
-        [("bm25", D29, "AP", None, 1, False, "AP", "macro", 0.3, 20, "old")],
-        T.StructType(v1_fields),
-    ).write.format("delta").mode("append").save(agg)
+    v1_fields = [f for f in tables.aggregate_schema(parts).fields
+                 if f.name not in (*v2_only, S.DEPTH, S.SLICE, S.SLICE_VALUE)]
+    (DeltaTable.create(spark).location(agg).addColumns(v1_fields).partitionedBy("date")
+     .property(SCHEMA_VERSION_PROPERTY, "1").execute())
+    spark.createDataFrame([("bm25", D29, "AP", None, 1, False, "AP", "macro", 0.3, 20, "old")],
+                          T.StructType(v1_fields)).write.format("delta").mode("append").save(agg)
 
-    assert migrate_table(spark, kind="quarantine", path=quarantine, table=None, config=config) == [
-        "1",
-        "2",
-        "3",
-        "4",
-        "5",
-        "6",
-        "7",
-        "8",
-        "9",
-        "10",
-        "11",
-    ]
-    assert migrate_table(spark, kind="run_log", path=log, table=None, config=config) == [
-        "1",
-        "2",
-        "3",
-        "4",
-        "5",
-        "6",
-        "7",
-        "8",
-        "9",
-        "10",
-        "11",
-    ]
-    assert migrate_table(spark, kind="quarantine", path=quarantine, table=None, config=config) == [
-        "11"
-    ]
+    assert migrate_table(spark, kind="quarantine", path=quarantine, table=None,
+                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
+    assert migrate_table(spark, kind="run_log", path=log, table=None,
+                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
+    assert migrate_table(spark, kind="quarantine", path=quarantine, table=None,
+                         config=config) == ["11"]
     table = read(spark, quarantine)
     assert table.columns == [*PARTS, *tables.QUARANTINE_SCHEMA.names, S.QRELS_KEY, S.JOB_RUN_ID]
-    rows = sorted(
-        ((r["system"], r["date"], r[S.INPUT], r[S.QRELS_KEY]) for r in table.collect()), key=str
-    )
-    assert rows == sorted(
-        [("bm25", D27, "run", None), (None, None, "qrels", qrels_key(config))], key=str
-    )
+    rows = sorted(((r["system"], r["date"], r[S.INPUT], r[S.QRELS_KEY]) for r in table.collect()),
+                  key=str)
+    assert rows == sorted([("bm25", D27, "run", None), (None, None, "qrels", qrels_key(config))],
+                          key=str)
     detail = DeltaTable.forPath(spark, quarantine).detail().first()
     assert list(detail["partitionColumns"]) == [S.INPUT, "date"]
     assert table_schema_version(spark, path=log, table=None) == "11"
-    assert migrate_table(spark, kind="aggregate", path=agg, table=None, config=config) == [
-        "1",
-        "2",
-        "3",
-        "4",
-        "5",
-        "6",
-        "7",
-        "8",
-        "9",
-        "10",
-        "11",
-    ]
+    assert migrate_table(spark, kind="aggregate", path=agg, table=None,
+                         config=config) == ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]
     old = read(spark, agg).first()
-    assert read(spark, agg).columns[-9:] == [
-        S.JOB_RUN_ID,
-        *v2_only,
-        S.DEPTH,
-        S.SLICE,
-        S.SLICE_VALUE,
-    ]
+    assert read(spark, agg).columns[-9:] == [S.JOB_RUN_ID, *v2_only, S.DEPTH, S.SLICE,
+                                             S.SLICE_VALUE]
     # the old row: computed with negative labels judged, no interval recorded, no depth
-    assert (
-        old[S.VALUE],
-        old[S.NEGATIVE_LABELS],
-        old[S.CI_LOW],
-        old[S.CI_METHOD],
-        old[S.DEPTH],
-    ) == (0.3, "judged", None, None, None)
+    assert (old[S.VALUE], old[S.NEGATIVE_LABELS], old[S.CI_LOW], old[S.CI_METHOD],
+            old[S.DEPTH]) == (0.3, "judged", None, None, None)
     # after the migration the job writes both tables: a run of D27 replaces the migrated
     # run row of D27
-    run_job(
-        spark,
-        config,
-        parse_selection([f"date={D27}"], run_partition_columns=PARTS),
-        job_run_id="after",
-    )
+    run_job(spark, config, parse_selection([f"date={D27}"], run_partition_columns=PARTS),
+            job_run_id="after")
     assert read(spark, quarantine).where(F.col(S.INPUT) == "run").count() == 0
     written = read(spark, agg).where(F.col("date") == D27)
     assert written.count() > 0 and {r[S.NEGATIVE_LABELS] for r in written.collect()} == {"unjudged"}

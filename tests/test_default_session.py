@@ -18,22 +18,12 @@ from releval.runtime.delta import CATALOG, EXTENSION
 pytestmark = pytest.mark.slow  # a JVM of its own, with Spark's defaults
 
 #: releval's measure -> pytrec_eval's
-MEASURES = {
-    "P@5": "P_5",
-    "P@10": "P_10",
-    "R@10": "recall_10",
-    "nDCG@10": "ndcg_cut_10",
-    "RR": "recip_rank",
-    "AP": "map",
-    "Rprec": "Rprec",
-    "bpref": "bpref",
-    "nDCG@5": "ndcg_cut_5",
-    "R@100": "recall_100",
-    "P@20": "P_20",
-    "nDCG@20": "ndcg_cut_20",
-}
+MEASURES = {"P@5": "P_5", "P@10": "P_10", "R@10": "recall_10", "nDCG@10": "ndcg_cut_10",
+            "RR": "recip_rank", "AP": "map", "Rprec": "Rprec", "bpref": "bpref",
+            "nDCG@5": "ndcg_cut_5", "R@100": "recall_100", "P@20": "P_20",
+            "nDCG@20": "ndcg_cut_20"}
 
-SCRIPT = textwrap.dedent("""
+SCRIPT = textwrap.dedent('''
     import json, os, sys
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import numpy as np
@@ -90,20 +80,15 @@ SCRIPT = textwrap.dedent("""
                       "compared": len(rows), "worst_trec": worst_trec, "worst_p": worst_p,
                       "shuffle": spark.conf.get("spark.sql.shuffle.partitions"),
                       "error": error, "written": os.path.exists("per_query")}))
-""")
+''')
 
 
 def notebook(kind: str, tmp_path, queries: int = 100, systems: int = 3) -> dict:
     """Run :data:`SCRIPT` in a ``kind`` ("classic" or "connect") default session; its JSON."""
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "RELEVAL_JARS")}
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, kind, str(queries), str(systems), json.dumps(MEASURES)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
+    done = subprocess.run([sys.executable, "-c", SCRIPT, kind, str(queries), str(systems),
+                           json.dumps(MEASURES)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=1500)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

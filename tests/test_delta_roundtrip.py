@@ -28,33 +28,22 @@ LOG = [
     ("q1", "X", 0.8, 2, "old", "2026-11-29"),
     ("q9", "A", 0.5, 1, "old", "2026-11-29"),  # q9 has no qrels: not scored
 ]
-QRELS = [
-    ("q1", "A", 2, "v1"),
-    ("q1", "B", 0, "v1"),
-    ("q1", "C", 1, "v1"),
-    ("q2", "A", 1, "v1"),
-    ("q1", "A", 0, "v0"),
-]  # the v0 judgment is filtered out by the config
+QRELS = [("q1", "A", 2, "v1"), ("q1", "B", 0, "v1"), ("q1", "C", 1, "v1"), ("q2", "A", 1, "v1"),
+         ("q1", "A", 0, "v0")]  # the v0 judgment is filtered out by the config
 
 
 def make_config(spark, folder: Path) -> Config:
     """The two input tables written under ``folder``, and a job config over them."""
     run_path, qrels_path = str(folder / "log"), str(folder / "qrels")
     spark.createDataFrame(
-        LOG,
-        "query_id string, item_id string, score double, position int, system string, date string",
+        LOG, "query_id string, item_id string, score double, position int, system string, date string"
     ).write.format("delta").partitionBy("system", "date").save(run_path)
     spark.createDataFrame(
         QRELS, "query_id string, doc_id string, relevance int, qrels_version string"
     ).write.format("delta").save(qrels_path)
     return Config(
-        run=RunSource(
-            path=run_path,
-            doc_id="item_id",
-            rank="position",
-            partition_columns=("system", "date"),
-            rank_by="rank",
-        ),
+        run=RunSource(path=run_path, doc_id="item_id", rank="position",
+                      partition_columns=("system", "date"), rank_by="rank"),
         qrels=QrelsSource(path=qrels_path, filter="qrels_version = 'v1'"),
         evaluation=EvaluationSettings(measures=("P@2", "RR", "nDCG@3", "num_ret")),
         output=OutputSettings(
@@ -98,26 +87,17 @@ def test_job_writes_both_tables(spark, written):
     assert summary.queries_without_qrels == 1
 
     aggregate = pipeline.read_aggregate(spark, config)
-    p2 = {
-        (r["system"], r[S.AVERAGING]): (r[S.VALUE], r[S.NUM_QUERIES])
-        for r in aggregate.where(F.col(S.MEASURE_KEY) == "P@2").collect()
-    }
+    p2 = {(r["system"], r[S.AVERAGING]): (r[S.VALUE], r[S.NUM_QUERIES])
+          for r in aggregate.where(F.col(S.MEASURE_KEY) == "P@2").collect()}
     # (1/2 + 0) / 2 queries, macro and micro alike here
-    assert p2 == {
-        ("new", "macro"): (0.25, 2),
-        ("new", "micro"): (0.25, 2),
-        ("old", "macro"): (0.25, 2),
-        ("old", "micro"): (0.25, 2),
-    }
+    assert p2 == {("new", "macro"): (0.25, 2), ("new", "micro"): (0.25, 2),
+                  ("old", "macro"): (0.25, 2), ("old", "micro"): (0.25, 2)}
     assert summary.aggregate_rows == aggregate.count()
     # P@2 of "new" over q1, q2: 1/2 and 0, mean 1/4, s = sqrt(2 * (1/4)^2) = 0.353553...,
     # t_{0.975, 1} = 12.7062047, half = 12.7062047 * 0.353553 / sqrt(2) = 3.1765512:
     # [-2.93, 3.43], cut at P's range [0, 1]
-    new = aggregate.where(
-        (F.col("system") == "new")
-        & (F.col(S.MEASURE_KEY) == "P@2")
-        & (F.col(S.AVERAGING) == "macro")
-    ).first()
+    new = aggregate.where((F.col("system") == "new") & (F.col(S.MEASURE_KEY) == "P@2")
+                          & (F.col(S.AVERAGING) == "macro")).first()
     assert (new[S.CI_LOW], new[S.CI_HIGH]) == (0.0, 1.0)
     assert (new[S.CI_METHOD], new[S.CI_LEVEL]) == ("t-clipped", 0.95)
     # every mean rests on 2 queries (q2 scored 0 in both systems): below 50, a warning
@@ -141,27 +121,9 @@ def test_tables_have_the_documented_schema_and_partitioning(spark, written):
     assert all(set(st["minValues"]) == {"system"} for st in stats)
     assert all(set(st["nullCount"]) == {"system", S.JOB_RUN_ID} for st in stats)
     schema = per_query.toDF().schema
-    expected_names = [
-        "system",
-        "date",
-        S.QUERY_ID,
-        S.MEASURE,
-        S.CUTOFF,
-        S.REL_LEVEL,
-        S.JUDGED_ONLY,
-        S.MEASURE_KEY,
-        S.VALUE,
-        S.NUM_RET,
-        S.NUM_REL,
-        S.NUM_REL_RET,
-        S.JOB_RUN_ID,
-        S.NEGATIVE_LABELS,
-        S.DEPTH,
-        S.ANSWER_SCORE,
-        S.WINDOW_SIZE,
-        S.WEIGHT,
-        S.SLICES,
-    ]
+    expected_names = ["system", "date", S.QUERY_ID, S.MEASURE, S.CUTOFF, S.REL_LEVEL,
+                      S.JUDGED_ONLY, S.MEASURE_KEY, S.VALUE, S.NUM_RET, S.NUM_REL, S.NUM_REL_RET, S.JOB_RUN_ID,
+                      S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE, S.WEIGHT, S.SLICES]
     assert schema.fieldNames() == expected_names
     assert schema[S.VALUE].metadata["comment"] == tables.PER_QUERY_COMMENTS[S.VALUE]
     aggregate = DeltaTable.forPath(spark, config.output.aggregate_path).toDF()
@@ -169,32 +131,17 @@ def test_tables_have_the_documented_schema_and_partitioning(spark, written):
     # negative_labels, the interval columns, depth, the slice columns (and answer_score and
     # window in the per-query table) come last, after job_run_id (docs/migrations.md), all nullable, with
     # their comments
-    assert schema.fieldNames()[-6:] == [
-        S.NEGATIVE_LABELS,
-        S.DEPTH,
-        S.ANSWER_SCORE,
-        S.WINDOW_SIZE,
-        S.WEIGHT,
-        S.SLICES,
-    ]
+    assert schema.fieldNames()[-6:] == [S.NEGATIVE_LABELS, S.DEPTH, S.ANSWER_SCORE, S.WINDOW_SIZE,
+                                        S.WEIGHT, S.SLICES]
     for column in (S.ANSWER_SCORE, S.WINDOW_SIZE, S.WEIGHT, S.SLICES):
         assert schema[column].nullable
         assert schema[column].metadata["comment"] == tables.PER_QUERY_COMMENTS[column]
     assert aggregate.schema.fieldNames()[-9:] == [
-        S.JOB_RUN_ID,
-        S.NEGATIVE_LABELS,
-        S.CI_LOW,
-        S.CI_HIGH,
-        S.CI_METHOD,
-        S.CI_LEVEL,
-        S.DEPTH,
-        S.SLICE,
-        S.SLICE_VALUE,
-    ]
-    assert all(
-        aggregate.schema[c].nullable
-        for c in (S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL, S.DEPTH, S.SLICE, S.SLICE_VALUE)
-    )
+        S.JOB_RUN_ID, S.NEGATIVE_LABELS, S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL, S.DEPTH,
+        S.SLICE, S.SLICE_VALUE]
+    assert all(aggregate.schema[c].nullable
+               for c in (S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL, S.DEPTH, S.SLICE,
+                         S.SLICE_VALUE))
     assert aggregate.schema[S.CI_LOW].metadata["comment"] == tables.AGGREGATE_COMMENTS[S.CI_LOW]
     for table in (schema, aggregate.schema):
         assert table[S.NEGATIVE_LABELS].metadata["comment"].startswith("What a negative")
@@ -208,10 +155,8 @@ def test_rerun_is_idempotent(spark, config):
     pipeline.run(spark, config)
     second = pipeline.read_per_query(spark, config)
     # a map column cannot be sorted: compared as its JSON text
-    assert_df_equality(
-        *(t.withColumn(S.SLICES, F.to_json(S.SLICES)) for t in (first, second)),
-        ignore_row_order=True,
-    )
+    assert_df_equality(*(t.withColumn(S.SLICES, F.to_json(S.SLICES)) for t in (first, second)),
+                       ignore_row_order=True)
 
 
 def test_quarantine_is_emptied_by_a_clean_rerun_then_left_alone(spark, config, tmp_path):

@@ -38,23 +38,10 @@ from releval.core.kernel import partition_stats
 from releval.core.ranking import check_depth
 from releval.errors import ConfigError
 
-RUN = [
-    ("r", "q1", "A", 5.0),
-    ("r", "q1", "B", 4.0),
-    ("r", "q1", "C", 4.0),
-    ("r", "q1", "D", 4.0),
-    ("r", "q1", "E", 3.0),
-    ("r", "q1", "F", 2.0),
-    ("r", "q1", "A", 1.0),
-]
-QRELS = [
-    ("q1", "B", 1),
-    ("q1", "C", 1),
-    ("q1", "E", 1),
-    ("q1", "G", 1),
-    ("q1", "D", 0),
-    ("q1", "F", 0),
-]
+RUN = [("r", "q1", "A", 5.0), ("r", "q1", "B", 4.0), ("r", "q1", "C", 4.0), ("r", "q1", "D", 4.0),
+       ("r", "q1", "E", 3.0), ("r", "q1", "F", 2.0), ("r", "q1", "A", 1.0)]
+QRELS = [("q1", "B", 1), ("q1", "C", 1), ("q1", "E", 1), ("q1", "G", 1), ("q1", "D", 0),
+         ("q1", "F", 0)]
 NOT_POSITIVE = [0, -3, 2.5, 3.0, True, "10", [3]]
 
 
@@ -62,15 +49,8 @@ NOT_POSITIVE = [0, -3, 2.5, 3.0, True, "10", [3]]
 
 
 def test_the_kernel_cuts_after_the_tie_break_and_before_the_condensation():
-    got = by_run(
-        partition_stats(
-            partition(RUN, QRELS),
-            specs=SPECS,
-            partition_columns=["run_id"],
-            rank_by="score",
-            depth=3,
-        )
-    )["r"]
+    got = by_run(partition_stats(partition(RUN, QRELS), specs=SPECS, partition_columns=["run_id"],
+                                 rank_by="score", depth=3))["r"]
     # A D C: 3 evaluated, B E F past the depth, the second A a repeat
     assert (got["num_ret"], got["_beyond_depth"], got["_repeated"]) == (3, 3, 1)
     assert got["num_ret_j"] == 2  # D C (a condensation first would keep D C B: 3)
@@ -90,15 +70,9 @@ def test_the_kernel_cuts_after_the_tie_break_and_before_the_condensation():
 
 def test_no_depth_or_a_depth_beyond_the_ranking_evaluates_every_document():
     for depth in (None, 6, 100):
-        got = by_run(
-            partition_stats(
-                partition(RUN, QRELS),
-                specs=SPECS,
-                partition_columns=["run_id"],
-                rank_by="score",
-                depth=depth,
-            )
-        )["r"]
+        got = by_run(partition_stats(partition(RUN, QRELS), specs=SPECS,
+                                     partition_columns=["run_id"], rank_by="score",
+                                     depth=depth))["r"]
         # A D C B E F: all 6, relevant at 3, 4, 5
         assert (got["num_ret"], got["_beyond_depth"], got["rel_pos_l1"]) == (6, 0, [3, 4, 5])
 
@@ -106,15 +80,8 @@ def test_no_depth_or_a_depth_beyond_the_ranking_evaluates_every_document():
 def test_ranking_by_rank_keeps_the_first_rows_in_ranking_order_at_their_logged_ranks():
     # logged ranks with gaps: A 1, B 3, D 7, C 9; depth 2 keeps A and B, at ranks 1 and 3
     run = [("r", "q1", "C", 9), ("r", "q1", "A", 1), ("r", "q1", "D", 7), ("r", "q1", "B", 3)]
-    got = by_run(
-        partition_stats(
-            partition(run, [("q1", "B", 1), ("q1", "C", 1)]),
-            specs=SPECS,
-            partition_columns=["run_id"],
-            rank_by="rank",
-            depth=2,
-        )
-    )["r"]
+    got = by_run(partition_stats(partition(run, [("q1", "B", 1), ("q1", "C", 1)]), specs=SPECS,
+                                 partition_columns=["run_id"], rank_by="rank", depth=2))["r"]
     assert (got["num_ret"], got["_beyond_depth"], got["rel_pos_l1"]) == (2, 2, [3])
 
 
@@ -122,10 +89,10 @@ def test_the_ledger_still_receives_every_row_and_the_rows_past_the_depth_are_cou
     table = partition(RUN, QRELS)
     table = table.append_column(
         "_reason", pa.array([None] * table.num_rows, pa.string())
-    ).append_column("_qrels_label", pa.array([None] * len(RUN) + [q[2] for q in QRELS], pa.int32()))
-    out = partition_stats(
-        table, specs=SPECS, partition_columns=["run_id"], rank_by="score", depth=3
-    ).to_pylist()
+    ).append_column("_qrels_label", pa.array([None] * len(RUN) + [q[2] for q in QRELS],
+                                             pa.int32()))
+    out = partition_stats(table, specs=SPECS, partition_columns=["run_id"], rank_by="score",
+                          depth=3).to_pylist()
     (query,) = [r for r in out if r["_in_run"]]
     received = [r["_rows"] for r in out if r["_ledger"] == "received" and r["run_id"] == "r"]
     # 7 received = 3 evaluated (num_ret) + 3 past the depth + 1 repeat: none lost
@@ -172,11 +139,8 @@ def test_the_config_refuses_a_depth_that_is_not_a_positive_integer(value, messag
 
 @pytest.mark.parametrize("depth", NOT_POSITIVE)
 def test_a_config_built_in_code_is_checked_too(depth):
-    config = Config(
-        run=RunSource(path="r"),
-        qrels=QrelsSource(path="q"),
-        evaluation=EvaluationSettings(depth=depth),
-    )
+    config = Config(run=RunSource(path="r"), qrels=QrelsSource(path="q"),
+                    evaluation=EvaluationSettings(depth=depth))
     with pytest.raises(ConfigError, match=r"^code: evaluation.depth = .*; expected a positive"):
         validate(config, source="code")
 
@@ -191,8 +155,7 @@ def test_depth_from_the_command_line(tmp_path, capsys):
             _parser().parse_args([*base, "--depth", bad])
         assert exit_.value.code == 2
         assert f"argument --depth: expected a positive integer, got '{bad}'" in (
-            capsys.readouterr().err
-        )
+            capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("depth", NOT_POSITIVE)
@@ -206,9 +169,8 @@ def test_the_api_refuses_a_depth_that_is_not_a_positive_integer(spark, depth):
 # --- end to end, both engines ------------------------------------------------------------------
 
 
-MEASURES = (
-    "num_ret,P@2,P@5,RR,AP,R@5,bpref,Judged@5,num_ret[judged],P@2[judged],RR[judged],AP[judged]"
-)
+MEASURES = ("num_ret,P@2,P@5,RR,AP,R@5,bpref,Judged@5,num_ret[judged],P@2[judged],RR[judged],"
+            "AP[judged]")
 # q2 is shorter than the depth: X 2, Y 1, Y relevant; it is evaluated whole
 SHORT = [("q2", "X", 2.0), ("q2", "Y", 1.0)]
 
@@ -219,23 +181,20 @@ def test_every_measure_sees_the_top_of_the_ranking(spark, engine):
     ev = evaluate_rows(spark, run, [*QRELS, ("q2", "Y", 1)], MEASURES, depth=3, engine=engine)
     got = values(ev)
     q1 = {k: v for (q, k), v in got.items() if q == "q1"}
-    assert q1 == pytest.approx(
-        {
-            "num_ret": 3.0,  # A D C (6 without the depth)
-            "P@2": 0.0,  # A D
-            "P@5": 1 / 5,  # C in A D C, divided by 5 (without the depth: C B E, 3/5)
-            "RR": 1 / 3,  # C at 3
-            "AP": (1 / 3) / 4,  # C at 3: precision 1/3; R = 4
-            "R@5": 1 / 4,
-            "bpref": (1 - 1 / 2) / 4,  # C: D above, 1 - min(1, 4) / min(2, 4); R = 4
-            "Judged@5": 2 / 3,  # D C judged of A D C (fewer than 5: divides by the 3)
-            "num_ret[judged]": 2.0,  # D C (a condensation first: D C B)
-            "P@2[judged]": 1 / 2,  # D C
-            "RR[judged]": 1 / 2,  # C at judged position 2
-            "AP[judged]": (1 / 2) / 4,  # C at 2 (a condensation first: (1/2 + 2/3) / 4)
-        },
-        abs=1e-12,
-    )
+    assert q1 == pytest.approx({
+        "num_ret": 3.0,  # A D C (6 without the depth)
+        "P@2": 0.0,  # A D
+        "P@5": 1 / 5,  # C in A D C, divided by 5 (without the depth: C B E, 3/5)
+        "RR": 1 / 3,  # C at 3
+        "AP": (1 / 3) / 4,  # C at 3: precision 1/3; R = 4
+        "R@5": 1 / 4,
+        "bpref": (1 - 1 / 2) / 4,  # C: D above, 1 - min(1, 4) / min(2, 4); R = 4
+        "Judged@5": 2 / 3,  # D C judged of A D C (fewer than 5: divides by the 3)
+        "num_ret[judged]": 2.0,  # D C (a condensation first: D C B)
+        "P@2[judged]": 1 / 2,  # D C
+        "RR[judged]": 1 / 2,  # C at judged position 2
+        "AP[judged]": (1 / 2) / 4,  # C at 2 (a condensation first: (1/2 + 2/3) / 4)
+    }, abs=1e-12)
     assert got[("q2", "num_ret")] == 2.0 and got[("q2", "RR")] == 1 / 2  # X Y: Y at 2
     rows = ev.per_query.collect() + ev.aggregate.collect()
     assert {r[S.DEPTH] for r in rows} == {3}
@@ -248,21 +207,11 @@ def test_every_measure_sees_the_top_of_the_ranking(spark, engine):
 def test_ranking_by_rank_keeps_the_first_documents_in_ranking_order(spark, engine):
     # logged ranks A 1, B 3, D 7, C 9 (score unused); depth 2: A B, at ranks 1 and 3
     run = [("q", "C", 0.0, 9), ("q", "A", 0.0, 1), ("q", "D", 0.0, 7), ("q", "B", 0.0, 3)]
-    got = values(
-        evaluate_rows(
-            spark,
-            run,
-            [("q", "B", 1), ("q", "C", 1)],
-            "num_ret,RR,P@10",
-            rank_by="rank",
-            depth=2,
-            engine=engine,
-        )
-    )
+    got = values(evaluate_rows(spark, run, [("q", "B", 1), ("q", "C", 1)], "num_ret,RR,P@10",
+                               rank_by="rank", depth=2, engine=engine))
     # B at logged rank 3: RR 1/3; P@10 = 1/10 (2/10 without the depth: B and C)
-    assert got == pytest.approx(
-        {("q", "num_ret"): 2.0, ("q", "RR"): 1 / 3, ("q", "P@10"): 1 / 10}, abs=1e-12
-    )
+    assert got == pytest.approx({("q", "num_ret"): 2.0, ("q", "RR"): 1 / 3,
+                                 ("q", "P@10"): 1 / 10}, abs=1e-12)
 
 
 def test_without_a_depth_the_tables_say_null(spark):
@@ -272,17 +221,16 @@ def test_without_a_depth_the_tables_say_null(spark):
 
 
 def test_rows_past_the_depth_are_used_rows_of_the_accounts(spark):
-    run = spark.createDataFrame(
-        [(q, d, s) for _, q, d, s in RUN] + SHORT, "query_id string, doc_id string, score double"
-    )
-    qrels = spark.createDataFrame(
-        [*QRELS, ("q2", "Y", 1)], "query_id string, doc_id string, relevance int"
-    )
+    run = spark.createDataFrame([(q, d, s) for _, q, d, s in RUN] + SHORT,
+                                "query_id string, doc_id string, score double")
+    qrels = spark.createDataFrame([*QRELS, ("q2", "Y", 1)],
+                                  "query_id string, doc_id string, relevance int")
     result = releval.evaluate(run, qrels, measures=["P@2"], depth=3)
     accounts = result.accounts.run
     # 9 rows = 8 used (3 + 2 evaluated, B E F past the depth) + 1 duplicate_doc (the second A)
     assert (accounts.input, accounts.used, accounts.quarantined) == (9, 8, {"duplicate_doc": 1})
     assert {r[S.DEPTH] for r in result.per_query.collect() + result.aggregate.collect()} == {3}
+
 
 
 # --- trec_eval -M 10 on real runs ------------------------------------------------------------
@@ -298,30 +246,16 @@ def test_depth_output_is_trec_eval_minus_m(shared_session, production_codegen, t
     assert {"P_10", "P_100", "map", "ndcg_cut_10", "bpref", "Rprec", "num_ret"} <= set(names)
     out = tmp_path / "te.txt"
     with production_codegen():  # the production engine, as production compiles it
-        code = main(
-            [
-                "evaluate",
-                "--run",
-                str(folder / "run.trec"),
-                "--qrels",
-                str(folder / "qrels.trec"),
-                "--depth",
-                "10",
-                "--measures",
-                ",".join(names),
-                "--output",
-                str(tmp_path / "tables"),
-                "--trec-eval-output",
-                str(out),
-            ]
-        )
+        code = main(["evaluate", "--run", str(folder / "run.trec"),
+                     "--qrels", str(folder / "qrels.trec"), "--depth", "10",
+                     "--measures", ",".join(names), "--output", str(tmp_path / "tables"),
+                     "--trec-eval-output", str(out)])
     assert code == 0
     produced = read_trec_eval(out)
     wanted = {k: v for k, v in expected.items() if k[0] in names or k[0] == "num_q"}
     assert produced.keys() == wanted.keys()
-    mismatches = [
-        (k, v, produced[k]) for k, v in sorted(wanted.items()) if abs(produced[k] - v) > TOLERANCE
-    ]
+    mismatches = [(k, v, produced[k]) for k, v in sorted(wanted.items())
+                  if abs(produced[k] - v) > TOLERANCE]
     assert not mismatches, f"{len(mismatches)} of {len(wanted)}, first: {mismatches[:5]}"
     # every ranking was cut at 10 (the runs retrieve 100 or 1,000 documents per query)
     assert max(v for (name, q), v in produced.items() if name == "num_ret" and q != "all") == 10

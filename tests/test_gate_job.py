@@ -37,46 +37,32 @@ def gate_rows(spark, config):
 
 def decisions(spark, config) -> dict[str, str]:
     table, _ = gate_rows(spark, config)
-    return {r["date"]: r["decision"] for r in table.select("date", "decision").distinct().collect()}
+    return {r["date"]: r["decision"] for r in table.select("date", "decision").distinct()
+            .collect()}
 
 
 def test_previous_flags_the_regressing_day_and_only_that_day(spark, week, tmp_path):
     config = load_config(D.week_config(tmp_path, *week))
     # five nights at once, then two nights one by one
-    first = run_job(
-        spark,
-        config,
-        parse_selection([f"date={D.WEEK[0]}..{D.WEEK[4]}"], run_partition_columns=PARTS),
-        job_run_id="week-1",
-    )
+    first = run_job(spark, config, parse_selection([f"date={D.WEEK[0]}..{D.WEEK[4]}"],
+                                                   run_partition_columns=PARTS),
+                    job_run_id="week-1")
     assert first.exit_code() == 1 and first.gate is not None
     for i, date in enumerate(D.WEEK[5:], start=2):
-        later = run_job(
-            spark,
-            config,
-            parse_selection([f"date={date}"], run_partition_columns=PARTS),
-            job_run_id=f"week-{i}",
-        )
+        later = run_job(spark, config, parse_selection([f"date={date}"],
+                                                       run_partition_columns=PARTS),
+                        job_run_id=f"week-{i}")
         assert later.exit_code() == 0  # the day after a pass, against it: a pass
     # every table is committed: the run log has the three succeeded runs, the per-query
     # table every day
     log = read(spark, str(Path(config.output.per_query_path).parent / "run_log"))
     assert sorted((r["job_run_id"], r["status"]) for r in log.collect()) == [
-        (f"week-{i}", lineage.SUCCEEDED) for i in (1, 2, 3)
-    ]
-    assert (
-        sorted(
-            r["date"]
-            for r in read(spark, config.output.per_query_path).select("date").distinct().collect()
-        )
-        == D.WEEK
-    )
+        (f"week-{i}", lineage.SUCCEEDED) for i in (1, 2, 3)]
+    assert sorted(r["date"] for r in read(spark, config.output.per_query_path)
+                  .select("date").distinct().collect()) == D.WEEK
     got = decisions(spark, config)
-    assert got == {
-        D.WEEK[0]: "pass",
-        **{d: "pass" for d in D.WEEK[1:]},
-        D.WEEK[D.REGRESSING_DAY]: "fail",
-    }
+    assert got == {D.WEEK[0]: "pass", **{d: "pass" for d in D.WEEK[1:]},
+                   D.WEEK[D.REGRESSING_DAY]: "fail"}
     table, _ = gate_rows(spark, config)
     rows = {(r["date"], r["rule"]): r for r in table.collect()}
     # the first night: no baseline for the change rule, the level rule decides
@@ -85,7 +71,7 @@ def test_previous_flags_the_regressing_day_and_only_that_day(spark, week, tmp_pa
     assert rows[(D.WEEK[0], "RR >= 0.6")]["outcome"] == "pass"
     # the regressing night against the one before: the pure path's test of the differences
     bad = rows[(D.WEEK[D.REGRESSING_DAY], "RR change >= -0.05")]
-    d = np.array(D.nightly_rr(D.REGRESSING_DAY)) - np.array(D.nightly_rr(D.REGRESSING_DAY - 1))
+    d = (np.array(D.nightly_rr(D.REGRESSING_DAY)) - np.array(D.nightly_rr(D.REGRESSING_DAY - 1)))
     assert bad["baseline"] == f"system=prod/date={D.WEEK[D.REGRESSING_DAY - 1]}"
     assert bad["num_queries"] == 120 and bad["estimate"] == pytest.approx(-59 * 0.5 / 120)
     want = G.bounded_test(d, -0.05, support=(-1.0, 1.0), greater=True, alpha=0.05)
@@ -97,60 +83,37 @@ def test_previous_flags_the_regressing_day_and_only_that_day(spark, week, tmp_pa
 
     # re-running a night replaces its rows: the same rows, the new job run id
     before = sorted((r["date"], r["rule"], r["outcome"], r["estimate"]) for r in table.collect())
-    again = run_job(
-        spark,
-        config,
-        parse_selection([f"date={D.WEEK[D.REGRESSING_DAY]}"], run_partition_columns=PARTS),
-        job_run_id="again",
-    )
+    again = run_job(spark, config, parse_selection([f"date={D.WEEK[D.REGRESSING_DAY]}"],
+                                                   run_partition_columns=PARTS),
+                    job_run_id="again")
     assert again.exit_code() == 1
     table, path = gate_rows(spark, config)
-    assert (
-        sorted((r["date"], r["rule"], r["outcome"], r["estimate"]) for r in table.collect())
-        == before
-    )
-    assert {
-        r[0]
-        for r in table.where(F.col("date") == D.WEEK[D.REGRESSING_DAY])
-        .select("job_run_id")
-        .collect()
-    } == {"again"}
+    assert sorted((r["date"], r["rule"], r["outcome"], r["estimate"])
+                  for r in table.collect()) == before
+    assert {r[0] for r in table.where(F.col("date") == D.WEEK[D.REGRESSING_DAY])
+            .select("job_run_id").collect()} == {"again"}
     assert migrate_table(spark, kind="gate", path=path, table=None, config=config) == ["11"]
 
 
 def test_last_pass_compares_with_the_latest_passing_night(spark, week, tmp_path):
-    config = load_config(
-        D.week_config(tmp_path, *week, baseline="last_pass", on_inconclusive="pass")
-    )
-    result = run_job(
-        spark,
-        config,
-        parse_selection([f"date={D.WEEK[0]}..{D.WEEK[6]}"], run_partition_columns=PARTS),
-        job_run_id="week",
-    )
+    config = load_config(D.week_config(tmp_path, *week, baseline="last_pass",
+                                       on_inconclusive="pass"))
+    result = run_job(spark, config, parse_selection([f"date={D.WEEK[0]}..{D.WEEK[6]}"],
+                                                    run_partition_columns=PARTS),
+                     job_run_id="week")
     assert result.exit_code() == 1
     table, _ = gate_rows(spark, config)
-    baselines = {
-        r["date"]: r["baseline"] for r in table.where(F.col("rule") == D.NIGHTLY_RULES[0]).collect()
-    }
+    baselines = {r["date"]: r["baseline"] for r in table.where(F.col("rule") == D.NIGHTLY_RULES[0])
+                 .collect()}
     # the night after the regression is compared with the night before it, the last pass
-    assert (
-        baselines[D.WEEK[D.REGRESSING_DAY + 1]]
-        == f"system=prod/date={D.WEEK[D.REGRESSING_DAY - 1]}"
-    )
+    assert baselines[D.WEEK[D.REGRESSING_DAY + 1]] == f"system=prod/date={D.WEEK[D.REGRESSING_DAY - 1]}"
     assert baselines[D.WEEK[D.REGRESSING_DAY]] == f"system=prod/date={D.WEEK[D.REGRESSING_DAY - 1]}"
     assert decisions(spark, config) == {
-        **{d: "pass" for d in D.WEEK},
-        D.WEEK[D.REGRESSING_DAY]: "fail",
-    }
+        **{d: "pass" for d in D.WEEK}, D.WEEK[D.REGRESSING_DAY]: "fail"}
     # a later run reads the last pass from the gate table
     later = load_config(D.week_config(tmp_path, *week, baseline="last_pass"))
-    run_job(
-        spark,
-        later,
-        parse_selection([f"date={D.WEEK[6]}"], run_partition_columns=PARTS),
-        job_run_id="later",
-    )
+    run_job(spark, later, parse_selection([f"date={D.WEEK[6]}"], run_partition_columns=PARTS),
+            job_run_id="later")
     table, _ = gate_rows(spark, later)
     row = table.where((F.col("date") == D.WEEK[6]) & (F.col("rule") == D.NIGHTLY_RULES[0])).first()
     assert row["baseline"] == f"system=prod/date={D.WEEK[5]}" and row["job_run_id"] == "later"
@@ -167,11 +130,8 @@ def test_a_rule_on_a_measure_not_evaluated_fails_before_anything_runs(spark, wee
     path = D.week_config(tmp_path, *week)
     path.write_text(path.read_text().replace('"RR >= 0.6"', '"nDCG@10 >= 0.6"'))
     config = load_config(path)
-    with pytest.raises(
-        ConfigError,
-        match=r"\['nDCG@10'\].*evaluated measures are \['Judged@1', 'P@1', "
-        r"'RR'\]",
-    ):
+    with pytest.raises(ConfigError, match=r"\['nDCG@10'\].*evaluated measures are \['Judged@1', 'P@1', "
+                                          r"'RR'\]"):
         run_job(spark, config, job_run_id="never")
     assert not Path(config.output.per_query_path).exists()
 
@@ -180,11 +140,8 @@ def test_gate_config_errors_name_the_key(tmp_path, week):
     path = D.week_config(tmp_path, *week)
     path.write_text(path.read_text().replace('order_by = "date"', ""))
     assert load_config(path).gate.order_by is None  # date, a run partition column, orders
-    path.write_text(
-        path.read_text()
-        .replace('order_by = "date"', "")
-        .replace('baseline = "previous"', 'baseline = "previous"\norder_by = "day"')
-    )
+    path.write_text(path.read_text().replace('order_by = "date"', "")
+                    .replace('baseline = "previous"', 'baseline = "previous"\norder_by = "day"'))
     with pytest.raises(ConfigError, match="gate.order_by"):
         load_config(path)
     path = D.week_config(tmp_path, *week, on_inconclusive="maybe")
@@ -214,24 +171,17 @@ def test_killed_after_its_commits_then_rerun(spark, week, tmp_path):
     assert decisions(spark, config)[D.WEEK[D.REGRESSING_DAY]] == "fail"
     log = read(spark, str(Path(config.output.per_query_path).parent / "run_log"))
     assert [(r["job_run_id"], r["status"]) for r in log.collect()] == [
-        ("killed", lineage.SUCCEEDED)
-    ]
+        ("killed", lineage.SUCCEEDED)]
     table, _ = gate_rows(spark, config)
-    kept = sorted(
-        (r["date"], r["rule"], r["outcome"], r["estimate"], r["p_fail"]) for r in table.collect()
-    )
+    kept = sorted((r["date"], r["rule"], r["outcome"], r["estimate"], r["p_fail"])
+                  for r in table.collect())
     rerun = start_job(config_path, "--job-run-id", "rerun")
     out, _ = rerun.communicate(timeout=600)
     assert rerun.returncode == 1, out[-3000:]  # the fail, once every table is committed
     assert "gate: FAIL" in out
     table, _ = gate_rows(spark, config)
-    assert (
-        sorted(
-            (r["date"], r["rule"], r["outcome"], r["estimate"], r["p_fail"])
-            for r in table.collect()
-        )
-        == kept
-    )
+    assert sorted((r["date"], r["rule"], r["outcome"], r["estimate"], r["p_fail"])
+                  for r in table.collect()) == kept
     assert {r[0] for r in table.select("job_run_id").distinct().collect()} == {"rerun"}
 
 
@@ -253,35 +203,18 @@ def test_the_summary_names_a_baseline_that_shares_no_query():
     from releval.stats import gate as G
 
     # the candidate scored q1, q2; its baseline q3: no pair, inconclusive, 0 queries
-    pairs = pd.DataFrame(
-        {
-            "measure_key": "RR",
-            "query_id": ["q1", "q2", "q3"],
-            G.BASE: [np.nan, np.nan, 0.5],
-            G.CAND: [1.0, 0.5, np.nan],
-            "weight": np.nan,
-        }
-    )
+    pairs = pd.DataFrame({"measure_key": "RR", "query_id": ["q1", "q2", "q3"],
+                          G.BASE: [np.nan, np.nan, 0.5], G.CAND: [1.0, 0.5, np.nan],
+                          "weight": np.nan})
     rows = G.gate_rows(pairs, [G.parse_rule("RR change >= -0.05")])
     assert (rows.outcome[0], rows.num_queries[0]) == ("inconclusive", 0)
-    found = GateRun(
-        (
-            PartitionGate(
-                {"system": "new", "date": "2026-11-28"},
-                {"system": "new", "date": "2026-11-27"},
-                G.decide(rows.outcome),
-                rows,
-                shares_no_query=True,
-            ),
-        ),
-        GateSettings(rules=("RR change >= -0.05",), order_by="date"),
-        ("system", "date"),
-        version=3,
-    )
+    found = GateRun((PartitionGate({"system": "new", "date": "2026-11-28"},
+                                   {"system": "new", "date": "2026-11-27"}, G.decide(rows.outcome),
+                                   rows, shares_no_query=True),),
+                    GateSettings(rules=("RR change >= -0.05",), order_by="date"),
+                    ("system", "date"), version=3)
     lines = found.render()
     assert lines[0].startswith("  gate: INCONCLUSIVE (1 inconclusive; baseline previous")
-    assert lines[1] == (
-        "    system=new/date=2026-11-28 against system=new/date=2026-11-27: "
-        "inconclusive (shares no query with its baseline)"
-    )
+    assert lines[1] == ("    system=new/date=2026-11-28 against system=new/date=2026-11-27: "
+                        "inconclusive (shares no query with its baseline)")
     assert found.exit_code() == 3

@@ -42,18 +42,15 @@ def nights(spark, tmp_path_factory) -> Path:
             order = ("r", "x") if value == 1.0 else ("x", "r")
             rows += [("prod", date, q, doc, 2.0 - pos, pos + 1) for pos, doc in enumerate(order)]
     run, qrels, out = folder / "log", folder / "qrels", folder / "out"
-    spark.createDataFrame(
-        rows,
-        "system string, date string, query_id string, item_id string, score double, position int",
-    ).write.format("delta").partitionBy(*PARTS).save(str(run))
-    spark.createDataFrame(
-        [(q, d, 1 if d == "r" else 0) for q in QUERIES for d in "rx"],
-        "query_id string, doc_id string, relevance int",
-    ).write.format("delta").save(str(qrels))
+    spark.createDataFrame(rows, "system string, date string, query_id string, item_id string, "
+                          "score double, position int").write.format("delta").partitionBy(
+        *PARTS).save(str(run))
+    spark.createDataFrame([(q, d, 1 if d == "r" else 0) for q in QUERIES for d in "rx"],
+                          "query_id string, doc_id string, relevance int").write.format(
+        "delta").save(str(qrels))
     rules = ", ".join(f'"{r}"' for r in RULES)
     path = folder / "job.toml"
-    path.write_text(
-        f"""
+    path.write_text(f"""
 [spark]
 master = "local[1]"
 shuffle_partitions = 2
@@ -76,12 +73,10 @@ baseline = "last_pass"
 order_by = "date"
 
 [output]
-per_query_path = "{out / "per_query"}"
-aggregate_path = "{out / "aggregate"}"
+per_query_path = "{out / 'per_query'}"
+aggregate_path = "{out / 'aggregate'}"
 partition_columns = ["date"]
-""",
-        encoding="utf-8",
-    )
+""", encoding="utf-8")
     return path
 
 
@@ -90,39 +85,28 @@ def test_last_pass_gates_every_night_after_the_first(spark, nights):
     config = load_config(nights)
     # a scheduler's runs: nights 0, 1 and 2 one a run, then 3 and 4 in one run (a catch-up)
     runs = [[NIGHTS[0]], [NIGHTS[1]], [NIGHTS[2]], NIGHTS[3:]]
-    results = [
-        run_job(
-            spark,
-            config,
-            parse_selection([f"date={','.join(dates)}"], run_partition_columns=PARTS),
-            job_run_id=f"run-{i}",
-        )
-        for i, dates in enumerate(runs)
-    ]
+    results = [run_job(spark, config, parse_selection([f"date={','.join(dates)}"],
+                                                      run_partition_columns=PARTS),
+                       job_run_id=f"run-{i}") for i, dates in enumerate(runs)]
     # the first night is the reference (exit 0), the regression night's run exits 1
     assert [r.exit_code() for r in results] == [0, 0, 1, 0]
-    assert (
-        f"system=prod/date={NIGHTS[0]} against no baseline: no_baseline (the first reference"
-    ) in results[0].render()
+    assert (f"system=prod/date={NIGHTS[0]} against no baseline: no_baseline (the first "
+            "reference") in results[0].render()
     assert "gate: FAIL" in results[2].render()
 
     gate = read(spark, str(Path(config.output.per_query_path).parent / "gate")).toPandas()
     label = lambda night: f"system=prod/date={NIGHTS[night]}"  # noqa: E731
     decision = dict(zip(gate["date"].astype(str), gate["decision"], strict=True))
-    assert decision == {
-        NIGHTS[0]: "no_baseline",
-        NIGHTS[1]: "pass",
-        NIGHTS[2]: "fail",
-        NIGHTS[3]: "pass",
-        NIGHTS[4]: "pass",
-    }
+    assert decision == {NIGHTS[0]: "no_baseline", NIGHTS[1]: "pass", NIGHTS[2]: "fail",
+                        NIGHTS[3]: "pass", NIGHTS[4]: "pass"}
     rows = {(str(r.date), r.rule): r for r in gate.itertuples()}
     # night 0: no earlier night, every rule without a baseline
     assert {rows[(NIGHTS[0], rule)].outcome for rule in RULES} == {"no_baseline"}
     assert all(pd.isna(rows[(NIGHTS[0], rule)].baseline) for rule in RULES)
     # every later night has a baseline; the failed night 2 is never one: night 3 is gated
     # against night 1, night 4 against night 3 (a pass earlier in the same run)
-    baselines = {NIGHTS[1]: label(0), NIGHTS[2]: label(1), NIGHTS[3]: label(1), NIGHTS[4]: label(3)}
+    baselines = {NIGHTS[1]: label(0), NIGHTS[2]: label(1), NIGHTS[3]: label(1),
+                 NIGHTS[4]: label(3)}
     for date, baseline in baselines.items():
         for rule in RULES:
             assert rows[(date, rule)].baseline == baseline, (date, rule)
@@ -139,15 +123,12 @@ def test_last_pass_gates_every_night_after_the_first(spark, nights):
             assert rows[(date, rule)].estimate == 0.0 and rows[(date, rule)].outcome == "pass"
 
 
-@pytest.mark.parametrize(
-    "rules",
-    [
-        ["RR change >= -5%"],
-        ["weighted RR change >= -0.05"],
-        ["RR change >= -0.05 per segment"],
-        ["RR change >= -0.05", "RR change >= -0.05 per segment", "weighted RR change >= -5%"],
-    ],
-)
+@pytest.mark.parametrize("rules", [
+    ["RR change >= -5%"],
+    ["weighted RR change >= -0.05"],
+    ["RR change >= -0.05 per segment"],
+    ["RR change >= -0.05", "RR change >= -0.05 per segment", "weighted RR change >= -5%"],
+])
 @pytest.mark.parametrize("mode", ["confidence", "point"])
 def test_a_first_night_is_a_reference_with_any_change_rule(rules, mode):
     from releval.job.gate import REFERENCE
@@ -155,19 +136,12 @@ def test_a_first_night_is_a_reference_with_any_change_rule(rules, mode):
     from releval.stats import gate_frames
 
     # the candidate's per-query RR, with a weight and a slice; no baseline
-    values = pd.DataFrame(
-        {
-            gate_frames.SIDE: 0,
-            "query_id": [f"q{i}" for i in range(6)],
-            "measure_key": "RR",
-            "measure": "RR",
-            "value": [1.0, 0.5, 1.0, 0.5, 1.0, 1.0],
-            "weight": [10.0, 1.0, 1.0, 1.0, 1.0, 1.0],
-            "segment": ["head", "head", "tail", "tail", "tail", "tail"],
-        }
-    )
-    rows = gate_frames.gate_table(
-        values, [G.parse_rule(r) for r in rules], baseline=None, candidate=0, alpha=0.05, mode=mode
-    )
+    values = pd.DataFrame({gate_frames.SIDE: 0, "query_id": [f"q{i}" for i in range(6)],
+                           "measure_key": "RR", "measure": "RR",
+                           "value": [1.0, 0.5, 1.0, 0.5, 1.0, 1.0],
+                           "weight": [10.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+                           "segment": ["head", "head", "tail", "tail", "tail", "tail"]})
+    rows = gate_frames.gate_table(values, [G.parse_rule(r) for r in rules], baseline=None,
+                                  candidate=0, alpha=0.05, mode=mode)
     assert len(rows) and set(rows[G.OUTCOME]) == {G.NO_BASELINE}
     assert G.decide(rows[G.OUTCOME]) == G.NO_BASELINE and G.NO_BASELINE in REFERENCE

@@ -28,16 +28,10 @@ WIGGLE = np.array([-0.02, 0.02, -0.01, 0.01, 0.0, -0.03, 0.03, 0.015, -0.015, 0.
 
 def pairs(b, c, *, key="nDCG@10", weight=None, **slices) -> pd.DataFrame:
     n = len(b)
-    return pd.DataFrame(
-        {
-            "measure_key": key,
-            "query_id": [f"q{i:03d}" for i in range(n)],
-            G.BASE: np.asarray(b, float),
-            G.CAND: np.asarray(c, float),
-            "weight": np.nan if weight is None else np.asarray(weight, float),
-            **slices,
-        }
-    )
+    return pd.DataFrame({"measure_key": key, "query_id": [f"q{i:03d}" for i in range(n)],
+                         G.BASE: np.asarray(b, float), G.CAND: np.asarray(c, float),
+                         "weight": np.nan if weight is None else np.asarray(weight, float),
+                         **slices})
 
 
 def designed(mean_diff: float, repeats: int, base: float = 0.5):
@@ -101,7 +95,7 @@ def test_equal_values_are_not_certainty():
 def test_an_unchanged_system_passes_a_non_inferiority_rule():
     b = np.linspace(0.0, 1.0, 1000)
     row = G.gate_rows(pairs(b, b), [G.parse_rule("nDCG@10 change >= -0.01")]).iloc[0]
-    assert row.outcome == G.PASS and row.p_pass == pytest.approx(0.99**1000, rel=1e-9)
+    assert row.outcome == G.PASS and row.p_pass == pytest.approx(0.99 ** 1000, rel=1e-9)
     zero = G.gate_rows(pairs(b, b), [G.parse_rule("nDCG@10 change > 0")]).iloc[0]
     assert zero.outcome == G.INCONCLUSIVE and zero.queries_needed is pd.NA
 
@@ -110,9 +104,8 @@ def test_clear_fail_and_holm_against_statsmodels():
     b, c = designed(-0.05, 20)  # 200 pairs
     b2, c2 = designed(-0.03, 30)
     frame = pd.concat([pairs(b, c), pairs(b2, c2, key="RR")], ignore_index=True)
-    rules = [
-        G.parse_rule(r) for r in ("nDCG@10 change >= -0.01", "RR change > 0", "nDCG@10 >= 0.4")
-    ]
+    rules = [G.parse_rule(r) for r in
+             ("nDCG@10 change >= -0.01", "RR change > 0", "nDCG@10 >= 0.4")]
     table = G.gate_rows(frame, rules, alpha=ALPHA)
     assert list(table.outcome) == [G.FAIL, G.FAIL, G.PASS]
     reject, adjusted, *_ = multipletests(list(table.p_fail), alpha=ALPHA, method="holm")
@@ -154,16 +147,11 @@ def test_pass_overall_fail_on_one_slice():
     bt, ct = designed(0.10, 30)
     b, c = np.concatenate([bh, bt]), np.concatenate([ch, ct])
     frame = pairs(b, c, segment=["head"] * 100 + ["tail"] * 300)
-    rules = [
-        G.parse_rule("nDCG@10 change >= -0.01"),
-        G.parse_rule("nDCG@10 change >= -0.01 per segment"),
-    ]
+    rules = [G.parse_rule("nDCG@10 change >= -0.01"),
+             G.parse_rule("nDCG@10 change >= -0.01 per segment")]
     table = G.gate_rows(frame, rules, alpha=ALPHA)
     assert list(zip(table.slice_value.fillna("-"), table.outcome, strict=True)) == [
-        ("-", G.PASS),
-        ("head", G.FAIL),
-        ("tail", G.PASS),
-    ]
+        ("-", G.PASS), ("head", G.FAIL), ("tail", G.PASS)]
     assert table.estimate.iloc[0] == pytest.approx(0.05)
     assert G.rule_outcomes(table) == {rules[0].text: G.PASS, rules[1].text: G.FAIL}
     assert G.decide(table.outcome) == G.FAIL
@@ -177,11 +165,8 @@ def test_weighted_fail_under_unweighted_pass():
     b, c = np.concatenate([bh, bt]), np.concatenate([ch, ct])
     w = np.array([100.0] * 20 + [1.0] * 120)
     frame = pairs(b, c, weight=w)
-    table = G.gate_rows(
-        frame,
-        [G.parse_rule("nDCG@10 change >= -0.01"), G.parse_rule("weighted nDCG@10 change >= -0.01")],
-        alpha=ALPHA,
-    )
+    table = G.gate_rows(frame, [G.parse_rule("nDCG@10 change >= -0.01"),
+                                G.parse_rule("weighted nDCG@10 change >= -0.01")], alpha=ALPHA)
     assert list(table.outcome) == [G.PASS, G.FAIL]
     assert table.estimate[0] == pytest.approx(24 / 140)
     assert table.estimate[1] == pytest.approx(-570 / 2120)
@@ -200,9 +185,8 @@ def test_weight_on_a_few_queries_counts_as_a_few():
     assert bounds.n_eff == pytest.approx(w.sum() ** 2 / (w @ w))
     assert 5.0 < bounds.n_eff < 6.0
     b = np.full(200, 0.5)
-    heavy = G.gate_rows(
-        pairs(b, b + d, weight=w), [G.parse_rule("weighted nDCG@10 change >= 0")]
-    ).iloc[0]
+    heavy = G.gate_rows(pairs(b, b + d, weight=w),
+                        [G.parse_rule("weighted nDCG@10 change >= 0")]).iloc[0]
     even = G.gate_rows(pairs(b, b + d), [G.parse_rule("nDCG@10 change >= 0")]).iloc[0]
     # as 5.5 queries each gaining 0.3: p_pass = (1 - 0.3 / 1.3) ** n_eff
     assert heavy.p_pass == pytest.approx((1 - 0.3 / 1.3) ** bounds.n_eff, rel=1e-9)
@@ -226,9 +210,8 @@ def test_level_rule_on_zero_one_values_is_clopper_pearson():
     # 92 hits of 100: the bounds are Clopper-Pearson's, p_pass the exact binomial tail
     x = np.array([1.0] * 92 + [0.0] * 8)
     b = np.full(100, np.nan)  # a level rule reads only the candidate
-    table = G.gate_rows(
-        pairs(b, x, key="Hit@10"), [G.parse_rule("Hit@10 >= 0.8"), G.parse_rule("Hit@10 >= 0.9")]
-    )
+    table = G.gate_rows(pairs(b, x, key="Hit@10"),
+                        [G.parse_rule("Hit@10 >= 0.8"), G.parse_rule("Hit@10 >= 0.9")])
     low, high = proportion_confint(92, 100, alpha=2 * ALPHA, method="beta")
     assert table.bound_low[0] == pytest.approx(low) and table.bound_high[0] == pytest.approx(high)
     for i, p0 in enumerate((0.8, 0.9)):
@@ -239,9 +222,8 @@ def test_level_rule_on_zero_one_values_is_clopper_pearson():
 
 def test_a_measure_with_no_known_range_keeps_students_t():
     x = np.array([3.0, 5.0, 4.0, 6.0, 5.0, 7.0, 4.0, 5.0])
-    row = G.gate_rows(
-        pairs(np.full(8, np.nan), x, key="num_rel"), [G.parse_rule("num_rel >= 3")]
-    ).iloc[0]
+    row = G.gate_rows(pairs(np.full(8, np.nan), x, key="num_rel"),
+                      [G.parse_rule("num_rel >= 3")]).iloc[0]
     p, ci = scipy_one_sided(x, 3.0, True)
     assert row.method == G.STUDENT and row.p_pass == pytest.approx(p, rel=1e-9)
     assert row.bound_low == pytest.approx(ci.low, rel=1e-9)
@@ -260,26 +242,14 @@ def test_a_slice_with_no_rows_has_an_explicit_row():
 def test_a_query_one_side_scored_is_in_no_slice():
     b, c = designed(0.05, 4)
     frame = pairs(b, c, segment=["head"] * 20 + ["tail"] * 20)
-    only_base = pd.DataFrame(
-        {
-            "measure_key": "nDCG@10",
-            "query_id": ["x1", "x2"],
-            G.BASE: [0.3, 0.4],
-            G.CAND: np.nan,
-            "weight": np.nan,
-            "segment": np.nan,
-        }
-    )
-    only_cand = only_base.assign(
-        query_id=["y1", "y2"], **{G.BASE: np.nan, G.CAND: 0.5, "segment": "head"}
-    )
-    table = G.gate_rows(
-        pd.concat([frame, only_base, only_cand], ignore_index=True),
-        [
-            G.parse_rule("nDCG@10 change >= -0.01 per segment"),
-            G.parse_rule("nDCG@10 >= 0.1 per segment"),
-        ],
-    )
+    only_base = pd.DataFrame({"measure_key": "nDCG@10", "query_id": ["x1", "x2"],
+                              G.BASE: [0.3, 0.4], G.CAND: np.nan, "weight": np.nan,
+                              "segment": np.nan})
+    only_cand = only_base.assign(query_id=["y1", "y2"], **{G.BASE: np.nan, G.CAND: 0.5,
+                                                           "segment": "head"})
+    table = G.gate_rows(pd.concat([frame, only_base, only_cand], ignore_index=True),
+                        [G.parse_rule("nDCG@10 change >= -0.01 per segment"),
+                         G.parse_rule("nDCG@10 >= 0.1 per segment")])
     changes = table[table.rule.str.contains("change")]
     assert list(changes.slice_value) == ["head", "tail"]
     assert list(changes.num_queries) == [20, 20] and list(changes.num_unpaired) == [4, 4]
@@ -299,11 +269,8 @@ def test_point_mode_reads_the_estimates():
 
 def test_no_baseline_and_no_shared_query():
     b, c = designed(0.05, 2)
-    table = G.gate_rows(
-        pairs(b, c),
-        [G.parse_rule("nDCG@10 change > 0"), G.parse_rule("nDCG@10 >= 0.1")],
-        baseline=False,
-    )
+    table = G.gate_rows(pairs(b, c), [G.parse_rule("nDCG@10 change > 0"),
+                                      G.parse_rule("nDCG@10 >= 0.1")], baseline=False)
     assert list(table.outcome) == [G.NO_BASELINE, G.PASS]
     assert G.decide(table.outcome) == G.PASS and G.decide([G.NO_BASELINE]) == G.NO_BASELINE
     none = pairs(np.full(20, np.nan), c)  # the baseline scored none of these queries
@@ -311,17 +278,8 @@ def test_no_baseline_and_no_shared_query():
     assert row.outcome == G.INCONCLUSIVE and row.num_queries == 0
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "nDCG@10 >= ",
-        "nDCG@10 change => 0",
-        "nDCG@10 >= 90%",
-        "change >= 0",
-        "nDCG@10 change >= 0 per",
-        "nDCG@10 ~ 1",
-    ],
-)
+@pytest.mark.parametrize("text", ["nDCG@10 >= ", "nDCG@10 change => 0", "nDCG@10 >= 90%",
+                                  "change >= 0", "nDCG@10 change >= 0 per", "nDCG@10 ~ 1"])
 def test_an_invalid_rule_names_itself_and_the_form(text):
     with pytest.raises(ConfigError) as err:
         G.parse_rule(text)
@@ -331,27 +289,14 @@ def test_an_invalid_rule_names_itself_and_the_form(text):
 def test_rule_forms():
     r = G.parse_rule("weighted ndcg_cut_10 change > 0 per segment")
     assert (r.measure_key, r.op, r.threshold, r.change, r.weighted, r.slice) == (
-        "nDCG@10",
-        ">",
-        0.0,
-        True,
-        True,
-        "segment",
-    )
+        "nDCG@10", ">", 0.0, True, True, "segment")
     r = G.parse_rule("Judged@10 <= 0.5 weighted")
     assert (r.greater, r.weighted, r.change) == (False, True, False)
 
 
-@pytest.mark.parametrize(
-    ("text", "says"),
-    [
-        ("P@10 >= 2", "[0, 1]"),
-        ("RR change >= -200%", "-100%"),
-        ("nDCG@10 change >= -1.5", "[-1, 1]"),
-        ("nDCG@10 change <= 2", "[-1, 1]"),
-        ("Hit@10 >= -0.1", "[0, 1]"),
-    ],
-)
+@pytest.mark.parametrize(("text", "says"), [
+    ("P@10 >= 2", "[0, 1]"), ("RR change >= -200%", "-100%"), ("nDCG@10 change >= -1.5", "[-1, 1]"),
+    ("nDCG@10 change <= 2", "[-1, 1]"), ("Hit@10 >= -0.1", "[0, 1]")])
 def test_a_threshold_outside_the_measures_range_is_rejected(text, says):
     with pytest.raises(ConfigError) as err:
         G.parse_rule(text)
@@ -366,48 +311,25 @@ def test_thresholds_at_the_ends_and_counts_are_accepted():
     assert G.parse_rule("num_rel >= 1000").support is None
 
 
-@pytest.mark.parametrize(
-    ("text", "word"),
-    [
-        ("nDCG@10 chnage >= 0", "change"),
-        ("wieghted nDCG@10 >= 0.5", "weighted"),
-        ("nDCG@10 change >= 0 pr segment", "per"),
-    ],
-)
+@pytest.mark.parametrize(("text", "word"), [("nDCG@10 chnage >= 0", "change"),
+                                            ("wieghted nDCG@10 >= 0.5", "weighted"),
+                                            ("nDCG@10 change >= 0 pr segment", "per")])
 def test_a_mistyped_keyword_gets_a_suggestion(text, word):
     with pytest.raises(ConfigError, match=f"did you mean '{word}'"):
         G.parse_rule(text)
 
 
-RULES = [
-    G.parse_rule(r)
-    for r in (
-        "nDCG@10 change >= -0.05",
-        "nDCG@10 >= 0.3",
-        "weighted nDCG@10 change > 0",
-        "RR change >= -5%",
-        "nDCG@10 change >= -0.05 per segment",
-    )
-]
-values = st.lists(
-    st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0, 3), st.sampled_from(["a", "b"])),
-    min_size=1,
-    max_size=25,
-)
+RULES = [G.parse_rule(r) for r in ("nDCG@10 change >= -0.05", "nDCG@10 >= 0.3",
+                                    "weighted nDCG@10 change > 0", "RR change >= -5%",
+                                    "nDCG@10 change >= -0.05 per segment")]
+values = st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0, 3),
+                            st.sampled_from(["a", "b"])), min_size=1, max_size=25)
 
 
 def frame_of(rows, key="nDCG@10"):
     b, c, w, seg = (list(t) for t in zip(*rows, strict=True))
-    return pd.DataFrame(
-        {
-            "measure_key": key,
-            "query_id": [f"q{i}" for i in range(len(b))],
-            G.BASE: b,
-            G.CAND: c,
-            "weight": w,
-            "segment": seg,
-        }
-    )
+    return pd.DataFrame({"measure_key": key, "query_id": [f"q{i}" for i in range(len(b))],
+                         G.BASE: b, G.CAND: c, "weight": w, "segment": seg})
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -447,8 +369,7 @@ def test_an_aa_gate_fails_at_most_alpha_of_the_time():
 
 
 def test_equal_counts_decide_nothing():
-    row = G.gate_rows(
-        pairs(np.full(30, np.nan), np.full(30, 7.0), key="num_rel"), [G.parse_rule("num_rel >= 3")]
-    ).iloc[0]
+    row = G.gate_rows(pairs(np.full(30, np.nan), np.full(30, 7.0), key="num_rel"),
+                      [G.parse_rule("num_rel >= 3")]).iloc[0]
     assert row.method == G.STUDENT and row.outcome == G.INCONCLUSIVE
     assert (row.p_pass, row.p_fail) == (1.0, 1.0) and row.queries_needed is pd.NA

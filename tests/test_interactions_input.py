@@ -12,125 +12,88 @@ from releval.checks.interactions import check_interactions
 from releval.core import columns as S
 from releval.errors import ConfigError
 
-SCHEMA = (
-    "bucket string, sid string, q string, doc string, pos string, clicks string, "
-    "dwell string, team string"
-)
+SCHEMA = ("bucket string, sid string, q string, doc string, pos string, clicks string, "
+          "dwell string, team string")
 ROWS = [
     # bucket A, search s1: three clean impressions; a click row on b folds into b
     ("A", "s1", "q1", "a", "1", "1", "12.5", "x"),
     ("A", "s1", "q1", "b", "2", "0", None, "y"),
     ("A", "s1", "q1", "c", "3", "0", None, "x"),
-    ("A", "s1", None, "b", None, "2", "40", None),  # click row: b gets 0 + 2, dwell 40
-    ("A", "s1", None, "z", None, "1", None, None),  # click_not_shown: s1 did not show z
+    ("A", "s1", None, "b", None, "2", "40", None),   # click row: b gets 0 + 2, dwell 40
+    ("A", "s1", None, "z", None, "1", None, None),   # click_not_shown: s1 did not show z
     # bucket A, search s2: two results at position 1 -> both duplicate_position
     ("A", "s2", "q2", "a", "1", "0", None, "x"),
     ("A", "s2", "q2", "b", "1", "1", None, "y"),
-    ("A", "s2", "q2", "c", "2", "0", None, "x"),  # clean
+    ("A", "s2", "q2", "c", "2", "0", None, "x"),     # clean
     # bucket A, search s3: rows disagree on the query -> every row conflicting_query_id
     ("A", "s3", "q1", "a", "1", "0", None, "x"),
     ("A", "s3", "q9", "b", "2", "0", None, "y"),
     # bucket B: one bad row per per-row reason
-    ("B", " ", "q1", "a", "1", "0", None, "x"),  # missing_search_id
-    ("B", "s4", "q1", None, "2", "0", None, "x"),  # missing_doc_id
-    ("B", "s4", "q1", "c", "3", "-1", None, "x"),  # invalid_click (negative)
-    ("B", "s4", "q1", "d", "4", "0.5", None, "x"),  # invalid_click (not an integer)
-    ("B", "s4", "q1", "e", "5", "yes", None, "x"),  # invalid_click (non-numeric)
-    ("B", "s4", "q1", "f", "6", "0", "long", "x"),  # invalid_dwell
-    ("B", "s4", "q1", "g", "7", "1", "-3", "x"),  # negative_dwell
-    ("B", "s4", "q1", "h", None, "0", None, "x"),  # missing_position (no click)
-    ("B", "s4", "q1", "i", "0", "0", None, "x"),  # invalid_position
-    ("B", "s4", "q1", "j", "2.5", "0", None, "x"),  # invalid_position
-    ("B", "s4", "", "k", "8", "0", None, "x"),  # missing_query_id
-    ("B", "s4", "q1", "l", "9", "0", None, ""),  # missing_team (team=True)
-    ("B", "s4", "q1", "m", "1", "3", "5", "y"),  # clean
+    ("B", " ", "q1", "a", "1", "0", None, "x"),        # missing_search_id
+    ("B", "s4", "q1", None, "2", "0", None, "x"),      # missing_doc_id
+    ("B", "s4", "q1", "c", "3", "-1", None, "x"),      # invalid_click (negative)
+    ("B", "s4", "q1", "d", "4", "0.5", None, "x"),     # invalid_click (not an integer)
+    ("B", "s4", "q1", "e", "5", "yes", None, "x"),     # invalid_click (non-numeric)
+    ("B", "s4", "q1", "f", "6", "0", "long", "x"),     # invalid_dwell
+    ("B", "s4", "q1", "g", "7", "1", "-3", "x"),       # negative_dwell
+    ("B", "s4", "q1", "h", None, "0", None, "x"),      # missing_position (no click)
+    ("B", "s4", "q1", "i", "0", "0", None, "x"),       # invalid_position
+    ("B", "s4", "q1", "j", "2.5", "0", None, "x"),     # invalid_position
+    ("B", "s4", "", "k", "8", "0", None, "x"),         # missing_query_id
+    ("B", "s4", "q1", "l", "9", "0", None, ""),        # missing_team (team=True)
+    ("B", "s4", "q1", "m", "1", "3", "5", "y"),        # clean
 ]
-COLUMNS = {
-    "search_id": "sid",
-    "query_id": "q",
-    "doc_id": "doc",
-    "position": "pos",
-    "clicked": "clicks",
-}
+COLUMNS = {"search_id": "sid", "query_id": "q", "doc_id": "doc", "position": "pos",
+           "clicked": "clicks"}
 
 
 @pytest.fixture(scope="module")
 def checked(spark):
-    return check_interactions(
-        spark.createDataFrame(ROWS, SCHEMA), COLUMNS, partition_by=["bucket"], team=True, name="log"
-    )
+    return check_interactions(spark.createDataFrame(ROWS, SCHEMA), COLUMNS,
+                              partition_by=["bucket"], team=True, name="log")
 
 
 def test_used_rows_have_canonical_names_and_folded_clicks(spark, checked):
     assert_df_equality(
         checked.rows,
         spark.createDataFrame(
-            [
-                ("A", "s1", "q1", "a", 1, 1, 12.5, "x"),
-                ("A", "s1", "q1", "b", 2, 2, 40.0, "y"),  # 0 own clicks + 2 folded
-                ("A", "s1", "q1", "c", 3, 0, None, "x"),
-                ("A", "s2", "q2", "c", 2, 0, None, "x"),
-                ("B", "s4", "q1", "m", 1, 3, 5.0, "y"),
-            ],
+            [("A", "s1", "q1", "a", 1, 1, 12.5, "x"),
+             ("A", "s1", "q1", "b", 2, 2, 40.0, "y"),    # 0 own clicks + 2 folded
+             ("A", "s1", "q1", "c", 3, 0, None, "x"),
+             ("A", "s2", "q2", "c", 2, 0, None, "x"),
+             ("B", "s4", "q1", "m", 1, 3, 5.0, "y")],
             "bucket string, search_id string, query_id string, doc_id string, position int, "
-            "clicked long, dwell double, team string",
-        ),
-        ignore_row_order=True,
-        ignore_nullable=True,
-    )
+            "clicked long, dwell double, team string"),
+        ignore_row_order=True, ignore_nullable=True)
 
 
 def test_every_reason_on_its_row(spark, checked):
     got = checked.quarantine.select(
-        S.INPUT,
-        S.SOURCE,
-        F.col(S.PARTITION)["bucket"].alias("bucket"),
-        F.col(S.RAW)[S.SEARCH_ID].alias("sid"),
-        F.col(S.RAW)[S.DOC_ID].alias("doc"),
-        S.REASON_CODE,
-    )
+        S.INPUT, S.SOURCE, F.col(S.PARTITION)["bucket"].alias("bucket"),
+        F.col(S.RAW)[S.SEARCH_ID].alias("sid"), F.col(S.RAW)[S.DOC_ID].alias("doc"),
+        S.REASON_CODE)
     expected = [
         ("A", "s1", "z", "click_not_shown"),
-        ("A", "s2", "a", "duplicate_position"),
-        ("A", "s2", "b", "duplicate_position"),
-        ("A", "s3", "a", "conflicting_query_id"),
-        ("A", "s3", "b", "conflicting_query_id"),
-        ("B", " ", "a", "missing_search_id"),
-        ("B", "s4", None, "missing_doc_id"),
-        ("B", "s4", "c", "invalid_click"),
-        ("B", "s4", "d", "invalid_click"),
-        ("B", "s4", "e", "invalid_click"),
-        ("B", "s4", "f", "invalid_dwell"),
-        ("B", "s4", "g", "negative_dwell"),
-        ("B", "s4", "h", "missing_position"),
-        ("B", "s4", "i", "invalid_position"),
-        ("B", "s4", "j", "invalid_position"),
-        ("B", "s4", "k", "missing_query_id"),
-        ("B", "s4", "l", "missing_team"),
+        ("A", "s2", "a", "duplicate_position"), ("A", "s2", "b", "duplicate_position"),
+        ("A", "s3", "a", "conflicting_query_id"), ("A", "s3", "b", "conflicting_query_id"),
+        ("B", " ", "a", "missing_search_id"), ("B", "s4", None, "missing_doc_id"),
+        ("B", "s4", "c", "invalid_click"), ("B", "s4", "d", "invalid_click"),
+        ("B", "s4", "e", "invalid_click"), ("B", "s4", "f", "invalid_dwell"),
+        ("B", "s4", "g", "negative_dwell"), ("B", "s4", "h", "missing_position"),
+        ("B", "s4", "i", "invalid_position"), ("B", "s4", "j", "invalid_position"),
+        ("B", "s4", "k", "missing_query_id"), ("B", "s4", "l", "missing_team"),
     ]
     assert_df_equality(
-        got,
-        spark.createDataFrame(
-            [("interactions", "log", *r) for r in expected],
-            "input string, source string, bucket string, sid string, "
-            "doc string, reason_code string",
-        ),
-        ignore_row_order=True,
-        ignore_nullable=True,
-    )
+        got, spark.createDataFrame([("interactions", "log", *r) for r in expected],
+                                   "input string, source string, bucket string, sid string, "
+                                   "doc string, reason_code string"),
+        ignore_row_order=True, ignore_nullable=True)
     codes = {r[-1] for r in expected} - {"missing_doc_id", "missing_query_id"}
     assert codes == {code for code, _ in INTERACTION_REASONS}
     message = checked.quarantine.where(F.col(S.REASON_CODE) == "click_not_shown").first()
     assert "did not show" in message[S.MESSAGE]
-    assert message[S.RAW] == {
-        "search_id": "s1",
-        "query_id": None,
-        "doc_id": "z",
-        "position": None,
-        "clicked": "1",
-        "dwell": None,
-        "team": None,
-    }
+    assert message[S.RAW] == {"search_id": "s1", "query_id": None, "doc_id": "z",
+                              "position": None, "clicked": "1", "dwell": None, "team": None}
 
 
 def test_accounts_sum_to_the_input_rows(checked):
@@ -142,51 +105,32 @@ def test_accounts_sum_to_the_input_rows(checked):
     assert by == {"bucket=A": (10, 5, 5), "bucket=B": (13, 1, 12)}
     assert account.input == len(ROWS) == account.used + account.quarantined_total
     assert account.quarantined == {
-        "click_not_shown": 1,
-        "conflicting_query_id": 2,
-        "duplicate_position": 2,
-        "invalid_click": 3,
-        "invalid_dwell": 1,
-        "invalid_position": 2,
-        "missing_doc_id": 1,
-        "missing_position": 1,
-        "missing_query_id": 1,
-        "missing_search_id": 1,
-        "missing_team": 1,
-        "negative_dwell": 1,
-    }
+        "click_not_shown": 1, "conflicting_query_id": 2, "duplicate_position": 2,
+        "invalid_click": 3, "invalid_dwell": 1, "invalid_position": 2, "missing_doc_id": 1,
+        "missing_position": 1, "missing_query_id": 1, "missing_search_id": 1,
+        "missing_team": 1, "negative_dwell": 1}
 
 
 def test_without_team_rule_a_blank_team_is_used(spark):
     rows = [("s", "q", "a", 1, 0, "")]
-    checked = check_interactions(
-        spark.createDataFrame(
-            rows,
-            "search_id string, query_id string, doc_id string, position int, clicked int, "
-            "team string",
-        )
-    )
+    checked = check_interactions(spark.createDataFrame(
+        rows, "search_id string, query_id string, doc_id string, position int, clicked int, "
+        "team string"))
     assert checked.rows.count() == 1 and checked.quarantine.count() == 0
 
 
 def test_boolean_clicks_and_integer_ids_are_read(spark):
     rows = [(7, 70, 1, 1, True), (7, 70, 2, 2, False)]
-    checked = check_interactions(
-        spark.createDataFrame(
-            rows, "search_id long, query_id int, doc_id int, position long, clicked boolean"
-        )
-    )
+    checked = check_interactions(spark.createDataFrame(
+        rows, "search_id long, query_id int, doc_id int, position long, clicked boolean"))
     assert sorted(checked.rows.select(S.DOC_ID, S.CLICKED, S.QUERY_ID).collect()) == [
-        ("1", 1, "70"),
-        ("2", 0, "70"),
-    ]
+        ("1", 1, "70"), ("2", 0, "70")]
 
 
 def test_bad_columns_are_named(spark):
-    df = spark.createDataFrame(
-        [("s", "q", "a", 1, 0)],
-        "sid string, query_id string, doc_id string, position int, clicked int",
-    )
+    df = spark.createDataFrame([("s", "q", "a", 1, 0)],
+                               "sid string, query_id string, doc_id string, position int, "
+                               "clicked int")
     with pytest.raises(ConfigError, match=r"log: no column 'search_id' \(search_id\)"):
         check_interactions(df, name="log")
     with pytest.raises(ConfigError, match=r"unknown key\(s\) \['search'\]"):

@@ -13,31 +13,25 @@ import releval
 from releval.errors import ConfigError
 from releval.stats import gate as G
 
-SCHEMA = "search_id string, query_id string, doc_id string, position int, clicked int, team string"
+SCHEMA = ("search_id string, query_id string, doc_id string, position int, clicked int, "
+          "team string")
 
 
 def test_preference_against_a_hand_count(spark):
     rows = [
         # q1, s1: new 2 clicks, old 1 -> win; s2: new 0, old 1 -> loss; s3: no click -> tie
-        ("s1", "q1", "a", 1, 2, "new"),
-        ("s1", "q1", "b", 2, 1, "old"),
-        ("s2", "q1", "a", 1, 0, "new"),
-        ("s2", "q1", "b", 2, 1, "old"),
-        ("s3", "q1", "a", 1, 0, "old"),
-        ("s3", "q1", "b", 2, 0, "new"),
+        ("s1", "q1", "a", 1, 2, "new"), ("s1", "q1", "b", 2, 1, "old"),
+        ("s2", "q1", "a", 1, 0, "new"), ("s2", "q1", "b", 2, 1, "old"),
+        ("s3", "q1", "a", 1, 0, "old"), ("s3", "q1", "b", 2, 0, "new"),
         # q1, s4: new 1, old 1 -> tie; a click on a third team's result is not read
-        ("s4", "q1", "a", 1, 1, "new"),
-        ("s4", "q1", "b", 2, 1, "old"),
+        ("s4", "q1", "a", 1, 1, "new"), ("s4", "q1", "b", 2, 1, "old"),
         ("s4", "q1", "c", 3, 5, "ads"),
         # q2, s5 and s6: new wins both
-        ("s5", "q2", "a", 1, 1, "new"),
-        ("s5", "q2", "b", 2, 0, "old"),
-        ("s6", "q2", "b", 1, 0, "old"),
-        ("s6", "q2", "a", 2, 1, "new"),
+        ("s5", "q2", "a", 1, 1, "new"), ("s5", "q2", "b", 2, 0, "old"),
+        ("s6", "q2", "b", 1, 0, "old"), ("s6", "q2", "a", 2, 1, "new"),
     ]
-    result = releval.interleaving(
-        spark.createDataFrame(rows, SCHEMA), baseline="old", candidates=["new", "ads"]
-    )
+    result = releval.interleaving(spark.createDataFrame(rows, SCHEMA), baseline="old",
+                                  candidates=["new", "ads"])
     got = {(r.team, r.query_id): (r.value, r.weight) for r in result.per_query.collect()}
     # new: q1 (1 win - 1 loss) / 4 searches = 0; q2 (2 - 0) / 2 = 1
     assert got[("new", "q1")] == (0.0, 4.0) and got[("new", "q2")] == (1.0, 2.0)
@@ -68,17 +62,16 @@ def level_values(prefs: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({G.BASE: np.nan, G.CAND: prefs})
 
 
-def aa_pass_rate(
-    replicates: int, *, queries: int, searches: int, seed: int
-) -> tuple[float, np.ndarray]:
+def aa_pass_rate(replicates: int, *, queries: int, searches: int, seed: int
+                 ) -> tuple[float, np.ndarray]:
     """The share of A/A logs on which the gate's test passes 'Preference > 0', and the
     per-query preferences, on the pure statistics layer (the gate's own rule test)."""
-    team, clicked = team_draft_aa(
-        np.random.default_rng(seed), logs=replicates, queries=queries, searches=searches
-    )
+    team, clicked = team_draft_aa(np.random.default_rng(seed), logs=replicates,
+                                  queries=queries, searches=searches)
     prefs = preferences(team, clicked)
     rule = G.parse_rule("Preference > 0")
-    passed = [G.rule_test(rule, level_values(p), alpha=ALPHA).p_pass < ALPHA for p in prefs]
+    passed = [G.rule_test(rule, level_values(p), alpha=ALPHA).p_pass < ALPHA
+              for p in prefs]
     return float(np.mean(passed)), prefs
 
 
@@ -97,7 +90,8 @@ def test_aa_the_gate_passes_a_real_preference():
     extra = (rng.random(clicked.shape) < 0.25) & (team == 1)
     prefs = preferences(team, np.maximum(clicked, extra))
     rule = G.parse_rule("Preference > 0")
-    rate = np.mean([G.rule_test(rule, level_values(p), alpha=ALPHA).p_pass < ALPHA for p in prefs])
+    rate = np.mean([G.rule_test(rule, level_values(p), alpha=ALPHA).p_pass < ALPHA
+                    for p in prefs])
     assert rate > 0.8
 
 
@@ -108,27 +102,16 @@ def test_aa_spark_decides_as_the_statistics_layer(spark):
     team, clicked = team_draft_aa(np.random.default_rng(62), logs=3, queries=40, searches=4)
     expected = preferences(team, clicked)
     for i in range(3):
-        rows = [
-            (
-                f"s{q}-{s}",
-                f"q{q}",
-                f"d{p}",
-                p + 1,
-                int(clicked[i, q, s, p]),
-                "new" if team[i, q, s, p] else "old",
-            )
-            for q in range(40)
-            for s in range(4)
-            for p in range(team.shape[-1])
-        ]
-        result = releval.interleaving(
-            spark.createDataFrame(rows, SCHEMA), baseline="old", candidates="new"
-        )
+        rows = [(f"s{q}-{s}", f"q{q}", f"d{p}", p + 1, int(clicked[i, q, s, p]),
+                 "new" if team[i, q, s, p] else "old")
+                for q in range(40) for s in range(4) for p in range(team.shape[-1])]
+        result = releval.interleaving(spark.createDataFrame(rows, SCHEMA), baseline="old",
+                                      candidates="new")
         got = {r.query_id: r.value for r in result.per_query.collect() if r.team == "new"}
         assert np.allclose([got[f"q{q}"] for q in range(40)], expected[i], atol=1e-12)
-        gate = result.gate(
-            baseline="team=old", candidates="team=new", rules=["Preference > 0"], alpha=ALPHA
-        )
-        test = G.rule_test(G.parse_rule("Preference > 0"), level_values(expected[i]), alpha=ALPHA)
+        gate = result.gate(baseline="team=old", candidates="team=new",
+                           rules=["Preference > 0"], alpha=ALPHA)
+        test = G.rule_test(G.parse_rule("Preference > 0"), level_values(expected[i]),
+                           alpha=ALPHA)
         assert gate.table.first().p_pass == pytest.approx(test.p_pass, abs=1e-12)
         assert (gate.decision == "pass") == (test.p_pass < ALPHA)

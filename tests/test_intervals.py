@@ -29,26 +29,8 @@ def per_query_rows(spark, values_by_system, measure="P@5"):
     """Per-query rows of one measure; num_rel_ret = 5 * value (P@5), num_rel = 5."""
     m = parse_measures([measure])[0]
     rows = [
-        (
-            system,
-            f"q{i:03d}",
-            m.name,
-            m.cutoff,
-            m.rel_level,
-            False,
-            m.key,
-            float(v),
-            10,
-            5,
-            int(round(5 * v)),
-            None,
-            "unjudged",
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        (system, f"q{i:03d}", m.name, m.cutoff, m.rel_level, False, m.key, float(v),
+         10, 5, int(round(5 * v)), None, "unjudged", None, None, None, None, None)
         for system, values in values_by_system.items()
         for i, v in enumerate(values)
     ]
@@ -67,14 +49,10 @@ def test_t_interval_by_hand(spark):
     #    t_{0.975, 2} = 4.302652729911275, half = 4.302652729911275 * 0.1 / sqrt(3) = 0.248414...
     #    (inside P@5's range [0, 1]: not clipped)
     # b: one query, no interval; c: constant 0.6 (s = 0): the interval is [0.6, 0.6]
-    per_query, measures = per_query_rows(spark, {"a": [0.3, 0.4, 0.5], "b": [0.8], "c": [0.6] * 7})
-    rows = by_system(
-        aggregate(
-            as_queries(per_query, measures, ["system"]),
-            measures=measures,
-            partition_columns=["system"],
-        )
+    per_query, measures = per_query_rows(
+        spark, {"a": [0.3, 0.4, 0.5], "b": [0.8], "c": [0.6] * 7}
     )
+    rows = by_system(aggregate(as_queries(per_query, measures, ["system"]), measures=measures, partition_columns=["system"]))
     half = 4.302652729911275 * 0.1 / math.sqrt(3)
     assert half == pytest.approx(0.2484137, abs=1e-7)
     a = rows["a"]
@@ -94,20 +72,15 @@ def test_t_interval_by_hand(spark):
 def test_micro_and_sum_rows_have_no_interval(spark):
     per_query, _ = per_query_rows(spark, {"a": [0.2, 0.4, 0.6]})
     measures = parse_measures(["P@5", "num_rel"])
-    counts = (
-        per_query.withColumn(S.MEASURE, F.lit("num_rel"))
-        .withColumn(S.MEASURE_KEY, F.lit("num_rel"))
-        .withColumn(S.CUTOFF, F.lit(None).cast("int"))
-    )
+    counts = per_query.withColumn(S.MEASURE, F.lit("num_rel")).withColumn(
+        S.MEASURE_KEY, F.lit("num_rel")).withColumn(S.CUTOFF, F.lit(None).cast("int"))
     both = as_queries(per_query.unionByName(counts), measures, ["system"])
     rows = aggregate(both, measures=measures, partition_columns=["system"])
     kinds = {(r[S.MEASURE_KEY], r[S.AVERAGING]) for r in rows}
     assert kinds == {("P@5", "macro"), ("P@5", "micro"), ("num_rel", "sum")}
     for r in rows:
         filled = r[S.AVERAGING] == "macro"
-        assert all(
-            (r[c] is not None) == filled for c in (S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL)
-        )
+        assert all((r[c] is not None) == filled for c in (S.CI_LOW, S.CI_HIGH, S.CI_METHOD, S.CI_LEVEL))
 
 
 @pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
@@ -125,13 +98,7 @@ def test_interval_narrows_as_queries_grow(spark):
     values = np.random.default_rng(12).beta(2, 5, size=400)
     nested = {f"n{n:03d}": values[:n].tolist() for n in (25, 100, 400)}
     per_query, measures = per_query_rows(spark, nested)
-    rows = by_system(
-        aggregate(
-            as_queries(per_query, measures, ["system"]),
-            measures=measures,
-            partition_columns=["system"],
-        )
-    )
+    rows = by_system(aggregate(as_queries(per_query, measures, ["system"]), measures=measures, partition_columns=["system"]))
     widths = [rows[k][S.CI_HIGH] - rows[k][S.CI_LOW] for k in sorted(rows)]
     assert widths[0] > widths[1] > widths[2] > 0
     # about 1/sqrt(n): width ratio 25 -> 400 queries near 4 (t_24 vs t_399 and s differ a bit)
@@ -151,38 +118,10 @@ def test_wilson_interval_agrees_with_statsmodels():
 
 #: make run's measures, every other family with a macro value, and 0/1 ones at k = 1
 SAMPLE_MEASURES = [
-    "P@5",
-    "P@10",
-    "R@10",
-    "R@50",
-    "Hit@10",
-    "RR",
-    "nDCG@10",
-    "AP",
-    "AP@10",
-    "Hit@1",
-    "P@1",
-    "RR@1",
-    "nDCG_exp@10",
-    "relative_P@10",
-    "Rprec",
-    "Rprec_mult(mult=2)",
-    "bpref",
-    "infAP",
-    "unj@10",
-    "iprec(recall=0.5)",
-    "iprec_avg",
-    "rbp",
-    "rbp_resid",
-    "binG",
-    "G",
-    "ndcg_rel",
-    "Rndcg",
-    "set_P",
-    "set_recall",
-    "set_relative_P",
-    "set_map",
-    "set_F",
+    "P@5", "P@10", "R@10", "R@50", "Hit@10", "RR", "nDCG@10", "AP", "AP@10",
+    "Hit@1", "P@1", "RR@1", "nDCG_exp@10", "relative_P@10", "Rprec", "Rprec_mult(mult=2)",
+    "bpref", "infAP", "unj@10", "iprec(recall=0.5)", "iprec_avg", "rbp", "rbp_resid", "binG",
+    "G", "ndcg_rel", "Rndcg", "set_P", "set_recall", "set_relative_P", "set_map", "set_F",
     "utility",
 ]
 
@@ -194,34 +133,23 @@ def test_every_macro_interval_of_the_sample_is_inside_its_measures_range(spark):
     run, qrels = generate(SampleShape(dates=DATES[:2]))
     run_df = spark.createDataFrame(run.rename(columns={"item_id": S.DOC_ID, "position": S.RANK}))
     result = evaluate(
-        run_df.select(
-            "system", "date", S.QUERY_ID, S.DOC_ID, S.SCORE, F.col(S.RANK).cast("int").alias(S.RANK)
-        ),
+        run_df.select("system", "date", S.QUERY_ID, S.DOC_ID, S.SCORE,
+                      F.col(S.RANK).cast("int").alias(S.RANK)),
         spark.createDataFrame(qrels.drop(columns="qrels_version")),
         measures=parse_measures(SAMPLE_MEASURES),
         partition_columns=["system", "date"],
     )
     parts = ["system", "date"]
     queries = result.queries.localCheckpoint()  # computed once, as the job persists it
-    per_query = (
-        long_format(queries, partition_columns=parts, measures=result.measures)
-        .groupBy(*parts, S.MEASURE, S.MEASURE_KEY)
-        .agg(
-            F.min(S.VALUE).alias("low"),
-            F.max(S.VALUE).alias("high"),
-            F.count_if(~F.col(S.VALUE).isin(0.0, 1.0)).alias("nonbinary"),
-        )
-        .collect()
-    )
+    per_query = long_format(queries, partition_columns=parts, measures=result.measures).groupBy(
+        *parts, S.MEASURE, S.MEASURE_KEY).agg(
+        F.min(S.VALUE).alias("low"), F.max(S.VALUE).alias("high"),
+        F.count_if(~F.col(S.VALUE).isin(0.0, 1.0)).alias("nonbinary")).collect()
     values = {(r["system"], r["date"], r[S.MEASURE_KEY]): r for r in per_query}
-    macro = [
-        r
-        for r in aggregate(queries, measures=result.measures, partition_columns=parts)
-        if r[S.AVERAGING] == "macro"
-    ]
-    assert len(macro) == 2 * 3 * len(
-        {k[2] for k in values if REGISTRY[values[k][S.MEASURE]].averaging[0] == "macro"}
-    )
+    macro = [r for r in aggregate(queries, measures=result.measures, partition_columns=parts)
+             if r[S.AVERAGING] == "macro"]
+    assert len(macro) == 2 * 3 * len({k[2] for k in values if REGISTRY[
+        values[k][S.MEASURE]].averaging[0] == "macro"})
     methods = Counter()
     for r in macro:
         key = (r["system"], r["date"], r[S.MEASURE_KEY])
@@ -238,21 +166,14 @@ def test_every_macro_interval_of_the_sample_is_inside_its_measures_range(spark):
         if r[S.CI_METHOD] == "t-clipped":
             assert r[S.CI_LOW] == bounds[0] or r[S.CI_HIGH] == bounds[1], r
     assert set(methods) == {"t", "t-clipped", "wilson"}, methods
-    hit = next(
-        r
-        for r in macro
-        if (r["system"], r["date"], r[S.MEASURE_KEY]) == ("bm25", "2026-11-22", "Hit@10")
-    )
+    hit = next(r for r in macro if (r["system"], r["date"], r[S.MEASURE_KEY])
+               == ("bm25", "2026-11-22", "Hit@10"))
     # Wilson's interval of 99 in 100 (tests/test_aggregate_rows.py works it by hand)
     assert (hit[S.VALUE], hit[S.CI_METHOD]) == (0.99, "wilson")
     assert (hit[S.CI_LOW], hit[S.CI_HIGH]) == pytest.approx((0.9455138, 0.9982326), abs=1e-7)
     # a percentile bootstrap interval is made of resampled means: inside the values' range
-    boot = aggregate(
-        queries,
-        measures=result.measures,
-        partition_columns=parts,
-        intervals=IntervalSettings(method="bootstrap", resamples=200),
-    )
+    boot = aggregate(queries, measures=result.measures, partition_columns=parts,
+                     intervals=IntervalSettings(method="bootstrap", resamples=200))
     for r in boot:
         if r[S.AVERAGING] == "macro":
             seen = values[(r["system"], r["date"], r[S.MEASURE_KEY])]
@@ -267,14 +188,9 @@ def test_interval_config_is_checked(tmp_path):
     base = '[run]\npath = "r"\n[qrels]\npath = "q"\n'
     path = tmp_path / "c.toml"
     path.write_text(base + '[intervals]\nmethod = "bootstrap"\nresamples = 500\nseed = 7\n')
-    assert load_config(path).intervals == IntervalSettings(
-        method="bootstrap", resamples=500, seed=7
-    )
-    for bad, message in [
-        ('method = "normal"', "intervals.method"),
-        ("level = 95", "intervals.level"),
-        ("resamples = 0", "intervals.resamples"),
-    ]:
+    assert load_config(path).intervals == IntervalSettings(method="bootstrap", resamples=500, seed=7)
+    for bad, message in [('method = "normal"', "intervals.method"), ("level = 95", "intervals.level"),
+                         ("resamples = 0", "intervals.resamples")]:
         path.write_text(base + f"[intervals]\n{bad}\n")
         with pytest.raises(ConfigError, match=message):
             load_config(path)

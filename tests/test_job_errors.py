@@ -52,9 +52,7 @@ def test_missing_input_path(tmp_path, capsys):
 
 def test_unknown_measure_names_the_closest(tmp_path, capsys):
     run, qrels = write(tmp_path / "r.txt", RUN_TXT), write(tmp_path / "q.txt", QRELS_TXT)
-    code, err = run_cli(
-        ["evaluate", "--run", run, "--qrels", qrels, "--measures", "nDGC@10"], capsys
-    )
+    code, err = run_cli(["evaluate", "--run", run, "--qrels", qrels, "--measures", "nDGC@10"], capsys)
     assert_one_line_error(code, err, "unknown measure 'nDGC'", "did you mean", "nDCG")
 
 
@@ -69,9 +67,7 @@ def test_malformed_trec_line_names_file_and_line(shared_session, tmp_path, capsy
     # line 3 (after a comment line) has 5 fields: the tag is missing
     run = write(tmp_path / "r.txt", "# header\nq1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.5\n")
     qrels = write(tmp_path / "q.txt", QRELS_TXT)
-    code, err = run_cli(
-        ["evaluate", "--run", run, "--qrels", qrels, "--output", str(tmp_path / "o")], capsys
-    )
+    code, err = run_cli(["evaluate", "--run", run, "--qrels", qrels, "--output", str(tmp_path / "o")], capsys)
     assert_one_line_error(code, err, "r.txt:3:", "malformed TREC line", "at least 6 fields")
     assert not (tmp_path / "o").exists()  # nothing written
 
@@ -93,52 +89,29 @@ def test_malformed_trec_qrels_line(shared_session, tmp_path, capsys):
 def test_empty_run(shared_session, tmp_path, capsys):
     run = write(tmp_path / "r.txt", "# nothing was retrieved\n\n")
     qrels = write(tmp_path / "q.txt", QRELS_TXT)
-    code, err = run_cli(
-        ["evaluate", "--run", run, "--qrels", qrels, "--output", str(tmp_path / "o")], capsys
-    )
+    code, err = run_cli(["evaluate", "--run", run, "--qrels", qrels, "--output", str(tmp_path / "o")], capsys)
     assert_one_line_error(code, err, "run trec", "has no rows")
     assert not (tmp_path / "o").exists()
 
 
 def test_missing_column_lists_expected_found_and_key(shared_session, tmp_path, capsys):
     spark = shared_session
-    run = parquet(
-        spark, tmp_path / "run", [("q1", "d1", 1)], "query_id string, doc_id string, rank int"
-    )
-    qrels = parquet(
-        spark,
-        tmp_path / "qrels",
-        [("q1", "d1", 1)],
-        "query_id string, doc_id string, relevance int",
-    )
+    run = parquet(spark, tmp_path / "run", [("q1", "d1", 1)], "query_id string, doc_id string, rank int")
+    qrels = parquet(spark, tmp_path / "qrels", [("q1", "d1", 1)], "query_id string, doc_id string, relevance int")
     code, err = run_cli(["evaluate", "--format", "parquet", "--run", run, "--qrels", qrels], capsys)
     assert_one_line_error(
-        code,
-        err,
-        "missing column(s) ['score']",
-        "run.score = 'score'",
+        code, err, "missing column(s) ['score']", "run.score = 'score'",
         "found columns ['query_id', 'doc_id', 'rank']",
     )
 
 
 def test_column_of_a_type_that_cannot_be_cast(shared_session, tmp_path, capsys):
     spark = shared_session
-    run = parquet(
-        spark,
-        tmp_path / "run",
-        [("q1", "d1", [0.5])],
-        "query_id string, doc_id string, score array<double>",
-    )
-    qrels = parquet(
-        spark,
-        tmp_path / "qrels",
-        [("q1", "d1", 1)],
-        "query_id string, doc_id string, relevance int",
-    )
+    run = parquet(spark, tmp_path / "run", [("q1", "d1", [0.5])],
+                  "query_id string, doc_id string, score array<double>")
+    qrels = parquet(spark, tmp_path / "qrels", [("q1", "d1", 1)], "query_id string, doc_id string, relevance int")
     code, err = run_cli(["evaluate", "--format", "parquet", "--run", run, "--qrels", qrels], capsys)
-    assert_one_line_error(
-        code, err, "column 'score' (run.score)", "array<double>", "cannot be cast"
-    )
+    assert_one_line_error(code, err, "column 'score' (run.score)", "array<double>", "cannot be cast")
 
 
 def test_strict_fails_after_writing_the_quarantine(shared_session, tmp_path, capsys):
@@ -149,18 +122,11 @@ def test_strict_fails_after_writing_the_quarantine(shared_session, tmp_path, cap
     code, err = run_cli(
         ["evaluate", "--run", run, "--qrels", qrels, "--output", str(out), "--strict"], capsys
     )
-    assert_one_line_error(
-        code, err, "strict mode: 1 input row(s) quarantined (run duplicate_doc 1)"
-    )
+    assert_one_line_error(code, err, "strict mode: 1 input row(s) quarantined (run duplicate_doc 1)")
     quarantine = spark.read.format("delta").load(str(out / "quarantine"))
     row = quarantine.first()
     assert quarantine.count() == 1
-    assert (row[S.REASON_CODE], row[S.LINE], row["run_id"], row[S.QRELS_KEY]) == (
-        "duplicate_doc",
-        3,
-        "r",
-        None,
-    )
+    assert (row[S.REASON_CODE], row[S.LINE], row["run_id"], row[S.QRELS_KEY]) == ("duplicate_doc", 3, "r", None)
     assert not (out / "per_query").exists()  # the metrics were not written
 
 
@@ -195,58 +161,35 @@ aggregate_path = "{out}/aggregate"
 
 
 def job_config(spark, tmp_path: Path, filter_: str, extra: str = "") -> str:
-    run = parquet(
-        spark,
-        tmp_path / "run",
-        [("2024-05-01", "q1", "d1", 0.5, 1)],
-        "date string, query_id string, doc_id string, score double, rank int",
-    )
-    qrels = parquet(
-        spark,
-        tmp_path / "qrels",
-        [("q1", "d1", 1)],
-        "query_id string, doc_id string, relevance int",
-    )
+    run = parquet(spark, tmp_path / "run", [("2024-05-01", "q1", "d1", 0.5, 1)],
+                  "date string, query_id string, doc_id string, score double, rank int")
+    qrels = parquet(spark, tmp_path / "qrels", [("q1", "d1", 1)], "query_id string, doc_id string, relevance int")
     text = CONFIG.format(run=run, qrels=qrels, out=tmp_path / "o", filter=filter_) + extra
     return write(tmp_path / "job.toml", text)
 
 
 def test_unknown_config_key_names_file_and_line(tmp_path, capsys):
-    path = write(
-        tmp_path / "job.toml", '[run]\npath = "x"\n\n[qrels]\npath = "y"\nrelevence = "rel"\n'
-    )
+    path = write(tmp_path / "job.toml", '[run]\npath = "x"\n\n[qrels]\npath = "y"\nrelevence = "rel"\n')
     with pytest.raises(ConfigError, match=r"job\.toml:6: unknown key 'relevence' in \[qrels\]"):
         load_config(path)
     code = load_job().main(["--config", path])
-    assert_one_line_error(
-        code, [line for line in capsys.readouterr().err.splitlines() if line], "job.toml:6:"
-    )
+    assert_one_line_error(code, [line for line in capsys.readouterr().err.splitlines() if line], "job.toml:6:")
 
 
 def test_config_strict_must_be_a_boolean(tmp_path):
-    path = write(
-        tmp_path / "job.toml",
-        '[run]\npath = "x"\n[qrels]\npath = "y"\n[evaluation]\nstrict = "yes"\n',
-    )
+    path = write(tmp_path / "job.toml", '[run]\npath = "x"\n[qrels]\npath = "y"\n[evaluation]\nstrict = "yes"\n')
     with pytest.raises(ConfigError, match="evaluation.strict must be true or false"):
         load_config(path)
 
 
-def test_filter_that_does_not_match_the_partition_columns(
-    shared_session, tmp_path, capsys, monkeypatch
-):
+def test_filter_that_does_not_match_the_partition_columns(shared_session, tmp_path, capsys, monkeypatch):
     job = load_job()
     monkeypatch.setattr(job, "build_session", lambda settings, *, short=False: shared_session)
     path = job_config(shared_session, tmp_path, "day = '2024-05-01'")
     code = job.main(["--config", path])
     err = [line for line in capsys.readouterr().err.splitlines() if line]
-    assert_one_line_error(
-        code,
-        err,
-        "run.filter \"day = '2024-05-01'\" must reference run partition",
-        "columns only (['date'])",
-        "`day` cannot be resolved",
-    )
+    assert_one_line_error(code, err, "run.filter \"day = '2024-05-01'\" must reference run partition",
+                          "columns only (['date'])", "`day` cannot be resolved")
     assert not (tmp_path / "o").exists()  # refused before anything was read or written
 
 
@@ -260,9 +203,7 @@ def test_batch_filter_on_a_non_partition_column_is_refused_before_anything_is_wr
     path = job_config(shared_session, tmp_path, filter_)
     code = job.main(["--config", path])
     err = [line for line in capsys.readouterr().err.splitlines() if line]
-    assert_one_line_error(
-        code, err, f"run.filter {filter_!r} must reference run partition columns only"
-    )
+    assert_one_line_error(code, err, f"run.filter {filter_!r} must reference run partition columns only")
     assert not (tmp_path / "o").exists()  # no output, no quarantine, no run-log row
 
 
@@ -302,16 +243,11 @@ def test_the_command_and_the_job_ask_for_a_short_jobs_jvm_on_small_local_inputs(
     job = load_job()
     monkeypatch.setattr(job, "build_session", build_session)
     # the job's config (its inputs are only measured here, never read)
-    config = write(
-        tmp_path / "job.toml",
-        CONFIG.format(run=run, qrels=qrels, out=tmp_path / "o", filter="true")
-        + '\n[spark]\nmaster = "local[2]"\n',
-    )
+    config = write(tmp_path / "job.toml", CONFIG.format(
+        run=run, qrels=qrels, out=tmp_path / "o", filter="true") + '\n[spark]\nmaster = "local[2]"\n')
     assert job.main(["--config", config]) == 2
-    no_master = write(
-        tmp_path / "cluster.toml",
-        CONFIG.format(run=run, qrels=qrels, out=tmp_path / "o", filter="true"),
-    )
+    no_master = write(tmp_path / "cluster.toml", CONFIG.format(
+        run=run, qrels=qrels, out=tmp_path / "o", filter="true"))
     assert job.main(["--config", no_master]) == 2  # spark-submit's master: not short
     # the commands over the config's output tables take the same rule
     sides = ["--baseline", "date=2024-05-01", "--candidate", "date=2024-05-02"]

@@ -60,30 +60,19 @@ def test_judged_at_k_and_condensed_list_measures(spark):
     )
     actual = ev.per_query.select(S.MEASURE_KEY, S.JUDGED_ONLY, S.VALUE)
     assert_approx_df_equality(actual, expected, 1e-12, ignore_row_order=True, ignore_nullable=True)
-    aggregate = {(r[S.MEASURE_KEY], r[S.JUDGED_ONLY]) for r in ev.aggregate.collect()}
+    aggregate = {
+        (r[S.MEASURE_KEY], r[S.JUDGED_ONLY]) for r in ev.aggregate.collect()
+    }
     assert ("nDCG@3[judged]", True) in aggregate and ("nDCG@3", False) in aggregate
 
 
 # Ranking M A N B X C (scores 6..1). Labels M=-1, A=1, N=-2, B=0, C=2; X is unjudged; D=1 and
 # E=0 are not retrieved. Top 4 = M A N B holds both negative labels. Positive labels of the
 # query: C 2, A 1, D 1, so IDCG@4 = 2/log2(2) + 1/log2(3) + 1/log2(4) = 2.5 + 1/log2(3).
-NEGATIVE_RUN = [
-    ("q", "M", 6.0),
-    ("q", "A", 5.0),
-    ("q", "N", 4.0),
-    ("q", "B", 3.0),
-    ("q", "X", 2.0),
-    ("q", "C", 1.0),
-]
-NEGATIVE_QRELS = [
-    ("q", "M", -1),
-    ("q", "A", 1),
-    ("q", "N", -2),
-    ("q", "B", 0),
-    ("q", "C", 2),
-    ("q", "D", 1),
-    ("q", "E", 0),
-]
+NEGATIVE_RUN = [("q", "M", 6.0), ("q", "A", 5.0), ("q", "N", 4.0), ("q", "B", 3.0),
+                ("q", "X", 2.0), ("q", "C", 1.0)]
+NEGATIVE_QRELS = [("q", "M", -1), ("q", "A", 1), ("q", "N", -2), ("q", "B", 0), ("q", "C", 2),
+                  ("q", "D", 1), ("q", "E", 0)]
 NEGATIVE_MEASURES = "Judged@4,P@4[judged],nDCG@4[judged],bpref,P@4,nDCG@4,P(rel=-1)@4"
 IDCG4 = 2.5 + 1 / LOG3
 
@@ -112,11 +101,7 @@ def test_negative_labels_are_in_the_pool_but_unjudged_by_default(spark, engine):
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_negative_labels_as_judgments_keep_the_old_rule(spark, engine):
     ev = evaluate_rows(
-        spark,
-        NEGATIVE_RUN,
-        NEGATIVE_QRELS,
-        NEGATIVE_MEASURES,
-        engine=engine,
+        spark, NEGATIVE_RUN, NEGATIVE_QRELS, NEGATIVE_MEASURES, engine=engine,
         negative_labels="judged",
     )
     got = values(ev)
@@ -137,9 +122,7 @@ def test_negative_labels_as_judgments_keep_the_old_rule(spark, engine):
 
 
 def test_an_unknown_negative_label_rule_is_refused(spark):
-    with pytest.raises(
-        ValueError, match=r"negative_labels must be one of \['unjudged', 'judged'\]"
-    ):
+    with pytest.raises(ValueError, match=r"negative_labels must be one of \['unjudged', 'judged'\]"):
         evaluate_rows(spark, NEGATIVE_RUN, NEGATIVE_QRELS, "P@1", negative_labels="ignore")
 
 

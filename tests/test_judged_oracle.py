@@ -36,20 +36,8 @@ MEASURES = {
     "num_ret[judged]": "num_ret",
     "num_rel_ret[judged]": "num_rel_ret",
 }
-ORACLE_MEASURES = {
-    "P.5,10",
-    "recall.10",
-    "ndcg_cut.10",
-    "ndcg",
-    "map",
-    "map_cut.10",
-    "recip_rank",
-    "Rprec",
-    "bpref",
-    "success.10",
-    "num_ret",
-    "num_rel_ret",
-}
+ORACLE_MEASURES = {"P.5,10", "recall.10", "ndcg_cut.10", "ndcg", "map", "map_cut.10",
+                   "recip_rank", "Rprec", "bpref", "success.10", "num_ret", "num_rel_ret"}
 
 
 def random_case(seed: int = 7, queries: int = 30):
@@ -70,9 +58,7 @@ def random_case(seed: int = 7, queries: int = 30):
 def test_judged_only_measures_agree_with_pytrec_eval(spark, engine):
     run, qrels = random_case()
     ev = evaluate(
-        run_df(spark, run),
-        qrels_df(spark, qrels),
-        measures=parse_measures([",".join(MEASURES)]),
+        run_df(spark, run), qrels_df(spark, qrels), measures=parse_measures([",".join(MEASURES)]),
         run_stats=ENGINES[engine],
     )
     got = {

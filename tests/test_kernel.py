@@ -23,23 +23,10 @@ from releval.core.kernel import partition_stats
 from releval.core.measures.stats import QrelsStat, RunStat
 from releval.core.ranked import segment_sums
 
-RUN = [
-    ("r", "q1", "D", 5.0),
-    ("r", "q1", "A", 4.0),
-    ("r", "q1", "E", 3.0),
-    ("r", "q1", "B", 3.0),
-    ("r", "q1", "A", 1.0),
-    ("s", "q1", "X", 1.0),
-    ("s", "q1", "C", 0.5),
-]
-QRELS = [
-    ("q1", "A", 2),
-    ("q1", "A", 1),
-    ("q1", "B", 1),
-    ("q1", "C", 1),
-    ("q1", "D", 0),
-    ("q1", "X", -1),
-]
+RUN = [("r", "q1", "D", 5.0), ("r", "q1", "A", 4.0), ("r", "q1", "E", 3.0), ("r", "q1", "B", 3.0),
+       ("r", "q1", "A", 1.0), ("s", "q1", "X", 1.0), ("s", "q1", "C", 0.5)]
+QRELS = [("q1", "A", 2), ("q1", "A", 1), ("q1", "B", 1), ("q1", "C", 1), ("q1", "D", 0),
+         ("q1", "X", -1)]
 
 SPECS = {
     "num_ret": RunStat("num_ret"),
@@ -65,16 +52,14 @@ SPECS = {
 def partition(run: list[tuple], qrels: list[tuple], order: str = "_order") -> pa.Table:
     """The union the engine sends to the function: run rows, then qrels rows."""
     n, m = len(run), len(qrels)
-    return pa.table(
-        {
-            "run_id": pa.array([r[0] for r in run] + [None] * m, pa.string()),
-            "query_id": pa.array([r[1] for r in run] + [q[0] for q in qrels], pa.string()),
-            "doc_id": pa.array([r[2] for r in run] + [q[1] for q in qrels], pa.string()),
-            order: pa.array([float(r[3]) for r in run] + [None] * m, pa.float64()),
-            "relevance": pa.array([None] * n + [q[2] for q in qrels], pa.int32()),
-            "_is_run": pa.array([True] * n + [False] * m),
-        }
-    )
+    return pa.table({
+        "run_id": pa.array([r[0] for r in run] + [None] * m, pa.string()),
+        "query_id": pa.array([r[1] for r in run] + [q[0] for q in qrels], pa.string()),
+        "doc_id": pa.array([r[2] for r in run] + [q[1] for q in qrels], pa.string()),
+        order: pa.array([float(r[3]) for r in run] + [None] * m, pa.float64()),
+        "relevance": pa.array([None] * n + [q[2] for q in qrels], pa.int32()),
+        "_is_run": pa.array([True] * n + [False] * m),
+    })
 
 
 def by_run(table: pa.Table) -> dict[str, dict]:
@@ -82,11 +67,9 @@ def by_run(table: pa.Table) -> dict[str, dict]:
 
 
 def test_statistics_of_a_hand_made_partition():
-    got = by_run(
-        partition_stats(
-            partition(RUN, QRELS), specs=SPECS, partition_columns=["run_id"], rank_by="score"
-        )
-    )
+    got = by_run(partition_stats(
+        partition(RUN, QRELS), specs=SPECS, partition_columns=["run_id"], rank_by="score"
+    ))
     r = got["r"]
     assert (r["query_id"], r["_in_run"]) == ("q1", True)
     assert r["num_ret"] == 4  # D A E B (the repeated A dropped)
@@ -119,14 +102,10 @@ def test_statistics_of_a_hand_made_partition():
 def test_rank_by_rank_keeps_the_logged_positions_and_the_best_repeat():
     # logged ranks with a gap: A 1, B 3, A 5 (a repeat, worse) -> positions A 1, B 3
     run = [("r", "q1", "A", 1), ("r", "q1", "B", 3), ("r", "q1", "A", 5)]
-    got = by_run(
-        partition_stats(
-            partition(run, [("q1", "B", 1)]),
-            specs=SPECS,
-            partition_columns=["run_id"],
-            rank_by="rank",
-        )
-    )["r"]
+    got = by_run(partition_stats(
+        partition(run, [("q1", "B", 1)]), specs=SPECS, partition_columns=["run_id"],
+        rank_by="rank",
+    ))["r"]
     assert (got["num_ret"], got["first_rel_l1"], got["rel_pos_l1"]) == (2, 3, [3])
     assert got["dcg_4"] == pytest.approx(1 / math.log2(4), abs=1e-12)  # B at rank 3
 
@@ -135,27 +114,13 @@ def test_queries_without_qrels_and_qrels_without_run_rows():
     # q2 has no judgments: every count 0, no first relevant; q3's qrels have no run rows
     run = [("r", "q2", "A", 1.0)]
     got = partition_stats(
-        partition(run, [("q3", "A", 1)]),
-        specs=SPECS,
-        partition_columns=["run_id"],
-        rank_by="score",
-        qrels_specs=QRELS_SPECS,
+        partition(run, [("q3", "A", 1)]), specs=SPECS, partition_columns=["run_id"],
+        rank_by="score", qrels_specs=QRELS_SPECS,
     ).to_pylist()
     # the run's query row (no qrels: not in the qrels, null qrels statistics), then q3's
     # row as a query of the qrels (no run partition, null run statistics)
-    assert [
-        (
-            g["run_id"],
-            g["query_id"],
-            g["_in_run"],
-            g["_in_qrels"],
-            g["num_ret"],
-            g["num_ret_j"],
-            g["first_rel_l1"],
-            g["num_rel_l1"],
-        )
-        for g in got
-    ] == [
+    assert [(g["run_id"], g["query_id"], g["_in_run"], g["_in_qrels"], g["num_ret"], g["num_ret_j"],
+             g["first_rel_l1"], g["num_rel_l1"]) for g in got] == [
         ("r", "q2", True, False, 1, 0, None, None),
         (None, "q3", False, True, None, None, None, 1),
     ]
@@ -177,13 +142,8 @@ def test_the_qrels_statistics_of_each_query_from_its_judgments():
     # here, see the module docstring); q4 has one qrels row that is not a judgment (null
     # label: a negative label under the default rule) and no run rows
     qrels = [*QRELS, ("q4", "Z", None)]
-    got = partition_stats(
-        partition(RUN, qrels),
-        specs=SPECS,
-        partition_columns=["run_id"],
-        rank_by="score",
-        qrels_specs=QRELS_SPECS,
-    ).to_pylist()
+    got = partition_stats(partition(RUN, qrels), specs=SPECS, partition_columns=["run_id"],
+                          rank_by="score", qrels_specs=QRELS_SPECS).to_pylist()
     rows = {(g["run_id"], g["query_id"]): g for g in got}
     assert set(rows) == {("r", "q1"), ("s", "q1"), (None, "q1"), (None, "q4")}
     ideal = 2 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)  # A 2, B 1, C 1 (D 0, X -1: 0)
@@ -204,13 +164,8 @@ def test_the_qrels_statistics_of_each_query_from_its_judgments():
     q4 = rows[(None, "q4")]
     assert (q4["_in_run"], q4["_in_qrels"]) == (False, True)
     assert {k: q4[k] for k in QRELS_SPECS} == {
-        "num_rel_l0": 0,
-        "num_rel_l1": 0,
-        "num_rel_l2": 0,
-        "num_nonrel_l1": 0,
-        "idcg_all": 0.0,
-        "idcg_2": 0.0,
-        "idcg_exp_1": 0.0,
+        "num_rel_l0": 0, "num_rel_l1": 0, "num_rel_l2": 0, "num_nonrel_l1": 0,
+        "idcg_all": 0.0, "idcg_2": 0.0, "idcg_exp_1": 0.0,
     }
 
 
@@ -220,13 +175,9 @@ def test_a_skewed_query_with_100k_judged_documents():
     n = 100_000
     run = [("r", "big", f"d{i:06d}", float(n - i)) for i in range(n)] + [("r", "small", "x", 1.0)]
     qrels = [("big", f"d{i:06d}", 1 if i % 4 == 0 else 0) for i in range(n)] + [("small", "x", 1)]
-    got = {
-        row["query_id"]: row
-        for row in partition_stats(
-            partition(run, qrels), specs=SPECS, partition_columns=["run_id"], rank_by="score"
-        ).to_pylist()
-        if row["_in_run"]
-    }
+    got = {row["query_id"]: row for row in partition_stats(
+        partition(run, qrels), specs=SPECS, partition_columns=["run_id"], rank_by="score"
+    ).to_pylist() if row["_in_run"]}
     big = got["big"]
     assert (big["num_ret"], big["num_ret_j"], big["first_rel_l1"]) == (n, n, 1)
     assert big["rel_ret_l1_3"] == 1  # ranks 1, 2, 3: only rank 1 is relevant
@@ -241,32 +192,21 @@ def test_ranking_by_rank_the_ledger_sets_aside_a_shared_rank():
     # rule. The repeated-document rule comes first: A's best occurrence is at 1, the one
     # at 4 is duplicate_doc. Then A and C share rank 1: C comes first in tie order (doc id
     # descending), so A loses it (duplicate_rank) and is not ranked at all (not at 4).
-    run = [
-        ("r", "q1", "A", 1),
-        ("r", "q1", "C", 1),
-        ("r", "q1", "B", 2),
-        ("r", "q1", "A", 4),
-        ("r", "q1", "D", 3),
-    ]
+    run = [("r", "q1", "A", 1), ("r", "q1", "C", 1), ("r", "q1", "B", 2), ("r", "q1", "A", 4),
+           ("r", "q1", "D", 3)]
     table = partition(run, [("q1", "A", 1)])
     table = table.append_column(
         "_reason", pa.array([None, None, None, None, "invalid_rank", None], pa.string())
     ).append_column("_qrels_label", pa.array([None] * 5 + [1], pa.int32()))
-    out = partition_stats(
-        table, specs=SPECS, partition_columns=["run_id"], rank_by="rank"
-    ).to_pylist()
+    out = partition_stats(table, specs=SPECS, partition_columns=["run_id"], rank_by="rank").to_pylist()
     (query,) = [r for r in out if r["_in_run"]]
     # ranked: C 1, B 2; A (the only relevant document) is not: no relevant rank
     assert (query["num_ret"], query["_repeated"], query["first_rel_l1"]) == (2, 0, None)
     ledger = sorted((r["_ledger"], r["_rows"]) for r in out if r["_ledger"] and r["run_id"])
     # 5 received = 2 ranked + 1 duplicate_doc + 1 duplicate_rank + 1 invalid_rank (by
     # rank, the repeats come as ledger rows, like the row rules' reasons)
-    assert ledger == [
-        ("duplicate_doc", 1),
-        ("duplicate_rank", 1),
-        ("invalid_rank", 1),
-        ("received", 5),
-    ]
+    assert ledger == [("duplicate_doc", 1), ("duplicate_rank", 1), ("invalid_rank", 1),
+                      ("received", 5)]
 
 
 def test_the_ledger_counts_every_row_received_and_uses_only_the_clean_ones():
@@ -276,24 +216,15 @@ def test_the_ledger_counts_every_row_received_and_uses_only_the_clean_ones():
     qrels = QRELS + [("q1", "Y", None), ("q1", "B", 1)]
     table = partition(RUN + [("r", "q1", "Z", float("nan")), ("t", None, "Y", 1.0)], qrels)
     n_run = len(RUN) + 2
-    reasons = (
-        [None] * len(RUN)
-        + ["invalid_score", "missing_query_id"]
-        + [None] * len(QRELS)
-        + ["invalid_relevance", None]
-    )
+    reasons = ([None] * len(RUN) + ["invalid_score", "missing_query_id"]
+               + [None] * len(QRELS) + ["invalid_relevance", None])
     table = table.append_column("_reason", pa.array(reasons, pa.string())).append_column(
         "_qrels_label", pa.array([None] * n_run + [q[2] for q in qrels], pa.int32())
     )
-    out = partition_stats(
-        table,
-        specs={"num_ret": RunStat("num_ret"), **SPECS},
-        partition_columns=["run_id"],
-        rank_by="score",
-    ).to_pylist()
-    queries = {
-        (r["run_id"], r["query_id"]): (r["num_ret"], r["_repeated"]) for r in out if r["_in_run"]
-    }
+    out = partition_stats(table, specs={"num_ret": RunStat("num_ret"), **SPECS},
+                          partition_columns=["run_id"], rank_by="score").to_pylist()
+    queries = {(r["run_id"], r["query_id"]): (r["num_ret"], r["_repeated"])
+               for r in out if r["_in_run"]}
     ledger = sorted((r["run_id"] or "", r["_ledger"], r["_rows"]) for r in out if r["_ledger"])
     # r: 6 rows received = 4 ranked (D A E B) + 1 repeated (the second A) + 1 invalid_score;
     # s: 2 = 2 ranked; t: 1 = 1 missing_query_id (no query row: nothing was ranked)
@@ -301,26 +232,15 @@ def test_the_ledger_counts_every_row_received_and_uses_only_the_clean_ones():
     # qrels, no run partition: 8 received = 1 invalid_relevance + 7 clean; of the clean,
     # (q1, A, 1) is below (q1, A, 2): conflicting_label; the other 6 are used, the second
     # (q1, B, 1) among them (an exact duplicate); the highest used label is 2
-    assert ledger == [
-        ("", "qrels:conflicting_label", 1),
-        ("", "qrels:exact_duplicate", 1),
-        ("", "qrels:invalid_relevance", 1),
-        ("", "qrels:max_label", 2),
-        ("", "qrels:received", 8),
-        ("", "qrels:used", 6),
-        ("r", "invalid_score", 1),
-        ("r", "received", 6),
-        ("s", "received", 2),
-        ("t", "missing_query_id", 1),
-        ("t", "received", 1),
-    ]
+    assert ledger == [("", "qrels:conflicting_label", 1), ("", "qrels:exact_duplicate", 1),
+                      ("", "qrels:invalid_relevance", 1), ("", "qrels:max_label", 2),
+                      ("", "qrels:received", 8), ("", "qrels:used", 6),
+                      ("r", "invalid_score", 1), ("r", "received", 6), ("s", "received", 2),
+                      ("t", "missing_query_id", 1), ("t", "received", 1)]
     assert sum(n for _, tag, n in ledger if tag == "received") == n_run
     # the measures read the same labels as without the rejected and duplicate rows
-    plain = by_run(
-        partition_stats(
-            partition(RUN, QRELS), specs=SPECS, partition_columns=["run_id"], rank_by="score"
-        )
-    )
+    plain = by_run(partition_stats(partition(RUN, QRELS), specs=SPECS, partition_columns=["run_id"],
+                                   rank_by="score"))
     compared = [row for row in out if row["_ledger"] is None and row["_in_run"]]
     assert sorted(row["run_id"] for row in compared) == ["r", "s"]
     for row in compared:
@@ -338,11 +258,11 @@ def test_each_query_s_qrels_row_says_how_many_run_partitions_retrieved_it():
     table = table.append_column("_reason", pa.array(reasons, pa.string())).append_column(
         "_qrels_label", pa.array([None] * len(run) + [q[2] for q in qrels], pa.int32())
     )
-    out = partition_stats(
-        table, specs=SPECS, partition_columns=["run_id"], rank_by="score"
-    ).to_pylist()
+    out = partition_stats(table, specs=SPECS, partition_columns=["run_id"],
+                          rank_by="score").to_pylist()
     runs = {(r["run_id"], r["query_id"]): r["_retrieved_by"] for r in out if r["_in_run"]}
-    judged = {r["query_id"]: r["_retrieved_by"] for r in out if not r["_in_run"] and r["_in_qrels"]}
+    judged = {r["query_id"]: r["_retrieved_by"] for r in out
+              if not r["_in_run"] and r["_in_qrels"]}
     # the qrels' row of each query: 0 for q3, which a one-run job then scores as missing
     assert judged == {"q1": 2, "q2": 1, "q3": 0}
     # said there only: the run partitions' rows leave it null
@@ -354,18 +274,14 @@ def test_each_query_s_qrels_row_says_how_many_run_partitions_retrieved_it():
 def test_a_partition_whose_rows_were_all_rejected_gives_its_ledger_only():
     # the shuffle partition holds no clean row (a NaN score, a blank query id): no query
     run, qrels = [("r", "q1", "A", 1.0)], [("", "A", 1)]
-    table = (
-        partition(run, qrels)
-        .append_column("_reason", pa.array(["invalid_score", "missing_query_id"], pa.string()))
-        .append_column("_qrels_label", pa.array([None, 1], pa.int32()))
-    )
+    table = partition(run, qrels).append_column(
+        "_reason", pa.array(["invalid_score", "missing_query_id"], pa.string())
+    ).append_column("_qrels_label", pa.array([None, 1], pa.int32()))
     out = partition_stats(table, specs=SPECS, partition_columns=["run_id"], rank_by="score")
     # only ledger rows: the run's received row and its reason, the qrels' the same
     assert [(r["run_id"], r["_ledger"], r["_rows"], r["query_id"]) for r in out.to_pylist()] == [
-        ("r", "received", 1, None),
-        ("r", "invalid_score", 1, None),
-        (None, "qrels:received", 1, None),
-        (None, "qrels:missing_query_id", 1, None),
+        ("r", "received", 1, None), ("r", "invalid_score", 1, None),
+        (None, "qrels:received", 1, None), (None, "qrels:missing_query_id", 1, None),
     ]
 
 

@@ -87,11 +87,7 @@ def test_a_wrong_import_is_found(layer, package, source):
         ("core", ["releval", "core"], "from releval.errors import MeasureError\n"),
         ("core", ["releval", "core", "measures"], "from .. import columns\n"),
         ("checks", ["releval", "checks"], "from releval.core import columns\n"),
-        (
-            "job",
-            ["releval", "job"],
-            "from releval.config import Config\nimport releval.io.tables\n",
-        ),
+        ("job", ["releval", "job"], "from releval.config import Config\nimport releval.io.tables\n"),
     ],
 )
 def test_a_right_import_passes(layer, package, source):
@@ -101,16 +97,8 @@ def test_a_right_import_passes(layer, package, source):
 #: What only a classic session has: its JVM (Py4J), its SparkContext and RDDs, and Delta's
 #: Python ``DeltaTable`` (a JVM handle); only ``releval.runtime`` may use them, each behind a
 #: function with a path for Spark Connect too.
-CLASSIC_ATTRIBUTES = {
-    "sparkContext",
-    "_jvm",
-    "_jsc",
-    "_jdf",
-    "_jsparkSession",
-    "_sc",
-    "rdd",
-    "_gateway",
-}
+CLASSIC_ATTRIBUTES = {"sparkContext", "_jvm", "_jsc", "_jdf", "_jsparkSession", "_sc", "rdd",
+                      "_gateway"}
 CLASSIC_IMPORTS = {"SparkContext", "RDD", "delta.tables", "py4j"}
 
 
@@ -138,26 +126,21 @@ def test_only_the_runtime_layer_reaches_into_a_classic_session():
         parts = path.relative_to(PACKAGE).parts
         if parts[0] == "runtime":
             continue
-        found += [
-            f"{path.relative_to(PACKAGE)}: {use}" for use in classic_only_uses(path.read_text())
-        ]
+        found += [f"{path.relative_to(PACKAGE)}: {use}" for use in classic_only_uses(path.read_text())]
     jobs = PACKAGE.parents[1] / "jobs"
     for path in sorted(jobs.glob("*.py")):
         found += [f"jobs/{path.name}: {use}" for use in classic_only_uses(path.read_text())]
     assert found == []
 
 
-@pytest.mark.parametrize(
-    "source",
-    [
-        "n = df.sparkSession.sparkContext.defaultParallelism\n",
-        "rows = df.rdd.collect()\n",
-        "plan = df._jdf.queryExecution()\n",
-        "from pyspark import SparkContext\n",
-        "from delta.tables import DeltaTable\n",
-        "jvm = spark._jvm\n",
-    ],
-)
+@pytest.mark.parametrize("source", [
+    "n = df.sparkSession.sparkContext.defaultParallelism\n",
+    "rows = df.rdd.collect()\n",
+    "plan = df._jdf.queryExecution()\n",
+    "from pyspark import SparkContext\n",
+    "from delta.tables import DeltaTable\n",
+    "jvm = spark._jvm\n",
+])
 def test_a_classic_only_use_is_found(source):
     assert classic_only_uses(source)
 

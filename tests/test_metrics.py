@@ -22,20 +22,15 @@ def engine(request, monkeypatch):
     monkeypatch.setattr(helpers, "ENGINE", request.param)
     return request.param
 
-
 # The worked example: relevant {A, B, C}; ranking D A E B F (scores 5..1).
-WORKED_RUN = [
-    ("q1", "D", 5.0),
-    ("q1", "A", 4.0),
-    ("q1", "E", 3.0),
-    ("q1", "B", 2.0),
-    ("q1", "F", 1.0),
-]
+WORKED_RUN = [("q1", "D", 5.0), ("q1", "A", 4.0), ("q1", "E", 3.0), ("q1", "B", 2.0), ("q1", "F", 1.0)]
 WORKED_QRELS = [("q1", "A", 1), ("q1", "B", 1), ("q1", "C", 1), ("q1", "D", 0)]
 
 
 def test_worked_example(spark):
-    ev = evaluate_rows(spark, WORKED_RUN, WORKED_QRELS, "P@5,R@5,Hit@5,RR,AP,AP@2,P@10,RR@1,nDCG@5")
+    ev = evaluate_rows(
+        spark, WORKED_RUN, WORKED_QRELS, "P@5,R@5,Hit@5,RR,AP,AP@2,P@10,RR@1,nDCG@5"
+    )
     got = values(ev)
     # relevant at ranks 2 (A) and 4 (B)
     assert got[("q1", "P@5")] == pytest.approx(2 / 5)  # 2 relevant in the top 5
@@ -142,12 +137,8 @@ def test_query_without_relevant_documents_scores_zero(spark):
     qrels = [("q2", "A", 0), ("q2", "B", -1)]
     got = values(evaluate_rows(spark, run, qrels, "P@2,R@2,RR,AP,nDCG@2,Hit@2"))
     assert got == {
-        ("q2", "P@2"): 0.0,
-        ("q2", "R@2"): 0.0,
-        ("q2", "RR"): 0.0,
-        ("q2", "AP"): 0.0,
-        ("q2", "nDCG@2"): 0.0,
-        ("q2", "Hit@2"): 0.0,
+        ("q2", "P@2"): 0.0, ("q2", "R@2"): 0.0, ("q2", "RR"): 0.0,
+        ("q2", "AP"): 0.0, ("q2", "nDCG@2"): 0.0, ("q2", "Hit@2"): 0.0,
     }
 
 
@@ -184,44 +175,24 @@ def test_each_run_partition_scores_the_queries_it_missed(spark, engine):
             F.lit(system).alias("system"), F.lit(date).cast("string").alias("date"), "*"
         )
 
-    run = (
-        part("one", "d1", [("q1", "A", 2.0), ("q2", "B", 1.0)])
-        .unionByName(
-            part("two", None, [("q1", "X", 1.0)])  # X unjudged: RR 0, but q1 was retrieved
-        )
-        .unionByName(part("two", "d1", [("q2", "B", 1.0)]))
-    )
+    run = part("one", "d1", [("q1", "A", 2.0), ("q2", "B", 1.0)]).unionByName(
+        part("two", None, [("q1", "X", 1.0)])  # X unjudged: RR 0, but q1 was retrieved
+    ).unionByName(part("two", "d1", [("q2", "B", 1.0)]))
     qrels = qrels_df(spark, [("q1", "A", 1), ("q2", "B", 1), ("q3", "C", 1)])
-    ev = evaluate(
-        run,
-        qrels,
-        measures=parse_measures(["RR"]),
-        partition_columns=["system", "date"],
-        run_stats=ENGINES[engine],
-    )
+    ev = evaluate(run, qrels, measures=parse_measures(["RR"]), partition_columns=["system", "date"],
+                  run_stats=ENGINES[engine])
     got = {(r["system"], r["date"], r[S.QUERY_ID]): r[S.VALUE] for r in ev.per_query.collect()}
     # every judged query in every partition; the ones a partition missed score 0
     assert got == {
-        ("one", "d1", "q1"): 1.0,
-        ("one", "d1", "q2"): 1.0,
-        ("one", "d1", "q3"): 0.0,
-        ("two", None, "q1"): 0.0,
-        ("two", None, "q2"): 0.0,
-        ("two", None, "q3"): 0.0,
-        ("two", "d1", "q1"): 0.0,
-        ("two", "d1", "q2"): 1.0,
-        ("two", "d1", "q3"): 0.0,
+        ("one", "d1", "q1"): 1.0, ("one", "d1", "q2"): 1.0, ("one", "d1", "q3"): 0.0,
+        ("two", None, "q1"): 0.0, ("two", None, "q2"): 0.0, ("two", None, "q3"): 0.0,
+        ("two", "d1", "q1"): 0.0, ("two", "d1", "q2"): 1.0, ("two", "d1", "q3"): 0.0,
     }
-    macro = {
-        (r["system"], r["date"]): (r[S.VALUE], r[S.NUM_QUERIES])
-        for r in ev.aggregate.where(f"{S.AVERAGING} = 'macro'").collect()
-    }
+    macro = {(r["system"], r["date"]): (r[S.VALUE], r[S.NUM_QUERIES])
+             for r in ev.aggregate.where(f"{S.AVERAGING} = 'macro'").collect()}
     # MRR over the 3 judged queries: one (1 + 1 + 0) / 3, two/null 0 / 3, two/d1 (0 + 1 + 0) / 3
-    assert macro == {
-        ("one", "d1"): (pytest.approx(2 / 3), 3),
-        ("two", None): (0.0, 3),
-        ("two", "d1"): (pytest.approx(1 / 3), 3),
-    }
+    assert macro == {("one", "d1"): (pytest.approx(2 / 3), 3), ("two", None): (0.0, 3),
+                     ("two", "d1"): (pytest.approx(1 / 3), 3)}
 
 
 def test_micro_and_macro_averages(spark):
@@ -229,7 +200,10 @@ def test_micro_and_macro_averages(spark):
     run = [("qa", "A", 2.0), ("qa", "B", 1.0), ("qb", "X", 2.0), ("qb", "Y", 1.0)]
     qrels = [("qa", d, 1) for d in "ABCD"] + [("qb", "Z", 1)]
     ev = evaluate_rows(spark, run, qrels, "P@2,R@2,num_rel")
-    got = {(r[S.MEASURE_KEY], r[S.AVERAGING]): r[S.VALUE] for r in ev.aggregate.collect()}
+    got = {
+        (r[S.MEASURE_KEY], r[S.AVERAGING]): r[S.VALUE]
+        for r in ev.aggregate.collect()
+    }
     assert got[("P@2", "macro")] == pytest.approx((2 / 2 + 0 / 2) / 2)
     assert got[("P@2", "micro")] == pytest.approx((2 + 0) / (2 * 2))
     assert got[("R@2", "macro")] == pytest.approx((2 / 4 + 0 / 1) / 2)
@@ -249,10 +223,8 @@ def test_partitions_are_evaluated_separately(spark, engine):
     # system two puts A first: RR = 1
     two = run_df(spark, [("q1", "A", 9.0), ("q1", "D", 1.0)]).withColumn("system", F.lit("two"))
     ev = evaluate(
-        one.unionByName(two),
-        qrels_df(spark, WORKED_QRELS),
-        measures=parse_measures(["RR"]),
-        partition_columns=["system"],
+        one.unionByName(two), qrels_df(spark, WORKED_QRELS),
+        measures=parse_measures(["RR"]), partition_columns=["system"],
         run_stats=ENGINES[engine],
     )
     got = {r["system"]: r[S.VALUE] for r in ev.per_query.collect()}

@@ -36,34 +36,15 @@ result""",
 def test_a_cell_ending_in_result_shows_a_short_summary(tmp_path: Path):
     path = tmp_path / "evaluate.ipynb"
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
-    notebook.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
     nbformat.write(notebook, path)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "nbconvert",
-            "--to",
-            "notebook",
-            "--execute",
-            "--ExecutePreprocessor.timeout=600",
-            "--output",
-            "executed.ipynb",
-            str(path),
-        ],
-        check=True,
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
+         "--ExecutePreprocessor.timeout=600", "--output", "executed.ipynb", str(path)],
+        check=True, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     cells = json.loads((tmp_path / "executed.ipynb").read_text())["cells"]
     shown = [o for o in cells[1]["outputs"] if o["output_type"] == "execute_result"]
     assert len(shown) == 1

@@ -19,18 +19,11 @@ MANY = [f"{m}@{k}" for m in ("P", "nDCG") for k in range(1, 21)]
 
 def inputs(spark):
     run = spark.createDataFrame(
-        [
-            (s, f"q{q}", f"d{d}", float(10 - d + i * (d % 2)))
-            for i, s in enumerate(("bm25", "dense"))
-            for q in range(3)
-            for d in range(6)
-        ],
-        "system string, query_id string, doc_id string, score double",
-    )
-    qrels = spark.createDataFrame(
-        [(f"q{q}", f"d{d}", 1) for q in range(3) for d in (1, 4)],
-        "query_id string, doc_id string, relevance int",
-    )
+        [(s, f"q{q}", f"d{d}", float(10 - d + i * (d % 2)))
+         for i, s in enumerate(("bm25", "dense")) for q in range(3) for d in range(6)],
+        "system string, query_id string, doc_id string, score double")
+    qrels = spark.createDataFrame([(f"q{q}", f"d{d}", 1) for q in range(3) for d in (1, 4)],
+                                  "query_id string, doc_id string, relevance int")
     return run, qrels
 
 
@@ -62,8 +55,7 @@ def driver_calls(monkeypatch):
 
 
 def test_per_query_is_planned_once_with_driver_calls_that_do_not_grow_with_measures(
-    spark, driver_calls
-):
+        spark, driver_calls):
     run, qrels = inputs(spark)
     made = {}
     for name, measures in (("few", FEW), ("many", MANY)):
@@ -86,22 +78,14 @@ def test_the_measure_names_of_the_long_format_are_the_registry_s(spark):
     run, qrels = inputs(spark)
     asked = ["P@3", "nDCG@5", "map", "RR", "P(rel=2)@2", "nDCG@5[judged]"]
     result = releval.evaluate(run, qrels, measures=asked)
-    rows = (
-        result.per_query.select("measure", "cutoff", "rel_level", "judged_only", "measure_key")
-        .distinct()
-        .collect()
-    )
+    rows = result.per_query.select(
+        "measure", "cutoff", "rel_level", "judged_only", "measure_key").distinct().collect()
     assert len(rows) == len(result.evaluation.measures)
-    assert sorted(tuple(r) for r in rows if r.measure_key in asked or r.measure == "AP") == sorted(
-        [
-            ("AP", None, 1, False, "AP"),
-            ("P", 2, 2, False, "P(rel=2)@2"),
-            ("P", 3, 1, False, "P@3"),
-            ("RR", None, 1, False, "RR"),
-            ("nDCG", 5, 1, False, "nDCG@5"),
-            ("nDCG", 5, 1, True, "nDCG@5[judged]"),
-        ]
-    )
+    assert sorted(tuple(r) for r in rows if r.measure_key in asked or r.measure == "AP") == sorted([
+        ("AP", None, 1, False, "AP"), ("P", 2, 2, False, "P(rel=2)@2"),
+        ("P", 3, 1, False, "P@3"), ("RR", None, 1, False, "RR"),
+        ("nDCG", 5, 1, False, "nDCG@5"), ("nDCG", 5, 1, True, "nDCG@5[judged]"),
+    ])
 
 
 def test_dir_lists_the_public_api_and_every_name_imports():
@@ -124,9 +108,8 @@ def test_repr_is_short_names_the_inputs_and_shows_the_macro_means(spark, monkeyp
 
     aggregations = []
     counts = result_module.query_counts
-    monkeypatch.setattr(
-        result_module, "query_counts", lambda *a, **k: aggregations.append(1) or counts(*a, **k)
-    )
+    monkeypatch.setattr(result_module, "query_counts",
+                        lambda *a, **k: aggregations.append(1) or counts(*a, **k))
     run, qrels = inputs(spark)
     asked = ["P@1", "RR", *MANY[5:25]]
     result = releval.evaluate(run, qrels, measures=asked, partition_by=["system"])
@@ -137,19 +120,19 @@ def test_repr_is_short_names_the_inputs_and_shows_the_macro_means(spark, monkeyp
     assert f"measures ({len(asked)}): P@1, RR, " in lines[1]
     assert "run 36 (0); qrels 6 (0)" in lines[2]  # 2 systems x 3 queries x 6 documents
     assert lines[3].strip() == "run partitions by system (2): bm25, dense"
-    table = lines[lines.index(next(x for x in lines if x.startswith("measure_key"))) :]
+    table = lines[lines.index(next(x for x in lines if x.startswith("measure_key"))):]
     assert table[0].split() == ["measure_key", "bm25", "dense"]
     # bm25 ranks d0 (not relevant) first in every query, dense ties d0 and d1 at 10 and
     # trec_eval's tie-break (doc id descending) puts the relevant d1 first: P@1 0 and 1,
     # RR 1/2 (d1 second) and 1; every query alike, so each interval is the mean (t) or
     # Wilson's around 0 and 1 with 3 queries: z^2 / (3 + z^2) = 3.8415 / 6.8415 = 0.5615
-    assert table[1].split() == ["P@1", "0.0000", "[0.000,", "0.561]", "1.0000", "[0.439,", "1.000]"]
-    assert table[2].split() == ["RR", "0.5000", "[0.500,", "0.500]", "1.0000", "[0.439,", "1.000]"]
+    assert table[1].split() == ["P@1", "0.0000", "[0.000,", "0.561]", "1.0000", "[0.439,",
+                                "1.000]"]
+    assert table[2].split() == ["RR", "0.5000", "[0.500,", "0.500]", "1.0000", "[0.439,",
+                                "1.000]"]
     # the aggregate's own values, cut to the first 20 measures
-    macro = {
-        (r.system, r.measure_key): r.value
-        for r in result.aggregate.where("averaging = 'macro'").collect()
-    }
+    macro = {(r.system, r.measure_key): r.value
+             for r in result.aggregate.where("averaging = 'macro'").collect()}
     rows = [x.split() for x in table[1:21]]
     assert all(float(r[1]) == pytest.approx(macro[("bm25", r[0])], abs=5e-5) for r in rows)
     assert table[21] == f"... {len(result.evaluation.measures) - 20} more measures"
@@ -165,7 +148,8 @@ def test_repr_without_partitions_and_when_the_aggregate_fails(spark, monkeypatch
     from releval import result as result_module
 
     run, qrels = inputs(spark)
-    one = releval.evaluate(run.where("system = 'bm25'").drop("system"), qrels, measures=["P@1"])
+    one = releval.evaluate(run.where("system = 'bm25'").drop("system"), qrels,
+                           measures=["P@1"])
     text = repr(one)
     assert "run partitions" not in text
     assert "measure_key  mean" in text and "P@1          0.0000 [0.000, 0.561]" in text
@@ -192,11 +176,9 @@ def test_text_and_html_tables_cut_rows_and_columns():
     ]
     # 22 characters hold the first two columns (7 + 2 + 6 = 15; with the third, 24)
     assert display.text_table(rows, columns, max_width=22).splitlines()[-1] == (
-        "... 2 more columns"
-    )
+        "... 2 more columns")
     assert display.text_table(rows[:1], columns, max_width=22).splitlines()[0] == (
-        "measure   value"
-    )
+        "measure   value")
     html = display.html_table(rows, columns, max_rows=1, noun="measure", caption="a & b")
     assert html.startswith("<table><caption>a &amp; b</caption><thead><tr><th>measure</th>")
     assert '<td style="text-align: right">0.4123</td>' in html and "x&lt;y" not in html

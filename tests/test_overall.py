@@ -22,27 +22,15 @@ from releval.report.html import means_table
 MEASURES = ["nDCG@10", "RR", "P@2", "AP", "num_rel_ret"]
 RUN_SCHEMA = "system string, query_id string, doc_id string, score double, device string"
 RUN = [
-    ("s", "q1", "a", 3.0, "mobile"),
-    ("s", "q1", "b", 2.0, "mobile"),
-    ("s", "q2", "c", 3.0, "desktop"),
-    ("s", "q2", "a", 2.0, "desktop"),
-    ("s", "q3", "b", 3.0, "mobile"),
-    ("s", "q3", "c", 2.0, "mobile"),
-    ("s", "q5", "a", 3.0, "mobile"),
-    ("s", "q5", "b", 2.0, "desktop"),  # disagree
-    ("t", "q1", "b", 3.0, "desktop"),
-    ("t", "q1", "a", 2.0, "desktop"),
-    ("t", "q2", "a", 3.0, "mobile"),
-    ("t", "q4", "a", 3.0, "mobile"),
+    ("s", "q1", "a", 3.0, "mobile"), ("s", "q1", "b", 2.0, "mobile"),
+    ("s", "q2", "c", 3.0, "desktop"), ("s", "q2", "a", 2.0, "desktop"),
+    ("s", "q3", "b", 3.0, "mobile"), ("s", "q3", "c", 2.0, "mobile"),
+    ("s", "q5", "a", 3.0, "mobile"), ("s", "q5", "b", 2.0, "desktop"),  # disagree
+    ("t", "q1", "b", 3.0, "desktop"), ("t", "q1", "a", 2.0, "desktop"),
+    ("t", "q2", "a", 3.0, "mobile"), ("t", "q4", "a", 3.0, "mobile"),
 ]
-QRELS = [
-    ("q1", "a", 1),
-    ("q2", "a", 2),
-    ("q2", "c", 1),
-    ("q3", "c", 1),
-    ("q4", "a", 1),
-    ("q5", "b", 1),
-]
+QRELS = [("q1", "a", 1), ("q2", "a", 2), ("q2", "c", 1), ("q3", "c", 1), ("q4", "a", 1),
+         ("q5", "b", 1)]
 QUERIES = [("q1", "head", 5.0), ("q2", "head", 1.0), ("q3", "tail", 0.5), ("q4", "tail", 2.0)]
 
 
@@ -54,14 +42,10 @@ def _evaluate(spark, variant: str):
     queries = spark.createDataFrame(QUERIES, "query_id string, segment string, weight double")
     weighted = variant == "weighted"
     return releval.evaluate(
-        run,
-        qrels,
-        measures=MEASURES,
-        partition_by=["system"],
+        run, qrels, measures=MEASURES, partition_by=["system"],
         queries=queries if weighted else queries.drop("weight"),
         queries_columns={"weight": "weight"} if weighted else None,
-        slices=["segment", "device"],
-    )
+        slices=["segment", "device"])
 
 
 @pytest.fixture(scope="module")
@@ -71,45 +55,29 @@ def results(spark):
 
 def _means_part(text: str) -> str:
     """From the macro means' header on: the inputs' lines above differ by the queries input."""
-    return text[text.index("macro means") :]
+    return text[text.index("macro means"):]
 
 
 def _report(result) -> tuple[str, str]:
     agg = result.aggregate.toPandas()
-    data = ReportData(
-        aggregate=agg,
-        per_query=pd.DataFrame(),
-        comparison=None,
-        run_log=None,
-        run_columns=("system",),
-        date_column=None,
-        date=None,
-        tables=(),
-    )
+    data = ReportData(aggregate=agg, per_query=pd.DataFrame(), comparison=None, run_log=None,
+                      run_columns=("system",), date_column=None, date=None, tables=())
     return means_table(data, MEASURES), run_means(data, MEASURES)
 
 
 def _wide(spark, result, name: str) -> list[dict]:
     result.aggregate.createOrReplaceTempView(name)
-    sql = aggregate_view_sql(
-        ViewSpec(source=name, measure_keys=tuple(MEASURES), partition_columns=("system",))
-    )
+    sql = aggregate_view_sql(ViewSpec(source=name, measure_keys=tuple(MEASURES),
+                                      partition_columns=("system",)))
     rows = spark.sql(f"SELECT * FROM ({sql}) WHERE {OVERALL_SQL}").collect()
     return sorted((r.asDict() for r in rows), key=lambda r: r["system"])
 
 
 def _trec_eval(result) -> list[str]:
     found = [r.asDict() for r in result.aggregate.collect()]
-    return [
-        line
-        for s in ("s", "t")
-        for line in iter_trec_eval_lines(
-            result.evaluation.measures,
-            [],
-            [r for r in found if r["system"] == s],
-            partition_columns=["system"],
-        )
-    ]
+    return [line for s in ("s", "t") for line in iter_trec_eval_lines(
+        result.evaluation.measures, [], [r for r in found if r["system"] == s],
+        partition_columns=["system"])]
 
 
 @pytest.mark.parametrize("variant", ["sliced", "weighted"])
@@ -120,19 +88,16 @@ def test_every_output_shows_the_same_overall_numbers(spark, results, variant, tm
     assert _means_part(sliced._repr_html_()) == _means_part(plain._repr_html_())
     assert _report(sliced) == _report(plain)
     keys = MEASURES
-    assert render_overview(
-        sliced.aggregate.collect(), measure_keys=keys, partition_columns=["system"]
-    ) == render_overview(plain.aggregate.collect(), measure_keys=keys, partition_columns=["system"])
+    assert (render_overview(sliced.aggregate.collect(), measure_keys=keys,
+                            partition_columns=["system"])
+            == render_overview(plain.aggregate.collect(), measure_keys=keys,
+                               partition_columns=["system"]))
     assert _trec_eval(sliced) == _trec_eval(plain)
     with_weight = [c for c in _wide(spark, sliced, f"agg_{variant}")[0] if c.endswith("_weighted")]
-    got = [
-        {k: v for k, v in r.items() if k not in with_weight}
-        for r in _wide(spark, sliced, f"agg_{variant}")
-    ]
-    want = [
-        {k: v for k, v in r.items() if k not in with_weight}
-        for r in _wide(spark, plain, "agg_plain")
-    ]
+    got = [{k: v for k, v in r.items() if k not in with_weight}
+           for r in _wide(spark, sliced, f"agg_{variant}")]
+    want = [{k: v for k, v in r.items() if k not in with_weight}
+            for r in _wide(spark, plain, "agg_plain")]
     assert got == want and len(got) == 2
     mlflow.set_tracking_uri((tmp_path / "mlruns").as_uri())
     logged = [mlflow.get_run(r.log_mlflow()).data.metrics for r in (sliced, plain)]
@@ -144,21 +109,16 @@ def test_the_overall_numbers_are_worked_by_hand(results):
     # q5 a b (1): RR 1/2 (its rows disagree on the device: it keeps its score); q4 not
     # retrieved: 0. Mean (1 + 1 + 1/2 + 1/2 + 0) / 5
     for result in results.values():
-        rr = {
-            r["system"]: r[S.VALUE]
-            for r in overall(result.aggregate.collect(), MACRO)
-            if r[S.MEASURE_KEY] == "RR"
-        }
+        rr = {r["system"]: r[S.VALUE] for r in overall(result.aggregate.collect(), MACRO)
+              if r[S.MEASURE_KEY] == "RR"}
         assert rr["s"] == pytest.approx(3 / 5)
 
 
 def test_overall_keeps_the_rows_over_all_queries():
-    rows = [
-        {S.SLICE: None, S.AVERAGING: "macro", S.VALUE: 0.5},
-        {S.SLICE: "segment", S.SLICE_VALUE: "head", S.AVERAGING: "macro", S.VALUE: 0.9},
-        {S.SLICE: None, S.AVERAGING: "weighted", S.VALUE: 0.4},
-        {S.SLICE: None, S.AVERAGING: "sum", S.VALUE: 7.0},
-    ]
+    rows = [{S.SLICE: None, S.AVERAGING: "macro", S.VALUE: 0.5},
+            {S.SLICE: "segment", S.SLICE_VALUE: "head", S.AVERAGING: "macro", S.VALUE: 0.9},
+            {S.SLICE: None, S.AVERAGING: "weighted", S.VALUE: 0.4},
+            {S.SLICE: None, S.AVERAGING: "sum", S.VALUE: 7.0}]
     assert [r[S.VALUE] for r in overall(rows)] == [0.5, 0.4, 7.0]
     assert [r[S.VALUE] for r in overall(rows, MACRO)] == [0.5]
     assert [r[S.VALUE] for r in overall(rows, HEADLINE)] == [0.5, 7.0]

@@ -19,12 +19,8 @@ KEY = (S.SLICE, S.SLICE_VALUE, S.MEASURE_KEY, S.AVERAGING)
 NUMBERS = (S.VALUE, S.NUM_QUERIES, S.CI_LOW, S.CI_HIGH)
 pytestmark = pytest.mark.slow  # ten examples of one or two evaluations each
 # no shrinking: each example is an evaluation or two on the shared session
-SETTINGS = settings(
-    max_examples=10,
-    deadline=None,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+SETTINGS = settings(max_examples=10, deadline=None, phases=[Phase.explicit, Phase.generate],
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @st.composite
@@ -34,25 +30,16 @@ def inputs(draw):
     run, qrels, other = [], [], []
     for q in queries:
         for d in draw(st.lists(st.sampled_from(DOCS), min_size=1, max_size=4, unique=True)):
-            run.append(
-                (
-                    "s",
-                    q,
-                    d,
-                    float(draw(st.integers(0, 3))),
-                    draw(st.sampled_from(["mobile", "desktop", None])),
-                )
-            )
+            run.append(("s", q, d, float(draw(st.integers(0, 3))),
+                        draw(st.sampled_from(["mobile", "desktop", None]))))
         for d in draw(st.lists(st.sampled_from(DOCS), max_size=3, unique=True)):
             qrels.append((q, d, draw(st.integers(0, 2))))
         if draw(st.booleans()):
             other.append(("o", q, draw(st.sampled_from(DOCS)), 1.0, "mobile"))
     if not qrels:
         qrels.append((queries[0], "a", 1))
-    attrs = [
-        (q, draw(st.sampled_from(["head", "tail"])), float(draw(st.integers(0, 3))))
-        for q in queries
-    ]
+    attrs = [(q, draw(st.sampled_from(["head", "tail"])), float(draw(st.integers(0, 3))))
+             for q in queries]
     return run, qrels, attrs, other
 
 
@@ -60,25 +47,16 @@ def _rows(spark, run, qrels, attrs=None, *, slices=()):
     result = releval.evaluate(
         spark.createDataFrame(run, RUN_SCHEMA),
         spark.createDataFrame(qrels, "query_id string, doc_id string, relevance int"),
-        measures=MEASURES,
-        partition_by=["system"],
-        queries=(
-            None
-            if attrs is None
-            else spark.createDataFrame(attrs, "query_id string, segment string, weight double")
-        ),
-        queries_columns=None if attrs is None else {"weight": "weight"},
-        slices=slices,
-    )
+        measures=MEASURES, partition_by=["system"],
+        queries=(None if attrs is None else
+                 spark.createDataFrame(attrs, "query_id string, segment string, weight double")),
+        queries_columns=None if attrs is None else {"weight": "weight"}, slices=slices)
     return [r.asDict() for r in result.aggregate.collect()]
 
 
 def _by_key(rows, system="s"):
-    return {
-        tuple(r[k] for k in KEY): tuple(r[k] for k in NUMBERS)
-        for r in rows
-        if r["system"] == system
-    }
+    return {tuple(r[k] for k in KEY): tuple(r[k] for k in NUMBERS)
+            for r in rows if r["system"] == system}
 
 
 def _same(got, want):
@@ -97,10 +75,8 @@ def test_the_order_of_queries_and_rows_changes_no_number(spark, data, order):
     for rows in shuffled:
         order.shuffle(rows)
     slices = ["segment", "device"]
-    _same(
-        _by_key(_rows(spark, *shuffled, slices=slices)),
-        _by_key(_rows(spark, run, qrels, attrs, slices=slices)),
-    )
+    _same(_by_key(_rows(spark, *shuffled, slices=slices)),
+          _by_key(_rows(spark, run, qrels, attrs, slices=slices)))
 
 
 @SETTINGS
@@ -108,6 +84,7 @@ def test_the_order_of_queries_and_rows_changes_no_number(spark, data, order):
 def test_slices_and_another_run_partition_change_no_overall_number(spark, data):
     run, qrels, attrs, other = data
     plain = _by_key(_rows(spark, run, qrels))
-    sliced = _by_key(overall(_rows(spark, run + other, qrels, attrs, slices=["segment", "device"])))
+    sliced = _by_key(overall(_rows(spark, run + other, qrels, attrs,
+                                   slices=["segment", "device"])))
     # the weighted rows come with the weight: the other overall rows are the same
     _same({k: v for k, v in sliced.items() if k[3] != "weighted"}, plain)

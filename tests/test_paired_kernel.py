@@ -30,9 +30,7 @@ def test_paired_by_hand():
     assert got.effect_size == pytest.approx(0.175 / s) == pytest.approx(1.390759, abs=1e-6)
     assert got.t_p_value == pytest.approx(0.068904, abs=1e-6)
     half = 3.182446 * s / 2
-    assert (got.diff_ci_low, got.diff_ci_high) == pytest.approx(
-        (0.175 - half, 0.175 + half), abs=1e-6
-    )
+    assert (got.diff_ci_low, got.diff_ci_high) == pytest.approx((0.175 - half, 0.175 + half), abs=1e-6)
 
 
 def test_t_test_and_interval_agree_with_scipy():
@@ -161,8 +159,7 @@ def test_tukey_hsd_against_exact_enumeration_and_numpy():
         m = rng.permuted(x, axis=1).mean(axis=0)
         ref_spreads[b] = m.max() - m.min()
     reference = (1 + (ref_spreads[None, None, :] >= observed[:, :, None] - 1e-12).sum(axis=2)) / (
-        1 + permutations
-    )
+        1 + permutations)
     assert (np.abs(got - reference) <= 3 * np.sqrt(2) * se + 1 / permutations).all()
 
 
@@ -174,7 +171,6 @@ def test_tukey_hsd_with_equal_systems_and_row_order():
     keys = keys_for(30)
     order = rng.permutation(30)
     p = kernel.tukey_hsd_p(y, keys, permutations=2000)
-    np.testing.assert_allclose(
-        kernel.tukey_hsd_p(y[order], keys[order], permutations=2000), p, rtol=0, atol=0
-    )
+    np.testing.assert_allclose(kernel.tukey_hsd_p(y[order], keys[order], permutations=2000), p,
+                               rtol=0, atol=0)
     assert p[0, 2] < 0.001 and p[0, 1] > 0.05  # 0.3 apart: clear; 0.02: not

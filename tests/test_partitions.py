@@ -26,9 +26,7 @@ def test_partition_arg_forms() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    "bad", ["date", "=x", "date=", "date=..2026-11-29", "date=2026-11-29..2026-11-27"]
-)
+@pytest.mark.parametrize("bad", ["date", "=x", "date=", "date=..2026-11-29", "date=2026-11-29..2026-11-27"])
 def test_malformed_partition_args_are_errors(bad: str) -> None:
     with pytest.raises(ConfigError, match="--partition"):
         parse_partition_arg(bad)
@@ -36,9 +34,7 @@ def test_malformed_partition_args_are_errors(bad: str) -> None:
 
 def test_selection_predicate_combines_keys_with_and() -> None:
     selection = parse_selection(
-        ["system=bm25,dense"],
-        date_from="2026-11-27",
-        date_to="2026-11-28",
+        ["system=bm25,dense"], date_from="2026-11-27", date_to="2026-11-28",
         run_partition_columns=RUN_PARTS,
     )
     assert selection_predicate(selection) == (
@@ -54,9 +50,7 @@ def test_no_option_selects_everything() -> None:
 
 
 def test_unknown_key_names_the_run_partition_columns() -> None:
-    with pytest.raises(
-        ConfigError, match=r"\['day'\] are not run partition columns.*'system', 'date'"
-    ):
+    with pytest.raises(ConfigError, match=r"\['day'\] are not run partition columns.*'system', 'date'"):
         parse_selection(["day=2026-11-29"], run_partition_columns=RUN_PARTS)
 
 
@@ -77,11 +71,7 @@ def test_partitions_predicate_leads_with_output_partition_columns() -> None:
 
 
 def test_pending_is_available_minus_done() -> None:
-    available = [
-        {"system": "a", "date": "1"},
-        {"system": "b", "date": "1"},
-        {"system": "a", "date": "2"},
-    ]
+    available = [{"system": "a", "date": "1"}, {"system": "b", "date": "1"}, {"system": "a", "date": "2"}]
     done = [{"date": "1", "system": "a"}]
     # sorted by (date, system): b on date 1 before a on date 2
     assert pending_partitions(available, done) == [

@@ -20,10 +20,8 @@ def sm_power(effect: float, n: float, alpha: float) -> float:
     two = float(T_POWER.power(effect_size=effect, nobs=n, alpha=alpha, alternative="two-sided"))
     if not math.isnan(two):
         return two
-    return sum(
-        float(T_POWER.power(effect_size=e, nobs=n, alpha=alpha / 2, alternative="larger"))
-        for e in (effect, -effect)
-    )
+    return sum(float(T_POWER.power(effect_size=e, nobs=n, alpha=alpha / 2, alternative="larger"))
+               for e in (effect, -effect))
 
 
 def test_power_of_no_difference_is_alpha_and_rises_with_the_difference():
@@ -32,14 +30,8 @@ def test_power_of_no_difference_is_alpha_and_rises_with_the_difference():
         assert P.t_power(0.0, n, alpha=alpha) == pytest.approx(alpha, rel=1e-12)
     powers = [P.t_power(d, 20, alpha=0.05) for d in (0.0, 0.2, 0.5, 1.0, 2.0)]
     assert powers == sorted(powers) and powers[-1] > 0.999
-    for n, d, alpha in [
-        (2, 3.0, 0.05),
-        (10, 1.0, 0.05),
-        (34, 0.5, 0.05),
-        (200, 0.1, 0.01),
-        (5, 0.0, 0.05),
-        (1e6, 0.003, 0.05),
-    ]:
+    for n, d, alpha in [(2, 3.0, 0.05), (10, 1.0, 0.05), (34, 0.5, 0.05), (200, 0.1, 0.01),
+                        (5, 0.0, 0.05), (1e6, 0.003, 0.05)]:
         assert P.t_power(d, n, alpha=alpha) == pytest.approx(sm_power(d, n, alpha), abs=1e-12)
 
 
@@ -55,12 +47,10 @@ def test_detectable_effect_against_statsmodels():
             # d is where statsmodels' power function reaches the power
             assert sm_power(d, n, alpha) == pytest.approx(power, abs=1e-9), (n, alpha, power)
     for n in (3, 5, 10, 30, 100, 1000):  # where statsmodels' own solver converges
-        want = T_POWER.solve_power(
-            effect_size=None, nobs=n, alpha=0.05, power=0.8, alternative="two-sided"
-        )
+        want = T_POWER.solve_power(effect_size=None, nobs=n, alpha=0.05, power=0.8,
+                                   alternative="two-sided")
         assert P.detectable_effect(n, alpha=0.05, power=0.8) == pytest.approx(
-            float(np.squeeze(want)), rel=1e-4
-        )
+            float(np.squeeze(want)), rel=1e-4)
     assert math.isnan(P.detectable_effect(1, alpha=0.05, power=0.8))
     # a power the test has without any difference: d_min = 0
     assert P.detectable_effect(10, alpha=0.05, power=0.05) == 0.0
@@ -73,9 +63,8 @@ def test_pairs_needed_against_statsmodels():
     for d in (0.02, 0.05, 0.1, 0.3, 0.5, 1.0, 2.0, 3.0):
         for alpha, power in [(0.05, 0.8), (0.01, 0.9)]:
             n = P.pairs_needed(d, alpha=alpha, power=power)
-            real = T_POWER.solve_power(
-                effect_size=d, nobs=None, alpha=alpha, power=power, alternative="two-sided"
-            )
+            real = T_POWER.solve_power(effect_size=d, nobs=None, alpha=alpha, power=power,
+                                       alternative="two-sided")
             assert n == max(2, math.ceil(float(np.squeeze(real)))), (d, alpha, power)
             # the fewest: one pair less falls short
             assert sm_power(d, n, alpha) >= power
@@ -90,17 +79,15 @@ def test_paired_power_by_hand():
     # d = 0.1, -0.1, 0.2, 0: mean 0.05, deviations 0.05, -0.15, 0.15, -0.05,
     # s = sqrt((0.0025 + 0.0225 + 0.0225 + 0.0025) / 3) = sqrt(0.05 / 3) = 0.1290994
     s = math.sqrt(0.05 / 3)
-    got = P.paired_power(
-        np.array([0.1, -0.1, 0.2, 0.0]), alpha=0.05, power=0.8, effect_of_interest=0.02
-    )
+    got = P.paired_power(np.array([0.1, -0.1, 0.2, 0.0]), alpha=0.05, power=0.8,
+                         effect_of_interest=0.02)
     d4 = P.detectable_effect(4, alpha=0.05, power=0.8)
     assert sm_power(d4, 4, 0.05) == pytest.approx(0.8, abs=1e-9)
     assert got.min_detectable_diff == pytest.approx(d4 * s, rel=1e-12)
     # 0.02 / 0.1290994 = 0.154919 standard deviations
     assert got.queries_needed == P.pairs_needed(0.02 / s, alpha=0.05, power=0.8)
-    want = T_POWER.solve_power(
-        effect_size=0.02 / s, nobs=None, alpha=0.05, power=0.8, alternative="two-sided"
-    )
+    want = T_POWER.solve_power(effect_size=0.02 / s, nobs=None, alpha=0.05, power=0.8,
+                               alternative="two-sided")
     assert got.queries_needed == math.ceil(float(np.squeeze(want)))
 
 

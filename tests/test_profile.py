@@ -27,22 +27,20 @@ q2 0 b 1
 #: query several jobs); docs/performance.md lists them. A change that adds a pass over
 #: the data or a Delta snapshot shows up here; one that removes some lowers the bound.
 JOBS_AT_MOST = {
-    "read inputs": 0,  # lazy: a malformed line is counted by the evaluation's ledger
-    "evaluation": 10,  # the per-query statistics, persisted, with both inputs' ledgers
-    # (every row counted by the engine: no input has a pass of its
-    # own), the summary's counts, the unjudged shares and the
-    # aggregate's sums (one aggregation)
-    "quarantine": 0,  # nothing rejected and no table: nothing is created
-    "write per-query": 2,  # a new table: created and written by one commit (CTAS); the
-    # commit is found in the log files, not by a Spark job
-    "write aggregate": 2,  # its rows made on the driver from the evaluation's sums: one
-    # CTAS of the collected rows
+    "read inputs": 0,       # lazy: a malformed line is counted by the evaluation's ledger
+    "evaluation": 10,       # the per-query statistics, persisted, with both inputs' ledgers
+                            # (every row counted by the engine: no input has a pass of its
+                            # own), the summary's counts, the unjudged shares and the
+                            # aggregate's sums (one aggregation)
+    "quarantine": 0,        # nothing rejected and no table: nothing is created
+    "write per-query": 2,   # a new table: created and written by one commit (CTAS); the
+                            # commit is found in the log files, not by a Spark job
+    "write aggregate": 2,   # its rows made on the driver from the evaluation's sums: one
+                            # CTAS of the collected rows
 }
 
 
-def test_a_small_run_reports_its_phases_and_their_spark_jobs(
-    spark: SparkSession, tmp_path: Path
-) -> None:
+def test_a_small_run_reports_its_phases_and_their_spark_jobs(spark: SparkSession, tmp_path: Path) -> None:
     (tmp_path / "run.txt").write_text(RUN, encoding="utf-8")
     (tmp_path / "qrels.txt").write_text(QRELS, encoding="utf-8")
     out = tmp_path / "out"
@@ -50,9 +48,8 @@ def test_a_small_run_reports_its_phases_and_their_spark_jobs(
         run=RunSource(path=str(tmp_path / "run.txt"), format="trec", partition_columns=("run_id",)),
         qrels=QrelsSource(path=str(tmp_path / "qrels.txt"), format="trec"),
         evaluation=EvaluationSettings(measures=("P@2", "RR")),
-        output=OutputSettings(
-            per_query_path=str(out / "per_query"), aggregate_path=str(out / "aggregate")
-        ),
+        output=OutputSettings(per_query_path=str(out / "per_query"),
+                              aggregate_path=str(out / "aggregate")),
     )
     printed = io.StringIO()
     phases = Phases(spark, out=printed)

@@ -123,9 +123,7 @@ def per_query(rows) -> dict[tuple, float]:
     return {(r["run_id"], r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE] for r in rows}
 
 
-@settings(
-    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @pytest.mark.slow
 @given(rows=run_rows, qrels=qrels_rows)
 def test_job_metrics_equal_the_metrics_of_the_model_clean_rows(spark, rows, qrels):

@@ -109,15 +109,8 @@ def on_sample(command: str) -> bool:
 def execute(command: str, copy: Path, env: dict[str, str]) -> Ran:
     line = ".venv/bin/python readme_example.py" if command == "python" else command
     start = time.monotonic()
-    proc = subprocess.run(
-        ["bash", "-c", line],
-        cwd=copy,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=900,
-    )
+    proc = subprocess.run(["bash", "-c", line], cwd=copy, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=900)
     seconds = time.monotonic() - start
     print(f"\n{seconds:6.1f} s  exit {proc.returncode}  {command}")
     return Ran(command, proc.returncode, proc.stdout, seconds)
@@ -131,16 +124,12 @@ def ran(tmp_path_factory) -> Readme:
     for name in LINKED:
         (copy / name).symlink_to(ROOT / name)
     (copy / "readme_example.py").write_text(python_example(), encoding="utf-8")
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PYSPARK_", "SPARK_REMOTE", "RELEVAL_", "MAKE", "MFLAGS"))
-    }
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYSPARK_", "SPARK_REMOTE", "RELEVAL_", "MAKE", "MFLAGS"))}
     # install up to date, or each make target would run its steps first
     if subprocess.run(["make", "-q", "install"], cwd=copy, env=env).returncode != 0:
-        steps = subprocess.run(
-            ["make", "-n", "install"], cwd=copy, env=env, capture_output=True, text=True
-        ).stdout
+        steps = subprocess.run(["make", "-n", "install"], cwd=copy, env=env,
+                               capture_output=True, text=True).stdout
         pytest.fail(f"make install first; it would run:\n{steps}")
     commands = readme_commands()
     chains = [[c for c in commands if on_sample(c)], [c for c in commands if not on_sample(c)]]
@@ -163,14 +152,10 @@ def text_table(out: str) -> list[dict[str, str]]:
     """The first ``| a | b |`` table printed at the start of lines: its rows by header."""
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    end = next(
-        (i for i in range(start, len(lines)) if not lines[i].startswith(("|", "+"))), len(lines)
-    )
-    cells = [
-        [c.strip() for c in line.strip().strip("|").split("|")]
-        for line in lines[start:end]
-        if line.startswith("|")
-    ]
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith(("|", "+"))),
+               len(lines))
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")]
+             for line in lines[start:end] if line.startswith("|")]
     header = cells[0]
     return [dict(zip(header, row, strict=True)) for row in cells[1:] if row != header]
 
@@ -209,15 +194,11 @@ def test_make_run(ran):
     # the printed macro nDCG@10 is the mean of the per-query table's values
     copy = ran.copy
     per_query = DeltaTable(str(copy / "warehouse/releval/per_query")).to_pandas()
-    values = per_query[
-        (per_query["system"] == "bm25")
-        & (per_query["date"].astype(str) == DATE)
-        & (per_query["measure_key"] == "nDCG@10")
-    ]["value"]
+    values = per_query[(per_query["system"] == "bm25") & (per_query["date"].astype(str) == DATE)
+                       & (per_query["measure_key"] == "nDCG@10")]["value"]
     assert len(values) == 100
     assert float(row(rows, system="bm25", date=DATE)["nDCG@10"]) == pytest.approx(
-        values.mean(), abs=5e-5
-    )
+        values.mean(), abs=5e-5)
     for table in ("per_query", "aggregate", "attribution"):
         assert (copy / "warehouse/releval" / table / "_delta_log").is_dir(), table
 
@@ -226,11 +207,8 @@ def test_python_example(ran):
     got = one(ran, "python")
     # aggregate: bm25 ranks q1's d1 (unjudged) above d2 (grade 2): RR 1/2; q2's d7 first: 1;
     # mean (1/2 + 1) / 2 = 0.75; dense ranks both first: 1.0
-    cells = [
-        [c.strip() for c in line.strip("|").split("|")]
-        for line in got.out.splitlines()
-        if line.startswith("|")
-    ]
+    cells = [[c.strip() for c in line.strip("|").split("|")]
+             for line in got.out.splitlines() if line.startswith("|")]
     assert ["bm25", "RR", "0.75"] == next(c[:3] for c in cells if c[:2] == ["bm25", "RR"])
     assert ["dense", "RR", "1.0"] == next(c[:3] for c in cells if c[:2] == ["dense", "RR"])
     # the per-query RR of bm25 on q1, and the comparison's mean difference 1.0 - 0.75
@@ -267,11 +245,8 @@ def test_cli_gate(ran):
     verdict = re.search(r"^gate: (\w+) ", got.out, re.M)
     assert verdict and got.code == EXIT[verdict.group(1)], got.out[-3000:]
     # the change rule's estimate: hybrid's mean nDCG@10 minus bm25's (both scored every query)
-    rule = next(
-        line.split()
-        for line in got.out.splitlines()
-        if line.strip().startswith("nDCG@10 change >= -0.05")
-    )
+    rule = next(line.split() for line in got.out.splitlines()
+                if line.strip().startswith("nDCG@10 change >= -0.05"))
     diff = oracle("hybrid", "ndcg_cut.10") - oracle("bm25", "ndcg_cut.10")
     assert float(rule[4]) == pytest.approx(diff, abs=5e-5)
 
@@ -286,11 +261,8 @@ def test_make_compare(ran):
     got = one(ran, "make compare")
     run = text_table(one(ran, "make run").out)
     # the first table, one row per candidate and measure: [*] candidate measure n base cand diff
-    words = next(
-        line.replace("*", " ").split()
-        for line in got.out.splitlines()
-        if re.match(rf"\s*\*?\s*system=hybrid/date={DATE}\s+nDCG@10\s", line)
-    )
+    words = next(line.replace("*", " ").split() for line in got.out.splitlines()
+                 if re.match(rf"\s*\*?\s*system=hybrid/date={DATE}\s+nDCG@10\s", line))
     n, base, cand, diff = words[2:6]
     assert n == "100"
     # the baseline's and the candidate's means are those make run printed
@@ -334,8 +306,7 @@ def test_make_report(ran):
     cell = re.search(r'data-run="bm25" data-measure="nDCG@10" title="([^"]+)"', page)
     assert cell and got.code == 0
     assert float(cell.group(1)) == pytest.approx(
-        float(row(run, system="bm25", date=latest)["nDCG@10"]), abs=5e-5
-    )
+        float(row(run, system="bm25", date=latest)["nDCG@10"]), abs=5e-5)
 
 
 def test_spark_submit(ran):

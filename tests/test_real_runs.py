@@ -12,9 +12,7 @@ from support.trec_eval_text import implemented
 
 from releval.cli import main
 
-pytestmark = (
-    pytest.mark.slow
-)  # real TREC submissions, every measure against trec_eval's output (large inputs)
+pytestmark = pytest.mark.slow  # real TREC submissions, every measure against trec_eval's output (large inputs)
 
 #: trec_eval rounds to 4 decimals: half a unit of the 4th, plus the float error of a value
 #: on the half (robust03's P_200 all is 0.06035: trec_eval's sum rounds up, releval's is below)
@@ -34,31 +32,12 @@ def read_trec_eval(path: Path) -> dict[tuple[str, str], float]:
             continue
     return values
 
-
-def evaluate_judged_only(
-    run: Path,
-    qrels: Path,
-    measures: str,
-    tmp_path: Path,
-    options: tuple[str, ...] = ("--judged-only",),
-) -> Path:
+def evaluate_judged_only(run: Path, qrels: Path, measures: str, tmp_path: Path,
+                         options: tuple[str, ...] = ("--judged-only",)) -> Path:
     out = tmp_path / "te.txt"
-    code = main(
-        [
-            "evaluate",
-            "--run",
-            str(run),
-            "--qrels",
-            str(qrels),
-            *options,
-            "--measures",
-            measures,
-            "--output",
-            str(tmp_path / "tables"),
-            "--trec-eval-output",
-            str(out),
-        ]
-    )
+    code = main(["evaluate", "--run", str(run), "--qrels", str(qrels), *options,
+                 "--measures", measures, "--output", str(tmp_path / "tables"),
+                 "--trec-eval-output", str(out)])
     assert code == 0
     return out
 
@@ -72,31 +51,23 @@ def test_judged_only_values_under_trec_eval_names(shared_session, tmp_path):
     qrels.write_text("q1 0 x 0\nq1 0 r 1\n")
     out = evaluate_judged_only(run, qrels, "P@1,P@2,RR", tmp_path)
     assert read_trec_eval(out) == {
-        ("P_1", "q1"): 0.0,
-        ("P_2", "q1"): 0.5,
-        ("recip_rank", "q1"): 0.5,
-        ("num_ret", "q1"): 2.0,
-        ("num_rel", "q1"): 1.0,
-        ("num_rel_ret", "q1"): 1.0,
-        ("P_1", "all"): 0.0,
-        ("P_2", "all"): 0.5,
-        ("recip_rank", "all"): 0.5,
-        ("num_ret", "all"): 2.0,
-        ("num_rel", "all"): 1.0,
-        ("num_rel_ret", "all"): 1.0,
+        ("P_1", "q1"): 0.0, ("P_2", "q1"): 0.5, ("recip_rank", "q1"): 0.5,
+        ("num_ret", "q1"): 2.0, ("num_rel", "q1"): 1.0, ("num_rel_ret", "q1"): 1.0,
+        ("P_1", "all"): 0.0, ("P_2", "all"): 0.5, ("recip_rank", "all"): 0.5,
+        ("num_ret", "all"): 2.0, ("num_rel", "all"): 1.0, ("num_rel_ret", "all"): 1.0,
         ("num_q", "all"): 1.0,
     }
 
 
 #: trec_eval output file -> the options that reproduce it
-OUTPUTS = {"te_l1.txt": (), "te_l2.txt": ("--relevance-level", "2"), "te_J.txt": ("--judged-only",)}
+OUTPUTS = {"te_l1.txt": (), "te_l2.txt": ("--relevance-level", "2"),
+           "te_J.txt": ("--judged-only",)}
 
 
 @pytest.mark.parametrize("output", sorted(OUTPUTS))
 @pytest.mark.parametrize("dataset", DATASETS)
-def test_every_measure_agrees_with_trec_eval_on_real_runs(
-    shared_session, production_codegen, tmp_path, dataset, output
-):
+def test_every_measure_agrees_with_trec_eval_on_real_runs(shared_session, production_codegen,
+                                                          tmp_path, dataset, output):
     folder = REAL / dataset
     if not folder.is_dir():
         pytest.skip(f"real TREC runs not found at {folder}")
@@ -105,15 +76,13 @@ def test_every_measure_agrees_with_trec_eval_on_real_runs(
     names = implemented(numeric)
     assert sorted(numeric - set(names)) == []  # every numeric line of all_trec
     with production_codegen():  # the production engine, as production compiles it
-        out = evaluate_judged_only(
-            folder / "run.trec", folder / "qrels.trec", "all_trec", tmp_path, OUTPUTS[output]
-        )
+        out = evaluate_judged_only(folder / "run.trec", folder / "qrels.trec", "all_trec",
+                                   tmp_path, OUTPUTS[output])
     produced = read_trec_eval(out)
     if output == "te_l2.txt":
         # trec_eval's -c recounts num_rel's all line from the raw qrels as label > 0, not -l
         del expected[("num_rel", "all")], produced[("num_rel", "all")]
     assert produced.keys() == expected.keys()
-    mismatches = [
-        (k, v, produced[k]) for k, v in sorted(expected.items()) if abs(produced[k] - v) > TOLERANCE
-    ]
+    mismatches = [(k, v, produced[k]) for k, v in sorted(expected.items())
+                  if abs(produced[k] - v) > TOLERANCE]
     assert not mismatches, f"{len(mismatches)} of {len(expected)}, first: {mismatches[:5]}"

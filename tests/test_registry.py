@@ -51,22 +51,8 @@ def test_unknown_name_lists_close_and_valid_names():
     assert str(sorted(REGISTRY))[1:-1].split(",")[0] in message
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "P@0",
-        "P@-1",
-        "P@ten",
-        "P",
-        "AP(rel=x)",
-        "num_ret@5",
-        "iprec",
-        "rbp(q=0.5)",
-        "rbp(p=x)",
-        "rbp(p)",
-        "set_F(beta=1",
-    ],
-)
+@pytest.mark.parametrize("text", ["P@0", "P@-1", "P@ten", "P", "AP(rel=x)", "num_ret@5",
+                                  "iprec", "rbp(q=0.5)", "rbp(p=x)", "rbp(p)", "set_F(beta=1"])
 def test_bad_parameters(text):
     with pytest.raises(MeasureError):
         parse_measure(text)
@@ -80,14 +66,7 @@ def test_comma_separated_list_keeps_order_and_drops_repeats():
 def test_trec_eval_sets_by_name():
     official = parse_measures(["trec_eval"])
     assert [m.trec_name for m in official][:9] == [
-        "num_ret",
-        "num_rel",
-        "num_rel_ret",
-        "map",
-        "gm_map",
-        "Rprec",
-        "bpref",
-        "recip_rank",
+        "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
         "iprec_at_recall_0.00",
     ]
     assert len(official) == 3 + 5 + 11 + 9  # counts, map..recip_rank, 11 points, 9 cutoffs
@@ -96,9 +75,7 @@ def test_trec_eval_sets_by_name():
     assert len({m.trec_name for m in everything}) == 97
     # a set and a measure with parameters in one comma-separated list
     assert [m.key for m in parse_measures(["trec_eval, rbp(p=0.5), set_F(beta=2)"])][-2:] == [
-        "rbp(p=0.5)",
-        "set_F(beta=2)",
-    ]
+        "rbp(p=0.5)", "set_F(beta=2)"]
 
 
 def test_every_spec_documents_its_formula():
@@ -111,10 +88,6 @@ def test_the_measures_page_is_the_registrys():
     from releval.core.measures import page
 
     written = (Path(__file__).resolve().parents[1] / "docs" / "measures.md").read_text()
-    assert written == page.render(), (
-        "regenerate: python -m releval.core.measures.page > docs/measures.md"
-    )
+    assert written == page.render(), "regenerate: python -m releval.core.measures.page > docs/measures.md"
     assert "| `P` | `Precision` | `@k` required | - | macro, micro | [0, 1] | `P_k` |" in written
-    assert (
-        "| `utility` | - | no cutoff | `a` = 1, `b` = -1, `c` = 0, `d` = 0 | macro | - |" in written
-    )
+    assert "| `utility` | - | no cutoff | `a` = 1, `b` = -1, `c` = 0, `d` = 0 | macro | - |" in written

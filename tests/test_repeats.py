@@ -28,12 +28,9 @@ def test_best_first_keeps_the_given_order_of_full_ties():
     # the same document twice at the same score: the sort is stable, so the row given first
     # (the quarantine gives them in file order) comes first
     docs = pa.array(["A"])
-    assert best_first(
-        np.array([0, 0]), np.array([-1.0, -1.0]), np.array([0, 0]), docs
-    ).tolist() == [0, 1]
-    assert best_first(
-        np.array([0, 0, 0]), np.array([-1.0, -1.0, -2.0]), np.array([0, 0, 0]), docs
-    ).tolist() == [2, 0, 1]
+    assert best_first(np.array([0, 0]), np.array([-1.0, -1.0]), np.array([0, 0]), docs).tolist() == [0, 1]
+    assert best_first(np.array([0, 0, 0]), np.array([-1.0, -1.0, -2.0]), np.array([0, 0, 0]),
+                      docs).tolist() == [2, 0, 1]
 
 
 def test_best_first_of_rows_already_in_order_breaks_their_ties_by_doc_id():
@@ -53,19 +50,13 @@ def test_a_documents_later_occurrences_are_repeated():
     group = np.array([0, 0, 0, 1, 1])
     doc = np.array([5, 3, 5, 5, 5])
     assert repeated_documents(group, doc, 6).tolist() == [False, False, True, False, True]
-    assert (
-        repeated_documents(np.array([], dtype=np.int64), np.array([], dtype=np.int64), 0).tolist()
-        == []
-    )
+    assert repeated_documents(np.array([], dtype=np.int64), np.array([], dtype=np.int64), 0).tolist() == []
 
 
 def test_a_shared_rank_goes_to_the_first_in_tie_order():
     # group 0: ranks 1, 1, 2 (the second row at rank 1 loses it); group 1: rank 1 (its own)
     assert shared_ranks(np.array([0, 0, 0, 1]), np.array([1, 1, 2, 1])).tolist() == [
-        False,
-        True,
-        False,
-        False,
+        False, True, False, False,
     ]
 
 
@@ -78,88 +69,49 @@ def test_the_highest_label_is_the_judgment():
     assert best.tolist() == [1, 2, 2, 2]
     label = np.array([0, 2, 2, 1])[order]
     assert (label < best).tolist() == [False, False, False, True]  # row 0: conflicting_label
-    assert ((label == best) & ~first).tolist() == [
-        False,
-        False,
-        True,
-        False,
-    ]  # row 2: exact duplicate
+    assert ((label == best) & ~first).tolist() == [False, False, True, False]  # row 2: exact duplicate
 
 
 def _run_rows(rows: list[tuple]) -> pa.Table:
-    return pa.table(
-        {
-            "run_id": [r[0] for r in rows],
-            S.QUERY_ID: [r[1] for r in rows],
-            S.DOC_ID: [r[2] for r in rows],
-            S.SCORE: pa.array([r[3] for r in rows], pa.float64()),
-            S.RANK: pa.array([r[4] for r in rows], pa.int32()),
-            "_source": ["f"] * len(rows),
-            "_line": pa.array([r[5] for r in rows], pa.int64()),
-            REASON: pa.array([r[6] for r in rows], pa.string()),
-        }
-    )
+    return pa.table({
+        "run_id": [r[0] for r in rows], S.QUERY_ID: [r[1] for r in rows],
+        S.DOC_ID: [r[2] for r in rows], S.SCORE: pa.array([r[3] for r in rows], pa.float64()),
+        S.RANK: pa.array([r[4] for r in rows], pa.int32()), "_source": ["f"] * len(rows),
+        "_line": pa.array([r[5] for r in rows], pa.int64()),
+        REASON: pa.array([r[6] for r in rows], pa.string()),
+    })
 
 
 def test_the_quarantine_names_the_occurrences_the_engine_drops():
     # run r, query q, by score: d1 at 0.5 on lines 3 (rank 1), 1 (rank 1) and 0 (rank 2),
     # d1 at 0.9 on line 5 (the best: kept); d2 on line 2 is rejected already (its reason
     # stays, and it takes part in no rule). Run s's d1 is another run's: kept.
-    rows = [
-        ("r", "q", "d1", 0.5, 1, 3, None),
-        ("r", "q", "d1", 0.5, 1, 1, None),
-        ("r", "q", "d1", 0.5, 2, 0, None),
-        ("r", "q", "d1", 0.9, 4, 5, None),
-        ("r", "q", "d2", 0.7, 1, 2, "invalid_rank"),
-        ("s", "q", "d1", 0.5, 1, 4, None),
-    ]
-    labelled = _label_repeated_run_rows(
-        _run_rows(rows), rank_by="score", partition_columns=["run_id"]
-    )
+    rows = [("r", "q", "d1", 0.5, 1, 3, None), ("r", "q", "d1", 0.5, 1, 1, None),
+            ("r", "q", "d1", 0.5, 2, 0, None), ("r", "q", "d1", 0.9, 4, 5, None),
+            ("r", "q", "d2", 0.7, 1, 2, "invalid_rank"), ("s", "q", "d1", 0.5, 1, 4, None)]
+    labelled = _label_repeated_run_rows(_run_rows(rows), rank_by="score", partition_columns=["run_id"])
     assert labelled.column(REASON).to_pylist() == [
-        "duplicate_doc",
-        "duplicate_doc",
-        "duplicate_doc",
-        None,
-        "invalid_rank",
-        None,
+        "duplicate_doc", "duplicate_doc", "duplicate_doc", None, "invalid_rank", None,
     ]
     # by rank: d1's best occurrence is the one at rank 1 with the highest score, then the
     # earliest line: line 1 (score 0.5 ties with line 3; line 5 is at rank 4)
-    rows = [
-        ("r", "q", "d1", 0.5, 1, 3, None),
-        ("r", "q", "d1", 0.5, 1, 1, None),
-        ("r", "q", "d1", 0.9, 4, 5, None),
-        ("r", "q", "d3", 0.1, 1, 6, None),
-        ("r", "q", "d2", 0.1, 2, 7, None),
-    ]
-    labelled = _label_repeated_run_rows(
-        _run_rows(rows), rank_by="rank", partition_columns=["run_id"]
-    )
+    rows = [("r", "q", "d1", 0.5, 1, 3, None), ("r", "q", "d1", 0.5, 1, 1, None),
+            ("r", "q", "d1", 0.9, 4, 5, None), ("r", "q", "d3", 0.1, 1, 6, None),
+            ("r", "q", "d2", 0.1, 2, 7, None)]
+    labelled = _label_repeated_run_rows(_run_rows(rows), rank_by="rank", partition_columns=["run_id"])
     # d3 and d1 share rank 1: d3 comes first in tie order (doc id descending), d1 loses it
     assert labelled.column(REASON).to_pylist() == [
-        "duplicate_doc",
-        "duplicate_rank",
-        "duplicate_doc",
-        None,
-        None,
+        "duplicate_doc", "duplicate_rank", "duplicate_doc", None, None,
     ]
 
 
 def test_the_quarantine_names_the_conflicting_judgments():
     # q/d1 judged 0, 2, 2 and q/d2 judged 1; q/d3's row is rejected already
-    qrels = pa.table(
-        {
-            S.QUERY_ID: ["q", "q", "q", "q", "q"],
-            S.DOC_ID: ["d1", "d1", "d1", "d2", "d3"],
-            S.RELEVANCE: pa.array([0, 2, 2, 1, None], pa.int32()),
-            REASON: pa.array([None, None, None, None, "invalid_relevance"], pa.string()),
-        }
-    )
+    qrels = pa.table({
+        S.QUERY_ID: ["q", "q", "q", "q", "q"], S.DOC_ID: ["d1", "d1", "d1", "d2", "d3"],
+        S.RELEVANCE: pa.array([0, 2, 2, 1, None], pa.int32()),
+        REASON: pa.array([None, None, None, None, "invalid_relevance"], pa.string()),
+    })
     assert _label_conflicting_qrels_rows(qrels).column(REASON).to_pylist() == [
-        "conflicting_label",
-        None,
-        None,
-        None,
-        "invalid_relevance",
+        "conflicting_label", None, None, None, "invalid_relevance",
     ]

@@ -37,13 +37,10 @@ def test_the_archive_options_come_first_and_the_users_own_win():
     assert with_driver_options({}, options)[DRIVER_JAVA_OPTIONS].endswith("-Xlog:cds+dynamic=off")
     # a short job: C1 only after the archive's options, and still before the user's (a
     # user's -XX:TieredStopAtLevel=4 wins)
-    short = with_driver_options(
-        {DRIVER_JAVA_OPTIONS: "-XX:TieredStopAtLevel=4"},
-        driver_options(archive=archive, short=True),
-    )
+    short = with_driver_options({DRIVER_JAVA_OPTIONS: "-XX:TieredStopAtLevel=4"},
+                                driver_options(archive=archive, short=True))
     assert short[DRIVER_JAVA_OPTIONS].endswith(
-        "-Xlog:cds+dynamic=off -XX:TieredStopAtLevel=1 -XX:TieredStopAtLevel=4"
-    )
+        "-Xlog:cds+dynamic=off -XX:TieredStopAtLevel=1 -XX:TieredStopAtLevel=4")
     assert driver_options(archive=None, short=True) == SHORT_JOB_JIT == "-XX:TieredStopAtLevel=1"
     # no archive (none written, or a JVM already running) and a long job: the conf as it was
     assert with_driver_options({"a": "b"}, driver_options(archive=None, short=False)) == {"a": "b"}
@@ -118,10 +115,7 @@ def test_spark_submit_gets_the_options_build_session_would_give(tmp_path):
         )
         done = subprocess.run(
             [sys.executable, "-m", "releval.runtime.session", "--driver-options", str(config)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
             env={**os.environ, "RELEVAL_JARS": str(jars)},
         )
         assert done.returncode == 0, done.stderr
@@ -153,9 +147,8 @@ def test_a_driver_jvm_started_by_build_session_loads_spark_from_the_archive(tmp_
         print("JVM-ARGUMENTS", arguments)
         stop_jvm(spark, timeout=120)  # the JVM has exited: its log is complete
     """)
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     # a short job's JVM compiles with C1 only, the user's options after releval's
     arguments = next(line for line in done.stdout.splitlines() if line.startswith("JVM-ARGUMENTS"))

@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # a JVM of its own, with Spark's defaults
 
-SCRIPT = textwrap.dedent("""
+SCRIPT = textwrap.dedent('''
     import json, os, sys
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import mlflow
@@ -62,19 +62,13 @@ SCRIPT = textwrap.dedent("""
     print(json.dumps({"worst": worst, "compared": compared, "macro": macro,
                       "logged": len(mlflow.get_run(run_id).data.metrics),
                       "driver": spark.conf.get("spark.driver.memory", "1g")}))
-""")
+''')
 
 
 def test_arrays_in_a_default_session_agree_with_trec_eval_and_log_to_mlflow(tmp_path):
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
+    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["driver"] == "1g"

@@ -27,30 +27,21 @@ def _first(system: str, q: str) -> str:
 
 @pytest.fixture(scope="module")
 def designed(spark):
-    run = spark.createDataFrame(
-        [(s, q, _first(s, q), 1.0) for s in ("base", "cand") for q in QUERIES],
-        "system string, query_id string, doc_id string, score double",
-    )
-    qrels = spark.createDataFrame(
-        [(q, d, int(d == "a")) for q in QUERIES for d in "ax"],
-        "query_id string, doc_id string, relevance int",
-    )
-    queries = spark.createDataFrame(
-        [(q, 10.0 if q in LOSSES else 1.0) for q in QUERIES], "query_id string, weight double"
-    )
+    run = spark.createDataFrame([(s, q, _first(s, q), 1.0) for s in ("base", "cand")
+                                 for q in QUERIES],
+                                "system string, query_id string, doc_id string, score double")
+    qrels = spark.createDataFrame([(q, d, int(d == "a")) for q in QUERIES for d in "ax"],
+                                  "query_id string, doc_id string, relevance int")
+    queries = spark.createDataFrame([(q, 10.0 if q in LOSSES else 1.0) for q in QUERIES],
+                                    "query_id string, weight double")
     result = releval.evaluate(run, qrels, measures=["P@1"], partition_by=["system"])
     return result.per_query, queries
 
 
 def _compare(per_query, queries=None):
-    return releval.compare(
-        per_query,
-        baseline="system=base",
-        candidates=["system=cand"],
-        queries=queries,
-        permutations=200,
-        queries_columns={"weight": "weight"} if queries is not None else None,
-    )
+    return releval.compare(per_query, baseline="system=base", candidates=["system=cand"],
+                           queries=queries, permutations=200,
+                           queries_columns={"weight": "weight"} if queries is not None else None)
 
 
 def test_compare_warns_when_the_weighted_difference_disagrees_in_sign(designed):

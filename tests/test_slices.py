@@ -25,16 +25,10 @@ from releval.io.atomic import table_schema_version
 from releval.io.writers import SCHEMA_VERSION, SCHEMA_VERSION_PROPERTY
 from releval.job.migrations import migrate_table
 
-RUN = [
-    ("s", "q1", "a", 3.0),
-    ("s", "q1", "b", 2.0),  # RR 1
-    ("s", "q2", "a", 3.0),
-    ("s", "q2", "b", 2.0),  # RR 1/2
-    ("s", "q3", "a", 3.0),
-    ("s", "q3", "b", 2.0),
-    ("s", "q3", "c", 1.0),  # RR 1/3
-    ("s", "q4", "a", 3.0),
-]  # RR 0
+RUN = [("s", "q1", "a", 3.0), ("s", "q1", "b", 2.0),                       # RR 1
+       ("s", "q2", "a", 3.0), ("s", "q2", "b", 2.0),                       # RR 1/2
+       ("s", "q3", "a", 3.0), ("s", "q3", "b", 2.0), ("s", "q3", "c", 1.0),  # RR 1/3
+       ("s", "q4", "a", 3.0)]                                              # RR 0
 QRELS = [("q1", "a", 1), ("q2", "b", 1), ("q3", "c", 1), ("q4", "z", 1)]
 #: q4 is not listed: slice value (unlisted), left out of the weighted means
 QUERIES = [("q1", 10.0, "head"), ("q2", 30.0, "head"), ("q3", 20.0, "tail")]
@@ -44,25 +38,15 @@ def _evaluate(spark, **kwargs):
     run = spark.createDataFrame(RUN, "system string, query_id string, doc_id string, score double")
     qrels = spark.createDataFrame(QRELS, "query_id string, doc_id string, relevance int")
     queries = spark.createDataFrame(QUERIES, "id string, hits double, segment string")
-    return releval.evaluate(
-        run, qrels, measures=["RR"], partition_by=["system"], queries=queries, **kwargs
-    )
+    return releval.evaluate(run, qrels, measures=["RR"], partition_by=["system"],
+                            queries=queries, **kwargs)
 
 
 def test_hand_worked_slice_and_weighted_rows(spark):
-    result = _evaluate(
-        spark, queries_columns={"query_id": "id", "weight": "hits"}, slices=["segment"]
-    )
-    got = result.aggregate.select(
-        S.SLICE,
-        S.SLICE_VALUE,
-        S.AVERAGING,
-        S.VALUE,
-        S.NUM_QUERIES,
-        S.CI_LOW,
-        S.CI_HIGH,
-        S.CI_METHOD,
-    )
+    result = _evaluate(spark, queries_columns={"query_id": "id", "weight": "hits"},
+                       slices=["segment"])
+    got = result.aggregate.select(S.SLICE, S.SLICE_VALUE, S.AVERAGING, S.VALUE, S.NUM_QUERIES,
+                                  S.CI_LOW, S.CI_HIGH, S.CI_METHOD)
     # overall weighted: w = 10, 30, 20 on x = 1, 1/2, 1/3; m = (10 + 15 + 20/3) / 60 = 19/36
     # sum w^2 (x - m)^2 = (100 * 17^2 + 900 * 1^2 + 400 * 7^2) / 36^2 = 49400 / 1296
     # V = 3/2 * 49400 / 1296 / 60^2 = 0.0158822016...; half = t(2, .975) 4.302652729749 * sqrt(V)
@@ -70,29 +54,19 @@ def test_hand_worked_slice_and_weighted_rows(spark):
     # head weighted: m = (10 + 15) / 40 = 0.625; V = 2/1 * (100 * .375^2 + 900 * .125^2) / 40^2
     # = 0.03515625; half = t(1, .975) 12.706204736174707 * sqrt(V)
     half_head = 12.706204736174707 * math.sqrt(0.03515625)
-    expected = spark.createDataFrame(
-        [
-            (None, None, "macro", (1 + 0.5 + 1 / 3 + 0) / 4, 4),  # every scored query
-            (None, None, "weighted", 19 / 36, 3),  # q4 unlisted: no weight
-            ("segment", "head", "macro", (1 + 0.5) / 2, 2),
-            ("segment", "head", "weighted", 0.625, 2),
-            ("segment", "tail", "macro", 1 / 3, 1),
-            ("segment", "tail", "weighted", 1 / 3, 1),  # one query: no interval
-            ("segment", "(unlisted)", "macro", 0.0, 1),
-        ],
-        "slice string, slice_value string, averaging string, value double, num_queries long",
-    )
-    assert_approx_df_equality(
-        got.drop(S.CI_LOW, S.CI_HIGH, S.CI_METHOD),
-        expected,
-        1e-12,
-        ignore_row_order=True,
-        ignore_nullable=True,
-    )
-    weighted = {
-        (r[S.SLICE_VALUE]): (r[S.CI_LOW], r[S.CI_HIGH], r[S.CI_METHOD])
-        for r in got.where(F.col(S.AVERAGING) == "weighted").collect()
-    }
+    expected = spark.createDataFrame([
+        (None, None, "macro", (1 + 0.5 + 1 / 3 + 0) / 4, 4),     # every scored query
+        (None, None, "weighted", 19 / 36, 3),                    # q4 unlisted: no weight
+        ("segment", "head", "macro", (1 + 0.5) / 2, 2),
+        ("segment", "head", "weighted", 0.625, 2),
+        ("segment", "tail", "macro", 1 / 3, 1),
+        ("segment", "tail", "weighted", 1 / 3, 1),               # one query: no interval
+        ("segment", "(unlisted)", "macro", 0.0, 1),
+    ], "slice string, slice_value string, averaging string, value double, num_queries long")
+    assert_approx_df_equality(got.drop(S.CI_LOW, S.CI_HIGH, S.CI_METHOD), expected, 1e-12,
+                              ignore_row_order=True, ignore_nullable=True)
+    weighted = {(r[S.SLICE_VALUE]): (r[S.CI_LOW], r[S.CI_HIGH], r[S.CI_METHOD])
+                for r in got.where(F.col(S.AVERAGING) == "weighted").collect()}
     assert weighted[None][:2] == pytest.approx((19 / 36 - half_all, 19 / 36 + half_all), abs=1e-12)
     assert weighted["head"][:2] == pytest.approx((0.625 - half_head, 0.625 + half_head), abs=1e-12)
     assert weighted["tail"] == (None, None, "linearized")
@@ -106,9 +80,7 @@ def test_without_a_weight_no_weighted_rows_and_overall_rows_unchanged(spark):
     plain = releval.evaluate(
         spark.createDataFrame(RUN, "system string, query_id string, doc_id string, score double"),
         spark.createDataFrame(QRELS, "query_id string, doc_id string, relevance int"),
-        measures=["RR"],
-        partition_by=["system"],
-    )
+        measures=["RR"], partition_by=["system"])
     overall = sliced.aggregate.where(F.col(S.SLICE).isNull())
     assert_approx_df_equality(overall, plain.aggregate, 1e-15, ignore_row_order=True)
     assert sliced.aggregate.where(F.col(S.AVERAGING) == "weighted").count() == 0
@@ -139,15 +111,12 @@ def test_the_weighted_interval_agrees_with_a_bootstrap_over_queries(spark):
     result = releval.evaluate(
         spark.createDataFrame(run, "system string, query_id string, doc_id string, score double"),
         spark.createDataFrame(qrels, "query_id string, doc_id string, relevance int"),
-        measures=["nDCG@10"],
-        partition_by=["system"],
+        measures=["nDCG@10"], partition_by=["system"],
         queries=spark.createDataFrame(queries, "query_id string, hits double"),
-        queries_columns={"weight": "hits"},
-    )
+        queries_columns={"weight": "hits"})
     row = result.aggregate.where("averaging = 'weighted' AND measure_key = 'nDCG@10'").first()
-    values = {
-        r.query_id: r.value for r in result.per_query.where("measure_key = 'nDCG@10'").collect()
-    }
+    values = {r.query_id: r.value for r in
+              result.per_query.where("measure_key = 'nDCG@10'").collect()}
     x = np.array([values[f"q{i}"] for i in range(n)])
     boot_rng = np.random.default_rng(5)
     picks = boot_rng.integers(0, n, size=(4000, n))
@@ -167,70 +136,33 @@ def test_queries_arguments_without_a_queries_frame_and_unknown_keys_are_errors(s
     run = spark.createDataFrame(RUN, "system string, query_id string, doc_id string, score double")
     qrels = spark.createDataFrame(QRELS, "query_id string, doc_id string, relevance int")
     # a slice is a run column or a queries column: neither names both frames' columns
-    with pytest.raises(
-        ConfigError,
-        match=r"slice 'segment' is not a column of the run "
-        r"DataFrame.*no queries DataFrame was given",
-    ):
+    with pytest.raises(ConfigError, match=r"slice 'segment' is not a column of the run "
+                       r"DataFrame.*no queries DataFrame was given"):
         releval.evaluate(run, qrels, measures=["RR"], slices=["segment"])
     with pytest.raises(ConfigError, match="queries= DataFrame"):
         releval.evaluate(run, qrels, measures=["RR"], queries_columns={"query_id": "id"})
     with pytest.raises(ConfigError, match=r"queries_columns: unknown key\(s\) \['traffic'\]"):
         _evaluate(spark, queries_columns={"traffic": "hits"})
-    with pytest.raises(
-        ConfigError,
-        match=r"slice 'device' is not a column of the run DataFrame "
-        r"\(it has \['system', 'query_id', 'doc_id', 'score'\]\).*the queries "
-        r"DataFrame has \['id', 'hits', 'segment'\]",
-    ):
+    with pytest.raises(ConfigError, match=r"slice 'device' is not a column of the run DataFrame "
+                       r"\(it has \['system', 'query_id', 'doc_id', 'score'\]\).*the queries "
+                       r"DataFrame has \['id', 'hits', 'segment'\]"):
         _evaluate(spark, queries_columns={"query_id": "id"}, slices=["device"])
 
 
 def test_an_aggregate_table_of_version_9_migrates_and_a_new_one_is_written_at_10(spark, tmp_path):
     from support.batch_support import config_at, write_config  # noqa: PLC0415
-
     assert SCHEMA_VERSION == "11"
     parts = [T.StructField("system", T.StringType())]
-    v9 = [
-        f for f in tables.aggregate_schema(parts).fields if f.name not in (S.SLICE, S.SLICE_VALUE)
-    ]
+    v9 = [f for f in tables.aggregate_schema(parts).fields
+          if f.name not in (S.SLICE, S.SLICE_VALUE)]
     old = str(tmp_path / "old_aggregate")
-    (
-        DeltaTable.create(spark)
-        .location(old)
-        .addColumns(v9)
-        .property(SCHEMA_VERSION_PROPERTY, "9")
-        .execute()
-    )
-    spark.createDataFrame(
-        [
-            (
-                "s",
-                "RR",
-                None,
-                1,
-                False,
-                "RR",
-                "macro",
-                0.4,
-                4,
-                "old",
-                "unjudged",
-                0.1,
-                0.7,
-                "t",
-                0.95,
-                None,
-            )
-        ],
-        T.StructType(v9),
-    ).write.format("delta").mode("append").save(old)
+    (DeltaTable.create(spark).location(old).addColumns(v9)
+     .property(SCHEMA_VERSION_PROPERTY, "9").execute())
+    spark.createDataFrame([("s", "RR", None, 1, False, "RR", "macro", 0.4, 4, "old", "unjudged",
+                            0.1, 0.7, "t", 0.95, None)], T.StructType(v9)).write.format(
+        "delta").mode("append").save(old)
     config = config_at(write_config(tmp_path, str(tmp_path / "run.tsv"), str(tmp_path / "q")))
-    assert migrate_table(spark, kind="aggregate", path=old, table=None, config=config) == [
-        "9",
-        "10",
-        "11",
-    ]
+    assert migrate_table(spark, kind="aggregate", path=old, table=None, config=config) == ["9", "10", "11"]
     table = spark.read.format("delta").load(old)
     assert table.columns[-2:] == [S.SLICE, S.SLICE_VALUE]
     for name in (S.SLICE, S.SLICE_VALUE):
@@ -238,20 +170,16 @@ def test_an_aggregate_table_of_version_9_migrates_and_a_new_one_is_written_at_10
         assert field.nullable and field.dataType == T.StringType()
         assert field.metadata["comment"] == tables.AGGREGATE_COMMENTS[name]
     # the old row reads as a row over all queries
-    assert [(r[S.VALUE], r[S.SLICE], r[S.SLICE_VALUE]) for r in table.collect()] == [
-        (0.4, None, None)
-    ]
+    assert [(r[S.VALUE], r[S.SLICE], r[S.SLICE_VALUE]) for r in table.collect()] == [(0.4, None, None)]
     # a new table: version 10, slice rows beside the overall ones; the migrated one takes them
-    result = _evaluate(
-        spark, queries_columns={"query_id": "id", "weight": "hits"}, slices=["segment"]
-    )
+    result = _evaluate(spark, queries_columns={"query_id": "id", "weight": "hits"},
+                       slices=["segment"])
     new = str(tmp_path / "new_aggregate")
     result.write(aggregate=new)
     result.write(aggregate=old)
     assert table_schema_version(spark, path=new, table=None) == "11"
     for path in (new, old):
         written = spark.read.format("delta").load(path)
-        assert written.where(
-            "slice = 'segment' AND slice_value = 'head' AND averaging = 'macro'"
-        ).first()[S.VALUE] == pytest.approx(0.75, abs=1e-15)
+        assert written.where("slice = 'segment' AND slice_value = 'head' AND averaging = "
+                             "'macro'").first()[S.VALUE] == pytest.approx(0.75, abs=1e-15)
         assert written.where("slice IS NULL AND averaging = 'weighted'").count() == 1

@@ -42,26 +42,9 @@ MEASURES = {
     "AP": "map",
     "bpref": "bpref",
 }
-ORACLE = {
-    "infAP",
-    "Rprec_mult.0.20,1.40",
-    "utility",
-    "binG",
-    "G",
-    "ndcg_rel",
-    "Rndcg",
-    "relative_P.5,20",
-    "set_P",
-    "set_relative_P",
-    "set_recall",
-    "set_map",
-    "set_F",
-    "num_nonrel_judged_ret",
-    "map",
-    "bpref",
-    "gm_map",
-    "gm_bpref",
-}
+ORACLE = {"infAP", "Rprec_mult.0.20,1.40", "utility", "binG", "G", "ndcg_rel", "Rndcg",
+          "relative_P.5,20", "set_P", "set_relative_P", "set_recall", "set_map", "set_F",
+          "num_nonrel_judged_ret", "map", "bpref", "gm_map", "gm_bpref"}
 
 
 def random_case(seed: int = 11, queries: int = 40):
@@ -86,9 +69,8 @@ def oracle(run, qrels, judged_only: bool) -> dict[str, dict[str, float]]:
     oracle_run: dict[str, dict[str, float]] = {}
     for qid, doc, score in run:
         oracle_run.setdefault(qid, {})[doc] = score
-    evaluator = pytrec_eval.RelevanceEvaluator(
-        oracle_qrels, ORACLE, judged_docs_only_flag=judged_only
-    )
+    evaluator = pytrec_eval.RelevanceEvaluator(oracle_qrels, ORACLE,
+                                               judged_docs_only_flag=judged_only)
     return evaluator.evaluate(oracle_run)
 
 
@@ -118,11 +100,8 @@ def test_trec_eval_measures_agree_with_pytrec_eval(spark, judged_only):
     assert {got[(q, keys["infAP"])] for q in missing} == {0.0}
     # geometric means: pytrec_eval gives each query's log(max(value, 0.00001)); with -c the
     # missing queries add log(0.00001) each
-    means = {
-        r[S.MEASURE_KEY]: r[S.VALUE]
-        for r in ev.aggregate.collect()
-        if r[S.AVERAGING] == "geometric"
-    }
+    means = {r[S.MEASURE_KEY]: r[S.VALUE] for r in ev.aggregate.collect()
+             if r[S.AVERAGING] == "geometric"}
     for name, key in (("gm_map", "GMAP"), ("gm_bpref", "GM_bpref")):
         logs = [values[name] for values in expected.values()] + [math.log(1e-5)] * len(missing)
         assert means[key + suffix] == pytest.approx(math.exp(sum(logs) / len(logs)), abs=1e-12)

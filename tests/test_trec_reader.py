@@ -135,9 +135,7 @@ def test_quarantine_rows_have_their_file_and_line(small_splits, tmp_path, capsys
     code, err = evaluate(run, qrels, tmp_path / "o", capsys)
     assert code == 0, err
     rows = small_splits.read.format("delta").load(str(tmp_path / "o" / "quarantine")).collect()
-    assert sorted(
-        (r[S.INPUT], Path(r[S.SOURCE]).name, r[S.LINE], r[S.REASON_CODE]) for r in rows
-    ) == [
+    assert sorted((r[S.INPUT], Path(r[S.SOURCE]).name, r[S.LINE], r[S.REASON_CODE]) for r in rows) == [
         ("qrels", "q.txt", 7, "invalid_relevance"),
         ("qrels", "q.txt", 10, "conflicting_label"),
         ("run", "a.txt", 11, "duplicate_doc"),
@@ -186,22 +184,12 @@ def test_fields_are_split_on_any_white_space_as_trec_eval_reads_them(small_split
         "q1 Q0 d5 5 0.5 r more",  # 7  fields after the tag are ignored, as in trec_eval
     ]
     qrels_lines = ["q1\t0\td1\t1", " q1 0  d2 2 ", "q1 0 d3 0\t"]  # 3: 4 fields, then a tab
-    run, qrels = write_inputs(
-        tmp_path, run_a=run_lines, run_b=["q9 Q0 d1 1 1 r"], qrels=qrels_lines
-    )
+    run, qrels = write_inputs(tmp_path, run_a=run_lines, run_b=["q9 Q0 d1 1 1 r"], qrels=qrels_lines)
     src = RunSource(path=run, format="trec", partition_columns=("run_id",))
     raw = read_run_raw(small_splits, src)
     got = raw.number_lines(raw.rows).where(F.col(RAW_SOURCE).endswith("a.txt")).collect()
     assert sorted(
-        (
-            r[RAW_LINE],
-            r["run_id"],
-            r[S.QUERY_ID],
-            r[S.DOC_ID],
-            r[S.RANK],
-            r[S.SCORE],
-            r[RAW_MALFORMED],
-        )
+        (r[RAW_LINE], r["run_id"], r[S.QUERY_ID], r[S.DOC_ID], r[S.RANK], r[S.SCORE], r[RAW_MALFORMED])
         for r in got
     ) == [
         (1, "r", "q1", "d1", "1", "0.9", False),
@@ -212,8 +200,7 @@ def test_fields_are_split_on_any_white_space_as_trec_eval_reads_them(small_split
     ]
     typed = read_run(small_splits, src)
     assert sorted(tuple(r) for r in typed.where(F.col(S.QUERY_ID) == "q1").collect()) == [
-        ("r", "q1", f"d{n}", score, n)
-        for n, score in [(1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6), (5, 0.5)]
+        ("r", "q1", f"d{n}", score, n) for n, score in [(1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6), (5, 0.5)]
     ]
     raw_qrels = read_qrels_raw(small_splits, QrelsSource(path=qrels, format="trec"))
     assert sorted(

@@ -20,30 +20,25 @@ QRELS = [("d1", 2), ("d3", 0), ("d4", 1), ("d6", 1), ("d5", None)]
 
 def walked(walker: str, param: float | None = None, judged: bool = False) -> float:
     n, m = len(RUN), len(QRELS)
-    table = pa.table(
-        {
-            "query_id": pa.array(["q"] * (n + m), pa.string()),
-            "doc_id": pa.array([d for d, _ in RUN] + [d for d, _ in QRELS], pa.string()),
-            "_order": pa.array([s for _, s in RUN] + [None] * m, pa.float64()),
-            "relevance": pa.array([None] * n + [r for _, r in QRELS], pa.int32()),
-            "_is_run": pa.array([True] * n + [False] * m),
-        }
-    )
+    table = pa.table({
+        "query_id": pa.array(["q"] * (n + m), pa.string()),
+        "doc_id": pa.array([d for d, _ in RUN] + [d for d, _ in QRELS], pa.string()),
+        "_order": pa.array([s for _, s in RUN] + [None] * m, pa.float64()),
+        "relevance": pa.array([None] * n + [r for _, r in QRELS], pa.int32()),
+        "_is_run": pa.array([True] * n + [False] * m),
+    })
     spec = RunStat("walk", judged=judged, level=1, walker=walker, param=param)
     rows = partition_stats(table, specs={"v": spec}, partition_columns=[], rank_by="score")
     return next(r["v"] for r in rows.to_pylist() if r["_in_run"])
 
 
-@pytest.mark.parametrize(
-    ("recall", "expected"),
-    [
-        (0.0, 1.0),  # round(0 * 3) = 0: the best precision anywhere, 1/1 at rank 1
-        (0.3, 1.0),  # round(0.9) = 1: best precision from the 1st relevant on: max(1/1, 2/4)
-        (0.5, 0.5),  # round(1.5) = 2: from the 2nd relevant on: 2/4
-        (0.7, 0.5),  # round(2.1) = 2
-        (0.9, 0.0),  # round(2.7) = 3: only 2 relevant retrieved
-    ],
-)
+@pytest.mark.parametrize(("recall", "expected"), [
+    (0.0, 1.0),   # round(0 * 3) = 0: the best precision anywhere, 1/1 at rank 1
+    (0.3, 1.0),   # round(0.9) = 1: best precision from the 1st relevant on: max(1/1, 2/4)
+    (0.5, 0.5),   # round(1.5) = 2: from the 2nd relevant on: 2/4
+    (0.7, 0.5),   # round(2.1) = 2
+    (0.9, 0.0),   # round(2.7) = 3: only 2 relevant retrieved
+])
 def test_interpolated_precision(recall, expected):
     assert walked("iprec", recall) == pytest.approx(expected)
 

@@ -38,9 +38,7 @@ from releval.job.pipeline import job_measures
 from releval.job.sample import SampleShape, write_sample
 from releval.runtime.profile import Phases
 
-pytestmark = (
-    pytest.mark.slow
-)  # the documented queries over the tables of whole batch jobs, on Spark and DuckDB
+pytestmark = pytest.mark.slow  # the documented queries over the tables of whole batch jobs, on Spark and DuckDB
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "warehouse.md"
@@ -108,9 +106,7 @@ def test_bad_keys_and_colliding_columns_are_refused() -> None:
     with pytest.raises(MeasureError, match=r"measure_key 'P@'"):
         W.column_name("P@")
     spec = W.ViewSpec(source="t", measure_keys=("AP", "P@5"), partition_columns=("AP",))
-    with pytest.raises(
-        ConfigError, match=r"measure 'AP' and column 'AP' both make the column 'ap'"
-    ):
+    with pytest.raises(ConfigError, match=r"measure 'AP' and column 'AP' both make the column 'ap'"):
         W.per_query_view_sql(spec)
     with pytest.raises(ConfigError, match=r"aggregate view: .* 'num_queries'"):
         W.aggregate_view_sql(dataclasses.replace(spec, partition_columns=("num_queries",)))
@@ -146,26 +142,14 @@ def sample_job(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) ->
         queries=dataclasses.replace(local.queries, path=str(folder / local.queries.path)),
         output=dataclasses.replace(
             local.output,
-            **{
-                k: str(folder / getattr(local.output, k))
-                for k in (
-                    "per_query_path",
-                    "aggregate_path",
-                    "quarantine_path",
-                    "comparison_path",
-                    "attribution_path",
-                )
-            },
+            **{k: str(folder / getattr(local.output, k)) for k in
+               ("per_query_path", "aggregate_path", "quarantine_path", "comparison_path",
+                "attribution_path")},
         ),
     )
-    write_sample(
-        spark,
-        run_path=config.run.path,
-        qrels_path=config.qrels.path,
-        answers_path=config.answers.path,
-        queries_path=config.queries.path,
-        shape=SHAPE,
-    )
+    write_sample(spark, run_path=config.run.path, qrels_path=config.qrels.path,
+                 answers_path=config.answers.path, queries_path=config.queries.path,
+                 shape=SHAPE)
     phases = Phases(spark, announce=False)
     run_job(spark, config, job_run_id="sample", phases=phases)
     return Written(folder, config, phases)
@@ -192,9 +176,8 @@ def duckdb_connection() -> duckdb.DuckDBPyConnection:
 
     folder = pathlib.Path(list(duckdb_ext.__path__)[0])
     extension = next(folder.rglob("delta.duckdb_extension"))
-    con = duckdb.connect(
-        config={"allow_unsigned_extensions": "true", "autoinstall_known_extensions": "false"}
-    )
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true",
+                                 "autoinstall_known_extensions": "false"})
     con.execute(f"LOAD '{extension}'")
     return con
 
@@ -216,9 +199,8 @@ def _macro(folder: Path, key: str) -> pd.DataFrame:
 
 def expect_mean_by_day(folder: Path) -> list[tuple]:
     rows = _macro(folder, "nDCG@10").sort_values(["system", "date"])
-    return [
-        (r.system, r.date, r.value, r.ci_low, r.ci_high, r.num_queries) for r in rows.itertuples()
-    ]
+    return [(r.system, r.date, r.value, r.ci_low, r.ci_high, r.num_queries)
+            for r in rows.itertuples()]
 
 
 def _per_query(folder: Path, system: str, day: str) -> pd.DataFrame:
@@ -230,17 +212,14 @@ def _per_query(folder: Path, system: str, day: str) -> pd.DataFrame:
 def expect_worst_queries(folder: Path) -> list[tuple]:
     wide = _per_query(folder, "bm25", "2026-11-29").reset_index()
     worst = wide.sort_values(["nDCG@10", S.QUERY_ID]).head(20)
-    return [
-        (r[S.QUERY_ID], r["nDCG@10"], r["P@5"], r["R@50"], r["Judged@10"])
-        for _, r in worst.iterrows()
-    ]
+    return [(r[S.QUERY_ID], r["nDCG@10"], r["P@5"], r["R@50"], r["Judged@10"])
+            for _, r in worst.iterrows()]
 
 
 def expect_by_segment(folder: Path) -> list[tuple]:
     pq = long_table(folder, "per_query")
-    run = pq[
-        (pq["system"] == "bm25") & (pq["date"] == "2026-11-29") & (pq[S.MEASURE_KEY] == "nDCG@10")
-    ].copy()
+    run = pq[(pq["system"] == "bm25") & (pq["date"] == "2026-11-29")
+             & (pq[S.MEASURE_KEY] == "nDCG@10")].copy()
     run["segment"] = [dict(m)["segment"] for m in run[S.SLICES]]
     out = []
     for segment, rows in sorted(run.groupby("segment")):
@@ -255,9 +234,7 @@ def expect_week_over_week(folder: Path) -> list[tuple]:
     for (system, day), v in sorted(value.items()):
         before = (date.fromisoformat(day) - timedelta(days=7)).isoformat()
         if (system, before) in value:
-            out.append(
-                (system, day, before, v, value[(system, before)], v - value[(system, before)])
-            )
+            out.append((system, day, before, v, value[(system, before)], v - value[(system, before)]))
     return out
 
 
@@ -284,10 +261,7 @@ def _same(actual: list[tuple], expected: list[tuple]) -> None:
         assert len(got) == len(want)
         for g, w in zip(got, want, strict=True):
             if isinstance(w, float):
-                assert g is not None and math.isclose(g, w, rel_tol=1e-12, abs_tol=1e-12), (
-                    got,
-                    want,
-                )
+                assert g is not None and math.isclose(g, w, rel_tol=1e-12, abs_tol=1e-12), (got, want)
             else:
                 assert g == w, (got, want)
 
@@ -300,16 +274,13 @@ def test_documented_views_are_what_releval_views_prints(
     local = load_config(ROOT / "conf" / "local.toml")  # the page shows make run's views
     keys = W.table_measure_keys(spark, sample_job.config)
     assert keys == W.sort_keys(m.key for m in job_measures(local))
-    assert (
-        statements[0]
-        == ";\n\n".join(W.view_statements(local, measure_keys=keys, dialect="duckdb")) + ";"
-    )
+    assert statements[0] == ";\n\n".join(W.view_statements(local, measure_keys=keys,
+                                                          dialect="duckdb")) + ";"
     # Spark's: back-quotes and delta.`<absolute path>` instead of delta_scan('<path>')
     spark_sql = W.view_statements(local, measure_keys=keys, dialect="spark")
     as_duckdb = [
         re.sub(r"delta\.`[^`]*/(warehouse/releval/\w+)`", r"delta_scan('\1')", s)
-        .replace("`", '"')
-        .replace("TEMP VIEW", "VIEW")
+        .replace("`", '"').replace("TEMP VIEW", "VIEW")
         for s in spark_sql
     ]
     assert statements[0] == ";\n\n".join(as_duckdb) + ";"
@@ -347,12 +318,8 @@ def test_aggregate_view_holds_every_macro_value_and_interval(
 ) -> None:
     keys = W.table_measure_keys(spark, sample_job.config)
     statement = W.view_statements(sample_job.config, measure_keys=keys, dialect="spark")[1]
-    wide = (
-        spark.sql(statement.split(" AS\n", 1)[1])
-        .where("slice IS NULL")
-        .toPandas()
-        .set_index(list(PARTS))
-    )
+    wide = spark.sql(statement.split(" AS\n", 1)[1]).where("slice IS NULL").toPandas().set_index(
+        list(PARTS))
     agg = long_table(sample_job.folder, "aggregate")
     checked = 0
     for r in agg[~agg[S.AVERAGING].isin(["micro", "weighted"])].itertuples():
@@ -394,14 +361,12 @@ def _key(row: tuple) -> tuple:
 def _plain(row: tuple) -> tuple:
     """``row`` with a map (a dict from Spark and DuckDB, a list of pairs from pandas) as its
     sorted (key, value) pairs."""
-
     def plain(v):
         if isinstance(v, dict):
             return tuple(sorted(v.items()))
         if isinstance(v, list) and all(isinstance(x, tuple) for x in v):
             return tuple(sorted(v))
         return v
-
     return tuple(plain(v) for v in row)
 
 
@@ -424,17 +389,13 @@ def assert_three_readers_agree(spark: SparkSession, path: str) -> int:
     assert _pandas_rows(table.to_pandas(), columns) == expected
     con = duckdb_connection()
     select = ", ".join(f'"{c}"' for c in columns)
-    got = sorted(
-        (_plain(r) for r in con.sql(f"SELECT {select} FROM delta_scan('{path}')").fetchall()),
-        key=_key,
-    )
+    got = sorted((_plain(r) for r in con.sql(f"SELECT {select} FROM delta_scan('{path}')")
+                  .fetchall()), key=_key)
     assert got == expected
     return len(expected)
 
 
-def test_deltalake_and_duckdb_read_what_spark_reads(
-    spark: SparkSession, sample_job: Written
-) -> None:
+def test_deltalake_and_duckdb_read_what_spark_reads(spark: SparkSession, sample_job: Written) -> None:
     out = sample_job.config.output
     # 24 partitions x 30 queries x 16 measures (12, the answers' Hit(rel=3)@5, Judged@5, @10,
     # @50)
@@ -445,47 +406,29 @@ def test_deltalake_and_duckdb_read_what_spark_reads(
 
 
 def test_a_null_partition_value_reads_back_as_null(spark: SparkSession, tmp_path: Path) -> None:
-    run = [
-        ("q1", "A", 0.9, 1, "bm25", "2026-11-29"),
-        ("q1", "B", 0.5, 2, "bm25", "2026-11-29"),
-        ("q1", "B", 0.9, 1, "bm25", None),
-        ("q2", "C", 0.4, 1, "bm25", None),
-    ]
+    run = [("q1", "A", 0.9, 1, "bm25", "2026-11-29"), ("q1", "B", 0.5, 2, "bm25", "2026-11-29"),
+           ("q1", "B", 0.9, 1, "bm25", None), ("q2", "C", 0.4, 1, "bm25", None)]
     qrels = [("q1", "A", 1), ("q2", "C", 2)]
     run_path, qrels_path = str(tmp_path / "run"), str(tmp_path / "qrels")
-    run_schema = (
-        "query_id string, doc_id string, score double, rank int, system string, date string"
-    )
-    (
-        spark.createDataFrame(run, run_schema)
-        .write.format("delta")
-        .partitionBy("system", "date")
-        .save(run_path)
-    )
+    run_schema = "query_id string, doc_id string, score double, rank int, system string, date string"
+    (spark.createDataFrame(run, run_schema).write.format("delta").partitionBy("system", "date")
+     .save(run_path))
     spark.createDataFrame(qrels, "query_id string, doc_id string, relevance int").write.format(
-        "delta"
-    ).save(qrels_path)
-    config = config_from_dict(
-        {
-            "run": {"path": run_path, "partition_columns": list(PARTS)},
-            "qrels": {"path": qrels_path},
-            "evaluation": {"measures": ["P@1", "RR"]},
-            "output": {
-                "per_query_path": str(tmp_path / "pq"),
-                "aggregate_path": str(tmp_path / "agg"),
-                "partition_columns": ["date"],
-            },
-        }
-    )
+        "delta").save(qrels_path)
+    config = config_from_dict({
+        "run": {"path": run_path, "partition_columns": list(PARTS)},
+        "qrels": {"path": qrels_path},
+        "evaluation": {"measures": ["P@1", "RR"]},
+        "output": {"per_query_path": str(tmp_path / "pq"), "aggregate_path": str(tmp_path / "agg"),
+                   "partition_columns": ["date"]},
+    })
     run_job(spark, config, job_run_id="nulls", phases=Phases(spark, announce=False))
     assert os.path.isdir(tmp_path / "pq" / "date=__HIVE_DEFAULT_PARTITION__")
     # 2 partitions x 2 queries x (P@1, RR, Judged@1)
     assert assert_three_readers_agree(spark, str(tmp_path / "pq")) == 12
     con = duckdb_connection()
-    dates = {
-        r[0]
-        for r in con.sql(f"SELECT DISTINCT date FROM delta_scan('{tmp_path / 'agg'}')").fetchall()
-    }
+    dates = {r[0] for r in con.sql(
+        f"SELECT DISTINCT date FROM delta_scan('{tmp_path / 'agg'}')").fetchall()}
     assert dates == {"2026-11-29", None}
     # q1 on the null date: B at rank 1 is unjudged, so RR = 0; q2: C relevant at 1, RR = 1
     rr = long_table_at(tmp_path / "agg")
@@ -508,13 +451,9 @@ def _catalog_config(tmp_path: Path, run: str, qrels: str, database: str, measure
         config,
         evaluation=dataclasses.replace(config.evaluation, measures=tuple(measures)),
         output=dataclasses.replace(
-            config.output,
-            per_query_path=None,
-            aggregate_path=None,
-            per_query_table=f"{database}.per_query",
-            aggregate_table=f"{database}.aggregate",
-            quarantine_path=str(tmp_path / "quarantine"),
-            run_log_path=str(tmp_path / "run_log"),
+            config.output, per_query_path=None, aggregate_path=None,
+            per_query_table=f"{database}.per_query", aggregate_table=f"{database}.aggregate",
+            quarantine_path=str(tmp_path / "quarantine"), run_log_path=str(tmp_path / "run_log"),
         ),
     )
 
@@ -535,13 +474,8 @@ def test_catalog_views_follow_every_job(spark: SparkSession, tmp_path: Path) -> 
         assert _views_jobs(phases) == [0]
         agg = spark.table(f"{database}.aggregate_wide")
         measure_columns = ["ap", "judged_at_5", "judged_at_10", "ndcg_at_10", "p_at_5"]
-        assert agg.columns[: 5 + len(measure_columns)] == [
-            *PARTS,
-            S.SLICE,
-            S.SLICE_VALUE,
-            "num_queries",
-            *measure_columns,
-        ]
+        assert agg.columns[:5 + len(measure_columns)] == [*PARTS, S.SLICE, S.SLICE_VALUE,
+                                                          "num_queries", *measure_columns]
         long = spark.table(f"{database}.aggregate").where("averaging = 'macro'").toPandas()
         wide = agg.toPandas().set_index(list(PARTS))
         for r in long.itertuples():
@@ -549,21 +483,14 @@ def test_catalog_views_follow_every_job(spark: SparkSession, tmp_path: Path) -> 
         assert spark.table(f"{database}.per_query_wide").count() == 3 * 3 * 20
 
         # 2. one date, one more measure: the union, kept in the view's property (no scan)
-        more = dataclasses.replace(
-            config, evaluation=dataclasses.replace(config.evaluation, measures=(*MEASURES, "RR"))
-        )
+        more = dataclasses.replace(config, evaluation=dataclasses.replace(
+            config.evaluation, measures=(*MEASURES, "RR")))
         phases = Phases(spark, announce=False)
-        run_job(
-            spark,
-            more,
-            parse_selection(["date=2026-11-29"], run_partition_columns=PARTS),
-            phases=phases,
-        )
+        run_job(spark, more, parse_selection(["date=2026-11-29"], run_partition_columns=PARTS),
+                phases=phases)
         assert _views_jobs(phases) == [0]
-        rr = {
-            (r["date"], r["rr"] is None)
-            for r in spark.table(f"{database}.aggregate_wide").select("date", "rr").collect()
-        }
+        rr = {(r["date"], r["rr"] is None) for r in spark.table(f"{database}.aggregate_wide")
+              .select("date", "rr").collect()}
         assert rr == {("2026-11-27", True), ("2026-11-28", True), ("2026-11-29", False)}
         assert "ndcg_at_10" in spark.table(f"{database}.per_query_wide").columns
 
@@ -571,18 +498,13 @@ def test_catalog_views_follow_every_job(spark: SparkSession, tmp_path: Path) -> 
         spark.sql(f"DROP VIEW {database}.aggregate_wide")
         spark.sql(f"DROP VIEW {database}.per_query_wide")
         phases = Phases(spark, announce=False)
-        run_job(
-            spark,
-            config,
-            parse_selection(["date=2026-11-28"], run_partition_columns=PARTS),
-            phases=phases,
-        )
+        run_job(spark, config, parse_selection(["date=2026-11-28"], run_partition_columns=PARTS),
+                phases=phases)
         # the collect, and Delta's jobs reading the table's log (measured: 5 in all)
         assert _views_jobs(phases)[0] > 0
         assert "rr" in spark.table(f"{database}.aggregate_wide").columns  # 2026-11-29 has RR
         assert W.stored_keys(spark, f"{database}.aggregate_wide") == W.sort_keys(
-            ["AP", "Judged@5", "Judged@10", "nDCG@10", "P@5", "RR"]
-        )
+            ["AP", "Judged@5", "Judged@10", "nDCG@10", "P@5", "RR"])
     finally:
         spark.sql(f"DROP DATABASE IF EXISTS {database} CASCADE")
 
@@ -594,28 +516,19 @@ def test_views_command(spark: SparkSession, sample_job: Written, tmp_path: Path)
     config = sample_job.config
     keys = W.table_measure_keys(spark, config)
     printed = W.views_command(spark, config, dialect="duckdb")
-    assert (
-        printed
-        == ";\n\n".join(W.view_statements(config, measure_keys=keys, dialect="duckdb")) + ";"
-    )
+    assert printed == ";\n\n".join(W.view_statements(config, measure_keys=keys,
+                                                      dialect="duckdb")) + ";"
     assert "delta.`/" in W.views_command(spark, config)  # Spark: absolute paths
-    missing = dataclasses.replace(
-        config, output=dataclasses.replace(config.output, aggregate_path=str(tmp_path / "nothing"))
-    )
+    missing = dataclasses.replace(config, output=dataclasses.replace(
+        config.output, aggregate_path=str(tmp_path / "nothing")))
     with pytest.raises(InputError, match=r"nothing does not exist: run the evaluation job first"):
         W.views_command(spark, missing)
-    catalog = dataclasses.replace(
-        config,
-        output=dataclasses.replace(
-            config.output,
-            per_query_path=None,
-            aggregate_path=None,
-            per_query_table="db.pq",
-            aggregate_table="db.agg",
-        ),
-    )
+    catalog = dataclasses.replace(config, output=dataclasses.replace(
+        config.output, per_query_path=None, aggregate_path=None,
+        per_query_table="db.pq", aggregate_table="db.agg"))
     with pytest.raises(ConfigError, match=r"DuckDB reads Delta tables by path"):
         W.views_command(spark, catalog, dialect="duckdb")
+
 
 
 def test_cli_views_errors_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -48,9 +48,8 @@ def test_the_interval_from_sums_equals_the_one_from_values(seed, n):
     x = rng.uniform(0, 1, n)
     w = rng.integers(0, 10_000, n).astype(float)
     direct = weighted_mean(x, w, level=0.9)
-    summed = weighted.weighted_from_sums(
-        n, w.sum(), w @ x, (w * w).sum(), (w * w) @ x, (w * w) @ (x * x), level=0.9
-    )
+    summed = weighted.weighted_from_sums(n, w.sum(), w @ x, (w * w).sum(), (w * w) @ x,
+                                         (w * w) @ (x * x), level=0.9)
     assert summed.n == direct.n
     for field in ("mean", "variance", "ci_low", "ci_high"):
         assert getattr(summed, field) == pytest.approx(getattr(direct, field), rel=1e-12, abs=1e-12)

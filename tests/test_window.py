@@ -22,57 +22,33 @@ from releval.errors import ConfigError, MeasureError
 from releval.io import views as W
 from releval.job.windows import window_spreads
 
-WINDOW_MEASURES = [
-    "P@window",
-    "R@window",
-    "Hit@window",
-    "RR@window",
-    "AP@window",
-    "nDCG@window",
-    "Judged@window",
-    "R@10",
-]
+WINDOW_MEASURES = ["P@window", "R@window", "Hit@window", "RR@window", "AP@window", "nDCG@window",
+                   "Judged@window", "R@10"]
 RUN_SCHEMA = "system string, qid string, doc string, score double, k double"
 QRELS_SCHEMA = "qid string, doc string, label int"
 COLUMNS = {"query_id": "qid", "doc_id": "doc", "score": "score"}
 QRELS_COLUMNS = {"query_id": "qid", "doc_id": "doc", "relevance": "label"}
 
 # q1: d01..d10 scored 10..1, window 3; q2: e1..e4 scored 4..1, window 5 (past the ranking)
-HAND_RUN = [("bm25", "q1", f"d{i:02d}", float(11 - i), 3.0) for i in range(1, 11)] + [
-    ("bm25", "q2", f"e{i}", float(5 - i), 5.0) for i in range(1, 5)
-]
+HAND_RUN = ([("bm25", "q1", f"d{i:02d}", float(11 - i), 3.0) for i in range(1, 11)]
+            + [("bm25", "q2", f"e{i}", float(5 - i), 5.0) for i in range(1, 5)])
 # q1: d01 unjudged, d02 2, d03 0, d05 1, d09 1, d11 3 (not retrieved): R = 4 (d02 d05 d09 d11)
 # q2: e4 1, e9 1 (not retrieved): R = 2; q3: judged, retrieved by no run partition
-HAND_QRELS = [
-    ("q1", "d02", 2),
-    ("q1", "d03", 0),
-    ("q1", "d05", 1),
-    ("q1", "d09", 1),
-    ("q1", "d11", 3),
-    ("q2", "e4", 1),
-    ("q2", "e9", 1),
-    ("q3", "x", 1),
-]
+HAND_QRELS = [("q1", "d02", 2), ("q1", "d03", 0), ("q1", "d05", 1), ("q1", "d09", 1),
+              ("q1", "d11", 3), ("q2", "e4", 1), ("q2", "e9", 1), ("q3", "x", 1)]
 
 
 def _evaluate(spark, run, qrels, measures, **kwargs):
     return releval.evaluate(
-        spark.createDataFrame(run, RUN_SCHEMA),
-        spark.createDataFrame(qrels, QRELS_SCHEMA),
-        measures=measures,
-        partition_by=["system"],
-        columns=COLUMNS,
-        qrels_columns=QRELS_COLUMNS,
-        window=kwargs.pop("window", "k"),
-        **kwargs,
+        spark.createDataFrame(run, RUN_SCHEMA), spark.createDataFrame(qrels, QRELS_SCHEMA),
+        measures=measures, partition_by=["system"], columns=COLUMNS,
+        qrels_columns=QRELS_COLUMNS, window=kwargs.pop("window", "k"), **kwargs,
     )
 
 
 def _values(result):
-    return {
-        (r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE]
-        for r in result.per_query.select(S.QUERY_ID, S.MEASURE_KEY, S.VALUE).collect()
-    }
+    return {(r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE]
+            for r in result.per_query.select(S.QUERY_ID, S.MEASURE_KEY, S.VALUE).collect()}
 
 
 def test_a_window_of_3_against_a_ranking_of_10_by_hand(spark):
@@ -126,14 +102,8 @@ def test_the_window_cuts_after_the_tie_break_and_before_the_condensation(spark):
     # scores A 3, B 2, C 2, D 2 (doc id descending: D C B), window 2: A D; judged: D 0, B 1
     run = [("r", "q", d, s, 2.0) for d, s in (("A", 3.0), ("B", 2.0), ("C", 2.0), ("D", 2.0))]
     qrels = [("q", "D", 0), ("q", "B", 1)]
-    got = _values(
-        _evaluate(
-            spark,
-            run,
-            qrels,
-            ["P@window", "P@window[judged]", "Judged@window", "RR@window[judged]"],
-        )
-    )
+    got = _values(_evaluate(spark, run, qrels, ["P@window", "P@window[judged]",
+                                                "Judged@window", "RR@window[judged]"]))
     assert got[("q", "P@window")] == 0.0  # A D: ascending ties would keep A B (1/2)
     # condensed after the cut: D alone (a condensation first would keep D B: 1/2)
     assert got[("q", "P@window[judged]")] == 0.0
@@ -146,18 +116,11 @@ def test_tie_aware_measures_cut_at_each_querys_window(spark):
     # (each 1/3). P@window[ties] = (1/3) / 2 = 1/6; Hit@window[ties] = 1/3; RR@window[ties]:
     # B at rank 2 with 1/3, so 1/3 * 1/2 = 1/6; R@window[ties] = 1/3 (R = 1).
     # A window of 4 holds all of them: B always inside, P = 1/4, RR = (1/2 + 1/3 + 1/4) / 3.
-    run = [("r", "q", d, s, 2.0) for d, s in (("A", 3.0), ("B", 2.0), ("C", 2.0), ("D", 2.0))] + [
-        ("r", "p", d, s, 4.0) for d, s in (("A", 3.0), ("B", 2.0), ("C", 2.0), ("D", 2.0))
-    ]
+    run = ([("r", "q", d, s, 2.0) for d, s in (("A", 3.0), ("B", 2.0), ("C", 2.0), ("D", 2.0))]
+           + [("r", "p", d, s, 4.0) for d, s in (("A", 3.0), ("B", 2.0), ("C", 2.0), ("D", 2.0))])
     qrels = [("q", "D", 0), ("q", "B", 1), ("p", "D", 0), ("p", "B", 1)]
-    got = _values(
-        _evaluate(
-            spark,
-            run,
-            qrels,
-            ["P@window[ties]", "Hit@window[ties]", "RR@window[ties]", "R@window[ties]", "P@window"],
-        )
-    )
+    got = _values(_evaluate(spark, run, qrels, [
+        "P@window[ties]", "Hit@window[ties]", "RR@window[ties]", "R@window[ties]", "P@window"]))
     assert got[("q", "P@window[ties]")] == pytest.approx(1 / 6, abs=1e-12)
     assert got[("q", "Hit@window[ties]")] == pytest.approx(1 / 3, abs=1e-12)
     assert got[("q", "RR@window[ties]")] == pytest.approx(1 / 6, abs=1e-12)
@@ -173,11 +136,8 @@ def test_tie_aware_measures_cut_at_each_querys_window(spark):
 def test_best_bounds_cut_at_each_querys_window(spark):
     # q1, window 3: d01 (unjudged) d02 (2) d03 (0): P@window[best] = 2/3, RR[best] = 1 (d01)
     # q2, window 5 over 4 retrieved: e1 e2 e3 unjudged, e4 relevant: 4/5; q3 retrieved by none
-    got = _values(
-        _evaluate(
-            spark, HAND_RUN, HAND_QRELS, ["P@window[best]", "Hit@window[best]", "RR@window[best]"]
-        )
-    )
+    got = _values(_evaluate(spark, HAND_RUN, HAND_QRELS,
+                            ["P@window[best]", "Hit@window[best]", "RR@window[best]"]))
     assert got[("q1", "P@window[best]")] == pytest.approx(2 / 3, abs=1e-12)
     assert got[("q1", "RR@window[best]")] == 1.0
     assert got[("q2", "P@window[best]")] == pytest.approx(4 / 5, abs=1e-12)
@@ -222,10 +182,9 @@ def _oracle(run, qrels, judged_only):
         oracle_run.setdefault(qid, {})[doc] = score
     cuts = ",".join(str(k) for k in range(1, 16))
     evaluator = pytrec_eval.RelevanceEvaluator(
-        oracle_qrels,
-        {f"P.{cuts}", f"recall.{cuts}", f"ndcg_cut.{cuts}", "map", "recip_rank", f"success.{cuts}"},
-        judged_docs_only_flag=judged_only,
-    )
+        oracle_qrels, {f"P.{cuts}", f"recall.{cuts}", f"ndcg_cut.{cuts}", "map", "recip_rank",
+                       f"success.{cuts}"},
+        judged_docs_only_flag=judged_only)
     return evaluator.evaluate(oracle_run)
 
 
@@ -240,27 +199,13 @@ def test_window_is_pytrec_eval_on_rankings_cut_per_query_by_hand(spark, judged_o
     cut = [row for q, k in windows.items() for row in top([r for r in run if r[0] == q], k)]
     expected = _oracle(cut, qrels, judged_only)
     assert len(expected) == 27
-    oracle_name = {
-        "P": "P_{k}",
-        "R": "recall_{k}",
-        "nDCG": "ndcg_cut_{k}",
-        "AP": "map",
-        "RR": "recip_rank",
-        "Hit": "success_{k}",
-    }
+    oracle_name = {"P": "P_{k}", "R": "recall_{k}", "nDCG": "ndcg_cut_{k}", "AP": "map",
+                   "RR": "recip_rank", "Hit": "success_{k}"}
     mismatches = [
-        (
-            qid,
-            name,
-            values[oracle_name[name].format(k=windows[qid])],
-            got[(qid, f"{name}@window{suffix}")],
-        )
-        for qid, values in expected.items()
-        for name in names
-        if abs(
-            got[(qid, f"{name}@window{suffix}")] - values[oracle_name[name].format(k=windows[qid])]
-        )
-        > 1e-9
+        (qid, name, values[oracle_name[name].format(k=windows[qid])], got[(qid, f"{name}@window{suffix}")])
+        for qid, values in expected.items() for name in names
+        if abs(got[(qid, f"{name}@window{suffix}")]
+               - values[oracle_name[name].format(k=windows[qid])]) > 1e-9
     ]
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:5]}"
     # the 3 judged queries the run lacks score 0
@@ -269,32 +214,21 @@ def test_window_is_pytrec_eval_on_rankings_cut_per_query_by_hand(spark, judged_o
 
 def test_bad_windows_are_quarantined_and_counted(spark):
     run = [
-        ("r", "q1", "a", 3.0, 2.0),
-        ("r", "q1", "b", 2.0, None),  # null
-        ("r", "q1", "c", 1.0, 0.0),
-        ("r", "q1", "d", 0.5, -1.0),  # zero, negative
+        ("r", "q1", "a", 3.0, 2.0), ("r", "q1", "b", 2.0, None),  # null
+        ("r", "q1", "c", 1.0, 0.0), ("r", "q1", "d", 0.5, -1.0),  # zero, negative
         ("r", "q1", "e", 0.2, 2.5),  # not an integer
-        ("r", "q2", "a", 3.0, 2.0),
-        ("r", "q2", "b", 2.0, 3.0),
-        ("r", "q2", "c", 1.0, 2.0),
-        ("s", "q2", "a", 3.0, 1.0),
-        ("s", "q2", "b", 2.0, 1.0),  # agrees within partition s
+        ("r", "q2", "a", 3.0, 2.0), ("r", "q2", "b", 2.0, 3.0), ("r", "q2", "c", 1.0, 2.0),
+        ("s", "q2", "a", 3.0, 1.0), ("s", "q2", "b", 2.0, 1.0),  # agrees within partition s
     ]
     qrels = [("q1", "a", 1), ("q2", "a", 1), ("q2", "b", 1)]
     result = _evaluate(spark, run, qrels, ["P@window", "R@window"])
-    reasons = sorted(
-        (r[S.PARTITION]["system"], r[S.RAW]["doc_id"], r[S.REASON_CODE])
-        for r in result.quarantine.collect()
-    )
+    reasons = sorted((r[S.PARTITION]["system"], r[S.RAW]["doc_id"], r[S.REASON_CODE])
+                     for r in result.quarantine.collect())
     # q1 of r: b c d e (null, 0, -1, 2.5); q2 of r: windows 2, 3, 2 disagree, all three rows
     assert reasons == [
-        ("r", "a", "conflicting_window"),
-        ("r", "b", "conflicting_window"),
-        ("r", "b", "invalid_window"),
-        ("r", "c", "conflicting_window"),
-        ("r", "c", "invalid_window"),
-        ("r", "d", "invalid_window"),
-        ("r", "e", "invalid_window"),
+        ("r", "a", "conflicting_window"), ("r", "b", "conflicting_window"),
+        ("r", "b", "invalid_window"), ("r", "c", "conflicting_window"),
+        ("r", "c", "invalid_window"), ("r", "d", "invalid_window"), ("r", "e", "invalid_window"),
     ]
     run_account = result.accounts.run
     assert run_account.quarantined == {"conflicting_window": 3, "invalid_window": 4}
@@ -303,10 +237,8 @@ def test_bad_windows_are_quarantined_and_counted(spark):
     got = _values(result)
     # r q1: only a (window 2), relevant: P = 1/2; r q2 set aside whole: a judged query the
     # partition did not retrieve, 0; s q2: a b at window 1: P = 1/1, R = 1/2
-    by_system = {
-        (r["system"], r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE]
-        for r in result.per_query.collect()
-    }
+    by_system = {(r["system"], r[S.QUERY_ID], r[S.MEASURE_KEY]): r[S.VALUE]
+                 for r in result.per_query.collect()}
     assert by_system[("r", "q1", "P@window")] == 1 / 2
     assert by_system[("r", "q2", "P@window")] == 0.0
     assert by_system[("s", "q2", "P@window")] == 1.0
@@ -332,34 +264,26 @@ def test_window_in_the_config_and_the_answers_default(spark):
     raw = {"run": {"path": "x", "window": "k"}, "qrels": {"path": "y"}}
     assert config_from_dict(raw).run.window == "k"
     with pytest.raises(ConfigError, match="TREC run has no window"):
-        config_from_dict(
-            {"run": {"path": "x", "format": "trec", "window": "k"}, "qrels": {"path": "y"}}
-        )
+        config_from_dict({"run": {"path": "x", "format": "trec", "window": "k"},
+                          "qrels": {"path": "y"}})
     assert AnswersSource().retrieval_measure("k") == "Hit@window"
     assert AnswersSource().retrieval_measure(None) == "Hit@10"
     assert AnswersSource(retrieved_by="R@5").retrieval_measure("k") == "R@5"
     # releval.evaluate with answers and a window: Hit@window is added and decides the cells
-    answers = spark.createDataFrame(
-        [("bm25", "q1", 1.0), ("bm25", "q2", 0.0)], "system string, qid string, answer_score double"
-    )
-    result = _evaluate(
-        spark,
-        HAND_RUN,
-        HAND_QRELS,
-        ["P@window"],
-        answers=answers,
-        answers_columns={"query_id": "qid"},
-    )
+    answers = spark.createDataFrame([("bm25", "q1", 1.0), ("bm25", "q2", 0.0)],
+                                    "system string, qid string, answer_score double")
+    result = _evaluate(spark, HAND_RUN, HAND_QRELS, ["P@window"], answers=answers,
+                       answers_columns={"query_id": "qid"})
     rows = result.attribution.where(F.col(S.QUERIES) > 0).collect()
     assert {r[S.RETRIEVED_BY_MEASURE] for r in rows} == {"Hit@window"}
     # q1 and q2 both have a relevant document in their window: q1 correct, q2 wrong
     assert sorted((r[S.CELL], r[S.QUERIES]) for r in rows) == [
-        ("generation_miss", 1),
-        ("success", 1),
-    ]
+        ("generation_miss", 1), ("success", 1)]
 
 
-def test_the_job_writes_k_q_and_the_summary_and_report_show_what_the_window_lost(spark, tmp_path):
+def test_the_job_writes_k_q_and_the_summary_and_report_show_what_the_window_lost(
+    spark, tmp_path
+):
     from releval import report
     from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
     from releval.job import pipeline
@@ -368,45 +292,29 @@ def test_the_job_writes_k_q_and_the_summary_and_report_show_what_the_window_lost
     spark.createDataFrame(HAND_RUN, RUN_SCHEMA).write.parquet(str(run_path))
     spark.createDataFrame(HAND_QRELS, QRELS_SCHEMA).write.parquet(str(qrels_path))
     config = Config(
-        run=RunSource(
-            path=str(run_path),
-            format="parquet",
-            query_id="qid",
-            doc_id="doc",
-            partition_columns=("system",),
-            window="k",
-        ),
-        qrels=QrelsSource(
-            path=str(qrels_path), format="parquet", query_id="qid", doc_id="doc", relevance="label"
-        ),
+        run=RunSource(path=str(run_path), format="parquet", query_id="qid", doc_id="doc",
+                      partition_columns=("system",), window="k"),
+        qrels=QrelsSource(path=str(qrels_path), format="parquet", query_id="qid", doc_id="doc",
+                          relevance="label"),
         evaluation=EvaluationSettings(measures=("P@window", "nDCG@10")),
-        output=OutputSettings(
-            per_query_path=str(out / "per_query"), aggregate_path=str(out / "aggregate")
-        ),
+        output=OutputSettings(per_query_path=str(out / "per_query"),
+                              aggregate_path=str(out / "aggregate")),
     )
     # R@window and set_recall are added with a window, Judged@window with a @window measure
     assert [m.key for m in pipeline.job_measures(config)] == [
-        "P@window",
-        "nDCG@10",
-        "R@window",
-        "set_recall",
-        "Judged@10",
-        "Judged@window",
-    ]
+        "P@window", "nDCG@10", "R@window", "set_recall", "Judged@10", "Judged@window"]
     summary = pipeline.run(spark, config)
     text = summary.render()
     # k_q 3 and 5; recall (3/4 + 1/2 + 0) / 3 = 0.4167 -> R@window (1/4 + 1/2 + 0) / 3 = 0.25
     assert "system=bm25: k_q 3 / 4 / 5; recall 0.4167 -> 0.2500 (lost 0.1667)" in text
     per_query = spark.read.format("delta").load(str(out / "per_query"))
-    sizes = {
-        (r[S.QUERY_ID], r[S.WINDOW_SIZE])
-        for r in per_query.select(S.QUERY_ID, S.WINDOW_SIZE).distinct().collect()
-    }
+    sizes = {(r[S.QUERY_ID], r[S.WINDOW_SIZE])
+             for r in per_query.select(S.QUERY_ID, S.WINDOW_SIZE).distinct().collect()}
     assert sizes == {("q1", 3), ("q2", 5), ("q3", None)}  # q3: not retrieved
     page = report.build(config)
-    section = page[page.index('<table class="window">') :]
-    cells = [c for c in section[: section.index("</table>")].split("<td") if c.strip()]
-    texts = [c[c.index(">") + 1 : c.index("</td>")] for c in cells[1:]]
+    section = page[page.index('<table class="window">'):]
+    cells = [c for c in section[:section.index("</table>")].split("<td") if c.strip()]
+    texts = [c[c.index(">") + 1:c.index("</td>")] for c in cells[1:]]
     assert texts == ["bm25", "3 / 4 / 5", "0.4167", "0.2500", "0.1667"]
 
 
@@ -418,25 +326,12 @@ def test_window_from_the_command_line(tmp_path, capsys):
     config = config_from_args(_parser().parse_args([*base, "--window", "k"]), str(tmp_path))
     assert config.run.window == "k"
     with pytest.raises(ConfigError, match="a TREC run has no window"):
-        config_from_args(
-            _parser().parse_args(["evaluate", "--run", "r", "--qrels", "q", "--window", "k"]),
-            str(tmp_path),
-        )
+        config_from_args(_parser().parse_args(["evaluate", "--run", "r", "--qrels", "q",
+                                               "--window", "k"]), str(tmp_path))
     # a @window measure without --window fails before Spark starts, in one line
     (tmp_path / "r").mkdir()
     (tmp_path / "q").mkdir()
-    code = main(
-        [
-            "evaluate",
-            "--run",
-            str(tmp_path / "r"),
-            "--qrels",
-            str(tmp_path / "q"),
-            "--format",
-            "parquet",
-            "--measures",
-            "P@5,R@window",
-        ]
-    )
+    code = main(["evaluate", "--run", str(tmp_path / "r"), "--qrels", str(tmp_path / "q"),
+                 "--format", "parquet", "--measures", "P@5,R@window"])
     assert code == 2
     assert "measure(s) ['R@window'] need the run's window" in capsys.readouterr().err

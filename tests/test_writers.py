@@ -10,16 +10,14 @@ from pyspark.sql import types as T
 
 from releval.core.frames import local_frame
 
-SCHEMA = T.StructType(
-    [
-        T.StructField("name", T.StringType(), False),
-        T.StructField("value", T.DoubleType(), True),
-        T.StructField("count", T.LongType(), True),
-        T.StructField("day", T.DateType(), True),
-        T.StructField("at", T.TimestampType(), True),
-        T.StructField("parts", T.ArrayType(T.MapType(T.StringType(), T.StringType()), False), True),
-    ]
-)
+SCHEMA = T.StructType([
+    T.StructField("name", T.StringType(), False),
+    T.StructField("value", T.DoubleType(), True),
+    T.StructField("count", T.LongType(), True),
+    T.StructField("day", T.DateType(), True),
+    T.StructField("at", T.TimestampType(), True),
+    T.StructField("parts", T.ArrayType(T.MapType(T.StringType(), T.StringType()), False), True),
+])
 
 
 def test_driver_rows_come_back_as_written_with_no_python_task(spark):
@@ -51,6 +49,5 @@ def test_no_rows_is_an_empty_frame_of_the_schema(spark):
 
 def test_a_null_in_a_non_nullable_column_names_the_column_and_the_row(spark):
     with pytest.raises(ValueError, match=r"column 'name' cannot be null; row \(None, 1\.0,"):
-        local_frame(
-            spark, [("AP", 0.5, 1, None, None, None), (None, 1.0, 2, None, None, None)], SCHEMA
-        )
+        local_frame(spark, [("AP", 0.5, 1, None, None, None), (None, 1.0, 2, None, None, None)],
+                    SCHEMA)

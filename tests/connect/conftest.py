@@ -55,36 +55,20 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert jars, "Delta's jars are not in .jars/ (or RELEVAL_JARS): run make jars"
     port = _free_port()
     conf = {**SERVER_CONF, "spark.connect.grpc.binding.port": str(port)}
-    command = [
-        str(Path(sys.executable).parent / "spark-submit"),
-        "--class",
-        SERVER_CLASS,
-        "--master",
-        "local[2]",
-        "--jars",
-        ",".join(str(j) for j in jars),
-        "--driver-java-options",
-        f"-Dlog4j2.configurationFile={ROOT / 'conf' / 'log4j2.properties'}",
-    ]
+    command = [str(Path(sys.executable).parent / "spark-submit"), "--class", SERVER_CLASS,
+               "--master", "local[2]", "--jars", ",".join(str(j) for j in jars),
+               "--driver-java-options",
+               f"-Dlog4j2.configurationFile={ROOT / 'conf' / 'log4j2.properties'}"]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     log = tmp_path_factory.mktemp("connect-server") / "server.log"
-    env = {
-        **os.environ,
-        "SPARK_HOME": os.path.dirname(pyspark.__file__),
-        "PYSPARK_PYTHON": sys.executable,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
-    }
+    env = {**os.environ, "SPARK_HOME": os.path.dirname(pyspark.__file__),
+           "PYSPARK_PYTHON": sys.executable,
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     env.pop("SPARK_REMOTE", None)
     with log.open("w") as out:
-        server = subprocess.Popen(
-            command,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=log.parent,
-            start_new_session=True,
-        )
+        server = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  cwd=log.parent, start_new_session=True)
     try:
         deadline = time.monotonic() + 300
         while not _listening(port):

@@ -10,14 +10,11 @@ from support.connect_support import CLIENT_PROLOGUE, last_json, run_client
 
 pytestmark = pytest.mark.slow  # a Spark Connect server and a client process
 
-SCRIPT = (
-    CLIENT_PROLOGUE
-    + """
+SCRIPT = CLIENT_PROLOGUE + """
 from releval.runtime.mode import is_connect
 from support.clicks_support import check
 print(json.dumps({"connect": is_connect(spark), **check(spark)}))
 """
-)
 
 
 def test_online_measures_and_interleaving_on_spark_connect(connect_url, tmp_path):

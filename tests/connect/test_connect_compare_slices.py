@@ -24,9 +24,7 @@ QUERIES_SCHEMA = "qid string, segment string, locale string, hits double"
 COLUMNS = {"query_id": "qid", "weight": "hits"}
 CANDIDATES = {f"system={s}": {"system": s} for s in ("dense", "hybrid")}
 
-SCRIPT = (
-    CLIENT_PROLOGUE
-    + f"""
+SCRIPT = CLIENT_PROLOGUE + f"""
 import releval
 from releval.checks.queries import check_queries
 from releval.config import ComparisonSettings
@@ -62,7 +60,6 @@ print(json.dumps({{"connect": is_connect(spark), "error": error,
                   "executors": [r.asDict() for r in executors.collect()],
                   "moved": [r.asDict() for r in moved.collect()]}}))
 """
-)
 
 
 def _keyed(rows, key):
@@ -86,15 +83,10 @@ def test_slices_weighted_and_changes_on_spark_connect(
     assert got["connect"] is True
     per_query = spark.createDataFrame(per_query_rows(), SCHEMA)
     queries = spark.createDataFrame(queries_rows(), QUERIES_SCHEMA)
-    classic = releval.compare(
-        per_query,
-        baseline="system=bm25",
-        candidates=["system=dense", "system=hybrid"],
-        test="t",
-        queries=queries,
-        queries_columns=COLUMNS,
-        slices=["segment", "locale"],
-    ).collect()
+    classic = releval.compare(per_query, baseline="system=bm25",
+                              candidates=["system=dense", "system=hybrid"], test="t",
+                              queries=queries, queries_columns=COLUMNS,
+                              slices=["segment", "locale"]).collect()
     key = (S.CANDIDATE, S.MEASURE_KEY, S.SLICE, S.SLICE_VALUE, S.AVERAGING)
     want = _keyed([r.asDict() for r in classic], key)
     assert sum(1 for k in want if k[4] == "weighted") == 2 * 3 * 7
@@ -102,23 +94,13 @@ def test_slices_weighted_and_changes_on_spark_connect(
     # the executor path on Connect gives the driver path's rows
     checked = check_queries(queries, query_id="qid", weight="hits", slices=["segment", "locale"])
     assert comparison.compare(
-        per_query,
-        baseline={"system": "bm25"},
-        candidates=CANDIDATES,
-        missing_queries="zero",
-        settings=ComparisonSettings(test="t"),
-        queries=checked.used,
-        slices=["segment", "locale"],
-        weighted=True,
-    ).count() == len(got["executors"])
+        per_query, baseline={"system": "bm25"}, candidates=CANDIDATES, missing_queries="zero",
+        settings=ComparisonSettings(test="t"), queries=checked.used,
+        slices=["segment", "locale"], weighted=True).count() == len(got["executors"])
     _same(_keyed(got["executors"], key), want)
-    moved = releval.changes(
-        per_query,
-        baseline="system=bm25",
-        candidates=["system=dense", "system=hybrid"],
-        queries=queries,
-        queries_columns=COLUMNS,
-    ).collect()
+    moved = releval.changes(per_query, baseline="system=bm25",
+                            candidates=["system=dense", "system=hybrid"], queries=queries,
+                            queries_columns=COLUMNS).collect()
     mkey = (S.CANDIDATE, S.MEASURE_KEY, S.QUERY_ID)
     _same(_keyed(got["moved"], mkey), _keyed([r.asDict() for r in moved], mkey))
     assert got["error"].startswith("queries DataFrame: column 'qid': duplicate_query_id")

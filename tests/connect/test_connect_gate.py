@@ -25,19 +25,10 @@ CASES = [
     ("good", ["nDCG@10 change >= -0.01", "Hit@10 >= 0.8"], False),
     ("bad", ["nDCG@10 change >= -0.01", "nDCG@10 >= 0.3", "nDCG@10 change >= -2%"], False),
     ("small", ["nDCG@10 change > 0"], False),
-    (
-        "mixed",
-        [
-            "nDCG@10 change >= -0.01",
-            "nDCG@10 change >= -0.01 per segment",
-            "weighted nDCG@10 change >= -0.01",
-        ],
-        True,
-    ),
+    ("mixed", ["nDCG@10 change >= -0.01", "nDCG@10 change >= -0.01 per segment",
+               "weighted nDCG@10 change >= -0.01"], True),
 ]
-SCRIPT = (
-    CLIENT_PROLOGUE
-    + f"""
+SCRIPT = CLIENT_PROLOGUE + f"""
 import releval
 from releval.runtime.mode import is_connect
 from support import gate_support as D
@@ -52,49 +43,36 @@ for cand, rules, sliced in {CASES!r}:
                  "text": g.render()}})
 print(json.dumps({{"connect": is_connect(spark), "gates": out}}))
 """
-)
 
 
-def test_gate_on_spark_connect_gives_the_classic_sessions_tables(
-    spark: SparkSession, connect_url: str, tmp_path: Path
-) -> None:
+def test_gate_on_spark_connect_gives_the_classic_sessions_tables(spark: SparkSession,
+                                                                 connect_url: str,
+                                                                 tmp_path: Path) -> None:
     got = last_json(run_client(connect_url, SCRIPT, cwd=tmp_path))
     assert got["connect"] is True
     per_query, queries = D.frames(spark)
     decisions = []
     for (cand, rules, sliced), remote in zip(CASES, got["gates"], strict=True):
-        g = releval.gate(
-            per_query,
-            baseline="system=base",
-            candidates=f"system={cand}",
-            rules=rules,
-            **(dict(queries=queries, queries_columns={"weight": "traffic"}) if sliced else {}),
-        )
+        g = releval.gate(per_query, baseline="system=base", candidates=f"system={cand}",
+                         rules=rules, **(dict(queries=queries,
+                                              queries_columns={"weight": "traffic"})
+                                         if sliced else {}))
         assert remote["decision"] == g.decision
         assert remote["text"] == g.render()
         local = [r.asDict() for r in g.table.collect()]
         assert len(remote["rows"]) == len(local)
         for a, b in zip(remote["rows"], local, strict=True):
             for key, value in b.items():
-                assert a[key] == (
-                    pytest.approx(value, rel=1e-12, nan_ok=True)
-                    if isinstance(value, float)
-                    else value
-                ), (cand, key)
+                assert a[key] == (pytest.approx(value, rel=1e-12, nan_ok=True)
+                                  if isinstance(value, float) else value), (cand, key)
         decisions.append(g.decision)
     assert decisions == ["pass", "fail", "inconclusive", "fail"]
 
 
 def _cli(url: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SPARK_REMOTE": url}
-    return subprocess.run(
-        [sys.executable, "-m", "releval.cli", "gate", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    return subprocess.run([sys.executable, "-m", "releval.cli", "gate", *args], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=900)
 
 
 def test_cli_exit_codes_over_connect(connect_url: str, tmp_path: Path) -> None:
@@ -102,43 +80,24 @@ def test_cli_exit_codes_over_connect(connect_url: str, tmp_path: Path) -> None:
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("".join(f"{q} 0 r 1\n{q} 0 x 0\n" for q in queries))
     for tag, first in (("base", "rx"), ("worse", "xr")):
-        (tmp_path / f"{tag}.run").write_text(
-            "".join(
-                f"{q} Q0 {first[0]} 1 2.0 {tag}\n{q} Q0 {first[1]} 2 1.0 {tag}\n" for q in queries
-            )
-        )
+        (tmp_path / f"{tag}.run").write_text("".join(
+            f"{q} Q0 {first[0]} 1 2.0 {tag}\n{q} Q0 {first[1]} 2 1.0 {tag}\n" for q in queries))
     files = ["--qrels", str(qrels), "--run", str(tmp_path / "base.run")]
     # worse: RR 1/2 where base has 1 on every query: a fail
-    done = _cli(
-        connect_url,
-        *files,
-        "--run",
-        str(tmp_path / "worse.run"),
-        "--rule",
-        "RR change >= -0.01",
-        cwd=tmp_path,
-    )
+    done = _cli(connect_url, *files, "--run", str(tmp_path / "worse.run"), "--rule",
+                "RR change >= -0.01", cwd=tmp_path)
     assert done.returncode == 1, done.stderr[-3000:]
     assert done.stdout.startswith("gate: FAIL")
     # the same run twice: every difference 0, not above 0: inconclusive, or mapped
-    same = [
-        *files,
-        "--run",
-        str(tmp_path / "worse.run"),
-        "--baseline",
-        "worse",
-        "--rule",
-        "RR change > 0",
-    ]
-    (tmp_path / "again.run").write_text(
-        (tmp_path / "worse.run").read_text().replace(" worse\n", " again\n")
-    )
+    same = [*files, "--run", str(tmp_path / "worse.run"), "--baseline", "worse", "--rule",
+            "RR change > 0"]
+    (tmp_path / "again.run").write_text((tmp_path / "worse.run").read_text()
+                                        .replace(" worse\n", " again\n"))
     same[3] = str(tmp_path / "again.run")
     assert _cli(connect_url, *same, cwd=tmp_path).returncode == 3
     assert _cli(connect_url, *same, "--on-inconclusive", "pass", cwd=tmp_path).returncode == 0
-    bad = _cli(
-        connect_url, *files, "--run", str(tmp_path / "worse.run"), "--rule", "RR >> 0", cwd=tmp_path
-    )
+    bad = _cli(connect_url, *files, "--run", str(tmp_path / "worse.run"), "--rule", "RR >> 0",
+               cwd=tmp_path)
     assert bad.returncode == 2 and "rule 'RR >> 0'" in bad.stderr
 
 
@@ -148,26 +107,13 @@ def test_the_nightly_job_over_connect_fails_the_regressing_night_only(
     week = D.write_week(spark, tmp_path)
     config = D.week_config(tmp_path, *week)
     env = {**os.environ, "SPARK_REMOTE": connect_url}
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "jobs" / "evaluate.py"),
-            "--config",
-            str(config),
-            "--show",
-            "0",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "evaluate.py"), "--config",
+                           str(config), "--show", "0"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=900)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-3000:]
     gate = read(spark, str(tmp_path / "out" / "gate"))
-    decisions = {
-        r["date"]: r["decision"] for r in gate.select("date", "decision").distinct().collect()
-    }
+    decisions = {r["date"]: r["decision"] for r in gate.select("date", "decision").distinct()
+                 .collect()}
     assert decisions == {**{d: "pass" for d in D.WEEK}, D.WEEK[D.REGRESSING_DAY]: "fail"}
     log = read(spark, str(tmp_path / "out" / "run_log"))
     assert [r["status"] for r in log.collect()] == ["succeeded"]

@@ -9,14 +9,11 @@ from support.slices_support import expected_check
 
 pytestmark = pytest.mark.slow  # a Spark Connect server and a client process
 
-SCRIPT = (
-    CLIENT_PROLOGUE
-    + """
+SCRIPT = CLIENT_PROLOGUE + """
 from releval.runtime.mode import is_connect
 from support.slices_support import check
 print(json.dumps({"connect": is_connect(spark), **check(spark)}))
 """
-)
 
 
 def test_slices_and_weights_on_spark_connect(connect_url, tmp_path):

@@ -18,9 +18,8 @@ from releval.job.sample import SampleShape, write_sample
 ROOT = Path(__file__).resolve().parents[2]
 D27, D28, D29 = "2026-11-27", "2026-11-28", "2026-11-29"
 #: 20 judged queries, 3 systems x 3 dates (releval.job.sample.SYSTEMS; three of its DATES).
-SHAPE = SampleShape(
-    queries=20, docs_per_query=10, judged_per_query=5, corpus=500, dates=(D27, D28, D29)
-)
+SHAPE = SampleShape(queries=20, docs_per_query=10, judged_per_query=5, corpus=500,
+                    dates=(D27, D28, D29))
 MEASURES = ("P@5", "AP", "nDCG@10")
 #: per date: 3 systems x 20 qrels queries x (3 measures + Judged@5 and Judged@10, which the
 #: job adds for every cutoff it evaluates) (missing queries score 0) = 300
@@ -37,9 +36,8 @@ def write_inputs(spark: SparkSession, folder: Path) -> tuple[str, str]:
     return run, qrels
 
 
-def write_config(
-    folder: Path, run: str, qrels: str, run_filter: str | None = None, answers: str | None = None
-) -> Path:
+def write_config(folder: Path, run: str, qrels: str, run_filter: str | None = None,
+                 answers: str | None = None) -> Path:
     """A job config reading the sample and writing under ``folder/out`` (``run.filter``
     when given; ``answers``: the TOML lines of an ``[answers]`` section)."""
     out = folder / "out"
@@ -68,8 +66,8 @@ measures = [{measures}]
 
 {answers_section}
 [output]
-per_query_path = "{out / "per_query"}"
-aggregate_path = "{out / "aggregate"}"
+per_query_path = "{out / 'per_query'}"
+aggregate_path = "{out / 'aggregate'}"
 partition_columns = ["date"]
 """
     path = folder / "job.toml"
@@ -132,7 +130,6 @@ def finish(proc: subprocess.Popen[str], timeout: float = 600) -> str:
     if proc.returncode != 0:
         # the first lines that name an error, then the end: a JVM stack hides the cause otherwise
         causes = [line for line in out.splitlines() if "Error" in line or "Exception" in line][:10]
-        raise AssertionError(
-            f"job failed ({proc.returncode}):\n" + "\n".join(causes) + f"\n...\n{out[-3000:]}"
-        )
+        raise AssertionError(f"job failed ({proc.returncode}):\n" + "\n".join(causes)
+                             + f"\n...\n{out[-3000:]}")
     return out

@@ -6,24 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
-SCHEMA = (
-    "bucket string, search_id string, query_id string, doc_id string, position int, "
-    "clicked int, dwell double, team string"
-)
+SCHEMA = ("bucket string, search_id string, query_id string, doc_id string, position int, "
+          "clicked int, dwell double, team string")
 LOG = [
     # bucket A, q1: s1 a click at 2 (dwell 40); s2 no click
-    ("A", "s1", "q1", "a", 1, 0, None, "new"),
-    ("A", "s1", "q1", "b", 2, 1, 40.0, "old"),
-    ("A", "s2", "q1", "a", 1, 0, None, "old"),
-    ("A", "s2", "q1", "b", 2, 0, None, "new"),
+    ("A", "s1", "q1", "a", 1, 0, None, "new"), ("A", "s1", "q1", "b", 2, 1, 40.0, "old"),
+    ("A", "s2", "q1", "a", 1, 0, None, "old"), ("A", "s2", "q1", "b", 2, 0, None, "new"),
     # bucket A, q2: s3 clicks at 1 (dwell 5, new) and 2 (old): a tie; s4 new wins
-    ("A", "s3", "q2", "c", 1, 1, 5.0, "new"),
-    ("A", "s3", "q2", "d", 2, 1, None, "old"),
-    ("A", "s4", "q2", "c", 1, 2, None, "new"),
-    ("A", "s4", "q2", "d", 2, 0, None, "old"),
+    ("A", "s3", "q2", "c", 1, 1, 5.0, "new"), ("A", "s3", "q2", "d", 2, 1, None, "old"),
+    ("A", "s4", "q2", "c", 1, 2, None, "new"), ("A", "s4", "q2", "d", 2, 0, None, "old"),
     # bucket B, q1: s5 a click at 1 (new wins)
-    ("B", "s5", "q1", "a", 1, 1, 31.0, "new"),
-    ("B", "s5", "q1", "b", 2, 0, None, "old"),
+    ("B", "s5", "q1", "a", 1, 1, 31.0, "new"), ("B", "s5", "q1", "b", 2, 0, None, "old"),
     # quarantined: a click on a document s5 did not show, a row without a team
     ("B", "s5", None, "z", None, 1, None, None),
     ("B", "s6", "q1", "a", 1, 0, None, None),
@@ -34,11 +27,8 @@ EXPECTED = {
     # A q2: s3 RR 1, s4 RR 1 -> 1; abandonment 0; success 0 (dwell 5; no dwell)
     # B q1: s5 RR 1, abandonment 0, success 1 (dwell 31); s6 (no team, but the online
     #       measures read none) no click: RR (1 + 0) / 2, abandonment 1/2, success 1/2
-    "online": [
-        ["A", "q1", 0.25, 0.5, 0.5, 2.0],
-        ["A", "q2", 1.0, 0.0, 0.0, 2.0],
-        ["B", "q1", 0.5, 0.5, 0.5, 2.0],
-    ],
+    "online": [["A", "q1", 0.25, 0.5, 0.5, 2.0], ["A", "q2", 1.0, 0.0, 0.0, 2.0],
+               ["B", "q1", 0.5, 0.5, 0.5, 2.0]],
     # Preference of new over old: A q1: s1 loss, s2 tie -> -1/2; A q2: s3 tie, s4 win -> 1/2;
     # B q1: s5 win -> 1 (s6 is quarantined for its team: not a search of the interleaving)
     "preference": [["A", "q1", -0.5], ["A", "q2", 0.5], ["B", "q1", 1.0]],
@@ -53,44 +43,29 @@ def check(spark) -> dict:
     import releval
 
     log = spark.createDataFrame(LOG, SCHEMA)
-    online = releval.evaluate_clicks(
-        log.drop("team"), measures=["ClickRR", "Abandonment", "Success@30"], partition_by="bucket"
-    )
-    rows = {
-        (r.bucket, r.query_id, r.measure_key): (r.value, r.weight)
-        for r in online.per_query.collect()
-    }
-    found = [
-        [
-            b,
-            q,
-            rows[(b, q, "ClickRR")][0],
-            rows[(b, q, "Abandonment")][0],
-            rows[(b, q, "Success@30")][0],
-            rows[(b, q, "ClickRR")][1],
-        ]
-        for b, q in sorted({(b, q) for b, q, _ in rows})
-    ]
+    online = releval.evaluate_clicks(log.drop("team"), measures=["ClickRR", "Abandonment",
+                                                                 "Success@30"],
+                                     partition_by="bucket")
+    rows = {(r.bucket, r.query_id, r.measure_key): (r.value, r.weight)
+            for r in online.per_query.collect()}
+    found = [[b, q, rows[(b, q, "ClickRR")][0], rows[(b, q, "Abandonment")][0],
+              rows[(b, q, "Success@30")][0], rows[(b, q, "ClickRR")][1]]
+             for b, q in sorted({(b, q) for b, q, _ in rows})]
     inter = releval.interleaving(log, baseline="old", candidates="new", partition_by="bucket")
-    preference = sorted(
-        [r.bucket, r.query_id, r.value] for r in inter.per_query.collect() if r.team == "new"
-    )
+    preference = sorted([r.bucket, r.query_id, r.value] for r in inter.per_query.collect()
+                        if r.team == "new")
 
     def account(result) -> list:
         a = result.accounts.interactions
         return [a.input, a.used, a.quarantined]
 
-    return {
-        "online": found,
-        "preference": preference,
-        "online_accounts": account(online),
-        "interleaving_accounts": account(inter),
-    }
+    return {"online": found,
+            "preference": preference,
+            "online_accounts": account(online), "interleaving_accounts": account(inter)}
 
 
-def team_draft_aa(
-    rng: np.random.Generator, *, logs: int, queries: int, searches: int, positions: int = 6
-) -> tuple[np.ndarray, np.ndarray]:
+def team_draft_aa(rng: np.random.Generator, *, logs: int, queries: int, searches: int,
+                  positions: int = 6) -> tuple[np.ndarray, np.ndarray]:
     """A/A team-draft interleaving: a ranker against itself, so each pair of positions goes
     to the two teams in an order a coin flip picks; clicks by position only (a position-based
     model with examination 1/position and attractiveness 0.4), independent of the team.

@@ -104,27 +104,15 @@ class Standalone:
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
         log = open(self.root / "logs" / f"{name}.out", "wb")  # noqa: SIM115 - the child keeps it
         self.processes[name] = subprocess.Popen(
-            [str(SPARK_CLASS), *args],
-            env=daemon_env(self.root),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_dies_with_us,
+            [str(SPARK_CLASS), *args], env=daemon_env(self.root), stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_dies_with_us,
         )
         log.close()
 
     def start(self, workers: int = 2, timeout: float = 180) -> Standalone:
         """Start the master and ``workers`` workers; wait until all are ALIVE."""
-        self._spawn(
-            "master",
-            "org.apache.spark.deploy.master.Master",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.master_port),
-            "--webui-port",
-            str(self.master_ui),
-        )
+        self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                    "--port", str(self.master_port), "--webui-port", str(self.master_ui))
         self.wait(lambda s: s is not None, timeout, "the master's web UI never answered")
         self.ensure_workers(workers, timeout)
         return self
@@ -135,23 +123,9 @@ class Standalone:
         work = self.root / name
         work.mkdir(parents=True, exist_ok=True)
         ui = free_port()
-        self._spawn(
-            name,
-            "org.apache.spark.deploy.worker.Worker",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(free_port()),
-            "--webui-port",
-            str(ui),
-            "--cores",
-            "1",
-            "--memory",
-            WORKER_MEMORY,
-            "--work-dir",
-            str(work),
-            self.url,
-        )
+        self._spawn(name, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                    "--port", str(free_port()), "--webui-port", str(ui), "--cores", "1",
+                    "--memory", WORKER_MEMORY, "--work-dir", str(work), self.url)
         self.worker_uis[name] = ui
         return name
 
@@ -162,11 +136,8 @@ class Standalone:
         """Start workers until ``count`` run; wait until the master counts them ALIVE."""
         while len(self.alive_workers()) < count:
             self.start_worker()
-        self.wait(
-            lambda s: s is not None and s["aliveworkers"] == count,
-            timeout,
-            f"the master never had {count} ALIVE workers",
-        )
+        self.wait(lambda s: s is not None and s["aliveworkers"] == count, timeout,
+                  f"the master never had {count} ALIVE workers")
 
     def state(self) -> Any:
         """The master's JSON (workers, applications); None when it does not answer."""
@@ -175,11 +146,8 @@ class Standalone:
     def wait(self, ready: Any, timeout: float, message: str) -> None:
         deadline = time.monotonic() + timeout
         while not ready(self.state()):
-            dead = [
-                n
-                for n, p in self.processes.items()
-                if p.poll() is not None and n not in self.killed
-            ]
+            dead = [n for n, p in self.processes.items()
+                    if p.poll() is not None and n not in self.killed]
             assert not dead, f"{dead} exited: see {self.root / 'logs'}"
             assert time.monotonic() < deadline, f"{message} ({timeout} s; {self.root / 'logs'})"
             time.sleep(0.5)
@@ -201,13 +169,8 @@ class Standalone:
         if job_log is not None and job_log.is_file():
             text = job_log.read_text(encoding="utf-8", errors="replace").splitlines()
             keys = ("Reason", "killed", "removed", "releval: error", "Exception:", "Error:")
-            parts.append(
-                "driver: "
-                + "\n  ".join(
-                    [line for line in text if any(k in line for k in keys)][:15]
-                    or ["(no reason line)"]
-                )
-            )
+            parts.append("driver: " + "\n  ".join(
+                [line for line in text if any(k in line for k in keys)][:15] or ["(no reason line)"]))
         for log in sorted((self.root / "logs").glob("*.out")):
             lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
             keys = ("xecutor", "WARN", "ERROR", "emoving", "FAILED", "exited")
@@ -257,12 +220,7 @@ def _kill_group(process: subprocess.Popen[bytes], sig: int, then_kill_after: flo
 
 
 def submit(
-    dist: Path,
-    master: str,
-    config: Path,
-    *,
-    conf: dict[str, str],
-    log: Path,
+    dist: Path, master: str, config: Path, *, conf: dict[str, str], log: Path,
     args: Sequence[str] = ("--show", "0"),
 ) -> subprocess.Popen[bytes]:
     """``spark-submit`` the packaged job as production does: ``--py-files dist/releval.zip``,
@@ -272,30 +230,16 @@ def submit(
     releval from the zip, not from a source tree.
     """
     jars = ",".join(str(j) for j in sorted((dist / "jars").glob("*.jar")))
-    command = [
-        str(SPARK_HOME / "bin" / "spark-submit"),
-        "--master",
-        master,
-        "--jars",
-        jars,
-        "--py-files",
-        str(dist / "releval.zip"),
-    ]
+    command = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--jars", jars,
+               "--py-files", str(dist / "releval.zip")]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     command += [str(dist / "evaluate.py"), "--config", str(config), *args]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RELEVAL_JARS")}
     env.update(SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1")
     out = open(log, "wb")  # noqa: SIM115 - the child keeps it
-    proc = subprocess.Popen(
-        command,
-        env=env,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        cwd=config.parent,
-        start_new_session=True,
-        preexec_fn=_dies_with_us,
-    )
+    proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
+                            cwd=config.parent, start_new_session=True, preexec_fn=_dies_with_us)
     out.close()
     return proc
 
@@ -303,11 +247,8 @@ def submit(
 def events(event_dir: Path) -> Iterator[dict[str, Any]]:
     """The events of the one application logged in ``event_dir`` (uncompressed, rolling or
     not)."""
-    files = sorted(
-        p
-        for p in event_dir.rglob("*")
-        if p.is_file() and not p.name.startswith((".", "appstatus")) and not p.name.endswith(".crc")
-    )
+    files = sorted(p for p in event_dir.rglob("*") if p.is_file()
+                   and not p.name.startswith((".", "appstatus")) and not p.name.endswith(".crc"))
     assert files, f"no event log in {event_dir}"
     for path in files:
         with open(path, encoding="utf-8") as f:

@@ -9,19 +9,12 @@ import sys
 from pathlib import Path
 
 
-def run_client(
-    url: str, script: str, *args: str, cwd: Path, timeout: float = 900
-) -> subprocess.CompletedProcess[str]:
+def run_client(url: str, script: str, *args: str, cwd: Path, timeout: float = 900
+               ) -> subprocess.CompletedProcess[str]:
     """Run ``script`` (Python source) as a Spark Connect client of ``url``."""
     env = {**os.environ, "SPARK_REMOTE": url, "PYSPARK_PYTHON": sys.executable}
-    return subprocess.run(
-        [sys.executable, "-c", script, *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return subprocess.run([sys.executable, "-c", script, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def last_json(done: subprocess.CompletedProcess[str]) -> dict:
@@ -40,20 +33,8 @@ spark = SparkSession.builder.getOrCreate()
 """
 
 #: the API test's measures: cutoffs, graded, judged-only, ties, bounds
-MEASURES = [
-    "P@5",
-    "R@10",
-    "nDCG@10",
-    "RR",
-    "AP",
-    "Hit@5",
-    "P(rel=2)@5",
-    "bpref",
-    "nDCG@10[judged]",
-    "AP[ties]",
-    "P@5[best]",
-    "Rprec",
-]
+MEASURES = ["P@5", "R@10", "nDCG@10", "RR", "AP", "Hit@5", "P(rel=2)@5", "bpref",
+            "nDCG@10[judged]", "AP[ties]", "P@5[best]", "Rprec"]
 
 
 def api_inputs(spark):  # -> (run, qrels, answers) DataFrames
@@ -64,18 +45,10 @@ def api_inputs(spark):  # -> (run, qrels, answers) DataFrames
     import random
 
     rng = random.Random(46)
-    qrels = [
-        (f"q{q:02d}", f"d{d}", rng.choice([-1, 0, 0, 1, 1, 2]))
-        for q in range(30)
-        for d in range(10)
-        if (q, d) != (0, 0)
-    ]
-    run = [
-        (f"s{s}", f"q{q:02d}", f"d{d}", float(round(rng.gauss(0.3 * s, 1), 1)))
-        for s in range(3)
-        for q in range(31)
-        for d in range(12)
-    ]
+    qrels = [(f"q{q:02d}", f"d{d}", rng.choice([-1, 0, 0, 1, 1, 2]))
+             for q in range(30) for d in range(10) if (q, d) != (0, 0)]
+    run = [(f"s{s}", f"q{q:02d}", f"d{d}", float(round(rng.gauss(0.3 * s, 1), 1)))
+           for s in range(3) for q in range(31) for d in range(12)]
     run += [("s0", "q01", None, 1.0), ("s1", "q02", "d3", float("nan"))]
     answers = [(f"s{s}", f"q{q:02d}", rng.random()) for s in range(3) for q in range(30)]
     return (

@@ -40,7 +40,7 @@ def values(system: str) -> np.ndarray:
     if system == "base":
         return BASE
     d = DIFFS[system]
-    return BASE[: len(d)] + d
+    return BASE[:len(d)] + d
 
 
 def per_query_rows() -> list[tuple]:
@@ -54,17 +54,13 @@ def per_query_rows() -> list[tuple]:
 
 
 def queries_rows() -> list[tuple]:
-    return [
-        (q, "head" if i < HEAD else "tail", 100.0 if i < HEAD else 1.0)
-        for i, q in enumerate(QUERIES)
-    ]
+    return [(q, "head" if i < HEAD else "tail", 100.0 if i < HEAD else 1.0)
+            for i, q in enumerate(QUERIES)]
 
 
 def frames(spark):  # -> (per_query, queries)
-    return (
-        spark.createDataFrame(per_query_rows(), SCHEMA),
-        spark.createDataFrame(queries_rows(), QUERIES_SCHEMA),
-    )
+    return (spark.createDataFrame(per_query_rows(), SCHEMA),
+            spark.createDataFrame(queries_rows(), QUERIES_SCHEMA))
 
 
 # A week of one system's nightly runs (the batch job's gate): 120 queries, each with a
@@ -94,20 +90,17 @@ def write_week(spark, folder) -> tuple[str, str]:
             order = ("r", "x") if rr == 1.0 else ("x", "r")
             rows += [("prod", date, q, doc, 2.0 - pos, pos + 1) for pos, doc in enumerate(order)]
     run, qrels = str(folder / "log"), str(folder / "qrels")
-    spark.createDataFrame(
-        rows,
-        "system string, date string, query_id string, item_id string, score double, position int",
-    ).write.format("delta").partitionBy("system", "date").save(run)
-    spark.createDataFrame(
-        [(q, d, 1 if d == "r" else 0) for q in NIGHTLY_QUERIES for d in "rx"],
-        "query_id string, doc_id string, relevance int",
-    ).write.format("delta").save(qrels)
+    spark.createDataFrame(rows, "system string, date string, query_id string, item_id string, "
+                          "score double, position int").write.format("delta").partitionBy(
+        "system", "date").save(run)
+    spark.createDataFrame([(q, d, 1 if d == "r" else 0) for q in NIGHTLY_QUERIES for d in "rx"],
+                          "query_id string, doc_id string, relevance int").write.format(
+        "delta").save(qrels)
     return run, qrels
 
 
-def week_config(
-    folder, run: str, qrels: str, *, baseline: str = "previous", on_inconclusive: str | None = None
-):
+def week_config(folder, run: str, qrels: str, *, baseline: str = "previous",
+                on_inconclusive: str | None = None):
     """A job config over the week with a ``[gate]``; its path."""
     rules = ", ".join(f'"{r}"' for r in NIGHTLY_RULES)
     extra = f'on_inconclusive = "{on_inconclusive}"' if on_inconclusive else ""
@@ -137,8 +130,8 @@ order_by = "date"
 {extra}
 
 [output]
-per_query_path = "{out / "per_query"}"
-aggregate_path = "{out / "aggregate"}"
+per_query_path = "{out / 'per_query'}"
+aggregate_path = "{out / 'aggregate'}"
 partition_columns = ["date"]
 """
     path = folder / "job.toml"

@@ -66,10 +66,8 @@ def as_queries(
         F.first(S.NUM_RET).alias(S.NUM_RET),
         F.first(S.NEGATIVE_LABELS).alias(S.NEGATIVE_LABELS),
         F.first(S.DEPTH).alias(S.DEPTH),
-        F.array(
-            *[
-                F.first(F.when(F.col(S.MEASURE_KEY) == m.key, entry), ignorenulls=True)
-                for m in measures
-            ]
-        ).alias(MEASURES),
+        F.array(*[
+            F.first(F.when(F.col(S.MEASURE_KEY) == m.key, entry), ignorenulls=True)
+            for m in measures
+        ]).alias(MEASURES),
     )

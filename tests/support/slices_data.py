@@ -27,38 +27,15 @@ def per_query_rows():
         base = rng.uniform(0, 1, N).round(3)
         for system, shift in [("bm25", 0.0), ("dense", 0.04), ("hybrid", -0.03)]:
             # dense helps the tail and hurts the head; hybrid the other way round
-            tilt = (
-                np.array([(-1, 0, 1)[i % 3] for i in range(N)])
-                * 0.1
-                * (1 if system == "dense" else -1 if system == "hybrid" else 0)
-            )
+            tilt = np.array([(-1, 0, 1)[i % 3] for i in range(N)]) * 0.1 * (
+                1 if system == "dense" else -1 if system == "hybrid" else 0)
             values = np.clip(base + shift + tilt + rng.normal(0, 0.08, N).round(3), 0, 1)
             for i, v in enumerate(values):
                 if (system, i) in (("dense", 7), ("bm25", 11)):
                     continue
-                out.append(
-                    (
-                        system,
-                        "2026-11-28",
-                        f"q{i:02d}",
-                        m.name,
-                        m.cutoff,
-                        m.rel_level,
-                        False,
-                        m.key,
-                        float(v),
-                        10,
-                        3,
-                        1,
-                        None,
-                        "unjudged",
-                        None,
-                        None,
-                        None,
-                        None,
-                        None,
-                    )
-                )
+                out.append((system, "2026-11-28", f"q{i:02d}", m.name, m.cutoff, m.rel_level,
+                            False, m.key, float(v), 10, 3, 1, None, "unjudged", None, None,
+                            None, None, None))
     return out
 
 

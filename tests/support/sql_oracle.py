@@ -100,9 +100,9 @@ class _RunSql:
     rows) and, from them, one aggregate per statistic."""
 
     def __init__(self, *, rank_by: str, partition_columns: Sequence[str]) -> None:
-        self.window = query_window(
-            rank_by=rank_by, partition_columns=partition_columns
-        ).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        self.window = query_window(rank_by=rank_by, partition_columns=partition_columns).rowsBetween(
+            Window.unboundedPreceding, Window.currentRow
+        )
         self.rows: dict[str, Column] = {}  # the row columns the aggregates read
 
     def _row(self, name: str, column: Callable[[], Column]) -> Column:
@@ -153,9 +153,8 @@ def _prec_sum(q: _RunSql, s: RunStat, level: int) -> Column:
 
 
 def _nonrel_above(q: _RunSql, s: RunStat, level: int) -> Column:
-    running = q.running(
-        f"_cum_nonrel_l{level}".replace("-", "m"), lambda: is_judged_nonrelevant(level)
-    )
+    running = q.running(f"_cum_nonrel_l{level}".replace("-", "m"),
+                        lambda: is_judged_nonrelevant(level))
     return F.collect_list(F.when(is_relevant(level), running))
 
 
@@ -228,15 +227,11 @@ def cut_at_depth(unique: DataFrame, *, stats: Stats, partition_columns: Sequence
     ordinal = F.row_number().over(
         query_window(rank_by=stats.rank_by, partition_columns=partition_columns)
     )
-    return (
-        unique.withColumn(_ORDINAL, ordinal)
-        .select(
-            "*",
-            F.sum((F.col(_ORDINAL) > stats.depth).cast("long")).over(whole).alias(BEYOND_DEPTH),
-            F.sum(F.col(_OCCURRENCES) - 1).over(whole).alias(_ALL_REPEATS),
-        )
-        .where(F.col(_ORDINAL) <= stats.depth)
-    )
+    return unique.withColumn(_ORDINAL, ordinal).select(
+        "*",
+        F.sum((F.col(_ORDINAL) > stats.depth).cast("long")).over(whole).alias(BEYOND_DEPTH),
+        F.sum(F.col(_OCCURRENCES) - 1).over(whole).alias(_ALL_REPEATS),
+    ).where(F.col(_ORDINAL) <= stats.depth)
 
 
 def prepare_qrels(qrels: DataFrame, negative_labels: str = "unjudged") -> DataFrame:
@@ -256,10 +251,8 @@ def qrels_stats(judgments: DataFrame, stats: Stats) -> DataFrame:
     return (
         judgments.withColumn(IDEAL_POSITION, F.row_number().over(ideal))
         .groupBy(S.QUERY_ID)
-        .agg(
-            F.first(F.lit(True)).alias(IN_QRELS),
-            *[_QRELS_SQL[spec.kind](spec).alias(n) for n, spec in stats.qrels_spec.items()],
-        )
+        .agg(F.first(F.lit(True)).alias(IN_QRELS),
+             *[_QRELS_SQL[spec.kind](spec).alias(n) for n, spec in stats.qrels_spec.items()])
     )
 
 
@@ -306,10 +299,7 @@ def sql_run_stats(
     retrieved_by = run_q.groupBy(S.QUERY_ID).agg(F.count(F.lit(1)).alias(RETRIEVED_BY))
     queries = per_query.join(retrieved_by, on=S.QUERY_ID, how="left").select(
         *[F.lit(None).cast(run.schema[c].dataType).alias(c) for c in parts],
-        S.QUERY_ID,
-        F.lit(False).alias(IN_RUN),
-        IN_QRELS,
-        F.lit(0).cast("long").alias(REPEATED),
+        S.QUERY_ID, F.lit(False).alias(IN_RUN), IN_QRELS, F.lit(0).cast("long").alias(REPEATED),
         F.lit(0).cast("long").alias(BEYOND_DEPTH),
         F.coalesce(F.col(RETRIEVED_BY), F.lit(0)).alias(RETRIEVED_BY),
         *stats.qrels_spec.keys(),
