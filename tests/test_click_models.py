@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from releval.clicks import position_bias as pb
 from releval.clicks.simulate import random_truth, rankings, simulate_pbm
 from releval.stats import click_models as cm
+from releval.stats import harvesting as hv
 
 
 def reference_em(pair, pos, n, c, pairs, positions, tol=1e-14, max_iter=200_000):
@@ -53,8 +53,9 @@ def fit(pair, pos, n, c, k):
     return cm.pbm_fit(lambda th: cm.pbm_pass(pair, pos, n, c, th, k), positions=k)
 
 
-def test_docstring_examples_run():
-    assert doctest.testmod(cm, extraglobs={"np": np}).failed == 0
+@pytest.mark.parametrize("module", [cm, hv])
+def test_docstring_examples_run(module):
+    assert doctest.testmod(module, extraglobs={"np": np}).failed == 0
 
 
 def test_a_saturated_log_is_fitted_exactly():
@@ -113,8 +114,8 @@ def test_harvesting_ratio_by_hand():
     # a second pair, 0.4 and 0.2, weight 100*100/200 = 50 each: (50*.2 + 50*.2)/(50*.5 + 50*.4)
     pair, pos = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
     n, c = np.full(4, 100.0), np.array([50.0, 20.0, 40.0, 20.0])
-    sums = pb.harvest_sums(pair, pos, n, c, 2)
-    got = pb.harvest_theta(sums)
+    sums = hv.harvest_sums(pair, pos, n, c, 2)
+    got = hv.harvest_theta(sums)
     assert got.theta[1] == pytest.approx(20 / 45, abs=1e-12)
     assert got.low[1] < got.theta[1] < got.high[1]
     assert got.impressions.tolist() == [200.0, 200.0]
@@ -126,7 +127,7 @@ def test_an_unlinked_position_has_no_estimate():
     n, c = np.full(5, 100.0), np.array([50.0, 25.0, 40.0, 20.0, 10.0])
     got = fit(pair, pos, n, c, 3)
     assert got.theta[1] == pytest.approx(0.5, abs=1e-9) and np.isnan(got.theta[2])
-    assert np.isnan(pb.harvest_theta(pb.harvest_sums(pair, pos, n, c, 3)).theta[2])
+    assert np.isnan(hv.harvest_theta(hv.harvest_sums(pair, pos, n, c, 3)).theta[2])
 
 
 def _recovery_log(examination, searches, seed):
@@ -143,7 +144,7 @@ def test_a_million_impressions_recover_the_bias_and_attractiveness():
     pair, pos, n, c, keys = cells_of(log)
     got = fit(pair, pos, n, c, 10)
     assert np.abs(got.theta - theta).max() < 0.02
-    harvested = pb.harvest_theta(pb.harvest_sums(pair, pos, n, c, 10))
+    harvested = hv.harvest_theta(hv.harvest_sums(pair, pos, n, c, 10))
     assert np.abs(harvested.theta - theta).max() < 0.02
     alpha, upper = cm.pbm_alpha(pair, got.theta[pos], n, c, pair.max() + 1)
     true = keys.merge(truth, on=["query_id", "doc_id"])["attractiveness"].to_numpy()
@@ -177,7 +178,7 @@ def test_the_intervals_cover_the_truth_about_95_percent():
         pair, pos, n, c, keys = cells_of(log)
         got = fit(pair, pos, n, c, 5)
         hits_theta += (got.low <= theta) & (theta <= got.high)
-        harvested = pb.harvest_theta(pb.harvest_sums(pair, pos, n, c, 5))
+        harvested = hv.harvest_theta(hv.harvest_sums(pair, pos, n, c, 5))
         harvest_hits += (harvested.low <= theta) & (theta <= harvested.high)
         alpha, upper = cm.pbm_alpha(pair, got.theta[pos], n, c, pair.max() + 1)
         low, high = cm.pbm_alpha_interval(pair, got.theta[pos], n, c, alpha, upper)
@@ -187,8 +188,8 @@ def test_the_intervals_cover_the_truth_about_95_percent():
     harvest_rate = harvest_hits[1:] / reps
     # 95% nominal; 3 Monte Carlo standard errors at 200 replicates: 3 * 0.0154 = 0.046
     assert (rate >= 0.95 - 0.046).all() and (rate <= 0.95 + 0.046).all(), rate
-    # harvesting's delta-method interval covers less (measured 0.75 to 0.90 here): it treats
-    # the position pairs as independent, and a (query, doc) shown at three positions is in three
-    assert (harvest_rate >= 0.70).all(), harvest_rate
+    # harvesting's sandwich interval (measured 0.935, 0.925, 0.945, 0.910): the ratio of sums
+    # is biased at small counts, so the deepest positions fall a little short
+    assert (harvest_rate >= 0.88).all(), harvest_rate
     print("coverage theta", rate, "harvesting", harvest_rate, "alpha", np.mean(hits_alpha))
     assert 0.92 <= np.mean(hits_alpha) <= 0.98, np.mean(hits_alpha)

@@ -1,18 +1,12 @@
-"""The search-log simulators: their logs follow the model they document (pure pandas/numpy)."""
+"""The search-log simulators: their logs follow the model they document (pure pandas/numpy;
+the docstring examples run in tests/test_click_labels.py, with a session)."""
 
 from __future__ import annotations
-
-import doctest
 
 import numpy as np
 import pandas as pd
 
-from releval.clicks import simulate
 from releval.clicks.simulate import random_truth, rankings, simulate_cascade, simulate_pbm
-
-
-def test_docstring_examples_run():
-    assert doctest.testmod(simulate).failed == 0
 
 
 def _one_pair_truth(alpha: float, sigma: float) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -1,23 +1,17 @@
 """Position bias from a search log, in Spark: the PBM fit and intervention harvesting.
 
-The log is compressed once to one row per (query, doc) with arrays of (position, impressions,
-clicks) (``compress``, cached). Every pass of the PBM fit is a ``mapInPandas`` over those rows
-that returns, per partition, a log-likelihood, a gradient and a K x K Hessian
-(``releval.stats.click_models.pbm_pass``): only those few numbers reach the driver.
-
-Intervention harvesting (Agarwal et al., WSDM 2019) uses only the pairs shown at two positions
-k and k'. For those pairs the ratio of weighted click rates estimates theta_k / theta_k'
-(relevance cancels under the PBM); the log ratios of all position pairs are combined by weighted
-least squares with position 1 fixed at 1 (``harvest_theta``).
+The log is compressed once to a cached row per (query, doc) with arrays of (position,
+impressions, clicks) (``compress``). Each pass of the PBM fit is a ``mapInPandas`` returning
+per partition a log-likelihood, a gradient and a K x K Hessian: only those reach the driver.
+Intervention harvesting (Agarwal et al., WSDM 2019) uses only pairs shown at two positions
+(``releval.stats.harvesting``). See docs/clicks.md, "Models".
 
 Example:
-    >>> from releval.clicks import simulate
-    >>> t = simulate.random_truth(queries=20, docs=6, seed=0)
-    >>> log = simulate.simulate_pbm(t, simulate.rankings(t, systems=3), examination=[1, .5],
-    ...                              searches=2000, seed=0)
-    >>> fit = fit_position_bias(compress(spark.createDataFrame(log)))
-    >>> fit.table.toPandas()["method"].tolist()
-    ['pbm_em', 'pbm_em', 'intervention_harvesting', 'intervention_harvesting']
+    >>> from releval.clicks.simulate import random_truth, rankings, simulate_pbm, to_spark
+    >>> t = random_truth(queries=20, docs=6, seed=0)
+    >>> log = simulate_pbm(t, rankings(t, systems=3), examination=[1, .5], searches=2000)
+    >>> fit_position_bias(compress(to_spark(spark, log))).table.count()
+    4
 """
 
 from __future__ import annotations
@@ -43,6 +37,7 @@ from releval.core.columns import (
     QUERY_ID,
 )
 from releval.stats import click_models as cm
+from releval.stats import harvesting as hv
 
 #: the ``method`` of each estimate in the ``position_bias`` table
 PBM = "pbm_em"
@@ -152,129 +147,40 @@ def _per_position(compressed: DataFrame) -> tuple[int, np.ndarray, np.ndarray]:
     return k, n, c
 
 
-_HARVEST_SCHEMA = "sums array<double>"
-#: per (k, k') cell, k < k': sum w x, sum w y, sum w^2 x^2, sum w^2 y^2, sum w^2 x y, pairs;
-#: the last stat on the diagonal (k, k): impressions at k of the pairs shown at two positions
-_HARVEST_STATS = 7
-
-
-def harvest_sums(pair, position, n, c, positions: int) -> np.ndarray:
-    """Per ordered position pair (k < k'), the sums intervention harvesting needs.
-
-    Every (query, doc) shown at both k and k' gives x = its click rate at k, y = at k', and
-    weight w = n_k n_k' / (n_k + n_k'). Returns an array (K, K, 7) (see ``_HARVEST_STATS``).
-
-    Example:
-        >>> s = harvest_sums(np.array([0, 0]), np.array([0, 1]), np.array([10, 10]),
-        ...                  np.array([5, 2]), 2)
-        >>> s[0, 1, :2].tolist(), s[1, 1, 6]  # w = 100/20 = 5: 5 * 0.5, 5 * 0.2
-        ([2.5, 1.0], 10.0)
-    """
-    k = positions
-    out = np.zeros((k, k, _HARVEST_STATS))
-    frame = pd.DataFrame({"pair": pair, "pos": position, "n": n, "rate": c / np.maximum(n, 1)})
-    multi = frame.groupby("pair")["pos"].transform("size") > 1
-    frame = frame[multi]
-    if frame.empty:
-        return out
-    both = frame.merge(frame, on="pair", suffixes=("_a", "_b"))
-    both = both[both["pos_a"] < both["pos_b"]]
-    w = both["n_a"] * both["n_b"] / (both["n_a"] + both["n_b"])
-    x, y = both["rate_a"].to_numpy(), both["rate_b"].to_numpy()
-    w = w.to_numpy()
-    a, b = both["pos_a"].to_numpy(), both["pos_b"].to_numpy()
-    values = [w * x, w * y, (w * x) ** 2, (w * y) ** 2, w * w * x * y, np.ones_like(w)]
-    for j, v in enumerate(values):
-        np.add.at(out[:, :, j], (a, b), v)
-    np.add.at(out[:, :, 6], (frame["pos"].to_numpy(), frame["pos"].to_numpy()), frame["n"])
-    return out
-
-
-def harvest_theta(sums: np.ndarray) -> cm.PbmFit:
-    """theta from the harvested sums: weighted least squares on log ratios, theta_1 = 1.
-
-    For k < k', R = sum w x / sum w y estimates theta_k / theta_k'; var(log R) by the delta
-    method over pairs, (sum w^2 (x - R y)^2) / (sum w x)^2. Positions no ratio links to
-    position 1 get NaN.
-    """
-    k = sums.shape[0]
-    rows, target, weight = [], [], []
-    impressions = np.diagonal(sums[:, :, 6]).copy()
-    for a in range(k):
-        for b in range(a + 1, k):
-            sx, sy, sxx, syy, sxy = sums[a, b, :5]
-            if sx <= 0 or sy <= 0:
-                continue
-            r = sx / sy
-            var = (sxx - 2 * r * sxy + r * r * syy) / (sx * sx)
-            if not np.isfinite(var) or var <= 0:
-                continue
-            row = np.zeros(k)
-            row[a], row[b] = 1.0, -1.0
-            rows.append(row)
-            target.append(np.log(r))
-            weight.append(1.0 / var)
-    theta = np.full(k, np.nan)
-    low = np.full(k, np.nan)
-    high = np.full(k, np.nan)
-    if k:
-        theta[0] = low[0] = high[0] = 1.0
-    if rows:
-        x = np.array(rows)[:, 1:]
-        wts = np.array(weight)
-        linked = _linked(x)
-        xl = x[:, linked]
-        info = xl.T @ (xl * wts[:, None])
-        cov = np.linalg.pinv(info)
-        phi = cov @ (xl.T @ (wts * np.array(target)))
-        se = np.sqrt(np.maximum(np.diag(cov), 0.0))
-        idx = np.nonzero(linked)[0] + 1
-        theta[idx] = np.exp(phi)
-        low[idx] = np.exp(phi - cm.Z95 * se)
-        high[idx] = np.exp(phi + cm.Z95 * se)
-    return cm.PbmFit(theta, low, high, impressions, 1, float("nan"))
-
-
-def _linked(x: np.ndarray) -> np.ndarray:
-    """Positions 2..K joined to position 1 through the ratios (rows of ``x``)."""
-    k = x.shape[1]
-    seen = np.zeros(k, dtype=bool)
-    changed = True
-    while changed:
-        changed = False
-        for row in x:
-            nz = np.nonzero(row)[0]
-            # a ratio with position 1 has one non-zero; else it links two positions
-            if len(nz) == 1 and not seen[nz[0]]:
-                seen[nz[0]] = changed = True
-            elif len(nz) == 2 and seen[nz].any() and not seen[nz].all():
-                seen[nz] = changed = True
-    return seen
+_HARVEST_SCHEMA = "cells array<double>, cross array<double>"
 
 
 def _harvest(compressed: DataFrame, k: int) -> cm.PbmFit:
+    """Intervention harvesting's sums, per partition, added on the driver."""
+
     def stats(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        total = np.zeros((k, k, _HARVEST_STATS))
+        total = hv.empty(k)
         for pdf in batches:
             pair, position, n, c = cells(pdf)
             if len(pair):
-                total += harvest_sums(pair, position, n, c, k)
-        yield pd.DataFrame({"sums": [total.ravel().tolist()]})
+                total = total + hv.harvest_sums(pair, position, n, c, k)
+        yield pd.DataFrame(
+            {"cells": [total.cells.ravel().tolist()], "cross": [total.cross.ravel().tolist()]}
+        )
 
-    rows = compressed.mapInPandas(stats, _HARVEST_SCHEMA).collect()
-    total = np.zeros((k, k, _HARVEST_STATS))
-    for r in rows:
-        total += np.array(r["sums"]).reshape(k, k, _HARVEST_STATS)
-    return harvest_theta(total)
+    total = hv.empty(k)
+    for r in compressed.mapInPandas(stats, _HARVEST_SCHEMA).collect():
+        total = total + hv.HarvestSums(
+            np.array(r["cells"]).reshape(total.cells.shape),
+            np.array(r["cross"]).reshape(total.cross.shape),
+        )
+    return hv.harvest_theta(total)
 
 
 def fit_position_bias(compressed: DataFrame) -> PositionBias:
     """The PBM fit and the harvesting estimate over ``compress``'s rows, side by side."""
     k, n, c = _per_position(compressed)
+    harvesting = _harvest(compressed, k)
+    # Newton starts at the harvested curve where it has one, else at the click-rate ratio
     ctr = np.where(n > 0, c / np.maximum(n, 1), 0.0)
     theta0 = np.clip(ctr / ctr[0], 0.01, 1.0) if k and ctr[0] > 0 else np.ones(k)
+    theta0 = np.where(np.isfinite(harvesting.theta), harvesting.theta, theta0)
     pbm = cm.pbm_fit(lambda th: _pass(compressed, th), positions=k, theta0=theta0)
-    harvesting = _harvest(compressed, k)
     spark = compressed.sparkSession
     rows = []
     for method, fit in ((PBM, pbm), (HARVESTING, harvesting)):

@@ -1,28 +1,17 @@
-"""Search logs simulated from a known truth: position bias, attractiveness, satisfaction.
+"""Search logs simulated from a known truth (Chuklin et al., "Click Models for Web Search").
 
-Two user models (Chuklin, Markov and de Rijke, "Click Models for Web Search", 2015):
+- PBM: position k is examined with probability ``theta_k``, an examined result clicked with
+  its attractiveness ``alpha_qd``: P(click) = theta_k alpha_qd.
+- DBN (cascade): the user reads down from position 1, clicks an examined result with
+  probability ``alpha_qd``, is then satisfied with ``sigma_qd`` and stops, else goes on with
+  probability ``gamma`` (``gamma = 1``: the simplified DBN).
 
-- PBM: the result at position k is examined with probability ``theta_k`` and, when examined,
-  clicked with probability ``alpha_qd`` (its attractiveness): P(click) = theta_k * alpha_qd.
-- Cascade (DBN): the user reads down from position 1; an examined result is clicked with
-  probability ``alpha_qd``; after a click the user is satisfied with probability ``sigma_qd``
-  and stops; otherwise the next result is examined with probability ``gamma`` (continuation).
-  ``gamma = 1`` is the simplified DBN, the classic cascade model is ``gamma = 1, sigma = 1``.
-
-Each search picks a query, then one of its rankings (a ``system``), so the same (query, doc)
-appears at different positions when the rankings differ: the pairs intervention harvesting
-needs. ``shuffle`` permutes a share of the pages at random, which also breaks the link
-between position and relevance. Everything is drawn from one ``numpy`` generator: same seed,
-same log.
+A search picks a query, then one of its rankings (``system``); ``shuffle`` permutes pages.
 
 Example:
     >>> truth = random_truth(queries=5, docs=8, seed=1)
-    >>> runs = rankings(truth, systems=2, seed=1)
-    >>> log = simulate_pbm(truth, runs, examination=[1.0, 0.6, 0.4], searches=100, seed=1)
-    >>> sorted(log.columns)[:4]
-    ['clicked', 'doc_id', 'dwell', 'position']
-    >>> len(log)
-    300
+    >>> len(simulate_pbm(truth, rankings(truth, systems=2), examination=[1, .6], searches=9))
+    18
 """
 
 from __future__ import annotations
@@ -318,7 +307,16 @@ def to_spark(spark, log: pd.DataFrame):
     from pyspark.sql import functions as F
 
     frame = log.assign(**{DWELL: log[DWELL].astype(float)}) if DWELL in log else log
-    df = spark.createDataFrame(frame)
+    key = "spark.sql.execution.arrow.pyspark.enabled"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, "true")  # a million rows in seconds, not minutes
+    try:
+        df = spark.createDataFrame(frame)
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
     if DWELL in log:
         df = df.withColumn(DWELL, F.when(~F.isnan(DWELL), F.col(DWELL)))
     return df

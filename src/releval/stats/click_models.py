@@ -1,20 +1,16 @@
-"""Click models on compressed counts, in plain numpy: the PBM fit, cascade counts, intervals.
+"""Click models on compressed counts, in plain numpy: the PBM fit and its intervals.
 
-The PBM (position-based model) says P(click) = theta_k * alpha_qd. Its log-likelihood over
-cells (pair, position k, impressions n, clicks c) is sum c log(p) + (n - c) log(1 - p), p =
-theta_k alpha_qd. Only products are identified, so ``theta[0]`` (position 1) is fixed at 1.
-
-For a given theta each pair's alpha is a one-dimensional concave maximum (``pbm_alpha``); the
-remaining profile likelihood of log theta has a gradient and a Hessian that are sums over pairs
-(``pbm_pass``), so a fit is a few Newton steps (``pbm_fit``), each one pass over the counts. Its
-maximum is the one EM converges to. The inverse profile information gives theta's interval.
+The PBM says P(click) = theta_k alpha_qd; only products are identified, so theta_1 = 1. For
+a given theta each pair's alpha is a one-dimensional maximum (``pbm_alpha``); the profile
+likelihood's gradient and Hessian in log theta are sums over pairs (``pbm_pass``), so a fit
+is a few Newton steps (``pbm_fit``), each one pass over the counts, to the maximum EM
+converges to. See docs/clicks.md, "Models".
 
 Example:
     >>> pair = np.array([0, 0, 1, 1]); pos = np.array([0, 1, 0, 1])
     >>> n = np.array([100, 100, 100, 100]); c = np.array([60, 30, 20, 10])
-    >>> fit = pbm_fit(lambda th: pbm_pass(pair, pos, n, c, th, 2), positions=2)
-    >>> np.round(fit.theta, 3).tolist()
-    [1.0, 0.5]
+    >>> np.round(pbm_fit(lambda th: pbm_pass(pair, pos, n, c, th, 2), positions=2).theta, 3)
+    array([1. , 0.5])
 """
 
 from __future__ import annotations
@@ -174,12 +170,14 @@ def pbm_fit(
     *,
     positions: int,
     theta0: np.ndarray | None = None,
-    tol: float = 1e-10,
+    tol: float = 1e-9,
     max_passes: int = 60,
 ) -> PbmFit:
-    """Newton steps on log theta (theta_1 = 1 fixed), each step one call of ``pass_at``.
+    """Newton steps on log theta (theta_1 = 1 fixed), each step one call of ``pass_at``,
+    until a step is under ``tol``.
 
-    A step that lowers the likelihood is halved. Positions that no pair links to another
+    A step that lowers the likelihood is halved (at most 8 times; then the fit stops where it
+    is, as it does when a step gains nothing). Positions that no pair links to another
     (no pair shown both there and elsewhere) carry no information: their theta is NaN.
 
     Returns:
@@ -200,16 +198,24 @@ def pbm_fit(
         sub = info[np.ix_(idx, idx)]
         step = np.linalg.lstsq(sub + 1e-12 * np.eye(len(idx)), stats.gradient[idx], rcond=None)[0]
         step = np.clip(step, -1.0, 1.0)
-        for _ in range(30):
+        if np.max(np.abs(step)) < tol:  # converged: the last step needs no pass of its own
+            phi[idx] += step
+            break
+        improved = False
+        for _ in range(8):
             trial = phi.copy()
             trial[idx] += step
             new = pass_at(np.exp(trial))
             passes += 1
-            if new.loglik >= stats.loglik - 1e-9 * abs(stats.loglik) or passes >= max_passes:
+            if new.loglik >= stats.loglik or passes >= max_passes:
+                improved = new.loglik >= stats.loglik
                 break
             step = step / 2
+        if not improved:  # no step uphill (a maximum on alpha's bound): stay
+            break
+        gain = new.loglik - stats.loglik
         phi, stats = trial, new
-        if np.max(np.abs(step)) < tol:
+        if gain <= 1e-12 * max(abs(stats.loglik), 1.0):
             break
     theta = np.exp(phi)
     info = -stats.hessian

@@ -1,0 +1,119 @@
+"""Position bias and PBM click labels against one ``groupBy(query, doc, position).count()``.
+
+The issue's shape is 100M impressions (10M searches x 10 positions); ``BENCH_SIZE`` (or
+``--size``) scales it: ``tiny`` 100k impressions, ``quick`` 1M, ``full`` 10M, ``100m`` 100M.
+A PBM log is simulated (``releval.clicks.simulate``, 4 rankers, 10% shuffled pages) into
+Parquet, then, alternated in one session, medians:
+
+- ``group``: ``groupBy(query_id, doc_id, position).count()`` over the log, written to ``noop``;
+- ``labels``: ``releval.click_labels(log)``: its labels written to ``noop`` and its
+  ``position_bias`` collected (the checks, the compression, the fit's passes, harvesting).
+
+    .venv/bin/python -m bench.click_labels --size tiny   # -> bench/results/click-labels-tiny.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bench.compare import RESULTS, _alternated, _session
+
+#: impressions per size (10 positions a search)
+SIZES = {"tiny": 100_000, "quick": 1_000_000, "full": 10_000_000, "100m": 100_000_000}
+CHUNK_SEARCHES = 500_000
+THETA = [1.0, 0.72, 0.55, 0.45, 0.36, 0.3, 0.25, 0.21, 0.18, 0.15]
+
+
+def generate(path: Path, impressions: int) -> None:
+    """The log in Parquet, a chunk of ``CHUNK_SEARCHES`` searches at a time."""
+    from releval.clicks.simulate import random_truth, rankings, simulate_pbm
+
+    searches = impressions // len(THETA)
+    truth = random_truth(queries=max(searches // 20, 10), docs=30, seed=5)
+    runs = rankings(truth, systems=4, seed=5)
+    writer = None
+    for i, start in enumerate(range(0, searches, CHUNK_SEARCHES)):
+        n = min(CHUNK_SEARCHES, searches - start)
+        log = simulate_pbm(truth, runs, examination=THETA, searches=n, shuffle=0.1, seed=i)
+        log["search_id"] = f"c{i}-" + log["search_id"]
+        table = pa.Table.from_pandas(log.drop(columns=["dwell"]), preserve_index=False)
+        writer = writer or pq.ParquetWriter(path, table.schema)
+        writer.write_table(table)
+    if writer:
+        writer.close()
+
+
+def run(size: str, runs: int) -> dict[str, Any]:
+    import releval
+
+    spark = _session(**{"spark.sql.shuffle.partitions": "8", "spark.ui.enabled": "false"})
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "log.parquet"
+        generate(path, SIZES[size])
+        log = spark.read.parquet(str(path))
+        held: dict[str, Any] = {}
+
+        def group() -> None:
+            counts = log.groupBy("query_id", "doc_id", "position").count()
+            counts.write.format("noop").mode("overwrite").save()
+
+        def labels() -> None:
+            if "found" in held:
+                held["found"].unpersist()
+            held["found"] = found = releval.click_labels(log)
+            found.labels.write.format("noop").mode("overwrite").save()
+            held["bias"] = found.position_bias.collect()
+
+        group(), labels()  # warm-up
+        t_group, t_labels = _alternated(group, labels, runs)
+    g, lab = statistics.median(t_group), statistics.median(t_labels)
+    bias = {r["position"]: r["examination"] for r in held["bias"] if r["method"] == "pbm_em"}
+    return {"size": size, "impressions": SIZES[size], "runs": runs, "group_s": t_group,
+            "labels_s": t_labels, "group_median_s": g, "labels_median_s": lab,
+            "ratio": lab / g, "max_bias_error": max(abs(bias[k + 1] - t)
+                                                    for k, t in enumerate(THETA))}
+
+
+def render(r: dict[str, Any]) -> str:
+    return "\n".join([
+        f"# Click labels: position bias + PBM labels against one groupBy, {r['size']}",
+        "",
+        f"{r['impressions']:,} impressions (10 positions a search), local[2], medians of "
+        f"{r['runs']} alternated runs (`python -m bench.click_labels --size {r['size']}`).",
+        "",
+        "| step | median s |",
+        "|---|---|",
+        f"| groupBy(query_id, doc_id, position).count() | {r['group_median_s']:.2f} |",
+        f"| click_labels: labels + position_bias | {r['labels_median_s']:.2f} |",
+        f"| ratio | {r['ratio']:.1f}x |",
+        "",
+        f"Largest error of the recovered examination: {r['max_bias_error']:.4f}.",
+        "",
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default=os.environ.get("BENCH_SIZE", "tiny"),
+                        choices=sorted(SIZES))
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args(argv)
+    result = run(args.size, args.runs)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"click-labels-{args.size}.json").write_text(json.dumps(result, indent=1))
+    (RESULTS / f"click-labels-{args.size}.md").write_text(render(result))
+    print(render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
