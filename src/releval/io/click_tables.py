@@ -32,7 +32,7 @@ LABEL_FIELDS = [
     T.StructField("attractiveness_high", T.DoubleType(), True),
     T.StructField("satisfaction", T.DoubleType(), True),
     T.StructField("impressions", T.LongType(), False),
-    T.StructField("clicks", T.DoubleType(), False),
+    T.StructField("clicks", T.LongType(), False),
     T.StructField("label_source", T.StringType(), False),
 ]
 #: The position-bias columns (``releval.ClickLabels.position_bias``) after the partitions.
