@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from bench.compare import RESULTS, _alternated, _session
-from releval.stats.comparison import CONSTRAINTS
+from releval.frames.comparison import CONSTRAINTS
 
 RULES = ["nDCG@10 change >= -0.02", "RR change >= -5%", "Hit@10 >= 0.8"]
 

@@ -13,7 +13,7 @@ from support.slices_data import SCHEMA, pairs_frame, per_query_rows, queries_row
 from releval.checks.queries import check_queries
 from releval.config import ComparisonSettings
 from releval.core import columns as S
-from releval.stats import comparison
+from releval.frames import comparison
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,11 @@ from releval.config import ComparisonSettings, Config, OutputSettings, QrelsSour
 from releval.core import columns as S
 from releval.core.measures import parse_measures
 from releval.errors import ComparisonError
+from releval.frames import comparison
 from releval.io import tables
 from releval.job import compare as compare_job
 from releval.job.lineage import RunRecord
-from releval.stats import comparison, kernel
+from releval.stats import kernel
 
 PARTS = [T.StructField("system", T.StringType(), True), T.StructField("date", T.StringType(), True)]
 SCHEMA = tables.per_query_schema(PARTS)

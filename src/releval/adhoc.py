@@ -29,6 +29,7 @@ from releval.core.measures import parse_measures
 from releval.core.measures.judged import with_judged_measures
 from releval.core.overall import MACRO, overall
 from releval.errors import ComparisonError, InputError, SignDisagreementWarning
+from releval.frames.intervals import FEW_QUERIES
 from releval.io import tables
 from releval.io.atomic import read_table
 from releval.io.readers import (
@@ -49,7 +50,6 @@ from releval.job.compare_slices import (
     worst_queries,
 )
 from releval.job.partitions import partition_label
-from releval.stats.intervals import FEW_QUERIES
 from releval.stats.moves import moves
 
 

@@ -39,6 +39,8 @@ from releval.core.measures import REGISTRY
 from releval.core.measures.judged import with_judged_measures
 from releval.core.measures.registry import parse_measures
 from releval.errors import ConfigError, SignDisagreementWarning
+from releval.frames import changes as query_changes
+from releval.frames import comparison
 from releval.gating import Gate, gate
 from releval.io.readers import raw_answers_input, raw_qrels_input, raw_run_input
 from releval.io.shapes import GRADED, RANKED, RELEVANT, counted
@@ -48,8 +50,6 @@ from releval.job.inputs import checked_inputs
 from releval.job.persisted import keeper
 from releval.job.pipeline import evaluate_inputs
 from releval.result import Result
-from releval.stats import changes as query_changes
-from releval.stats import comparison
 
 
 def evaluate(

@@ -18,9 +18,9 @@ from releval.checks.queries import CheckedQueries, carried, check_queries
 from releval.core import columns as S
 from releval.core.measures.registry import parse_measure
 from releval.errors import ConfigError, InputError, MeasureError
+from releval.frames.comparison import side_condition
 from releval.job.compare_slices import refuse_rejected
 from releval.job.partitions import partition_label
-from releval.stats.comparison import side_condition
 
 #: releval's columns of a queries input (``queries_columns`` maps them to yours)
 QUERIES_COLUMNS = (S.QUERY_ID, S.WEIGHT)

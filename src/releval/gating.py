@@ -16,9 +16,9 @@ from releval.arguments import Side, attributes, measure_keys, renamed, sides
 from releval.core import columns as S
 from releval.core.frames import local_frame
 from releval.errors import ConfigError
+from releval.frames import gate as gate_frames
 from releval.job.partitions import partition_label
 from releval.stats import gate as G
-from releval.stats import gate_frames
 
 #: The gate table's schema (:data:`releval.stats.gate.COLUMNS`).
 SCHEMA = T.StructType([

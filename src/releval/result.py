@@ -19,6 +19,7 @@ from releval.core.frames import local_frame
 from releval.core.measures.registry import parse_measures
 from releval.core.overall import MACRO, overall
 from releval.errors import ConfigError
+from releval.frames.aggregate import bootstrap, rows
 from releval.io import tables
 from releval.job import answers as job_answers
 from releval.job.counts import Counts, query_counts
@@ -26,7 +27,6 @@ from releval.job.inputs import JobInputs, account, rejected_rows
 from releval.job.persisted import materialize
 from releval.job.pipeline import Evaluation
 from releval.runtime.delta import require_delta
-from releval.stats.aggregate import bootstrap, rows
 from releval.stats.attribution import Thresholds
 
 

@@ -56,7 +56,7 @@ def values(evaluation: Evaluation) -> dict[tuple[str, str], float]:
 def as_queries(
     per_query: DataFrame, measures: Sequence[Measure], partition_columns: Sequence[str]
 ) -> DataFrame:
-    """Per-query table rows -> the evaluation's wide table that :func:`releval.stats.aggregate.
+    """Per-query table rows -> the evaluation's wide table that :func:`releval.frames.aggregate.
     aggregate` reads: one row per (partition, query), scored, the measures in an array in
     the order of ``measures`` (null where a query has no row of that measure)."""
     parts = list(partition_columns)

@@ -353,7 +353,7 @@ def write_aggregate(
 
     Args:
         spark: the session.
-        rows: the aggregate rows (:func:`releval.stats.aggregate.rows`), on the driver.
+        rows: the aggregate rows (:func:`releval.frames.aggregate.rows`), on the driver.
         path, table, partition_fields, output_partition_columns, predicate, job_run_id:
             as for :func:`write_per_query`.
 
@@ -375,7 +375,7 @@ def write_attribution(
     output_partition_columns: Sequence[str], predicate: str | None, job_run_id: str | None,
 ) -> tuple[tuple[Row, ...], WriteResult]:
     """Replace ``predicate``'s rows of the attribution table with ``rows``
-    (:func:`releval.stats.attribution.rows`) in one commit; arguments and result as
+    (:func:`releval.frames.attribution.rows`) in one commit; arguments and result as
     :func:`write_aggregate`."""
     schema = with_comments(attribution_schema(list(partition_fields)), ATTRIBUTION_COMMENTS)
     return _write_rows(

@@ -18,6 +18,9 @@ from releval.core import columns as S
 from releval.core.columns import quote_literal
 from releval.core.overall import MACRO, overall
 from releval.errors import ComparisonError
+from releval.frames.changes import changes
+from releval.frames.comparison import compare, side_condition
+from releval.frames.intervals import FEW_QUERIES
 from releval.io import tables
 from releval.io.atomic import read_table, table_exists
 from releval.job import compare_slices as slices_out
@@ -25,9 +28,6 @@ from releval.job.answer_moves import AnswerMoves, answer_moves
 from releval.job.lineage import run_log_location
 from releval.job.partitions import KeyFilter, partition_label
 from releval.job.pipeline import job_queries
-from releval.stats.changes import changes
-from releval.stats.comparison import compare, side_condition
-from releval.stats.intervals import FEW_QUERIES
 
 
 def parse_side(arg: str, *, shared: Mapping[str, str], columns: Sequence[str]) -> dict[str, str]:

@@ -20,12 +20,12 @@ from releval.config.gate import gate_order_by
 from releval.core import columns as S
 from releval.core.frames import local_frame
 from releval.errors import ConfigError
+from releval.frames import gate as gate_frames
 from releval.io import gate_table
 from releval.io.atomic import read_table, table_exists
 from releval.io.readers import read_queries
 from releval.job.partitions import partition_label, partition_sort_key
 from releval.stats import gate as G
-from releval.stats import gate_frames
 
 #: The job's exit code of each decision (a job with no gate, or no baseline anywhere: 0).
 EXIT = {G.PASS: 0, G.NO_BASELINE: 0, G.FAIL: 1, G.INCONCLUSIVE: 3}

@@ -22,6 +22,8 @@ from releval.core.engine import RunStatsEngine, arrow_run_stats, long_format, qu
 from releval.core.frames import local_frame
 from releval.core.measures import Measure, check_window, parse_measures
 from releval.core.measures.judged import with_judged_measures
+from releval.frames.aggregate import aggregate, bootstrap
+from releval.frames.aggregate import rows as aggregate_rows_of
 from releval.io import tables
 from releval.io.atomic import read_table
 from releval.io.readers import read_queries, source_name
@@ -34,8 +36,6 @@ from releval.job.windows import window_spreads
 from releval.runtime.mode import explain_string
 from releval.runtime.profile import Phases
 from releval.runtime.testhooks import pause
-from releval.stats.aggregate import aggregate, bootstrap
-from releval.stats.aggregate import rows as aggregate_rows_of
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class Evaluation:
     @property
     def aggregate(self) -> DataFrame:
         """The aggregate table's rows, without ``job_run_id`` (computed and collected when
-        read: :func:`releval.stats.aggregate.aggregate`)."""
+        read: :func:`releval.frames.aggregate.aggregate`)."""
         found = aggregate(
             self.attributed, measures=self.measures, partition_columns=self.partition_columns,
             intervals=self.intervals, slices=self.slices, weighted=self.weighted,

@@ -17,8 +17,8 @@ from releval.checks.queries import CheckedQueries, with_attributes
 from releval.core import columns as S
 from releval.core.measures.registry import REGISTRY, UNIT
 from releval.errors import ComparisonError, ConfigError
+from releval.frames.comparison import CONSTRAINTS, side_condition
 from releval.stats import gate as G
-from releval.stats.comparison import CONSTRAINTS, side_condition
 
 SIDE = "_side"
 
