@@ -12,8 +12,8 @@ import pytest
 from support.batch_support import read
 
 from releval.config import load_config
+from releval.evaluation.partitions import parse_selection
 from releval.job.batch import run_job
-from releval.job.partitions import parse_selection
 
 PARTS = ["system", "date"]
 NIGHTS = [f"2026-11-{d:02d}" for d in range(23, 28)]

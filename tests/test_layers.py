@@ -10,7 +10,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "releval"
 #: lowest first; ``core`` may import only ``errors`` of the top-level modules, the other
 #: layers also ``config`` and ``display``; the top-level modules may import any layer
-LAYERS = ("core", "checks", "stats", "frames", "runtime", "io", "job")
+LAYERS = ("core", "checks", "stats", "frames", "runtime", "io", "evaluation", "job")
 SHARED = {"core": {"errors"}}
 DEFAULT_SHARED = {"errors", "config", "display"}
 
@@ -177,3 +177,16 @@ def test_a_classic_only_use_is_found(source):
 def test_the_dataframe_api_passes():
     source = "n = spark.conf.get('spark.master')\nrows = df.select('a').collect()\n"
     assert classic_only_uses(source) == []
+
+
+#: The public functions' modules: they share the evaluation with the jobs through
+#: ``releval.evaluation`` and import nothing of ``releval.job``
+PUBLIC = ("api", "arguments", "gating", "result", "sources", "shown")
+
+
+def test_the_public_functions_import_nothing_from_the_jobs():
+    found = [f"{name}.py: line {line}: {module}" for name in PUBLIC
+             for line, module in imported_modules((PACKAGE / f"{name}.py").read_text(),
+                                                  ["releval"])
+             if module.split(".")[:2] == ["releval", "job"]]
+    assert found == []

@@ -17,10 +17,10 @@ from pyspark.sql import functions as F
 from releval.checks.queries import CheckedQueries, carried, check_queries
 from releval.core import columns as S
 from releval.core.measures.registry import parse_measure
-from releval.errors import ConfigError, InputError, MeasureError
+from releval.errors import ConfigError, MeasureError
+from releval.evaluation.compare_slices import refuse_rejected
+from releval.evaluation.partitions import parse_side, partition_label
 from releval.frames.comparison import side_condition
-from releval.job.compare_slices import refuse_rejected
-from releval.job.partitions import partition_label
 
 #: releval's columns of a queries input (``queries_columns`` maps them to yours)
 QUERIES_COLUMNS = (S.QUERY_ID, S.WEIGHT)
@@ -40,19 +40,6 @@ VOCABULARY: dict[str, tuple[str, ...]] = {
 
 #: A run partition: ``{"system": "bm25"}`` or ``"system=bm25"``.
 Side = Mapping[str, str] | str
-
-
-def parse_side(value: Mapping[str, str] | str, columns: Sequence[str]) -> dict[str, str]:
-    """A run partition: a mapping, or ``"column=value[,column=value]"``."""
-    if isinstance(value, str):
-        pairs = [p.partition("=") for p in value.split(",") if p.strip()]
-        if any(not sep or not k.strip() for k, sep, _ in pairs):
-            raise ConfigError(f"{value!r}: expected column=value[,column=value]")
-        value = {k.strip(): v.strip() for k, _, v in pairs}
-    unknown = sorted(set(value) - set(columns))
-    if unknown:
-        raise InputError(f"{dict(value)}: no column(s) {unknown} in the per-query rows {list(columns)}")
-    return {k: str(v) for k, v in value.items()}
 
 
 def mapping(given: Mapping[str, str] | None, known: Sequence[str], name: str,

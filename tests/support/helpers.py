@@ -10,8 +10,8 @@ from pyspark.sql import functions as F
 from releval.core import columns as S
 from releval.core.engine import IN_QRELS, MEASURES
 from releval.core.measures import Measure, parse_measures
+from releval.evaluation.evaluate import Evaluation, evaluate
 from releval.io.readers import QRELS_SCHEMA, RUN_SCHEMA
-from releval.job.pipeline import Evaluation, evaluate
 from support.sql_oracle import ENGINES
 
 #: The engine ``evaluate_rows`` uses (a name of ``sql_oracle.ENGINES``: production's Arrow

@@ -25,8 +25,8 @@ from releval.checks.rules import (
     blank,
     first_reason,
     meta_columns,
-    quarantined,
 )
+from releval.checks.split import quarantined
 from releval.core import columns as S
 from releval.core.columns import NULL_SLICE, REASON, RECEIVED, UNLISTED_SLICE, USED
 from releval.errors import ConfigError

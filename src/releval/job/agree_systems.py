@@ -22,14 +22,15 @@ from releval.core import columns as S
 from releval.core.engine import long_format
 from releval.core.overall import MACRO, overall
 from releval.errors import ComparisonError
+from releval.evaluation.counts import query_counts
+from releval.evaluation.evaluate import evaluate_inputs
+from releval.evaluation.inputs import account, checked_inputs
+from releval.evaluation.partitions import partition_label
+from releval.evaluation.persisted import keeper, materialize
 from releval.frames.aggregate import rows as aggregate_rows
 from releval.frames.comparison import compare
 from releval.io.readers import read_qrels_raw, read_run_raw, source_name
-from releval.job.counts import query_counts
-from releval.job.inputs import account, checked_inputs
-from releval.job.partitions import partition_label
-from releval.job.persisted import keeper, materialize
-from releval.job.pipeline import evaluate_inputs, job_measures
+from releval.job.pipeline import job_measures
 from releval.stats.agreement import kendall_tau_b, tau_ap
 
 #: The comparison column whose value decides, by ``comparison.test``.

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from releval.config.gate import check_mode
 from releval.core import columns as S
 from releval.core.measures.registry import parse_measure
 from releval.errors import ConfigError, MeasureError
@@ -38,7 +39,8 @@ from releval.stats.rule_tests import (  # noqa: F401  (BOUNDED, POWER, STUDENT: 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 #: The outcome of a change rule's row for a run partition that has no baseline.
 NO_BASELINE = "no_baseline"
-MODES = ("confidence", "point")
+#: The process exit code of each decision (no baseline: nothing to gate).
+EXIT = {PASS: 0, NO_BASELINE: 0, FAIL: 1, INCONCLUSIVE: 3}
 #: The gate table's columns, in order (``relative_change``: a change rule's change as a
 #: fraction of the baseline's mean, as in the comparison table).
 RULE, OUTCOME, THRESHOLD, ESTIMATE = "rule", "outcome", "threshold", "estimate"
@@ -244,8 +246,7 @@ def gate_rows(pairs: pd.DataFrame, rules: Sequence[Rule], *, alpha: float = 0.05
         >>> round(float(row.estimate), 6), int(row.num_queries), row.outcome  # 0.5 / 3
         (0.166667, 3, 'inconclusive')
     """
-    if mode not in MODES:
-        raise ConfigError(f"mode {mode!r}: expected one of {list(MODES)}")
+    check_mode(mode, "mode")
     out = []
     for rule in rules:
         rows = pairs[pairs[S.MEASURE_KEY] == rule.measure_key]
@@ -322,6 +323,19 @@ def decide(outcomes: Sequence[str] | pd.Series) -> str:
     if not decided:
         return NO_BASELINE if found else INCONCLUSIVE
     return PASS if decided == {PASS} else INCONCLUSIVE
+
+
+def exit_code(decision: str, on_inconclusive: str | None = None) -> int:
+    """The process exit code of a decision (:data:`EXIT`), an inconclusive one counted as
+    ``on_inconclusive`` (``pass`` or ``fail``) when given.
+
+    Example:
+        >>> exit_code(FAIL), exit_code(INCONCLUSIVE), exit_code(INCONCLUSIVE, PASS)
+        (1, 3, 0)
+    """
+    if decision == INCONCLUSIVE and on_inconclusive is not None:
+        return EXIT[on_inconclusive]
+    return EXIT[decision]
 
 
 def plain(value: object) -> object:

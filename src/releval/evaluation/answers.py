@@ -27,8 +27,8 @@ from releval.io.readers import source_name
 from releval.io.trec import RawInput
 from releval.stats.attribution import Thresholds
 
-if TYPE_CHECKING:  # releval.job.inputs imports this module
-    from releval.job.inputs import JobInputs
+if TYPE_CHECKING:  # releval.evaluation.inputs imports this module
+    from releval.evaluation.inputs import JobInputs
 
 
 def retrieval_measure(retrieved_by: str, *, relevance_level: int) -> Measure:

@@ -28,12 +28,12 @@ from releval.core.measures import Measure
 from releval.core.measures.judged import JUDGED
 from releval.core.overall import overall, overall_column
 from releval.core.repeats import DUPLICATE_DOC
+from releval.evaluation.summary import TieDependence, UnjudgedRate
 from releval.frames.aggregate import ENTRY as AGGREGATE_ENTRY
 from releval.frames.aggregate import INDEX as AGGREGATE_INDEX
 from releval.frames.aggregate import N as AGGREGATE_N
 from releval.frames.aggregate import by_measure, group_columns, sums, with_slices
 from releval.frames.intervals import FEW_QUERIES
-from releval.job.summary import TieDependence, UnjudgedRate
 
 
 def _judged_cutoffs(measures: Sequence[Measure]) -> dict[int, int]:
