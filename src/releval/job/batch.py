@@ -271,21 +271,27 @@ def run_job(
             qrels=dataclasses.replace(config.qrels, version=qrels_version),
             answers=answers,
         )
+        held: dict[str, job_gate.GateRun] = {}
+
+        def gate(rows: DataFrame, evaluated: list[dict[str, str | None]]) -> None:
+            gated = todo if selection.pending else evaluated
+            if gated:
+                held["gate"] = job_gate.run(spark, pinned, gated, rules=rules,
+                                            job_run_id=job_run_id, predicate=replace,
+                                            rows=rows)
+
         summary = pipeline.run(
             spark, pinned, strict=strict,
             write=pipeline.WriteOptions(predicate=replace, job_run_id=job_run_id),
             phases=phases,
+            beside=pipeline.Beside("gate", gate) if rules is not None else None,
         )
         if not selection.pending and summary.quality is not None:
             todo = pipeline.evaluated_partitions(summary.quality, parts)
         # catalog tables: create or replace their wide views (docs/warehouse.md); paths: nothing
         views.refresh_views(spark, config, measure_keys=[m.key for m in summary.measures],
                                 replaced_all=replace is None, phases=phases)
-        gated = None
-        if rules is not None and todo:
-            with phases.phase("gate"):
-                gated = job_gate.run(spark, pinned, todo, rules=rules, job_run_id=job_run_id,
-                                     predicate=replace)
+        gated = held.get("gate")
         pause("before_run_log")
     except Exception as exc:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
@@ -69,6 +70,16 @@ class Results:
     measures: tuple[Measure, ...]
     partition_columns: tuple[str, ...]
     aggregate: tuple[Row, ...]
+
+
+@dataclass(frozen=True)
+class Beside:
+    """Work :func:`run` does beside its writes: ``call`` gets the per-query rows it writes
+    and the evaluated run partitions (:func:`evaluated_partitions`); ``name`` is its
+    thread's and the phase of the wait for it."""
+
+    name: str
+    call: Callable[[DataFrame, list[dict[str, str | None]]], object]
 
 
 def evaluated_partitions(report: QualityReport, columns: Sequence[str]
@@ -145,6 +156,7 @@ def run(
     write: WriteOptions = WriteOptions(),
     phases: Phases | None = None,
     then: Callable[[Results], None] | None = None,
+    beside: Beside | None = None,
 ) -> Summary:
     """Run the evaluation job a config describes; write both Delta tables.
 
@@ -158,6 +170,10 @@ def run(
     ``phases`` (default: a new :class:`releval.runtime.profile.Phases`) times each phase.
     ``then``, when given, is called with the :class:`Results` once both tables are written
     (e.g. to write another output from the persisted rows without reading the tables back).
+    ``beside``, when given, runs in a thread of its own once the checks pass, on the
+    per-query rows as they are written (planned from the persisted evaluation), while the
+    tables are written; ``run`` waits for it (its phase: the wall time it adds) and raises
+    what it raised once every table is written.
 
     Returns:
         The job summary.
@@ -171,6 +187,7 @@ def run(
     part_fields = _partition_fields(inputs.run, parts)
     kept: list[DataFrame] = []
     keep = keeper(kept)
+    pending: Future | None = None
 
     out_parts = config.output_partition_columns
     try:
@@ -200,6 +217,9 @@ def run(
                 job_run_id=write.job_run_id, answers=answers, queries=attributes,
             )
         per_query = result.long(answers.per_query(queries) if answers else queries)
+        if beside is not None:
+            running = ThreadPoolExecutor(max_workers=1, thread_name_prefix=beside.name)
+            pending = running.submit(beside.call, per_query, evaluated_partitions(report, parts))
         pause("before_write")
         with phases.phase("write per-query"):
             per_query_written = tables.write_per_query(
@@ -240,9 +260,15 @@ def run(
                     output_partition_columns=out_parts, predicate=write.predicate,
                     job_run_id=write.job_run_id,
                 )
+        if pending is not None:
+            with phases.phase(beside.name):
+                pending.result()
         # the qrels' highest used label, from the engine's qrels ledger
         binary_labels = (report.qrels.used_max or 0) <= 1
     finally:
+        if pending is not None:  # a write failed: the thread reads the persisted rows
+            wait([pending])
+            running.shutdown()
         # together at the end: unpersisting the engine's result earlier would drop the
         # persisted table built from it (Spark re-caches what depends on an uncached plan)
         for df in reversed(kept):
