@@ -90,6 +90,10 @@ def test_the_jobs_gate_slices_by_a_run_column_and_weighs_from_the_rows(spark, jo
     assert (weighted["num_queries"], weighted["estimate"]) == (5, pytest.approx(0.25))
     assert done.gate is not None and {g.decision for g in done.gate.gates} <= {
         "pass", "inconclusive", "no_baseline"}
+    # the tables, created while the gate's table was: each commit found by its own metadata
+    assert (done.summary.per_query_version, done.summary.per_query_rows) == (
+        0, read(spark, config.output.per_query_path).count())
+    assert done.summary.aggregate_version == 0 and done.gate.version == 0
     # the same rows as releval.gate over the per-query table the job wrote
     api = releval.gate(read(spark, config.output.per_query_path), baseline="system=bm25",
                        candidates="system=dense", rules=list(RULES)).table.collect()
