@@ -291,15 +291,19 @@ def compare(
     settings = check_comparison(ComparisonSettings(
         permutations=permutations, seed=seed, correction=correction, alpha=alpha, test=test,
         power=power, effect_of_interest=effect_of_interest), source="releval.compare")
-    checked = attributes(per_query, baseline=base, candidates=list(labels.values()),
-                         queries=queries, queries_columns=queries_columns, slices=slices)
     keys = measure_keys(measures)
     rows = per_query if keys is None else per_query.where(F.col(S.MEASURE_KEY).isin(keys))
+    # what the rows hold and the attributes they carry, in one job
+    surveyed = comparison.survey(rows, [base, *labels.values()],
+                                 carried=queries is None and not queries_columns)
+    checked = attributes(per_query, baseline=base, candidates=list(labels.values()),
+                         queries=queries, queries_columns=queries_columns, slices=slices,
+                         found=surveyed.carried)
     found = comparison.compare(
         rows, baseline=base, candidates=labels, missing_queries=missing_queries,
         settings=settings, queries=None if checked is None else checked.used,
         slices=() if checked is None else checked.slices,
-        weighted=checked is not None and checked.weighted)
+        weighted=checked is not None and checked.weighted, surveyed=surveyed)
     if checked is not None and (checked.slices or checked.weighted):
         rows = [r.asDict() for r in found.collect()]  # rows made on the driver
         for message in sign_disagreements(rows, slice_weights(checked)):

@@ -14,7 +14,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from releval.checks.queries import CheckedQueries, carried, check_queries
+from releval.checks.queries import Carried, CheckedQueries, carried, check_queries
 from releval.core import columns as S
 from releval.core.measures.registry import parse_measure
 from releval.errors import ConfigError, MeasureError
@@ -143,17 +143,17 @@ def measure_keys(measures: Sequence[str] | None) -> list[str] | None:
 
 def attributes(per_query: DataFrame, *, baseline: Mapping[str, str],
                candidates: Sequence[Mapping[str, str]], queries: DataFrame | None,
-               queries_columns: Mapping[str, str] | None, slices: Sequence[str] | None
-               ) -> CheckedQueries | None:
+               queries_columns: Mapping[str, str] | None, slices: Sequence[str] | None,
+               found: Carried | None = None) -> CheckedQueries | None:
     """Each query's weight and slice values: from ``queries`` when given (``slices`` None:
     none), else from the per-query rows of the sides (``slices`` None: every slice they
-    carry; a query's value is the baseline's)."""
+    carry; a query's value is the baseline's; ``found``: what they carry, when known)."""
     if queries is not None or queries_columns:
         return queries_input(queries, queries_columns, slices)
     conditions = [side_condition(side) if side else F.lit(True)
                   for side in (baseline, *candidates)]
     rows = per_query.where(reduce(or_, conditions))
-    return carried(rows, slices=slices, baseline=conditions[0])
+    return carried(rows, slices=slices, baseline=conditions[0], found=found)
 
 
 __all__ = ["QUERIES_COLUMNS", "VOCABULARY", "attributes", "candidate_sides", "checked_queries",

@@ -9,8 +9,9 @@ executors, and only each group's statistics reach the driver. See docs/statistic
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import reduce
-from operator import or_
+from operator import add, or_
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from releval.checks.queries import Carried, carried_columns
 from releval.config import ComparisonSettings
 from releval.core import columns as S
 from releval.core.frames import local_frame
@@ -85,6 +87,7 @@ def compare(
     queries: DataFrame | None = None,
     slices: Sequence[str] = (),
     weighted: bool = False,
+    surveyed: Survey | None = None,
 ) -> DataFrame:
     """The comparison rows, one per (candidate, measure both sides have); with ``queries``,
     also one per (candidate, measure, slice value) and, ``weighted``, the weighted rows.
@@ -100,6 +103,7 @@ def compare(
             own: candidates x measures x slice values.
         weighted: add the rows with ``averaging = 'weighted'`` over all queries and per slice
             value (:mod:`releval.stats.sliced`).
+        surveyed: the rows' :func:`survey`, when the caller made it (else one job here).
 
     Returns:
         ``candidate``, the measure columns, ``slice``, ``slice_value`` and ``averaging``
@@ -114,12 +118,13 @@ def compare(
     """
     labels = list(candidates)
     sliced = {"queries": queries, "slices": tuple(slices), "weighted": weighted}
+    surveyed = surveyed or survey(per_query, [baseline, *candidates.values()])
+    count, described = surveyed.count, surveyed.described
     rows = side_rows(per_query, [baseline, *candidates.values()], seed=settings.seed)
     conf = per_query.sparkSession.conf
     before = conf.get(CONSTRAINTS)
     conf.set(CONSTRAINTS, "false")
     try:
-        count, described = _survey(rows)
         if count <= driver_rows:
             out = _on_driver(rows, labels, described, missing_queries=missing_queries,
                              settings=settings, **sliced)
@@ -233,14 +238,37 @@ def _sorted_codes(column: pa.ChunkedArray) -> tuple[list[Any], np.ndarray]:
             code_of[np.asarray(found.indices)])
 
 
-def _survey(rows: DataFrame) -> tuple[int, dict[str, dict[str, Any]]]:
-    """The number of compared rows and each measure key's measure columns, in one job (a
-    group per measure: a few rows reach the driver).
+@dataclass(frozen=True)
+class Survey:
+    """What the compared rows hold: their number (a row of two sides counted twice), each
+    measure key's measure columns and, when asked, what attributes they carry."""
+
+    count: int
+    described: dict[str, dict[str, Any]]
+    carried: Carried | None = None
+
+
+def survey(per_query: DataFrame, sides: Sequence[Mapping[str, str]], *,
+           carried: bool = False) -> Survey:
+    """:class:`Survey` of the rows of ``sides``, in one job (a group per measure: a few rows
+    reach the driver); ``carried``: also whether they carry a weight, and their slices
+    (:func:`releval.checks.queries.carried_columns`), in the same job.
 
     Raises:
         ComparisonError: rows of one measure key disagree on its other measure columns.
     """
-    found = rows.groupBy(*S.MEASURE_COLUMNS).agg(F.count(F.lit(1)).alias(_COUNT)).collect()
+    conditions = [side_condition(values) for values in sides]
+    rows = _compared_measures(per_query).where(reduce(or_, conditions))
+    each = reduce(add, [F.when(c, 1).otherwise(0) for c in conditions])
+    conf = per_query.sparkSession.conf
+    before = conf.get(CONSTRAINTS)
+    conf.set(CONSTRAINTS, "false")
+    try:
+        found = rows.groupBy(*S.MEASURE_COLUMNS).agg(
+            F.sum(each).alias(_COUNT), *(carried_columns(per_query) if carried else [])
+        ).collect()
+    finally:
+        conf.set(CONSTRAINTS, before)
     described: dict[str, dict[str, Any]] = {}
     for r in found:
         key = r[S.MEASURE_KEY]
@@ -249,7 +277,12 @@ def _survey(rows: DataFrame) -> tuple[int, dict[str, dict[str, Any]]]:
                 f"measure_key {key!r} names two measures in the per-query rows: "
                 f"{described[key]} and {({c: r[c] for c in S.MEASURE_COLUMNS})}")
         described[key] = {c: r[c] for c in S.MEASURE_COLUMNS}
-    return sum(r[_COUNT] for r in found), described
+    attributes = None
+    if carried:
+        each_group = [Carried.of(r) for r in found]
+        attributes = Carried(any(c.weighted for c in each_group),
+                             tuple(sorted({s for c in each_group for s in c.slices})))
+    return Survey(sum(r[_COUNT] for r in found), described, attributes)
 
 
 def _tukey_map(frames: Sequence[pd.DataFrame]) -> dict[tuple[str, str], float]:
