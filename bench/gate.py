@@ -9,6 +9,8 @@ it gates, alternated, medians; the change rule's p-value checked against the pur
 (``run_job``, every partition) without ``[gate]`` and with it (``baseline = "previous"``,
 three rules), alternated in one session, medians; and, within each gated job, its ``gate``
 phase against the rest of the job (the same run: insensitive to the machine's load drifting).
+The gate runs beside the job's writes: its phase is the wait for it once they are done, the
+wall time it adds to the job.
 
     .venv/bin/python -m bench.gate notebook      # -> bench/results/gate-notebook.md
     .venv/bin/python -m bench.gate job           # -> bench/results/gate-job.md
@@ -26,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from bench.compare import RESULTS, _alternated, _session
-from releval.stats.comparison import CONSTRAINTS
+from releval.frames.comparison import CONSTRAINTS
 
 RULES = ["nDCG@10 change >= -0.02", "RR change >= -5%", "Hit@10 >= 0.8"]
 
@@ -202,8 +204,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("scenario", choices=["notebook", "job"])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--shapes", default=None,
+                        help="queries per shape, comma-separated (default: the scenario's)")
     args = parser.parse_args(argv)
-    report = notebook(args.runs) if args.scenario == "notebook" else job(args.runs)
+    shapes = tuple(int(x) for x in args.shapes.split(",")) if args.shapes else None
+    if args.scenario == "notebook":
+        report = notebook(args.runs, *([shapes] if shapes else []))
+    else:
+        report = job(args.runs, *([shapes] if shapes else []))
     args.results.mkdir(parents=True, exist_ok=True)
     name = f"gate-{args.scenario}"
     (args.results / f"{name}.json").write_text(json.dumps(report, indent=1, default=str) + "\n")

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from releval.clicks.batch import run_job_with_clicks
 from releval.config import load_config
 from releval.errors import RelevalError
+from releval.evaluation.partitions import DEFAULT_DATE_COLUMN, parse_selection
 from releval.job import pipeline
-from releval.job.partitions import DEFAULT_DATE_COLUMN, parse_selection
 from releval.runtime.executors import check_executors
 from releval.runtime.profile import Phases
 from releval.runtime.session import build_session, short_job

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from releval.config import load_config
 from releval.errors import RelevalError
+from releval.evaluation.inputs import quarantine_target
 from releval.job.compare import comparison_location
-from releval.job.inputs import quarantine_target
 from releval.job.lineage import run_log_location
 from releval.job.migrations import migrate_table
 from releval.runtime.session import build_session

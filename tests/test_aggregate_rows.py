@@ -1,4 +1,4 @@
-"""releval.stats.aggregate.rows: the aggregate table's rows from the collected sums (no Spark)."""
+"""releval.frames.aggregate.rows: the aggregate table's rows from the collected sums (no Spark)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pyspark.sql import Row
 from releval.config import IntervalSettings
 from releval.core import columns as S
 from releval.core.measures import parse_measures
-from releval.stats.aggregate import INDEX, N, rows
-from releval.stats.aggregate import sum_column as c
+from releval.frames.aggregate import INDEX, N, rows
+from releval.frames.aggregate import sum_column as c
 
 
 def summed(partition: dict, n: int, *measures: dict) -> list[Row]:

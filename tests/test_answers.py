@@ -251,7 +251,7 @@ def test_write_gives_the_attribution_and_the_answers_rejections(spark, tmp_path)
 
 
 def test_nothing_runs_until_a_table_is_used_with_answers_too(spark, monkeypatch):
-    from releval.job import answers as job_answers
+    from releval.evaluation import answers as job_answers
 
     def fail(*args, **kwargs):
         raise AssertionError("the answers were evaluated")

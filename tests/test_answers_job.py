@@ -17,11 +17,11 @@ from support.batch_support import D27, D28, D29, SHAPE, config_at, read, write_c
 from releval.cli import main
 from releval.core import columns as S
 from releval.errors import SchemaVersionError
+from releval.evaluation.partitions import parse_selection
 from releval.io import tables
 from releval.io.writers import SCHEMA_VERSION_PROPERTY
 from releval.job.batch import run_job
 from releval.job.migrations import migrate_table
-from releval.job.partitions import parse_selection
 from releval.job.sample import generate, generate_answers
 from releval.stats.attribution import CELLS
 

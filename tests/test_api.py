@@ -20,8 +20,8 @@ from releval import api, arguments, gating
 from releval import result as result_module
 from releval.core import columns as S
 from releval.errors import AccountingError, ConfigError, InputError
+from releval.evaluation import persisted
 from releval.io import tables
-from releval.job import persisted
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -33,6 +33,8 @@ from releval.core import columns as S
 from releval.core.measures import parse_measures
 from releval.core.measures.judged import with_judged_measures
 from releval.errors import SchemaVersionError, WriteConflictError
+from releval.evaluation.evaluate import evaluate
+from releval.evaluation.partitions import parse_selection
 from releval.io import tables
 from releval.io.atomic import replace_partitions
 from releval.io.readers import read_qrels, read_run
@@ -40,8 +42,6 @@ from releval.io.writers import SCHEMA_VERSION_PROPERTY, with_comments
 from releval.job import lineage
 from releval.job.batch import run_job
 from releval.job.migrations import migrate_table
-from releval.job.partitions import parse_selection
-from releval.job.pipeline import evaluate
 
 pytestmark = pytest.mark.slow  # whole batch jobs in this process: reads, checks, Delta commits
 

@@ -36,11 +36,11 @@ from support.batch_support import (
 )
 
 from releval.core import columns as S
+from releval.evaluation.partitions import parse_selection
 from releval.io import tables
 from releval.io.writers import ensure_table, with_comments
 from releval.job import lineage
 from releval.job.batch import run_job
-from releval.job.partitions import parse_selection
 
 pytestmark = pytest.mark.slow  # each job is a subprocess with its own JVM
 

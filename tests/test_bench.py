@@ -115,7 +115,7 @@ def test_the_hand_written_floor_computes_releval_numbers(spark) -> None:
 
     from releval.core import columns as S
     from releval.core.measures import parse_measures
-    from releval.job.pipeline import evaluate
+    from releval.evaluation.evaluate import evaluate
 
     run, qrels = generate_arrays(40, seed=11)
     number = pc.cast(pc.utf8_slice_codeunits(run["query_id"], 1), pa.int64())

@@ -14,10 +14,10 @@ from support.helpers import as_queries
 from releval.config import IntervalSettings
 from releval.core import columns as S
 from releval.core.measures import parse_measures
+from releval.frames.aggregate import aggregate
+from releval.frames.intervals import query_key
 from releval.io import tables
 from releval.stats import kernel
-from releval.stats.aggregate import aggregate
-from releval.stats.intervals import query_key
 
 PER_QUERY = tables.per_query_schema([T.StructField("system", T.StringType(), True)])
 

@@ -14,8 +14,8 @@ import releval
 from releval.core import columns as S
 from releval.core.measures import parse_measure, parse_measures
 from releval.errors import MeasureError
+from releval.evaluation.evaluate import evaluate
 from releval.io.views import column_name
-from releval.job.pipeline import evaluate
 
 # Ranking B X C Y D A (scores 6..1); X and Y are unjudged, B C D judged 0, A judged 1; E (1)
 # is not retrieved. The top 5 B X C Y D holds 2 unjudged documents and nothing relevant.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from releval.cli import main
-from releval.cli.gate import exit_code
+from releval.stats.gate import exit_code
 
 QUERIES = [f"q{i:02d}" for i in range(40)]
 

@@ -14,9 +14,9 @@ from support.batch_support import config_at, read, write_config
 from releval.clicks.batch import run_job_with_clicks
 from releval.config.clicks import ClicksSettings, qrels_from_clicks
 from releval.core import columns as S
+from releval.evaluation.partitions import PartitionSelection
 from releval.io.atomic import table_schema_version
 from releval.job.lineage import run_log_location
-from releval.job.partitions import PartitionSelection
 from releval.job.sample import SampleShape, write_sample
 from releval.job.sample_clicks import true_examination
 

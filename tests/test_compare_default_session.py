@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent('''
     from scipy import stats
     import releval
     from releval.runtime.mode import explain_string
-    from releval.stats import comparison
+    from releval.frames import comparison
 
     spark = SparkSession.builder.master("local[2]").getOrCreate()
     rng = np.random.default_rng(3)

@@ -11,8 +11,8 @@ from releval.config import ComparisonSettings
 from releval.core import columns as S
 from releval.core.measures import parse_measures
 from releval.errors import ComparisonError
+from releval.frames import comparison
 from releval.io import tables
-from releval.stats import comparison
 
 PARTS = [T.StructField("system", T.StringType()), T.StructField("date", T.StringType())]
 SCHEMA = tables.per_query_schema(PARTS)

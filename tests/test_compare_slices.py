@@ -13,7 +13,7 @@ from support.slices_data import SCHEMA, pairs_frame, per_query_rows, queries_row
 from releval.checks.queries import check_queries
 from releval.config import ComparisonSettings
 from releval.core import columns as S
-from releval.stats import comparison
+from releval.frames import comparison
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +153,7 @@ def test_a_version_9_comparison_table_migrates_and_the_job_writes_slices(
     from delta.tables import DeltaTable
     from pyspark.sql import types as T
 
-    from releval.io import tables
+    from releval.io import comparison_table
     from releval.io.atomic import table_schema_version
     from releval.io.writers import SCHEMA_VERSION_PROPERTY
     from releval.job import compare as compare_job
@@ -163,7 +163,7 @@ def test_a_version_9_comparison_table_migrates_and_the_job_writes_slices(
     path = str(tmp_path / "out" / "comparison")
     added = (S.SLICE, S.SLICE_VALUE, S.AVERAGING)
     v9 = T.StructType([T.StructField(f.name, f.dataType, f.nullable and f.name != S.SIGNIFICANT)
-                       for f in tables.comparison_schema([T.StructField("date", T.StringType())])
+                       for f in comparison_table.comparison_schema([T.StructField("date", T.StringType())])
                        if f.name not in added])
     (DeltaTable.create(spark).location(path).addColumns(v9).partitionedBy("date")
      .property(SCHEMA_VERSION_PROPERTY, "9").execute())
@@ -179,7 +179,7 @@ def test_a_version_9_comparison_table_migrates_and_the_job_writes_slices(
     table = spark.read.format("delta").load(path)
     assert table.columns == [*v9.names, *added] and table.schema[S.SIGNIFICANT].nullable
     for name in added:
-        assert table.schema[name].metadata["comment"] == tables.COMPARISON_COMMENTS[name]
+        assert table.schema[name].metadata["comment"] == comparison_table.COMPARISON_COMMENTS[name]
     (row,) = table.collect()  # the old row: a macro row over all queries
     assert (row[S.SLICE], row[S.SLICE_VALUE], row[S.AVERAGING]) == (None, None, "macro")
 

@@ -16,10 +16,12 @@ from releval.config import ComparisonSettings, Config, OutputSettings, QrelsSour
 from releval.core import columns as S
 from releval.core.measures import parse_measures
 from releval.errors import ComparisonError
-from releval.io import tables
+from releval.evaluation.partitions import parse_side
+from releval.frames import comparison
+from releval.io import comparison_table, tables
 from releval.job import compare as compare_job
 from releval.job.lineage import RunRecord
-from releval.stats import comparison, kernel
+from releval.stats import kernel
 
 PARTS = [T.StructField("system", T.StringType(), True), T.StructField("date", T.StringType(), True)]
 SCHEMA = tables.per_query_schema(PARTS)
@@ -186,7 +188,7 @@ def test_job_writes_and_replaces_the_comparison(spark, tmp_path):
     # no queries input: the rows over all queries, macro
     assert {(r[S.SLICE], r[S.SLICE_VALUE], r[S.AVERAGING]) for r in rows.values()} == {
         (None, None, "macro")}
-    assert table.schema[S.QUERIES_NEEDED].metadata["comment"] == tables.COMPARISON_COMMENTS[
+    assert table.schema[S.QUERIES_NEEDED].metadata["comment"] == comparison_table.COMPARISON_COMMENTS[
         S.QUERIES_NEEDED]
     text = report.render()
     assert "mdd  needed" in text and "detects with power 0.8 at n" in text
@@ -222,7 +224,7 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
     # and both randomization columns and significant NOT NULL
     required = (S.RANDOMIZATION_P_VALUE, S.RANDOMIZATION_P_ADJUSTED, S.SIGNIFICANT)
     v2 = T.StructType([T.StructField(f.name, f.dataType, f.nullable and f.name not in required)
-                       for f in tables.comparison_schema([PARTS[1]]).fields
+                       for f in comparison_table.comparison_schema([PARTS[1]]).fields
                        if f.name not in added])
     (DeltaTable.create(spark).location(path).addColumns(v2).partitionedBy("date")
      .property(SCHEMA_VERSION_PROPERTY, "2").execute())
@@ -245,7 +247,7 @@ def test_a_version_2_comparison_table_is_refused_then_migrated(spark, tmp_path):
     assert table.columns == [*v2.names, *added]
     for name in added:
         assert table.schema[name].nullable
-        assert table.schema[name].metadata["comment"] == tables.COMPARISON_COMMENTS[name]
+        assert table.schema[name].metadata["comment"] == comparison_table.COMPARISON_COMMENTS[name]
     assert table.schema[S.QUERIES_NEEDED].dataType == T.LongType()
     (row,) = table.collect()
     assert (row[S.COMPARISON_ID], row[S.MIN_DETECTABLE_DIFF], row[S.QUERIES_NEEDED],
@@ -274,8 +276,8 @@ def test_job_refuses_different_qrels_and_missing_sides(spark, tmp_path):
     with pytest.raises(ComparisonError, match="no per-query rows for system=splade"):
         compare_job.run(spark, config, baseline=side("bm25"), candidates=[side("splade")])
     with pytest.raises(ComparisonError, match="missing"):
-        compare_job.parse_side("system=bm25", shared={}, columns=("system", "date"))
-    assert compare_job.parse_side("system=bm25", shared={"date": DATE}, columns=("system", "date")) \
+        parse_side("system=bm25", ("system", "date"), shared={})
+    assert parse_side("system=bm25", ("system", "date"), shared={"date": DATE}) \
         == side("bm25")
 
 

@@ -20,9 +20,9 @@ from support.trec_eval_text import assert_same_lines, expected_lines, name_of, s
 from releval.config import QrelsSource, RunSource
 from releval.core import columns as S
 from releval.core.measures import parse_measure
+from releval.evaluation.evaluate import evaluate
 from releval.io.readers import read_qrels, read_run
 from releval.io.trec_eval_format import query_values, trec_eval_lines
-from releval.job.pipeline import evaluate
 
 CASES = {
     # expected file: (qrels, run, relevance level, missing queries)

@@ -9,8 +9,8 @@ from releval.core import columns as S
 from releval.core.measures import parse_measures
 from releval.core.measures.judged import with_judged_measures
 from releval.errors import ConfigError
+from releval.evaluation.summary import UnjudgedRate, render_lines
 from releval.job import pipeline
-from releval.job.summary import UnjudgedRate, render_lines
 
 
 def test_judged_measures_are_added_for_every_cutoff():

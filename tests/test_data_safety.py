@@ -31,12 +31,12 @@ from support.batch_support import (
 from releval.config import config_from_dict
 from releval.core import columns as S
 from releval.errors import ConfigError, InputError
+from releval.evaluation.partitions import NULL_VALUE, parse_selection
 from releval.io import tables
 from releval.io.run_log import RUN_LOG_SCHEMA
 from releval.io.writers import SCHEMA_VERSION_PROPERTY
 from releval.job import lineage
 from releval.job.batch import run_job
-from releval.job.partitions import NULL_VALUE, parse_selection
 
 pytestmark = pytest.mark.slow  # whole batch jobs in this process: reads, checks, Delta commits
 
@@ -327,8 +327,8 @@ def test_identifiers_with_quotes_are_refused_with_the_key(run, output, message) 
 
 
 def test_catalog_names_are_quoted_in_sql_text() -> None:
+    from releval.evaluation.partitions import KeyFilter
     from releval.io.atomic import sql_name
-    from releval.job.partitions import KeyFilter
 
     assert sql_name(None, "db.per_query") == "`db`.`per_query`"
     assert sql_name("/tmp/a`b", None) == "delta.`/tmp/a``b`"
@@ -344,8 +344,8 @@ def test_version_1_tables_are_migrated_and_written_again(
     from delta.tables import DeltaTable
     from pyspark.sql import types as T
 
+    from releval.evaluation.inputs import qrels_key
     from releval.io.atomic import table_schema_version
-    from releval.job.inputs import qrels_key
     from releval.job.migrations import migrate_table
 
     config = config_at(write_config(tmp_path, *inputs))

@@ -14,10 +14,10 @@ from support.batch_support import read
 
 from releval.config import load_config
 from releval.errors import ConfigError
+from releval.evaluation.partitions import parse_selection
 from releval.job import lineage
 from releval.job.batch import run_job
 from releval.job.migrations import migrate_table
-from releval.job.partitions import parse_selection
 from releval.stats import gate as G
 
 pytestmark = pytest.mark.slow  # whole batch jobs in this process: reads, checks, Delta commits

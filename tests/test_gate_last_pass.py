@@ -12,8 +12,8 @@ import pytest
 from support.batch_support import read
 
 from releval.config import load_config
+from releval.evaluation.partitions import parse_selection
 from releval.job.batch import run_job
-from releval.job.partitions import parse_selection
 
 PARTS = ["system", "date"]
 NIGHTS = [f"2026-11-{d:02d}" for d in range(23, 28)]
@@ -131,9 +131,9 @@ def test_last_pass_gates_every_night_after_the_first(spark, nights):
 ])
 @pytest.mark.parametrize("mode", ["confidence", "point"])
 def test_a_first_night_is_a_reference_with_any_change_rule(rules, mode):
+    from releval.frames import gate as gate_frames
     from releval.job.gate import REFERENCE
     from releval.stats import gate as G
-    from releval.stats import gate_frames
 
     # the candidate's per-query RR, with a weight and a slice; no baseline
     values = pd.DataFrame({gate_frames.SIDE: 0, "query_id": [f"q{i}" for i in range(6)],

@@ -16,11 +16,11 @@ from releval.config import IntervalSettings
 from releval.core import columns as S
 from releval.core.engine import long_format
 from releval.core.measures import REGISTRY, parse_measures
+from releval.evaluation.evaluate import evaluate
+from releval.frames.aggregate import aggregate
 from releval.io import tables
-from releval.job.pipeline import evaluate
 from releval.job.sample import DATES, SampleShape, generate
 from releval.stats import kernel
-from releval.stats.aggregate import aggregate
 
 PER_QUERY = tables.per_query_schema([T.StructField("system", T.StringType(), True)])
 

@@ -16,7 +16,7 @@ from support.sql_oracle import ENGINES
 
 from releval.core import columns as S
 from releval.core.measures import parse_measures
-from releval.job.pipeline import evaluate
+from releval.evaluation.evaluate import evaluate
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -10,7 +10,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "releval"
 #: lowest first; ``core`` may import only ``errors`` of the top-level modules, the other
 #: layers also ``config`` and ``display``; the top-level modules may import any layer
-LAYERS = ("core", "checks", "stats", "runtime", "io", "job")
+LAYERS = ("core", "checks", "stats", "frames", "runtime", "io", "evaluation", "job")
 SHARED = {"core": {"errors"}}
 DEFAULT_SHARED = {"errors", "config", "display"}
 
@@ -66,10 +66,39 @@ def test_no_layer_imports_upward():
     assert found == []
 
 
+#: What ``stats/`` may not import: it holds pure statistics (NumPy, SciPy, pandas); the Spark
+#: frames that feed it are in ``frames/``
+NOT_IN_STATS = ("pyspark", "py4j", "delta")
+
+
+def spark_imports(source: str) -> list[str]:
+    """The imports of :data:`NOT_IN_STATS` in ``source``."""
+    return [f"line {line}: import {module}" for line, module in imported_modules(source, [])
+            if module.split(".")[0] in NOT_IN_STATS]
+
+
+def test_stats_imports_no_spark():
+    found = [f"{path.relative_to(PACKAGE)}: {use}"
+             for path in sorted((PACKAGE / "stats").rglob("*.py"))
+             for use in spark_imports(path.read_text())]
+    assert found == []
+
+
+@pytest.mark.parametrize("source", ["from pyspark.sql import DataFrame\n",
+                                    "import pyspark.sql.functions as F\n"])
+def test_a_spark_import_is_found(source):
+    assert spark_imports(source)
+
+
+def test_numpy_and_scipy_pass():
+    assert spark_imports("import numpy as np\nfrom scipy import special\n") == []
+
+
 @pytest.mark.parametrize(
     ("layer", "package", "source"),
     [
         ("core", ["releval", "core"], "from releval.job import pipeline\n"),
+        ("stats", ["releval", "stats"], "from releval.frames import comparison\n"),
         ("core", ["releval", "core"], "from releval.config import Config\n"),
         ("checks", ["releval", "checks"], "from ..stats import kernel\n"),
         ("stats", ["releval", "stats"], "import releval.io.atomic\n"),
@@ -148,3 +177,16 @@ def test_a_classic_only_use_is_found(source):
 def test_the_dataframe_api_passes():
     source = "n = spark.conf.get('spark.master')\nrows = df.select('a').collect()\n"
     assert classic_only_uses(source) == []
+
+
+#: The public functions' modules: they share the evaluation with the jobs through
+#: ``releval.evaluation`` and import nothing of ``releval.job``
+PUBLIC = ("api", "arguments", "gating", "result", "sources", "shown")
+
+
+def test_the_public_functions_import_nothing_from_the_jobs():
+    found = [f"{name}.py: line {line}: {module}" for name in PUBLIC
+             for line, module in imported_modules((PACKAGE / f"{name}.py").read_text(),
+                                                  ["releval"])
+             if module.split(".")[:2] == ["releval", "job"]]
+    assert found == []

@@ -166,7 +166,7 @@ def test_each_run_partition_scores_the_queries_it_missed(spark, engine):
     from support.helpers import qrels_df, run_df
 
     from releval.core.measures import parse_measures
-    from releval.job.pipeline import evaluate
+    from releval.evaluation.evaluate import evaluate
 
     # three run partitions of (system, date), one with a null date and one that differs
     # from it only in the date (a null is a value here); q1..q3 are judged
@@ -217,7 +217,7 @@ def test_partitions_are_evaluated_separately(spark, engine):
     from support.helpers import qrels_df, run_df
 
     from releval.core.measures import parse_measures
-    from releval.job.pipeline import evaluate
+    from releval.evaluation.evaluate import evaluate
 
     one = run_df(spark, WORKED_RUN).withColumn("system", F.lit("one"))
     # system two puts A first: RR = 1

@@ -12,9 +12,9 @@ import pytest
 import releval
 from releval.core import columns as S
 from releval.core.overall import HEADLINE, MACRO, OVERALL_SQL, is_overall, overall
+from releval.evaluation.summary import render_overview
 from releval.io.trec_eval_format import iter_trec_eval_lines
 from releval.io.views import ViewSpec, aggregate_view_sql
-from releval.job.summary import render_overview
 from releval.report.data import ReportData
 from releval.report.headline import run_means
 from releval.report.html import means_table

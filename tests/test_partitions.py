@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from releval.errors import ConfigError
-from releval.job.partitions import (
+from releval.evaluation.partitions import (
     KeyFilter,
     PartitionSelection,
     parse_partition_arg,

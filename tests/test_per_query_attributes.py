@@ -71,6 +71,31 @@ def test_without_slices_the_rows_carry_none(spark):
     assert (row[S.WEIGHT], row[S.SLICES]) == (None, None)
 
 
+ACTIONS = ("collect", "toArrow", "toPandas", "first", "take", "head", "count")
+
+
+def test_compare_surveys_the_rows_and_what_they_carry_in_one_action(spark, monkeypatch):
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    run, qrels, _ = _inputs(spark)
+    result = releval.evaluate(run, qrels, measures=["RR"], partition_by=["system"])
+    result.aggregate.collect()
+    called: list[str] = []
+    for name in ACTIONS:
+        def counted(self, *args, _name=name, _action=getattr(DataFrame, name), **kwargs):
+            called.append(_name)
+            return _action(self, *args, **kwargs)
+        monkeypatch.setattr(DataFrame, name, counted)
+    found = releval.compare(result.per_query, baseline=BASE, candidates=CAND, permutations=200)
+    monkeypatch.undo()
+    # one action surveys the rows (their measures and count, whether they carry a weight,
+    # their slices), one collects the pairs' values
+    assert called == ["collect", "toArrow"]
+    row = found.first()
+    assert (row[S.SLICE], row[S.MEAN_DIFF]) == (None, pytest.approx((3 * 0.5 - 1) / 6))
+    result.unpersist()
+
+
 def _sorted(frame):
     return frame.orderBy(*frame.columns[:4])
 

@@ -17,15 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from releval.checks.rules import split_qrels, split_run
+from releval.checks.split import split_qrels, split_run
 from releval.config import Config, EvaluationSettings, OutputSettings, QrelsSource, RunSource
 from releval.core import columns as S
 from releval.core.measures import parse_measures
 from releval.core.measures.judged import with_judged_measures
 from releval.errors import InputError
+from releval.evaluation.evaluate import evaluate
 from releval.io.readers import QRELS_SCHEMA
 from releval.job import pipeline
-from releval.job.pipeline import evaluate
 
 RAW_RUN = "run_id string, query_id string, doc_id string, score string, rank string"
 RAW_QRELS = "query_id string, doc_id string, relevance string"

@@ -53,8 +53,9 @@ def test_the_batch_job_names_four_partitions_and_counts_the_rest():
 def test_the_attribution_is_one_line_per_run_partition_up_to_a_screen():
     from pyspark.sql import Row
 
-    from releval.job.summary import render_attribution
-    from releval.stats.attribution import Thresholds, rows
+    from releval.evaluation.summary import render_attribution
+    from releval.frames.attribution import rows
+    from releval.stats.attribution import Thresholds
 
     def summary(system: str, date: str, counts: list[int], tau: float | None) -> Row:
         cells = ["success", "generation_miss", "retrieval_miss", "answered_without_evidence",

@@ -17,7 +17,7 @@ from support.helpers import qrels_df, run_df
 
 from releval.core import columns as S
 from releval.core.measures import parse_measures
-from releval.job.pipeline import evaluate
+from releval.evaluation.evaluate import evaluate
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

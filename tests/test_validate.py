@@ -9,7 +9,8 @@ from pyspark.sql import functions as F
 
 from releval.checks.answers import answers_quarantine, label_answers
 from releval.checks.interaction_reasons import INTERACTION_REASONS
-from releval.checks.rules import REASONS, split_qrels, split_run
+from releval.checks.rules import REASONS
+from releval.checks.split import split_qrels, split_run
 from releval.core import columns as S
 from releval.core.columns import UNCAST_PARTITION
 from releval.errors import AccountingError
@@ -291,7 +292,7 @@ def test_the_engines_ledger_counts_what_the_split_quarantines(spark):
     from releval.checks.rules import typed_qrels, typed_run
     from releval.core.engine import query_measures
     from releval.core.measures import parse_measures
-    from releval.job.counts import query_counts
+    from releval.evaluation.counts import query_counts
 
     raw_run = spark.createDataFrame(DIRTY_RUN, RAW_RUN)
     raw_qrels = spark.createDataFrame(DIRTY_QRELS, RAW_QRELS)
@@ -339,7 +340,7 @@ def test_ranking_by_rank_the_engine_sets_aside_the_rows_the_split_quarantines(sp
     from releval.checks.rules import typed_qrels, typed_run
     from releval.core.engine import query_measures
     from releval.core.measures import parse_measures
-    from releval.job.counts import query_counts
+    from releval.evaluation.counts import query_counts
 
     raw_run = spark.createDataFrame(
         [("r", "q1", "A", "0.5", "1"), ("r", "q1", "C", "0.4", "1"), ("r", "q1", "B", "0.3", "2"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from chispa import assert_df_equality
 
-from releval.checks.rules import split_qrels, split_run
+from releval.checks.split import split_qrels, split_run
 from releval.config import QrelsSource, RunSource
 from releval.io.readers import read_qrels, read_qrels_raw, read_run, read_run_raw
 

@@ -31,9 +31,9 @@ from releval.config import config_from_dict, load_config
 from releval.core import columns as S
 from releval.core.measures import REGISTRY
 from releval.errors import ConfigError, InputError, MeasureError
+from releval.evaluation.partitions import parse_selection
 from releval.io import views as W
 from releval.job.batch import run_job
-from releval.job.partitions import parse_selection
 from releval.job.pipeline import job_measures
 from releval.job.sample import SampleShape, write_sample
 from releval.runtime.profile import Phases

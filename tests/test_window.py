@@ -19,8 +19,8 @@ from releval.config import AnswersSource, config_from_dict
 from releval.core import columns as S
 from releval.core.measures import check_window, parse_measure, parse_measures
 from releval.errors import ConfigError, MeasureError
+from releval.evaluation.windows import window_spreads
 from releval.io import views as W
-from releval.job.windows import window_spreads
 
 WINDOW_MEASURES = ["P@window", "R@window", "Hit@window", "RR@window", "AP@window", "nDCG@window",
                    "Judged@window", "R@10"]

@@ -29,7 +29,17 @@ from releval.core.measures import parse_measures
 from releval.core.measures.judged import with_judged_measures
 from releval.core.overall import MACRO, overall
 from releval.errors import ComparisonError, InputError, SignDisagreementWarning
-from releval.io import tables
+from releval.evaluation.answer_moves import AnswerMoves, side_cells
+from releval.evaluation.compare_slices import (
+    render_slices,
+    render_worst,
+    sign_warnings,
+    slice_weights,
+    worst_queries,
+)
+from releval.evaluation.partitions import partition_label
+from releval.frames.intervals import FEW_QUERIES
+from releval.io import comparison_table
 from releval.io.atomic import read_table
 from releval.io.readers import (
     TREC_RUN_ID,
@@ -40,16 +50,6 @@ from releval.io.readers import (
     source_name,
 )
 from releval.io.writers import absolute
-from releval.job.answer_moves import AnswerMoves, side_cells
-from releval.job.compare_slices import (
-    render_slices,
-    render_worst,
-    sign_warnings,
-    slice_weights,
-    worst_queries,
-)
-from releval.job.partitions import partition_label
-from releval.stats.intervals import FEW_QUERIES
 from releval.stats.moves import moves
 
 
@@ -248,10 +248,10 @@ def _write_comparison(
         S.PAIRING: "zero", S.CORRECTION: settings.correction, S.ALPHA: float(settings.alpha),
         S.TEST: settings.test, S.PERMUTATIONS: settings.permutations, S.SEED: settings.seed,
     }
-    schema = tables.comparison_schema([])
+    schema = comparison_table.comparison_schema([])
     frame = local_frame(spark, [tuple({**r, **fixed}.get(f.name) for f in schema.fields)
                                 for r in rows], schema)
-    tables.write_comparison(frame, path=path, table=None, partition_fields=[],
+    comparison_table.write_comparison(frame, path=path, table=None, partition_fields=[],
                             output_partition_columns=(), predicate="true",
                             comparison_id=comparison_id)
 

@@ -14,13 +14,13 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from releval.checks.queries import CheckedQueries, carried, check_queries
+from releval.checks.queries import Carried, CheckedQueries, carried, check_queries
 from releval.core import columns as S
 from releval.core.measures.registry import parse_measure
-from releval.errors import ConfigError, InputError, MeasureError
-from releval.job.compare_slices import refuse_rejected
-from releval.job.partitions import partition_label
-from releval.stats.comparison import side_condition
+from releval.errors import ConfigError, MeasureError
+from releval.evaluation.compare_slices import refuse_rejected
+from releval.evaluation.partitions import parse_side, partition_label
+from releval.frames.comparison import side_condition
 
 #: releval's columns of a queries input (``queries_columns`` maps them to yours)
 QUERIES_COLUMNS = (S.QUERY_ID, S.WEIGHT)
@@ -41,19 +41,6 @@ VOCABULARY: dict[str, tuple[str, ...]] = {
 
 #: A run partition: ``{"system": "bm25"}`` or ``"system=bm25"``.
 Side = Mapping[str, str] | str
-
-
-def parse_side(value: Mapping[str, str] | str, columns: Sequence[str]) -> dict[str, str]:
-    """A run partition: a mapping, or ``"column=value[,column=value]"``."""
-    if isinstance(value, str):
-        pairs = [p.partition("=") for p in value.split(",") if p.strip()]
-        if any(not sep or not k.strip() for k, sep, _ in pairs):
-            raise ConfigError(f"{value!r}: expected column=value[,column=value]")
-        value = {k.strip(): v.strip() for k, _, v in pairs}
-    unknown = sorted(set(value) - set(columns))
-    if unknown:
-        raise InputError(f"{dict(value)}: no column(s) {unknown} in the per-query rows {list(columns)}")
-    return {k: str(v) for k, v in value.items()}
 
 
 def mapping(given: Mapping[str, str] | None, known: Sequence[str], name: str,
@@ -157,17 +144,17 @@ def measure_keys(measures: Sequence[str] | None) -> list[str] | None:
 
 def attributes(per_query: DataFrame, *, baseline: Mapping[str, str],
                candidates: Sequence[Mapping[str, str]], queries: DataFrame | None,
-               queries_columns: Mapping[str, str] | None, slices: Sequence[str] | None
-               ) -> CheckedQueries | None:
+               queries_columns: Mapping[str, str] | None, slices: Sequence[str] | None,
+               found: Carried | None = None) -> CheckedQueries | None:
     """Each query's weight and slice values: from ``queries`` when given (``slices`` None:
     none), else from the per-query rows of the sides (``slices`` None: every slice they
-    carry; a query's value is the baseline's)."""
+    carry; a query's value is the baseline's; ``found``: what they carry, when known)."""
     if queries is not None or queries_columns:
         return queries_input(queries, queries_columns, slices)
     conditions = [side_condition(side) if side else F.lit(True)
                   for side in (baseline, *candidates)]
     rows = per_query.where(reduce(or_, conditions))
-    return carried(rows, slices=slices, baseline=conditions[0])
+    return carried(rows, slices=slices, baseline=conditions[0], found=found)
 
 
 __all__ = ["QUERIES_COLUMNS", "VOCABULARY", "attributes", "candidate_sides", "checked_queries",

@@ -13,12 +13,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from releval.arguments import Side, attributes, measure_keys, renamed, sides
+from releval.config.gate import check_alpha, check_mode
 from releval.core import columns as S
 from releval.core.frames import local_frame
 from releval.errors import ConfigError
-from releval.job.partitions import partition_label
+from releval.evaluation.partitions import partition_label
+from releval.frames import gate as gate_frames
 from releval.stats import gate as G
-from releval.stats import gate_frames
 
 #: The gate table's schema (:data:`releval.stats.gate.COLUMNS`).
 SCHEMA = T.StructType([
@@ -220,10 +221,8 @@ def gate(
         raise ConfigError("gate: no rules; give at least one, e.g. 'nDCG@10 change >= -0.01'")
     parsed += [G.parse_rule(f"{r.text} per {s}") for s in (slices or ()) for r in parsed
                if not r.slice]
-    if not 0.0 < alpha < 0.5:
-        raise ConfigError(f"gate: alpha {alpha!r} must be in (0, 0.5)")
-    if mode not in G.MODES:
-        raise ConfigError(f"gate: mode {mode!r}: expected one of {list(G.MODES)}")
+    check_alpha(alpha, "gate: alpha")
+    check_mode(mode, "gate: mode")
     allowed = measure_keys(measures)
     outside = sorted({r.measure_key for r in parsed} - set(allowed or [r.measure_key
                                                                       for r in parsed]))

@@ -14,19 +14,18 @@ from pyspark.sql import DataFrame
 from releval import __version__, display
 from releval.checks.accounts import QualityReport
 from releval.config import DATAFRAME
-from releval.core import columns as S
 from releval.core.frames import local_frame
 from releval.core.measures.registry import parse_measures
-from releval.core.overall import MACRO, overall
 from releval.errors import ConfigError
+from releval.evaluation import answers as job_answers
+from releval.evaluation.counts import Counts, query_counts
+from releval.evaluation.evaluate import Evaluation
+from releval.evaluation.inputs import JobInputs, account, rejected_rows
+from releval.evaluation.persisted import materialize
+from releval.frames.aggregate import bootstrap, rows
 from releval.io import tables
-from releval.job import answers as job_answers
-from releval.job.counts import Counts, query_counts
-from releval.job.inputs import JobInputs, account, rejected_rows
-from releval.job.persisted import materialize
-from releval.job.pipeline import Evaluation
 from releval.runtime.delta import require_delta
-from releval.stats.aggregate import bootstrap, rows
+from releval.shown import summary
 from releval.stats.attribution import Thresholds
 
 
@@ -165,45 +164,9 @@ class Result:
     SHOWN_PARTITIONS: ClassVar[int] = 8
 
     def _summary(self) -> tuple[list[str], list[str], list[list[Any]], str]:
-        """What :meth:`__repr__` and :meth:`_repr_html_` show: the header lines, the macro
-        table's columns and rows (a row per measure) and the footer line.
+        """What :meth:`__repr__` and :meth:`_repr_html_` show (:func:`releval.shown.summary`).
         Computes the aggregate when it was not yet (once: :attr:`aggregate` reuses it)."""
-        parts = list(self.inputs.partition_columns)
-        asked = [m for m in str(self.settings.get("measures") or "").split(",") if m] or [
-            m.key for m in self.evaluation.measures]
-        head = [f"releval.Result: {self.run_name} against {self.qrels_name}",
-                f"  measures ({len(asked)}): {_listed(asked, 12)}"]
-        answered = self.inputs.answers is not None and self.thresholds is not None
-        footer = ("tables (DataFrames, planned and not collected): result.per_query, "
-                  "result.quarantine" + (", result.attribution" if answered else "")
-                  + "; result.aggregate has every averaging; result.accounts")
-        try:
-            found = self._aggregate_rows
-        except Exception as error:  # noqa: BLE001 - shown, as reading the table would raise it
-            head.append(f"  not computed: the aggregate raised {type(error).__name__}: {error}")
-            return head, [], [], footer
-        report = self.accounts
-        head.append("  rows used (quarantined): " + "; ".join(
-            f"{a.name.split(';')[0]} {a.used:,} ({a.quarantined_total:,})"
-            for a in report.inputs))
-        macro = overall(found, MACRO)
-        labels = sorted({", ".join(str(r[c]) for c in parts) for r in macro})
-        if parts:
-            head.append(f"  run partitions by {', '.join(parts)} ({len(labels)}): "
-                        f"{_listed(labels, self.SHOWN_PARTITIONS)}")
-        methods = sorted({r[S.CI_METHOD] for r in macro if r.get(S.CI_METHOD)})
-        levels = sorted({r[S.CI_LEVEL] for r in macro if r.get(S.CI_LEVEL) is not None})
-        interval = " ".join([*(f"{v:.0%}" for v in levels), "interval",
-                             *([f"({', '.join(methods)})"] if methods else [])])
-        head.append(f"macro means [{interval}]" + (", a column per run partition" if parts
-                                                   else "") + ":")
-        keys = list(dict.fromkeys(r[S.MEASURE_KEY] for r in macro))
-        cells = {(", ".join(str(r[c]) for c in parts), r[S.MEASURE_KEY]): _mean(r)
-                 for r in macro}
-        columns = [S.MEASURE_KEY, *(labels if parts else ["mean"])]
-        rows = [[k, *(cells.get((label, k)) for label in (labels if parts else [""]))]
-                for k in keys]
-        return head, columns, rows, footer
+        return summary(self)
 
     def __repr__(self) -> str:
         """A short summary: the inputs, the measures, the run partitions and the macro means
@@ -411,15 +374,3 @@ class Result:
                 **where(attribution), partition_fields=fields, output_partition_columns=(),
                 predicate=None, job_run_id=None,
             )
-
-
-def _listed(names: list[str], most: int) -> str:
-    """The first ``most`` names, then how many more."""
-    shown = ", ".join(names[:most])
-    return shown + (f", ... {len(names) - most} more" if len(names) > most else "")
-
-
-def _mean(row: dict[str, Any]) -> str:
-    """A macro mean and its interval: ``0.4123 [0.401, 0.423]``."""
-    return (f"{display.cell(row[S.VALUE])} [{display.cell(row.get(S.CI_LOW), digits=3)}, "
-            f"{display.cell(row.get(S.CI_HIGH), digits=3)}]")

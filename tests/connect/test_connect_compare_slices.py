@@ -16,7 +16,7 @@ import releval
 from releval.checks.queries import check_queries
 from releval.config import ComparisonSettings
 from releval.core import columns as S
-from releval.stats import comparison
+from releval.frames import comparison
 
 pytestmark = pytest.mark.slow  # a Spark Connect server and a client process
 
@@ -30,7 +30,7 @@ from releval.checks.queries import check_queries
 from releval.config import ComparisonSettings
 from releval.errors import InputError
 from releval.runtime.mode import is_connect
-from releval.stats import comparison
+from releval.frames import comparison
 from support.slices_data import SCHEMA, per_query_rows, queries_rows
 
 per_query = spark.createDataFrame(per_query_rows(), SCHEMA)

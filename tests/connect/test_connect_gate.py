@@ -118,3 +118,32 @@ def test_the_nightly_job_over_connect_fails_the_regressing_night_only(
     log = read(spark, str(tmp_path / "out" / "run_log"))
     assert [r["status"] for r in log.collect()] == ["succeeded"]
     assert json.dumps(sorted(decisions)) == json.dumps(D.WEEK)
+
+
+def test_the_jobs_gate_over_connect_reads_the_rows_attributes_as_in_classic(
+    spark: SparkSession, connect_url: str, tmp_path: Path
+) -> None:
+    from test_job_carried_attributes import RULES, write_job
+
+    from releval.config import load_config
+    from releval.job.batch import run_job
+
+    gated = {}
+    for kind in ("classic", "connect"):
+        folder = tmp_path / kind
+        folder.mkdir()
+        config = write_job(spark, folder, queries=True)
+        if kind == "classic":
+            run_job(spark, load_config(config))
+        else:
+            env = {**os.environ, "SPARK_REMOTE": connect_url}
+            done = subprocess.run([sys.executable, str(ROOT / "jobs" / "evaluate.py"),
+                                   "--config", str(config), "--show", "0"], cwd=folder, env=env,
+                                  capture_output=True, text=True, timeout=900)
+            assert done.returncode in (0, 3), done.stdout[-2000:] + done.stderr[-3000:]
+        gated[kind] = sorted(
+            (r["system"], r["rule"], r["slice_value"], r["num_queries"], round(r["estimate"], 12)
+             if r["estimate"] is not None else None)
+            for r in read(spark, str(folder / "out" / "gate")).collect())
+    assert gated["connect"] == gated["classic"]
+    assert ("dense", RULES[0], "phone", 3, 0.5) in gated["connect"]

@@ -27,8 +27,8 @@ from support.batch_support import (
 )
 
 from releval.core import columns as S
+from releval.evaluation.partitions import parse_selection
 from releval.job.batch import run_job
-from releval.job.partitions import parse_selection
 
 pytestmark = pytest.mark.slow  # a Spark Connect server and client processes
 

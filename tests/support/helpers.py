@@ -10,8 +10,8 @@ from pyspark.sql import functions as F
 from releval.core import columns as S
 from releval.core.engine import IN_QRELS, MEASURES
 from releval.core.measures import Measure, parse_measures
+from releval.evaluation.evaluate import Evaluation, evaluate
 from releval.io.readers import QRELS_SCHEMA, RUN_SCHEMA
-from releval.job.pipeline import Evaluation, evaluate
 from support.sql_oracle import ENGINES
 
 #: The engine ``evaluate_rows`` uses (a name of ``sql_oracle.ENGINES``: production's Arrow
@@ -56,7 +56,7 @@ def values(evaluation: Evaluation) -> dict[tuple[str, str], float]:
 def as_queries(
     per_query: DataFrame, measures: Sequence[Measure], partition_columns: Sequence[str]
 ) -> DataFrame:
-    """Per-query table rows -> the evaluation's wide table that :func:`releval.stats.aggregate.
+    """Per-query table rows -> the evaluation's wide table that :func:`releval.frames.aggregate.
     aggregate` reads: one row per (partition, query), scored, the measures in an array in
     the order of ``measures`` (null where a query has no row of that measure)."""
     parts = list(partition_columns)

@@ -17,8 +17,8 @@ from releval.checks.rules import (
     first_reason,
     kept_raw,
     meta_columns,
-    quarantined,
 )
+from releval.checks.split import quarantined
 from releval.core import columns as S
 from releval.core.columns import REASON, UNCAST_PARTITION
 

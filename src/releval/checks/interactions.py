@@ -32,7 +32,8 @@ from releval.checks.interaction_reasons import (
     MISSING_TEAM,
     NEGATIVE_DWELL,
 )
-from releval.checks.rules import blank, first_reason, meta_columns, quarantined
+from releval.checks.rules import blank, first_reason, meta_columns
+from releval.checks.split import quarantined
 from releval.core import columns as S
 from releval.core.columns import REASON, RECEIVED, USED
 from releval.errors import ConfigError

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 
 from releval.checks.accounts import InputAccount, account_ledger
@@ -25,8 +25,8 @@ from releval.checks.rules import (
     blank,
     first_reason,
     meta_columns,
-    quarantined,
 )
+from releval.checks.split import quarantined
 from releval.core import columns as S
 from releval.core.columns import NULL_SLICE, REASON, RECEIVED, UNLISTED_SLICE, USED
 from releval.errors import ConfigError
@@ -188,8 +188,36 @@ def unlisted_queries(per_query_like: DataFrame, checked: CheckedQueries) -> Data
             .join(checked.used.select(S.QUERY_ID), S.QUERY_ID, "left_anti"))
 
 
+@dataclass(frozen=True)
+class Carried:
+    """Whether per-query rows carry a weight, and the slices they carry (sorted)."""
+
+    weighted: bool
+    slices: tuple[str, ...]
+
+    @classmethod
+    def of(cls, row: Row) -> Carried:
+        """From a row of :func:`carried_columns` (aggregated over the rows)."""
+        return cls(bool(row[CARRIED_WEIGHT]), tuple(sorted(row[CARRIED_SLICES] or [])))
+
+
+#: :func:`carried_columns`' names
+CARRIED_WEIGHT, CARRIED_SLICES = "_carried_weight", "_carried_slices"
+
+
+def carried_columns(per_query: DataFrame) -> list[Column]:
+    """Aggregates of per-query rows: whether one has a weight, and every slice name."""
+    return [
+        (F.max(F.col(S.WEIGHT).isNotNull()) if S.WEIGHT in per_query.columns
+         else F.lit(False)).alias(CARRIED_WEIGHT),
+        (F.array_distinct(F.flatten(F.collect_set(F.map_keys(S.SLICES))))
+         if S.SLICES in per_query.columns else F.array().cast("array<string>"))
+        .alias(CARRIED_SLICES)]
+
+
 def carried(per_query: DataFrame, *, slices: Sequence[str] | None, baseline: Column,
-            name: str = "the per-query rows") -> CheckedQueries | None:
+            name: str = "the per-query rows", found: Carried | None = None
+            ) -> CheckedQueries | None:
     """The queries' attributes the per-query rows carry (their ``weight`` and ``slices``
     columns), as a checked queries input; None when they carry neither.
 
@@ -200,6 +228,8 @@ def carried(per_query: DataFrame, *, slices: Sequence[str] | None, baseline: Col
     Args:
         per_query: the rows of the compared sides.
         slices: the slices wanted (each one the rows carry); None: every one they carry.
+        found: whether the rows carry a weight and their slices, when a caller's job
+            found them already (:func:`carried_columns`): then no job runs here.
 
     Raises:
         ConfigError: a slice the rows do not carry (naming those they do).
@@ -211,16 +241,10 @@ def carried(per_query: DataFrame, *, slices: Sequence[str] | None, baseline: Col
         [Row(query_id='q1', weight=2.0, segment='head')]
     """
     has = [c for c in (S.WEIGHT, S.SLICES) if c in per_query.columns]
-    keys: list[str] = []
-    weighted = False
-    if has:
-        found = per_query.select(
-            F.max(F.col(S.WEIGHT).isNotNull()).alias("w") if S.WEIGHT in has
-            else F.lit(False).alias("w"),
-            F.array_distinct(F.flatten(F.collect_set(F.map_keys(S.SLICES)))).alias("k")
-            if S.SLICES in has else F.array().cast("array<string>").alias("k"),
-        ).first()
-        weighted, keys = bool(found["w"]), sorted(found["k"] or [])
+    if found is None:
+        found = (Carried(False, ()) if not has else
+                 Carried.of(per_query.select(*carried_columns(per_query)).first()))
+    weighted, keys = found.weighted, list(found.slices)
     wanted = keys if slices is None else list(slices)
     absent = [s for s in wanted if s not in keys]
     if absent:

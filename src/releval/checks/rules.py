@@ -106,7 +106,7 @@ REASONS: dict[str, Reason] = {
 _INT_MAX = 2**31 - 1
 
 
-def _messages() -> Column:
+def reason_messages() -> Column:
     """The reason code -> message map, as one literal map (a lookup, not a CASE chain)."""
     return F.create_map(*[F.lit(x) for r in REASONS.values() for x in (r.code, r.message)])
 
@@ -169,7 +169,7 @@ def kept_raw(df: DataFrame, column: str, *, identity_for: str | None) -> list[Co
     return [F.col(column).alias(_RAW_PREFIX + column)]
 
 
-def _raw_map(labelled: DataFrame, columns: Sequence[str]) -> Column:
+def raw_map(labelled: DataFrame, columns: Sequence[str]) -> Column:
     """``{column: original value as string}``, from ``_raw_<column>`` or the typed column."""
     def original(c: str) -> Column:
         return F.col(_RAW_PREFIX + c) if _RAW_PREFIX + c in labelled.columns else F.col(c)
@@ -332,75 +332,3 @@ def label_qrels(qrels: DataFrame) -> DataFrame:
     """Typed qrels rows with ``_reason`` (null = clean) and ``_raw_relevance``, laid out by
     query id; ``conflicting_label`` by the engine's own rule."""
     return _whole_partitions(by_query(typed_qrels(qrels)), _label_conflicting_qrels_rows)
-
-
-def quarantined(
-    labelled: DataFrame,
-    *,
-    input_name: str,
-    partition_columns: Sequence[str],
-    raw_columns: Sequence[str],
-    number_lines: Callable[[DataFrame], DataFrame] | None,
-) -> DataFrame:
-    rejected = labelled.where(F.col(REASON).isNotNull())
-    if number_lines is not None:
-        rejected = number_lines(rejected)
-    return rejected.select(
-        F.lit(input_name).alias(S.INPUT),
-        F.col(RAW_SOURCE).alias(S.SOURCE),
-        F.col(RAW_LINE).alias(S.LINE),
-        partition_map(partition_columns).alias(S.PARTITION),
-        _raw_map(labelled, raw_columns).alias(S.RAW),
-        F.col(REASON).alias(S.REASON_CODE),
-        _messages()[F.col(REASON)].alias(S.MESSAGE),
-    )
-
-
-def split_run(
-    run: DataFrame,
-    *,
-    rank_by: str,
-    partition_columns: Sequence[str],
-    number_lines: Callable[[DataFrame], DataFrame] | None = None,
-    slices: Sequence[str] = (),
-) -> tuple[DataFrame, DataFrame]:
-    """Split run rows into (clean, quarantined) by every rule.
-
-    Args:
-        run: partition columns, query_id, doc_id, score, rank (any atomic types).
-        rank_by: "score" or "rank": which column must be valid.
-        number_lines: gives the quarantined rows their ``_line`` from their position.
-        slices: run slice columns (:mod:`releval.core.run_slices`), kept on the clean rows.
-
-    Returns:
-        clean: partition columns, query_id, doc_id, score (double), rank (int).
-        quarantined: input, source, line, partition, raw, reason_code, message.
-    """
-    parts = list(partition_columns)
-    labelled = label_run(run, rank_by=rank_by, partition_columns=parts, slices=slices)
-    window = [S.WINDOW] if S.WINDOW in run.columns else []
-    clean = labelled.where(F.col(REASON).isNull()).select(
-        *parts, S.QUERY_ID, S.DOC_ID, S.SCORE, S.RANK, *window, *slices
-    )
-    return clean, quarantined(
-        labelled, input_name=RUN, partition_columns=parts,
-        raw_columns=(*RUN_RAW_COLUMNS, *window, *slices), number_lines=number_lines,
-    )
-
-
-def split_qrels(
-    qrels: DataFrame, *, number_lines: Callable[[DataFrame], DataFrame] | None = None
-) -> tuple[DataFrame, DataFrame]:
-    """Split qrels rows into (clean, quarantined) by every rule (``number_lines``: see
-    :func:`split_run`).
-
-    Returns:
-        clean: query_id, doc_id, relevance (int); exact duplicate judgments are kept.
-        quarantined: input, source, line, partition, raw, reason_code, message.
-    """
-    labelled = label_qrels(qrels)
-    clean = labelled.where(F.col(REASON).isNull()).select(S.QUERY_ID, S.DOC_ID, S.RELEVANCE)
-    return clean, quarantined(
-        labelled, input_name=QRELS, partition_columns=(), raw_columns=QRELS_RAW_COLUMNS,
-        number_lines=number_lines,
-    )

@@ -36,23 +36,13 @@ def add_agree_arguments(agree: argparse.ArgumentParser) -> None:
     add_remote_argument(agree)
 
 
-def _shared(items: list[str]) -> dict[str, str]:
-    shared: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ComparisonError(f"--partition {item!r}: expected KEY=VALUE")
-        shared[key.strip()] = value.strip()
-    return shared
-
-
 def run(args: argparse.Namespace) -> int:
     from releval.config import load_config
+    from releval.evaluation.partitions import parse_side, shared_values
     from releval.job import agree as agree_job
-    from releval.job.compare import parse_side
 
     config = load_config(args.config)
-    shared = _shared(args.partition)
+    shared = shared_values(args.partition)
     if (shared or args.baseline) and not args.run:
         flag = "--partition selects" if shared else "--baseline compares"
         raise ConfigError(f"releval agree: {flag} run partitions: add --run")
@@ -60,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise ComparisonError(f"--partition {unknown}: not in run.partition_columns "
                               f"{list(config.run.partition_columns)}")
-    baseline = (parse_side(args.baseline, shared=shared, columns=config.run.partition_columns)
+    baseline = (parse_side(args.baseline, config.run.partition_columns, shared=shared)
                 if args.baseline else None)
     spark = session(config, remote_of(args))
     try:

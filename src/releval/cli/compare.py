@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _compare_table(args: argparse.Namespace) -> int:
     from releval.config import load_config
-    from releval.errors import ComparisonError
+    from releval.evaluation.partitions import parse_side, shared_values
     from releval.job import compare as compare_job
 
     if not args.baseline or not args.candidate:
@@ -156,14 +156,9 @@ def _compare_table(args: argparse.Namespace) -> int:
                           "one --candidate KEY=VALUE")
     config = load_config(args.config)
     columns = config.run.partition_columns
-    shared: dict[str, str] = {}
-    for item in args.partition:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ComparisonError(f"--partition {item!r}: expected KEY=VALUE")
-        shared[key.strip()] = value.strip()
-    baseline = compare_job.parse_side(args.baseline, shared=shared, columns=columns)
-    candidates = [compare_job.parse_side(c, shared=shared, columns=columns) for c in args.candidate]
+    shared = shared_values(args.partition)
+    baseline = parse_side(args.baseline, columns, shared=shared)
+    candidates = [parse_side(c, columns, shared=shared) for c in args.candidate]
     spark = session(config, remote_of(args))
     try:
         queries = _checked_queries(spark, queries_source(args))  # else the config's
@@ -230,8 +225,8 @@ def _compare_files(args: argparse.Namespace) -> int:
 def _checked_queries(spark: SparkSession, src: QueriesSource | None):
     """The queries input checked (None: none): a rejected row is an error."""
     from releval.checks.queries import check_queries
+    from releval.evaluation.compare_slices import refuse_rejected
     from releval.io.readers import read_queries, source_name
-    from releval.job.compare_slices import refuse_rejected
 
     if src is None:
         return None

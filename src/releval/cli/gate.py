@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from releval.cli.evaluate import add_remote_argument, default_master, remote_of, session
 from releval.cli.queries import add_queries_arguments, queries_source
 from releval.config import FORMATS
+from releval.config.gate import ON_INCONCLUSIVE
 from releval.errors import ConfigError, InputError
 
 if TYPE_CHECKING:  # pyspark is imported by the commands that start Spark
@@ -18,11 +19,6 @@ if TYPE_CHECKING:  # pyspark is imported by the commands that start Spark
 
     from releval.config import QueriesSource
     from releval.gating import Gate
-
-#: The exit code of each decision.
-EXIT = {"pass": 0, "fail": 1, "inconclusive": 3}
-ON_INCONCLUSIVE = ("pass", "fail")
-
 
 def add_gate_arguments(cmd: argparse.ArgumentParser) -> None:
     """The arguments of ``releval gate``."""
@@ -64,18 +60,12 @@ def add_gate_arguments(cmd: argparse.ArgumentParser) -> None:
     add_remote_argument(cmd)
 
 
-def exit_code(decision: str, on_inconclusive: str | None) -> int:
-    """The exit code of a decision, the inconclusive one mapped by ``on_inconclusive``."""
-    if decision == "inconclusive" and on_inconclusive is not None:
-        return EXIT[on_inconclusive]
-    return EXIT[decision]
-
-
 def run(args: argparse.Namespace) -> int:
+    from releval.config.gate import check_alpha
     from releval.stats.gate import parse_rule
 
-    if args.alpha is not None and not 0.0 < args.alpha < 0.5:
-        raise ConfigError(f"--alpha {args.alpha!r} must be in (0, 0.5)")
+    if args.alpha is not None:
+        check_alpha(args.alpha, "--alpha")
     for rule in args.rule:
         parse_rule(rule)  # an invalid rule fails before Spark starts
     if args.config is not None:
@@ -93,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(gate: Gate, on_inconclusive: str | None) -> int:
     print(gate.render())
+    from releval.stats.gate import exit_code
+
     code = exit_code(gate.decision, on_inconclusive)
     if gate.decision == "inconclusive" and on_inconclusive is not None:
         print(f"inconclusive counted as {on_inconclusive} (--on-inconclusive): exit {code}")
@@ -176,9 +168,8 @@ def _gate_table(args: argparse.Namespace) -> int:
     """The config's per-query table: ``--baseline`` against ``--candidate``, the rules,
     alpha, mode and on_inconclusive defaulting to the config's ``[gate]``."""
     from releval.config import GateSettings, load_config
-    from releval.errors import ComparisonError
+    from releval.evaluation.partitions import parse_side, shared_values
     from releval.io.atomic import read_table
-    from releval.job import compare as compare_job
 
     if not args.baseline or not args.candidate:
         raise ConfigError("releval gate --config needs --baseline KEY=VALUE and "
@@ -189,14 +180,9 @@ def _gate_table(args: argparse.Namespace) -> int:
     if not rules:
         raise ConfigError(f"releval gate: no --rule and no [gate] rules in {args.config}")
     columns = config.run.partition_columns
-    shared: dict[str, str] = {}
-    for item in args.partition:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ComparisonError(f"--partition {item!r}: expected KEY=VALUE")
-        shared[key.strip()] = value.strip()
-    baseline = compare_job.parse_side(args.baseline, shared=shared, columns=columns)
-    candidate = compare_job.parse_side(args.candidate, shared=shared, columns=columns)
+    shared = shared_values(args.partition)
+    baseline = parse_side(args.baseline, columns, shared=shared)
+    candidate = parse_side(args.candidate, columns, shared=shared)
     src = queries_source(args) or config.queries
     spark = session(config, remote_of(args))
     try:

@@ -24,6 +24,7 @@ from releval.config import Config
 from releval.config.clicks import ClicksSettings
 from releval.core import columns as S
 from releval.errors import QualityError
+from releval.evaluation.partitions import PartitionSelection, partitions_predicate
 from releval.io.atomic import WriteResult, read_table, replace_partitions, table_exists
 from releval.io.click_inputs import (
     interactions_label,
@@ -37,7 +38,6 @@ from releval.io.readers import run_partition_fields
 from releval.io.tables import quarantine_rows, quarantine_table_schema
 from releval.io.writers import with_comments
 from releval.job.batch import JobResult, run_job
-from releval.job.partitions import PartitionSelection, partitions_predicate
 from releval.runtime.delta import require_delta
 
 

@@ -23,13 +23,13 @@ from releval.config import IntervalSettings
 from releval.core import columns as S
 from releval.core.engine import long_format
 from releval.core.measures.registry import Measure
+from releval.frames.aggregate import aggregate
 from releval.io import tables
 from releval.io.atomic import replace_partitions
 from releval.io.comments import QUARANTINE_COMMENTS, QUARANTINE_PARTITION_COMMENT
 from releval.io.writers import with_comments
 from releval.result import Result
 from releval.runtime.delta import require_delta
-from releval.stats.aggregate import aggregate
 
 
 @dataclass(frozen=True)

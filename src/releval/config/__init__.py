@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from releval.config.gate import check_gate
-from releval.config.parse import (
+from releval.config.checks import (
     IDENTIFIER,
     MEMORY_SIZE,
     check_agree,
@@ -11,6 +10,9 @@ from releval.config.parse import (
     check_correct_at,
     check_depth,
     check_remote,
+)
+from releval.config.gate import check_gate
+from releval.config.parse import (
     check_unknown_keys,
     config_from_dict,
     key_line,

@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+from releval.config.checks import check_choice
 from releval.config.settings import GATE_BASELINES, GateSettings
 from releval.errors import ConfigError
 
+#: How a gate decides: on its tests' confidence bounds, or on the point estimates.
+MODES = ("confidence", "point")
+#: What an inconclusive decision may count as (``on_inconclusive``).
+ON_INCONCLUSIVE = ("pass", "fail")
 
-def _check_choice(value: str, choices: tuple[str, ...], where: str, source: str) -> None:
-    if value not in choices:
-        raise ConfigError(f"{source}: {where} = {value!r}; expected one of {list(choices)}")
+
+def check_alpha(alpha: float, where: str) -> None:
+    """A gate's ``alpha``: a level in (0, 0.5), each rule's test being one-sided.
+
+    Example:
+        >>> check_alpha(0.05, "gate.alpha")
+    """
+    if not 0.0 < alpha < 0.5:
+        raise ConfigError(f"{where} = {alpha!r}; expected a level in (0, 0.5)")
+
+
+def check_mode(mode: str, where: str) -> None:
+    """A gate's ``mode``: one of :data:`MODES`."""
+    if mode not in MODES:
+        raise ConfigError(f"{where} = {mode!r}; expected one of {list(MODES)}")
 
 
 def gate_order_by(gate: GateSettings, partition_columns: tuple[str, ...]) -> str | None:
@@ -25,11 +42,10 @@ def check_gate(gate: GateSettings, partition_columns: tuple[str, ...],
     if not gate.rules:
         raise ConfigError(f"{source}: gate.rules is empty; give at least one rule, e.g. "
                           "\"nDCG@10 change >= -0.01\"")
-    if not 0.0 < gate.alpha < 0.5:
-        raise ConfigError(f"{source}: gate.alpha = {gate.alpha!r}; expected a level in (0, 0.5)")
+    check_alpha(gate.alpha, f"{source}: gate.alpha")
     if gate.on_inconclusive is not None:
-        _check_choice(gate.on_inconclusive, ("pass", "fail"), "gate.on_inconclusive", source)
-    _check_choice(gate.mode, ("confidence", "point"), "gate.mode", source)
+        check_choice(gate.on_inconclusive, ON_INCONCLUSIVE, "gate.on_inconclusive", source)
+    check_mode(gate.mode, f"{source}: gate.mode")
     if gate.baseline in GATE_BASELINES:
         if gate_order_by(gate, partition_columns) not in partition_columns:
             raise ConfigError(

@@ -22,7 +22,7 @@ NUM_REL = "num_rel"
 NUM_REL_RET = "num_rel_ret"
 AVERAGING = "averaging"
 NUM_QUERIES = "num_queries"
-#: Confidence interval of a macro value (see releval.stats.intervals).
+#: Confidence interval of a macro value (see releval.frames.intervals).
 CI_LOW = "ci_low"
 CI_HIGH = "ci_high"
 CI_METHOD = "ci_method"

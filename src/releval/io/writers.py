@@ -4,6 +4,7 @@ the DataFrame writer and SQL (what classic and Spark Connect sessions both answe
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 
@@ -17,6 +18,10 @@ from releval.runtime.delta_log import is_missing_table
 #: Table property holding the version of the output schemas (docs/migrations.md).
 SCHEMA_VERSION_PROPERTY = "releval.schema_version"
 SCHEMA_VERSION = "12"
+
+
+#: Held while a CTAS has its userMetadata in the session's settings (:func:`create_table_as`).
+_SESSION_METADATA = threading.Lock()
 
 
 def with_comments(schema: T.StructType, comments: Mapping[str, str]) -> T.StructType:
@@ -85,17 +90,19 @@ def create_table_as(
         writer = writer.tableProperty(key, value)
     if partition_columns:
         writer = writer.partitionedBy(*[F.col(c) for c in partition_columns])
-    # a CTAS takes no userMetadata option: Delta reads it from the session for this commit
+    # a CTAS takes no userMetadata option: Delta reads it from the session for this commit,
+    # so two threads of a process create their tables one at a time
     key = "spark.databricks.delta.commitInfo.userMetadata"
-    previous = spark.conf.get(key, None)
-    spark.conf.set(key, user_metadata)
-    try:
-        writer.create()
-    finally:
-        if previous is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, previous)
+    with _SESSION_METADATA:
+        previous = spark.conf.get(key, None)
+        spark.conf.set(key, user_metadata)
+        try:
+            writer.create()
+        finally:
+            if previous is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, previous)
 
 
 def sql_string(text: str) -> str:

@@ -13,13 +13,13 @@ from pyspark.sql import DataFrame, SparkSession
 
 from releval.config import AgreeSettings, Config, QrelsSource
 from releval.errors import ConfigError
+from releval.evaluation.partitions import KeyFilter
 from releval.io.agreement import write_agreement
 from releval.io.readers import source_name
 from releval.job.agree_clicks import click_labels_qrels
 from releval.job.agree_labels import LabelAgreement, label_agreement
 from releval.job.agree_render import render
 from releval.job.agree_systems import SystemAgreement, system_agreement
-from releval.job.partitions import KeyFilter
 
 
 def described(src: QrelsSource) -> str:

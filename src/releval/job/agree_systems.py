@@ -3,7 +3,7 @@
 Every run partition is evaluated under both versions by the job's evaluation (the same row
 checks, accounting and engine); the partitions' macro means per measure are ordered under
 each (Kendall's tau-b, tau_AP with the reference as the truth), and each partition is
-compared with a baseline under each (releval.stats.comparison) to find the flipped
+compared with a baseline under each (releval.frames.comparison) to find the flipped
 decisions."""
 
 from __future__ import annotations
@@ -22,15 +22,16 @@ from releval.core import columns as S
 from releval.core.engine import long_format
 from releval.core.overall import MACRO, overall
 from releval.errors import ComparisonError
+from releval.evaluation.counts import query_counts
+from releval.evaluation.evaluate import evaluate_inputs
+from releval.evaluation.inputs import account, checked_inputs
+from releval.evaluation.partitions import partition_label
+from releval.evaluation.persisted import keeper, materialize
+from releval.frames.aggregate import rows as aggregate_rows
+from releval.frames.comparison import compare
 from releval.io.readers import read_qrels_raw, read_run_raw, source_name
-from releval.job.counts import query_counts
-from releval.job.inputs import account, checked_inputs
-from releval.job.partitions import partition_label
-from releval.job.persisted import keeper, materialize
-from releval.job.pipeline import evaluate_inputs, job_measures
-from releval.stats.aggregate import rows as aggregate_rows
+from releval.job.pipeline import job_measures
 from releval.stats.agreement import kendall_tau_b, tau_ap
-from releval.stats.comparison import compare
 
 #: The comparison column whose value decides, by ``comparison.test``.
 DECIDING_P = {"randomization": S.RANDOMIZATION_P_ADJUSTED, "t": S.T_P_ADJUSTED,

@@ -20,13 +20,8 @@ from pyspark.sql import types as T
 from releval.config import Config, RunSource
 from releval.core.frames import local_frame
 from releval.errors import ConfigError
-from releval.io import run_log, views
-from releval.io.atomic import read_table, table_exists
-from releval.io.readers import read_run, run_partition_fields
-from releval.job import gate as job_gate
-from releval.job import lineage, pipeline
-from releval.job.mlflow_out import log_summary
-from releval.job.partitions import (
+from releval.evaluation.inputs import source_label
+from releval.evaluation.partitions import (
     NULL_VALUE,
     PartitionSelection,
     partition_label,
@@ -35,7 +30,13 @@ from releval.job.partitions import (
     pending_partitions,
     selection_predicate,
 )
-from releval.job.summary import Summary
+from releval.evaluation.summary import Summary
+from releval.io import run_log, views
+from releval.io.atomic import read_table, table_exists
+from releval.io.readers import read_run, run_partition_fields
+from releval.job import gate as job_gate
+from releval.job import lineage, pipeline
+from releval.job.mlflow_out import log_summary
 from releval.runtime.delta import require_delta
 from releval.runtime.profile import Phases
 from releval.runtime.testhooks import pause
@@ -230,10 +231,10 @@ def run_job(
         releval_version=lineage.releval_version(),
         config_hash=lineage.config_hash(config),
         config_json=lineage.canonical_config(config),
-        run_source=lineage.source_label(config.run),
+        run_source=source_label(config.run),
         run_version=run_version,
         run_filter=run_filter,
-        qrels_source=lineage.source_label(config.qrels),
+        qrels_source=source_label(config.qrels),
         qrels_version=qrels_version,
         qrels_filter=config.qrels.filter,
         selection=selection.describe(),
@@ -270,24 +271,27 @@ def run_job(
             qrels=dataclasses.replace(config.qrels, version=qrels_version),
             answers=answers,
         )
+        held: dict[str, job_gate.GateRun] = {}
+
+        def gate(rows: DataFrame, evaluated: list[dict[str, str | None]]) -> None:
+            gated = todo if selection.pending else evaluated
+            if gated:
+                held["gate"] = job_gate.run(spark, pinned, gated, rules=rules,
+                                            job_run_id=job_run_id, predicate=replace,
+                                            rows=rows)
+
         summary = pipeline.run(
             spark, pinned, strict=strict,
             write=pipeline.WriteOptions(predicate=replace, job_run_id=job_run_id),
             phases=phases,
+            beside=pipeline.Beside("gate", gate) if rules is not None else None,
         )
         if not selection.pending and summary.quality is not None:
-            todo = sorted(
-                ({c: p.values.get(c) for c in parts} for p in summary.quality.run.partitions),
-                key=partition_sort_key,
-            )
+            todo = pipeline.evaluated_partitions(summary.quality, parts)
         # catalog tables: create or replace their wide views (docs/warehouse.md); paths: nothing
         views.refresh_views(spark, config, measure_keys=[m.key for m in summary.measures],
                                 replaced_all=replace is None, phases=phases)
-        gated = None
-        if rules is not None and todo:
-            with phases.phase("gate"):
-                gated = job_gate.run(spark, config, todo, rules=rules, job_run_id=job_run_id,
-                                     predicate=replace)
+        gated = held.get("gate")
         pause("before_run_log")
     except Exception as exc:
         try:

@@ -7,51 +7,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import reduce
+from operator import or_
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from releval.checks.queries import CheckedQueries
+from releval.checks.queries import CheckedQueries, carried
 from releval.config import ComparisonSettings, Config
 from releval.core import columns as S
 from releval.core.columns import quote_literal
 from releval.core.overall import MACRO, overall
 from releval.errors import ComparisonError
-from releval.io import tables
+from releval.evaluation import compare_slices as slices_out
+from releval.evaluation.answer_moves import AnswerMoves, answer_moves
+from releval.evaluation.partitions import KeyFilter, partition_label
+from releval.frames.changes import changes
+from releval.frames.comparison import compare, side_condition
+from releval.frames.intervals import FEW_QUERIES
+from releval.io import comparison_table
 from releval.io.atomic import read_table, table_exists
-from releval.job import compare_slices as slices_out
-from releval.job.answer_moves import AnswerMoves, answer_moves
 from releval.job.lineage import run_log_location
-from releval.job.partitions import KeyFilter, partition_label
 from releval.job.pipeline import job_queries
-from releval.stats.changes import changes
-from releval.stats.comparison import compare, side_condition
-from releval.stats.intervals import FEW_QUERIES
-
-
-def parse_side(arg: str, *, shared: Mapping[str, str], columns: Sequence[str]) -> dict[str, str]:
-    """A run partition from ``KEY=VALUE[,KEY=VALUE]`` plus the shared ``--partition`` values.
-
-    Raises:
-        ComparisonError: a malformed pair, an unknown column, or a column left unset.
-    """
-    values = dict(shared)
-    for item in (p for p in arg.split(",") if p.strip()):
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ComparisonError(f"{arg!r}: expected KEY=VALUE[,KEY=VALUE] (e.g. system=bm25)")
-        values[key.strip()] = value.strip()
-    unknown = sorted(set(values) - set(columns))
-    missing = [c for c in columns if c not in values]
-    if unknown or missing:
-        raise ComparisonError(
-            f"{arg!r} (with --partition {dict(shared)}) must name one run partition: "
-            f"a value for each of {list(columns)}"
-            + (f"; unknown {unknown}" if unknown else "")
-            + (f"; missing {missing}" if missing else "")
-        )
-    return {c: values[c] for c in columns}
 
 
 @dataclass(frozen=True)
@@ -236,8 +213,9 @@ def run(
     the rows to the comparison table, replacing the earlier comparison of the same
     baseline in the candidates' output partitions.
 
-    With ``queries`` (checked; a rejected row must have been refused) or the config's
-    ``[queries]``, also the rows per slice value and, with a weight, the weighted rows;
+    With ``queries`` (checked; a rejected row must have been refused), else the weight and
+    slices the per-query rows carry (:func:`releval.checks.queries.carried`), else the
+    config's ``[queries]``, also the rows per slice value and, with a weight, the weighted rows;
     ``worst``: the report lists the queries that lost most, per candidate and measure.
 
     Raises:
@@ -259,6 +237,10 @@ def run(
     check = check_qrels(spark, config, {k: ids for k, (_, ids) in runs.items()},
                         baseline=base_label)
     settings = config.comparison
+    if queries is None:
+        queries = carried(per_query.where(reduce(or_, [side_condition(s) for s in
+                                                       [baseline, *cands.values()]])),
+                          slices=None, baseline=side_condition(baseline))
     if queries is None and config.queries is not None:
         queries = job_queries(spark, config)
         if queries is not None:
@@ -307,7 +289,7 @@ def run(
     path, table = comparison_location(config)
     if not (path or table):
         raise ComparisonError("no place for the comparison table: set output.comparison_path")
-    written = tables.write_comparison(
+    written = comparison_table.write_comparison(
         rows, path=path, table=table, partition_fields=part_fields,
         output_partition_columns=out_parts, predicate=predicate, comparison_id=comparison_id,
     )

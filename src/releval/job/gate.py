@@ -4,9 +4,11 @@ replaced as the job's other tables are. See docs/usage.md ("Release gates")."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import reduce
+from operator import or_
 from typing import Any
 
 import pandas as pd
@@ -14,21 +16,19 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from releval.checks.queries import CheckedQueries, check_queries
 from releval.config import Config, GateSettings
 from releval.config.gate import gate_order_by
 from releval.core import columns as S
 from releval.core.frames import local_frame
 from releval.errors import ConfigError
+from releval.evaluation.partitions import partition_label, partition_sort_key
+from releval.frames import gate as gate_frames
+from releval.frames.comparison import side_condition
 from releval.io import gate_table
 from releval.io.atomic import read_table, table_exists
-from releval.io.readers import read_queries
-from releval.job.partitions import partition_label, partition_sort_key
 from releval.stats import gate as G
-from releval.stats import gate_frames
 
 #: The job's exit code of each decision (a job with no gate, or no baseline anywhere: 0).
-EXIT = {G.PASS: 0, G.NO_BASELINE: 0, G.FAIL: 1, G.INCONCLUSIVE: 3}
 #: The decisions that make a night the baseline of a later one under ``last_pass``: a pass,
 #: or ``no_baseline`` (a series' first gated night, with no earlier reference: it becomes
 #: the first reference).
@@ -58,9 +58,14 @@ def check(config: Config, evaluated: Sequence[str]) -> list[G.Rule]:
         raise ConfigError(f"gate.rules name measure(s) {missing} that the job does not "
                           f"evaluate; the evaluated measures are {sorted(evaluated)}")
     queries = config.queries
-    gate_frames.check_rules(rules, slices=queries.slices if queries else (),
+    gate_frames.check_rules(rules, slices=carried_slices(config),
                             weighted=bool(queries and queries.weight))
     return rules
+
+
+def carried_slices(config: Config) -> tuple[str, ...]:
+    """The slices the job's per-query rows carry: the run's, then the queries input's."""
+    return (*config.run.slices, *(config.queries.slices if config.queries else ()))
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,10 +95,7 @@ class GateRun:
 
     def exit_code(self) -> int:
         """0 pass (or nothing to gate), 1 fail, 3 inconclusive unless ``on_inconclusive``."""
-        decision = self.decision
-        if decision == G.INCONCLUSIVE and self.settings.on_inconclusive:
-            return EXIT[self.settings.on_inconclusive]
-        return EXIT.get(decision, 0)
+        return G.exit_code(self.decision, self.settings.on_inconclusive)
 
     def render(self) -> list[str]:
         """The summary's gate lines: the verdict, then each partition that did not pass."""
@@ -129,6 +131,8 @@ def _known_partitions(spark: SparkSession, config: Config) -> list[Partition]:
     """Every run partition the aggregate table holds (a small job)."""
     parts = list(config.run.partition_columns)
     out = config.output
+    if not table_exists(spark, path=out.aggregate_path, table=out.aggregate_table):
+        return []
     aggregate = read_table(spark, path=out.aggregate_path, table=out.aggregate_table)
     rows = aggregate.select(*[F.col(c).cast("string").alias(c) for c in parts]).distinct()
     return [{c: r[c] for c in parts} for r in rows.collect()]
@@ -157,8 +161,14 @@ def _fixed(settings: GateSettings, p: Partition) -> Partition:
 
 
 def run(spark: SparkSession, config: Config, partitions: Sequence[Partition], *,
-        rules: Sequence[G.Rule], job_run_id: str, predicate: str | None) -> GateRun:
+        rules: Sequence[G.Rule], job_run_id: str, predicate: str | None,
+        rows: DataFrame | None = None) -> GateRun:
     """Gate ``partitions`` (the job's evaluated run partitions) and write the gate table.
+
+    ``rows``: the per-query rows of ``partitions`` the job holds (persisted, as it writes
+    them); the per-query table gives the other partitions' (a baseline evaluated earlier),
+    and every row when None. One collect reads the rules' values, with each query's weight
+    and slice values as the rows carry them.
 
     ``previous``: the same system's (every other partition column equal) latest partition
     earlier by ``order_by``; ``last_pass``: the latest earlier one whose decision is in
@@ -171,7 +181,9 @@ def run(spark: SparkSession, config: Config, partitions: Sequence[Partition], *,
     todo = sorted((dict(p) for p in partitions), key=lambda p: partition_sort_key(
         {order: p[order]} if order else p))
     # the whole tables replaced (no predicate): they hold exactly the gated partitions
-    known = todo if predicate is None else _known_partitions(spark, config)
+    # (the aggregate table may not hold this job's partitions yet: it is written beside)
+    known = todo if predicate is None else list({
+        _key(q): q for q in [*_known_partitions(spark, config), *todo]}.values())
     recorded = _decisions(spark, config) if settings.baseline == "last_pass" else {}
     redone = {_key(p) for p in todo}
     recorded = {k: v for k, v in recorded.items() if k not in redone}
@@ -181,8 +193,10 @@ def run(spark: SparkSession, config: Config, partitions: Sequence[Partition], *,
                 and q[order] is not None and p[order] is not None and q[order] < p[order]]
         return max(same, key=lambda q: q[order]) if same else None
 
-    per_query = read_table(spark, path=config.output.per_query_path,
-                           table=config.output.per_query_table)
+    def table() -> DataFrame:
+        return read_table(spark, path=config.output.per_query_path,
+                          table=config.output.per_query_table)
+
     # the sides to collect: the gated partitions and every partition a baseline can be
     pool = {_key(p): p for p in todo}
     if settings.baseline == "previous":
@@ -204,8 +218,8 @@ def run(spark: SparkSession, config: Config, partitions: Sequence[Partition], *,
                 pool.setdefault(_key(b), b)
     sides = list(pool.values())
     index = {_key(p): i for i, p in enumerate(sides)}
-    values = gate_frames.side_values(per_query, sides, rules, queries=_queries(spark, config,
-                                                                                rules))
+    values = gate_frames.side_values(_sources(table, rows, sides, redone), sides, rules,
+                                     carried=True)
     gates = []
     decided: dict[tuple, str] = dict(recorded)
     for p in todo:
@@ -217,27 +231,31 @@ def run(spark: SparkSession, config: Config, partitions: Sequence[Partition], *,
             base = _fixed(settings, p)
             base = base if _key(base) in index and _key(base) != _key(p) else None
         b = index.get(_key(base)) if base is not None else None
-        rows = gate_frames.gate_table(values, rules, baseline=b, candidate=index[_key(p)],
-                                      alpha=settings.alpha, mode=settings.mode)
-        decision = G.decide(rows[G.OUTCOME])
+        gated = gate_frames.gate_table(values, rules, baseline=b, candidate=index[_key(p)],
+                                       alpha=settings.alpha, mode=settings.mode)
+        decision = G.decide(gated[G.OUTCOME])
         decided[_key(p)] = decision
         shared = b is not None and _shares_none(values, b, index[_key(p)])
-        gates.append(PartitionGate(p, base, decision, rows, shared))
+        gates.append(PartitionGate(p, base, decision, gated, shared))
     found = GateRun(tuple(gates), settings, tuple(parts))
-    version = _write(spark, config, found, per_query, job_run_id=job_run_id, predicate=predicate)
+    version = _write(spark, config, found, table() if rows is None else rows,
+                     job_run_id=job_run_id, predicate=predicate)
     return GateRun(found.gates, settings, tuple(parts), version)
 
 
-def _queries(spark: SparkSession, config: Config, rules: Sequence[G.Rule]
-             ) -> CheckedQueries | None:
-    """The ``[queries]`` input's used rows for the rules' slices and weights (its rejected
-    rows are in the job's quarantine already); None when no rule needs it."""
-    src = config.queries
-    if src is None or not any(r.slice or r.weighted for r in rules):
-        return None
-    return check_queries(read_queries(spark, src), query_id=src.query_id, weight=src.weight,
-                         slices=gate_frames.rule_slices(rules),
-                         name=f"queries {src.path or src.table}")
+def _sources(table: Callable[[], DataFrame], rows: DataFrame | None,
+             sides: Sequence[Partition], held: set[tuple]) -> DataFrame:
+    """The per-query rows of ``sides``: the job's ``rows`` for the partitions it holds
+    (``held``), the ``table``'s for the others (read only for them)."""
+    if rows is None:
+        return table()
+    outside = [s for s in sides if _key(s) not in held]
+    if not outside:
+        return rows
+    written = table()
+    wanted = [c for c in rows.columns if c in written.columns]
+    earlier = written.where(reduce(or_, [side_condition(s) for s in outside]))
+    return rows.select(*wanted).unionByName(earlier.select(*wanted))
 
 
 def _shares_none(values: pd.DataFrame, baseline: int, candidate: int) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -47,14 +46,6 @@ def canonical_config(config: Config) -> str:
 def config_hash(config: Config) -> str:
     """sha256 hex digest of :func:`canonical_config`."""
     return hashlib.sha256(canonical_config(config).encode("utf-8")).hexdigest()
-
-
-def source_label(src: RunSource | QrelsSource | AnswersSource) -> str:
-    """``delta:/abs/path`` or ``delta:table:db.name``."""
-    if src.table:
-        return f"{src.format}:table:{src.table}"
-    path = src.path or ""
-    return f"{src.format}:{path if '://' in path else os.path.abspath(path)}"
 
 
 def input_version(

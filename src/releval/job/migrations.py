@@ -13,12 +13,12 @@ from pyspark.sql import functions as F
 from releval.config import Config
 from releval.core import columns as S
 from releval.errors import SchemaVersionError
-from releval.io import tables
+from releval.evaluation.inputs import qrels_key
+from releval.evaluation.partitions import quote_identifier, quote_literal
+from releval.io import comparison_table, tables
 from releval.io.atomic import read_table, sql_name, table_exists, table_schema_version
 from releval.io.readers import run_partition_fields
 from releval.io.writers import SCHEMA_VERSION, SCHEMA_VERSION_PROPERTY, absolute
-from releval.job.inputs import qrels_key
-from releval.job.partitions import quote_identifier, quote_literal
 
 #: The kinds of table a config writes.
 KINDS = ("per_query", "aggregate", "quarantine", "run_log", "comparison", "attribution",
@@ -132,7 +132,7 @@ def _add_power(
     """4 -> 5, comparison: add ``min_detectable_diff`` and ``queries_needed`` (nullable)."""
     types = {S.MIN_DETECTABLE_DIFF: "DOUBLE", S.QUERIES_NEEDED: "BIGINT"}
     columns = ", ".join(
-        f"{quote_identifier(c)} {t} COMMENT {quote_literal(tables.COMPARISON_COMMENTS[c])}"
+        f"{quote_identifier(c)} {t} COMMENT {quote_literal(comparison_table.COMPARISON_COMMENTS[c])}"
         for c, t in types.items()
     )
     spark.sql(f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS ({columns})")
@@ -144,7 +144,7 @@ def _add_bounds(
     """5 -> 6, comparison: add ``mean_diff_best`` and ``sign_holds`` (nullable)."""
     types = {S.MEAN_DIFF_BEST: "DOUBLE", S.SIGN_HOLDS: "BOOLEAN"}
     columns = ", ".join(
-        f"{quote_identifier(c)} {t} COMMENT {quote_literal(tables.COMPARISON_COMMENTS[c])}"
+        f"{quote_identifier(c)} {t} COMMENT {quote_literal(comparison_table.COMPARISON_COMMENTS[c])}"
         for c, t in types.items()
     )
     spark.sql(f"ALTER TABLE {sql_name(path, table)} ADD COLUMNS ({columns})")
@@ -192,7 +192,7 @@ def _comparison_slices(
     queries), and ``significant`` may be null (a weighted row is no test)."""
     name = sql_name(path, table)
     columns = ", ".join(
-        f"{quote_identifier(c)} STRING COMMENT {quote_literal(tables.COMPARISON_COMMENTS[c])}"
+        f"{quote_identifier(c)} STRING COMMENT {quote_literal(comparison_table.COMPARISON_COMMENTS[c])}"
         for c in (S.SLICE, S.SLICE_VALUE, S.AVERAGING)
     )
     spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({columns})")

@@ -12,10 +12,11 @@ from pyspark.sql import functions as F
 
 from releval.config import Config
 from releval.core import columns as S
+from releval.evaluation.inputs import source_label
+from releval.evaluation.summary import Summary
 from releval.io.atomic import read_table
 from releval.io.mlflow_log import log_evaluation
 from releval.job import lineage
-from releval.job.summary import Summary
 
 
 def job_params(config: Config, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -27,7 +28,7 @@ def job_params(config: Config, extra: Mapping[str, Any] | None = None) -> dict[s
         "judged_only": ev.judged_only, "missing_queries": ev.missing_queries,
         "negative_labels": ev.negative_labels, "depth": ev.depth, "rank_by": config.run.rank_by,
         "partition_columns": ",".join(config.run.partition_columns),
-        "run": lineage.source_label(config.run), "qrels": lineage.source_label(config.qrels),
+        "run": source_label(config.run), "qrels": source_label(config.qrels),
         "run_filter": config.run.filter, "releval_version": lineage.releval_version(),
         **(extra or {}),
     }

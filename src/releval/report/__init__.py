@@ -17,6 +17,7 @@ from releval.config import Config
 from releval.core import columns as S
 from releval.core.measures import parse_measures
 from releval.core.measures.judged import JUDGED
+from releval.frames.intervals import FEW_QUERIES
 from releval.report import figures
 from releval.report.agreement import agreement_section, latest_agreements
 from releval.report.answers import answers_section, read_answers
@@ -42,7 +43,6 @@ from releval.report.html import (
 )
 from releval.report.slices import overall_comparison, slices_html
 from releval.report.window import window_section
-from releval.stats.intervals import FEW_QUERIES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from releval.config import Config
 from releval.core import columns as S
-from releval.job.partitions import partition_label
+from releval.evaluation.partitions import partition_label
 from releval.report.data import ReportData, as_strings, open_output, run_label
 from releval.report.html import Section, esc, name_cell, png, table
 from releval.stats.attribution import CELLS, NO_QRELS, SHARED_CELLS, Thresholds, cell_codes

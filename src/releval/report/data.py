@@ -16,7 +16,7 @@ from releval.config import Config
 from releval.core import columns as S
 from releval.core.measures.registry import REGISTRY
 from releval.errors import InputError
-from releval.job.partitions import DEFAULT_DATE_COLUMN
+from releval.evaluation.partitions import DEFAULT_DATE_COLUMN
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

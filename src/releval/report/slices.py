@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from releval.core import columns as S
 from releval.core.overall import MACRO, overall
-from releval.job.compare_slices import sign_disagreements
+from releval.evaluation.compare_slices import sign_disagreements
 from releval.report.html import esc, folded, name_cell, number, png, table
 
 #: the queries listed per candidate and measure
@@ -154,7 +154,7 @@ def slices_html(per_query: pd.DataFrame, comparison: pd.DataFrame | None,
 
 def sign_html(comparison: pd.DataFrame) -> str:
     """The comparison's sign disagreements
-    (:func:`releval.job.compare_slices.sign_disagreements`, each slice value weighted by its
+    (:func:`releval.evaluation.compare_slices.sign_disagreements`, each slice value weighted by its
     pairs), a warning each; empty without any."""
     if S.SLICE not in comparison.columns:
         return ""

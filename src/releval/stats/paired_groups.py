@@ -1,6 +1,6 @@
 """A comparison's pairs and tests in pandas and NumPy, the whole family at once.
 
-:mod:`releval.stats.comparison` hands over the rows of the compared run partitions (or, at
+:mod:`releval.frames.comparison` hands over the rows of the compared run partitions (or, at
 scale, each group's statistics); everything here runs on the driver or in one Python task
 per group. The statistics are :mod:`releval.stats.kernel`'s."""
 

@@ -1,10 +1,10 @@
 """A comparison's rows per slice value and its traffic-weighted rows.
 
 A queries input gives each query its slice values and a weight (:mod:`releval.checks`'
-checked rows: ``query_id``, ``weight``, one column per slice). :mod:`releval.stats.comparison`
+checked rows: ``query_id``, ``weight``, one column per slice). :mod:`releval.frames.comparison`
 tests each slice value's pairs as it tests all of them; here are the pieces both of its
-paths share: each query's slice values and weight (on the driver), the pairs with their
-slice values (in the executors), and the weighted rows (:mod:`releval.stats.weighted`).
+paths share on the driver: each query's slice values and weight, and the weighted rows
+(:mod:`releval.stats.weighted`); :mod:`releval.frames.sliced` has the executors' side.
 
 A weighted row (``averaging = 'weighted'``) holds the weighted means of the pairs of the
 queries the queries input lists (an unlisted query has no weight): ``num_pairs``, the
@@ -21,20 +21,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from releval.core import columns as S
 from releval.core.measures.registry import BEST_SUFFIX
 from releval.stats import kernel
-from releval.stats.paired_groups import B, C
 from releval.stats.weighted import weighted_mean
 
 #: the columns a weighted row leaves null: it is an estimate with its interval, not a test
 NOT_WEIGHTED = (S.EFFECT_SIZE, S.T_P_VALUE, S.RANDOMIZATION_P_VALUE, S.T_P_ADJUSTED,
                 S.RANDOMIZATION_P_ADJUSTED, S.TUKEY_P_VALUE, S.SIGNIFICANT,
                 S.MIN_DETECTABLE_DIFF, S.QUERIES_NEEDED)
-_SUMS = ("_n", "_sw", "_swb", "_swc", "_swd", "_sw2", "_sw2d", "_sw2d2", "_wins", "_ties",
+SUMS = ("_n", "_sw", "_swb", "_swc", "_swd", "_sw2", "_sw2d", "_sw2d2", "_wins", "_ties",
          "_losses")
 
 
@@ -91,50 +88,6 @@ def _row(n: int, base: float, cand: float, diff: float, low: float, high: float,
             S.RELATIVE_CHANGE: diff / base if base == base and base != 0 else float("nan"),
             S.WINS: wins, S.TIES: ties, S.LOSSES: losses, **dict.fromkeys(NOT_WEIGHTED),
             S.AVERAGING: "weighted"}
-
-
-def with_slices(pairs: DataFrame, attributes: DataFrame, slices: Sequence[str]) -> DataFrame:
-    """The pairs (one row per candidate, measure and query) once over all queries (``slice``
-    null) and once per slice, with the query's slice value (an unlisted query's is
-    :data:`releval.core.columns.UNLISTED_SLICE`) and ``weight`` (null: unlisted)."""
-    hidden = [f"_slice{i}" for i in range(len(slices))]
-    listed = attributes.select(
-        F.col(S.QUERY_ID).cast("string").alias(S.QUERY_ID),
-        F.col(S.WEIGHT).cast("double").alias(S.WEIGHT),
-        *[F.col(s).cast("string").alias(h) for s, h in zip(slices, hidden, strict=True)])
-    joined = pairs.join(listed, S.QUERY_ID, "left")
-    none = F.lit(None).cast("string")
-    each = F.explode(F.array(
-        F.struct(none.alias(S.SLICE), none.alias(S.SLICE_VALUE)),
-        *[F.struct(F.lit(s).alias(S.SLICE),
-                   F.coalesce(F.col(h), F.lit(S.UNLISTED_SLICE)).alias(S.SLICE_VALUE))
-          for s, h in zip(slices, hidden, strict=True)]))
-    kept = list(pairs.columns)
-    return joined.select(*kept, S.WEIGHT, each.alias("_at")).select(
-        *kept, S.WEIGHT, F.col("_at")[S.SLICE].alias(S.SLICE),
-        F.col("_at")[S.SLICE_VALUE].alias(S.SLICE_VALUE))
-
-
-def weighted_in_executors(pairs: DataFrame, group: Sequence[str], *, level: float
-                          ) -> list[dict[str, Any]]:
-    """Each group's weighted row from sums aggregated in Spark (the pairs of
-    :func:`with_slices`, with their values in ``_baseline_value`` and ``_candidate_value``)."""
-    raw = F.col(C) - F.col(B)
-    d = F.when(F.abs(raw) <= kernel.TIE_TOLERANCE, F.lit(0.0)).otherwise(raw)
-    w = F.col(S.WEIGHT)
-    found = pairs.where(w.isNotNull()).groupBy(*group).agg(
-        F.count(F.lit(1)).alias("_n"), F.sum(w).alias("_sw"), F.sum(w * F.col(B)).alias("_swb"),
-        F.sum(w * F.col(C)).alias("_swc"), F.sum(w * d).alias("_swd"),
-        F.sum(w * w).alias("_sw2"), F.sum(w * w * d).alias("_sw2d"),
-        F.sum(w * w * d * d).alias("_sw2d2"), F.count(F.when(d > 0, 1)).alias("_wins"),
-        F.count(F.when(d == 0, 1)).alias("_ties"), F.count(F.when(d < 0, 1)).alias("_losses"),
-    ).collect()
-    out = []
-    for r in found:
-        row = from_sums({k: r[k] for k in _SUMS}, level=level)
-        if row is not None:
-            out.append({**{g: r[g] for g in group}, **row})
-    return out
 
 
 def from_sums(sums: Mapping[str, Any], *, level: float) -> dict[str, Any] | None:

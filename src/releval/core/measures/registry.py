@@ -115,7 +115,7 @@ class MetricSpec:
         trec_all_only: trec_eval prints only the ``all`` line (a geometric mean).
         bounds: the (lowest, highest) value a query can get, e.g. :data:`UNIT`; None for
             counts and unbounded measures. A macro interval stays inside it
-            (:mod:`releval.stats.aggregate`).
+            (:mod:`releval.frames.aggregate`).
         ties: the ``[ties]`` form (:mod:`releval.core.measures.tie_aware`); None: none.
     """
 

@@ -17,8 +17,8 @@ from releval.checks.queries import CheckedQueries, with_attributes
 from releval.core import columns as S
 from releval.core.measures.registry import REGISTRY, UNIT
 from releval.errors import ComparisonError, ConfigError
+from releval.frames.comparison import CONSTRAINTS, side_condition
 from releval.stats import gate as G
-from releval.stats.comparison import CONSTRAINTS, side_condition
 
 SIDE = "_side"
 
@@ -44,13 +44,17 @@ def check_rules(rules: Sequence[G.Rule], *, slices: Sequence[str], weighted: boo
 
 
 def side_values(per_query: DataFrame, sides: Sequence[Mapping[str, str]],
-                rules: Sequence[G.Rule], *, queries: CheckedQueries | None = None
-                ) -> pd.DataFrame:
+                rules: Sequence[G.Rule], *, queries: CheckedQueries | None = None,
+                carried: bool = False) -> pd.DataFrame:
     """The per-query values of ``sides`` for the rules' measures, in one collect.
+
+    Each query's weight and slice values come from ``queries``, else (``carried``) from the
+    ``weight`` and ``slices`` the per-query rows carry (each row's own), else none.
 
     Returns:
         ``_side`` (the index in ``sides``), ``query_id``, ``measure_key``, ``measure``,
-        ``value``, ``weight`` and the slice columns the queries input has.
+        ``value``, ``weight`` and the slice columns: the queries input's, or with
+        ``carried`` the rules' slices.
 
     Raises:
         ConfigError: a rule names a measure the per-query rows lack (naming the ones they
@@ -60,12 +64,20 @@ def side_values(per_query: DataFrame, sides: Sequence[Mapping[str, str]],
     cases = [F.when(side_condition(s), F.lit(i)) for i, s in enumerate(sides)]
     rows = per_query.where(F.col(S.MEASURE_KEY).isin(keys) & reduce(or_, [
         side_condition(s) for s in sides]))
+    attrs = [c for c in (S.WEIGHT, S.SLICES) if carried and c in per_query.columns]
     rows = rows.select(F.coalesce(*cases).alias(SIDE), F.col(S.QUERY_ID).cast("string")
-                       .alias(S.QUERY_ID), S.MEASURE_KEY, S.MEASURE, S.VALUE)
+                       .alias(S.QUERY_ID), S.MEASURE_KEY, S.MEASURE, S.VALUE, *attrs)
     slices: tuple[str, ...] = ()
     if queries is not None:
         rows = with_attributes(rows, queries)
         slices = queries.slices
+    elif carried:
+        slices = tuple(rule_slices(rules))
+        rows = rows.withColumns({
+            S.WEIGHT: (F.col(S.WEIGHT) if S.WEIGHT in per_query.columns
+                       else F.lit(None)).cast("double"),
+            **{s: (F.col(S.SLICES)[s] if S.SLICES in per_query.columns else F.lit(None))
+               .cast("string") for s in slices}})
     else:
         rows = rows.withColumn(S.WEIGHT, F.lit(None).cast("double"))
     conf = per_query.sparkSession.conf
@@ -121,8 +133,12 @@ def pairs(values: pd.DataFrame, *, baseline: int | None, candidate: int,
     base, cand = sides
     on = [S.MEASURE_KEY, S.QUERY_ID]
     attrs = [c for c in extra if c not in on]
-    # a query only the baseline scored is in no rule's test: its attributes are not needed
-    both = cand.merge(base.drop(columns=attrs), on=on, how="outer")
+    # a query's weight and slice values: the baseline's, else the candidate's (they differ
+    # only for a run slice, as in releval.checks.queries.carried)
+    both = cand.merge(base, on=on, how="outer", suffixes=("", "_base"))
+    for c in attrs:
+        both[c] = both[f"{c}_base"].combine_first(both[c])
+    both = both.drop(columns=[f"{c}_base" for c in attrs])
     return both.astype({G.BASE: np.float64, G.CAND: np.float64})
 
 

@@ -21,7 +21,7 @@ from releval.core import columns as S
 from releval.core.columns import IN_QRELS, MEASURES
 from releval.core.engine import long_format
 from releval.core.measures.registry import UNIT, Measure
-from releval.stats import intervals as ci
+from releval.frames import intervals as ci
 from releval.stats import kernel as ci_kernel
 from releval.stats.weighted import weighted_from_sums
 

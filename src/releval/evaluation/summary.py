@@ -12,9 +12,9 @@ from releval.config import IntervalSettings
 from releval.core import columns as S
 from releval.core.measures import Measure
 from releval.core.overall import HEADLINE, overall
-from releval.job.windows import WindowSpread, render_windows
+from releval.evaluation.windows import WindowSpread, render_windows
+from releval.frames.intervals import FEW_QUERIES
 from releval.stats.attribution import CELLS, NO_QRELS, SHARED_CELLS
-from releval.stats.intervals import FEW_QUERIES
 
 #: Measures that gain nothing from graded labels when every label is 0/1 (or negative).
 GRADED_MEASURES = ("nDCG", "nDCG_exp")

@@ -1,6 +1,6 @@
 """What the printed comparison says about slices: the slice and weighted rows, the one-line
 warning when the overall difference and the traffic disagree in sign, and the queries that
-lost most (:func:`releval.stats.changes.changes`)."""
+lost most (:func:`releval.frames.changes.changes`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from releval.checks.queries import CheckedQueries
 from releval.core import columns as S
 from releval.core.overall import MACRO, overall
 from releval.errors import InputError
-from releval.stats import changes as C
+from releval.frames import changes as C
 from releval.stats.kernel import TIE_TOLERANCE
 
 #: slice -> slice value -> its weight (the queries' total weight, or their number)
@@ -154,7 +154,7 @@ def render_slices(rows: Sequence[Mapping[str, Any]], *, alpha: float) -> list[st
 
 def worst_queries(moved: DataFrame, count: int) -> list[dict[str, Any]]:
     """The ``count`` queries that lost most per candidate and measure (of
-    :func:`releval.stats.changes.changes`): only those rows are collected."""
+    :func:`releval.frames.changes.changes`): only those rows are collected."""
     return [r.asDict() for r in moved.where(F.col(C.LOSS_RANK) <= count).orderBy(
         S.CANDIDATE, S.MEASURE_KEY, C.LOSS_RANK).collect()]
 

@@ -4,6 +4,7 @@ then the accounts, the quarantine and strict mode before any output is written."
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
@@ -17,11 +18,14 @@ from releval.checks.accounts import (
     account_qrels_ledger,
 )
 from releval.checks.queries import CheckedQueries
-from releval.checks.rules import split_qrels, split_run, typed_qrels, typed_run
-from releval.config import Config
+from releval.checks.rules import typed_qrels, typed_run
+from releval.checks.split import split_qrels, split_run
+from releval.config import AnswersSource, Config, QrelsSource, RunSource
 from releval.core.columns import MALFORMED, WINDOW
 from releval.core.run_slices import check_slice_names
 from releval.errors import InputError, QualityError
+from releval.evaluation.answers import Answers
+from releval.evaluation.counts import Counts
 from releval.io.readers import (
     RawInput,
     read_answers_raw,
@@ -31,9 +35,14 @@ from releval.io.readers import (
 )
 from releval.io.shapes import counted
 from releval.io.tables import write_quarantine
-from releval.job.answers import Answers
-from releval.job.counts import Counts
-from releval.job.lineage import source_label
+
+
+def source_label(src: RunSource | QrelsSource | AnswersSource) -> str:
+    """``delta:/abs/path`` or ``delta:table:db.name``."""
+    if src.table:
+        return f"{src.format}:table:{src.table}"
+    path = src.path or ""
+    return f"{src.format}:{path if '://' in path else os.path.abspath(path)}"
 
 
 def quarantine_target(config: Config) -> tuple[str | None, str | None]:
@@ -188,7 +197,7 @@ def finish_checks(
     """The job's checks after the evaluation: the accounts, the quarantine, strict mode.
 
     Args:
-        counts: the evaluation's counts (:func:`releval.job.counts.query_counts`).
+        counts: the evaluation's counts (:func:`releval.evaluation.counts.query_counts`).
         strict: overrides ``evaluation.strict`` (``--strict``).
         replace: the outputs' replaceWhere predicate (None: whole tables), the quarantine's too.
         answers: the answers' evaluation, when the job reads answers.

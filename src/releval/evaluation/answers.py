@@ -22,13 +22,13 @@ from releval.core.columns import LEDGER, REASON, RECEIVED, USED
 from releval.core.frames import local_frame
 from releval.core.measures import Measure, parse_measure
 from releval.errors import ConfigError, InputError, MeasureError
+from releval.frames import attribution
 from releval.io.readers import source_name
 from releval.io.trec import RawInput
-from releval.stats import attribution
 from releval.stats.attribution import Thresholds
 
-if TYPE_CHECKING:  # releval.job.inputs imports this module
-    from releval.job.inputs import JobInputs
+if TYPE_CHECKING:  # releval.evaluation.inputs imports this module
+    from releval.evaluation.inputs import JobInputs
 
 
 def retrieval_measure(retrieved_by: str, *, relevance_level: int) -> Measure:

@@ -12,15 +12,15 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from releval.core import columns as S
-from releval.stats import kernel
-from releval.stats import paired_groups as G
-from releval.stats.comparison import (
+from releval.frames.compared_in_executors import (
     BASELINE_ROWS,
     CANDIDATE_ROWS,
     PAIR_CANDIDATE,
     executor_pairs,
-    side_rows,
 )
+from releval.frames.comparison import side_rows
+from releval.stats import kernel
+from releval.stats import paired_groups as G
 
 BASELINE_VALUE, CANDIDATE_VALUE, DIFF = "baseline_value", "candidate_value", "diff"
 LOSS_RANK, GAIN_RANK, SHARE_OF_DIFF = "loss_rank", "gain_rank", "share_of_diff"

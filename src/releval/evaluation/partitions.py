@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from releval.core.columns import quote_identifier, quote_literal
-from releval.errors import ConfigError
+from releval.errors import ComparisonError, ConfigError, InputError
 
 #: The column ``--from`` / ``--to`` apply to unless ``--date-column`` says otherwise.
 DEFAULT_DATE_COLUMN = "date"
@@ -171,3 +171,58 @@ def pending_partitions(
     seen = {tuple(sorted(p.items())) for p in done}
     result = [dict(p) for p in available if tuple(sorted(p.items())) not in seen]
     return sorted(result, key=partition_sort_key)
+
+
+def parse_side(value: Mapping[str, str] | str, columns: Sequence[str], *,
+               shared: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A run partition: a mapping or ``column=value[,column=value]`` over the per-query
+    rows' ``columns``; with ``shared`` (the command line's ``--partition`` values, added to
+    it) a value for each of ``columns``, in their order.
+
+    Example:
+        >>> parse_side("system=bm25", ["system", "date"], shared={"date": "2026-11-29"})
+        {'system': 'bm25', 'date': '2026-11-29'}
+
+    Raises:
+        ConfigError: a malformed pair.
+        InputError: a column the rows do not have.
+        ComparisonError: with ``shared``, a column left unset.
+    """
+    if isinstance(value, str):
+        pairs = [p.partition("=") for p in value.split(",") if p.strip()]
+        if any(not sep or not k.strip() or not v.strip() for k, sep, v in pairs):
+            raise ConfigError(f"{value!r}: expected column=value[,column=value] (e.g. system=bm25)")
+        given = {k.strip(): v.strip() for k, _, v in pairs}
+    else:
+        given = {k: str(v) for k, v in value.items()}
+    if shared is None:
+        unknown = sorted(set(given) - set(columns))
+        if unknown:
+            raise InputError(f"{given}: no column(s) {unknown} in the per-query rows {list(columns)}")
+        return given
+    values = {**shared, **given}
+    unknown = sorted(set(values) - set(columns))
+    missing = [c for c in columns if c not in values]
+    if unknown or missing:
+        raise ComparisonError(
+            f"{value!r} (with --partition {dict(shared)}) must name one run partition: "
+            f"a value for each of {list(columns)}"
+            + (f"; unknown {unknown}" if unknown else "")
+            + (f"; missing {missing}" if missing else ""))
+    return {c: values[c] for c in columns}
+
+
+def shared_values(items: Sequence[str]) -> dict[str, str]:
+    """The command line's ``--partition KEY=VALUE`` values every side shares.
+
+    Example:
+        >>> shared_values(["date=2026-11-29"])
+        {'date': '2026-11-29'}
+    """
+    shared: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ComparisonError(f"--partition {item!r}: expected KEY=VALUE")
+        shared[key.strip()] = value.strip()
+    return shared

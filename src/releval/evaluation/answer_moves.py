@@ -14,9 +14,9 @@ from pyspark.sql import functions as F
 
 from releval.config import Config
 from releval.core import columns as S
+from releval.frames.comparison import side_condition
 from releval.io.atomic import read_table, table_exists
 from releval.stats.attribution import CELLS, NO_QRELS, Thresholds, cell_codes
-from releval.stats.comparison import side_condition
 from releval.stats.moves import Moves, moves
 
 _SIDE = "_side"

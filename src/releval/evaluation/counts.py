@@ -28,12 +28,12 @@ from releval.core.measures import Measure
 from releval.core.measures.judged import JUDGED
 from releval.core.overall import overall, overall_column
 from releval.core.repeats import DUPLICATE_DOC
-from releval.job.summary import TieDependence, UnjudgedRate
-from releval.stats.aggregate import ENTRY as AGGREGATE_ENTRY
-from releval.stats.aggregate import INDEX as AGGREGATE_INDEX
-from releval.stats.aggregate import N as AGGREGATE_N
-from releval.stats.aggregate import by_measure, group_columns, sums, with_slices
-from releval.stats.intervals import FEW_QUERIES
+from releval.evaluation.summary import TieDependence, UnjudgedRate
+from releval.frames.aggregate import ENTRY as AGGREGATE_ENTRY
+from releval.frames.aggregate import INDEX as AGGREGATE_INDEX
+from releval.frames.aggregate import N as AGGREGATE_N
+from releval.frames.aggregate import by_measure, group_columns, sums, with_slices
+from releval.frames.intervals import FEW_QUERIES
 
 
 def _judged_cutoffs(measures: Sequence[Measure]) -> dict[int, int]:
@@ -73,7 +73,7 @@ def query_counts(
 ) -> Counts:
     """The summary's query counts, both inputs' ledgers, the unjudged shares and the
     aggregate's sums, from one aggregation by run partition and measure (and, with
-    ``slices``, slice value: the same aggregation, :func:`releval.stats.aggregate.with_slices`).
+    ``slices``, slice value: the same aggregation, :func:`releval.frames.aggregate.with_slices`).
 
     The unjudged share at k is 1 - the mean Judged@k over scored queries that retrieved any.
 
