@@ -149,8 +149,13 @@ bench: install ## benchmark releval against its peers on synthetic data (BENCH_S
 	$(PY) -m bench.gate notebook
 	$(PY) -m bench.gate job
 	$(PY) -m bench.calibration
+	$(PY) -m bench.click_labels --size $(CLICKS_SIZE)
+	$(PY) -m bench.clicks_online --searches $(CLICKS_SEARCHES)
 
 SLICES_SIZE ?= full
+# the click benchmarks' sizes: impressions (tiny|quick|full|100m) and searches of 10 impressions
+CLICKS_SIZE ?= quick
+CLICKS_SEARCHES ?= 200000
 
 bench-slices: install ## evaluate with 2 slice columns (3 and 40 values) and a weight against without, side by side (SLICES_SIZE=full: 10M run rows; quick: 1M)
 	$(PY) -m bench.slices --size $(SLICES_SIZE)

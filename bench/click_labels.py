@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.compare import RESULTS, _alternated, _session
+from bench.memory import peak_rss_mib
 
 #: impressions per size (10 positions a search)
 SIZES = {"tiny": 100_000, "quick": 1_000_000, "full": 10_000_000, "100m": 100_000_000}
@@ -75,11 +76,12 @@ def run(size: str, runs: int) -> dict[str, Any]:
 
         group(), labels()  # warm-up
         t_group, t_labels = _alternated(group, labels, runs)
+        memory = peak_rss_mib()
     g, lab = statistics.median(t_group), statistics.median(t_labels)
     bias = {r["position"]: r["examination"] for r in held["bias"] if r["method"] == "pbm_em"}
     return {"size": size, "impressions": SIZES[size], "runs": runs, "group_s": t_group,
             "labels_s": t_labels, "group_median_s": g, "labels_median_s": lab,
-            "ratio": lab / g, "max_bias_error": max(abs(bias[k + 1] - t)
+            "ratio": lab / g, **memory, "max_bias_error": max(abs(bias[k + 1] - t)
                                                     for k, t in enumerate(THETA))}
 
 
@@ -97,6 +99,9 @@ def render(r: dict[str, Any]) -> str:
         f"| ratio | {r['ratio']:.1f}x |",
         "",
         f"Largest error of the recovered examination: {r['max_bias_error']:.4f}.",
+        "",
+        f"Peak resident memory of the session (both steps): driver JVM {r['jvm_mib']:,.0f} MiB, "
+        f"Python {r['python_mib']:,.0f} MiB.",
         "",
     ])
 

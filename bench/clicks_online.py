@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.compare import DATA, RESULTS, _alternated, _session
+from bench.memory import peak_rss_mib
 
 MEASURES = ["CTR@5", "Abandonment", "ClickRR", "Clicks", "Success@30"]
 POSITIONS = 10
@@ -72,10 +73,11 @@ def run(searches: int, runs: int) -> dict[str, Any]:
 
     count(), online()  # warm-up
     t_count, t_online = _alternated(count, online, runs)
+    memory = peak_rss_mib()
     spark.stop()
     return {"searches": searches, "rows": rows, "measures": MEASURES, "count_s": t_count,
             "online_s": t_online,
-            "ratio": statistics.median(t_online) / statistics.median(t_count)}
+            "ratio": statistics.median(t_online) / statistics.median(t_count), **memory}
 
 
 def render(r: dict[str, Any]) -> str:
@@ -92,7 +94,9 @@ def render(r: dict[str, Any]) -> str:
         f"{statistics.median(r['count_s']):.2f} |",
         f"| `releval.evaluate_clicks(...).per_query` | {runs(r['online_s'])} | "
         f"{statistics.median(r['online_s']):.2f} |", "",
-        f"online / count: **{r['ratio']:.2f}** (target at most 1.5).", ""])
+        f"online / count: **{r['ratio']:.2f}** (target at most 1.5).", "",
+        f"Peak resident memory of the session (both steps): driver JVM {r['jvm_mib']:,.0f} MiB, "
+        f"Python {r['python_mib']:,.0f} MiB.", ""])
 
 
 def main(argv: list[str] | None = None) -> int:

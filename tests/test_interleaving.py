@@ -54,6 +54,30 @@ def test_teams_are_checked(spark):
         releval.interleaving(log.drop("team"), baseline="old", candidates="new")
 
 
+def test_the_teams_when_the_call_names_none(spark):
+    def log(*teams):
+        return spark.createDataFrame(
+            [(f"s{i}", "q1", f"d{i}", 1, 1, t) for i, t in enumerate(teams)], SCHEMA)
+
+    def teams(result):
+        return sorted({(r.team, r.value) for r in result.per_query.collect()})
+
+    # A is the baseline (a name in BASELINE_TEAMS); q1: B's search a win, A's a loss:
+    # (1 - 1) / 2 = 0 for B
+    assert teams(releval.interleaving(log("A", "B"))) == [("A", 0.0), ("B", 0.0)]
+    # "old" is the baseline though "new" sorts first; one search, new clicked: +1
+    assert teams(releval.interleaving(log("new", "old").where("team = 'new'").union(
+        spark.createDataFrame([("s0", "q1", "x", 2, 0, "old")], SCHEMA)))) == [
+        ("new", 1.0), ("old", 0.0)]
+    # no known name: the first in sorted order is the baseline
+    assert teams(releval.interleaving(log("x2", "x1"))) == [("x1", 0.0), ("x2", 0.0)]
+    # named baseline: every other team is a candidate
+    assert {t for t, _ in teams(releval.interleaving(log("a", "b", "c"), baseline="b"))} == {
+        "a", "b", "c"}
+    with pytest.raises(ConfigError, match="more or fewer than two teams"):
+        releval.interleaving(log("a", "b", "c"))
+
+
 ALPHA = 0.05
 
 

@@ -19,6 +19,9 @@ from releval.core import columns as S
 from releval.core.measures.online import parse_online
 from releval.errors import ConfigError
 
+#: team values taken as the baseline when ``baseline`` is not given (lower case)
+BASELINE_TEAMS = ("baseline", "control", "production", "prod", "current", "old", "a")
+
 
 def search_preferences(checked: CheckedInteractions, *, baseline: str,
                        candidates: Sequence[str]) -> DataFrame:
@@ -42,8 +45,8 @@ def search_preferences(checked: CheckedInteractions, *, baseline: str,
 def interleaving(
     interactions: DataFrame,
     *,
-    baseline: str,
-    candidates: str | Sequence[str],
+    baseline: str | None = None,
+    candidates: str | Sequence[str] | None = None,
     columns: Mapping[str, str] | None = None,
     partition_by: Sequence[str] | str = (),
     queries: DataFrame | None = None,
@@ -64,9 +67,11 @@ def interleaving(
         interactions: one row per shown result with its ``team``
             (:func:`releval.checks.interactions.check_interactions`, ``team=True``: a row
             without a team is quarantined as ``missing_team``).
-        baseline: the baseline ranker's value in the team column.
+        baseline: the baseline ranker's value in the team column. None: of the log's two
+            team values, the one named as in :data:`BASELINE_TEAMS` (``baseline``,
+            ``control``, ``A``, ...), else the first in sorted order.
         candidates: the candidate ranker's team value, or several (each against the
-            baseline).
+            baseline). None: every other team value of the log.
         columns, partition_by, queries, queries_columns, slices, ci_level: as
             :func:`releval.evaluate_clicks`.
 
@@ -79,12 +84,14 @@ def interleaving(
         >>> sorted((r.team, r.value, r.weight) for r in result.per_query.collect())
         [('new', 0.5, 2.0), ('old', 0.0, 2.0)]
     """
+    checked = check_interactions(interactions, columns, name="interactions DataFrame",
+                                 partition_by=partition_by, team=True)
+    if baseline is None or candidates is None:
+        baseline, candidates = log_teams(checked.rows, baseline, candidates)
     teams = [candidates] if isinstance(candidates, str) else list(candidates)
     if not teams or baseline in teams or len(set(teams)) != len(teams):
         raise ConfigError(f"interleaving: candidates {teams} must be team values other than "
                           f"the baseline {baseline!r}, each once")
-    checked = check_interactions(interactions, columns, name="interactions DataFrame",
-                                 partition_by=partition_by, team=True)
     parts = list(checked.partition_columns)
     attributes = checked_queries(queries, queries_columns, slices)
     searches = search_preferences(checked, baseline=baseline, candidates=teams)
@@ -94,3 +101,25 @@ def interleaving(
     return online_result(wide, measures, checked=checked, queries=attributes,
                          ci_level=ci_level, name="interleaving",
                          partition_columns=(*parts, S.TEAM))
+
+
+def log_teams(rows: DataFrame, baseline: str | None,
+              candidates: str | Sequence[str] | None) -> tuple[str, list[str]]:
+    """The baseline and candidate teams of a log whose call names one or neither: the
+    distinct team values (a few rows to the driver), the baseline as :func:`interleaving`
+    says."""
+    values = sorted(r[0] for r in rows.select(S.TEAM).distinct().collect())
+    if baseline is None:
+        others = [v for v in values if v not in ([candidates] if isinstance(candidates, str)
+                                                 else list(candidates or ()))]
+        named = [v for v in others if v.lower() in BASELINE_TEAMS]
+        if candidates is None and len(values) != 2:
+            raise ConfigError(f"interleaving: the log's team column holds {values}; with more "
+                              "or fewer than two teams, name baseline= and candidates=")
+        if not others:
+            raise ConfigError(f"interleaving: the log's team column holds {values}, no team "
+                              "besides the candidates to be the baseline")
+        baseline = named[0] if len(named) == 1 else others[0]
+    if candidates is None:
+        candidates = [v for v in values if v != baseline]
+    return baseline, [candidates] if isinstance(candidates, str) else list(candidates)

@@ -62,7 +62,7 @@ CLICK_LABELS_COMMENTS = {
     "attractiveness_high": "Upper end of the attractiveness interval.",
     "satisfaction": "P(satisfied given a click) of a cascade model (sdbn, dbn); null for pbm.",
     "impressions": "Times the document was shown for the query (at least min_impressions).",
-    "clicks": "Clicks on the document for the query.",
+    "clicks": "Impressions of the document for the query that were clicked.",
     "label_source": "Where the label comes from: clicks:<model>, e.g. clicks:pbm.",
     INTERACTIONS_SOURCE: "The interactions input the labels come from ([clicks] path or table).",
     INTERACTIONS_VERSION: "Its Delta version the job read; null for files.",
