@@ -2,8 +2,8 @@
 
 The issue's shape is 100M impressions (10M searches x 10 positions); ``BENCH_SIZE`` (or
 ``--size``) scales it: ``tiny`` 100k impressions, ``quick`` 1M, ``full`` 10M, ``100m`` 100M.
-A PBM log is simulated (``releval.clicks.simulate``, 4 rankers, 10% shuffled pages) into
-Parquet, then, alternated in one session, medians:
+A PBM log is simulated (``generate``: 4 rankers, 10% shuffled pages) into Parquet, then,
+alternated in one session, medians (after a warm-up of each, up to ``full``):
 
 - ``group``: ``groupBy(query_id, doc_id, position).count()`` over the log, written to ``noop``;
 - ``labels``: ``releval.click_labels(log)``: its labels written to ``noop`` and its
@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -34,19 +35,44 @@ CHUNK_SEARCHES = 500_000
 THETA = [1.0, 0.72, 0.55, 0.45, 0.36, 0.3, 0.25, 0.21, 0.18, 0.15]
 
 
-def generate(path: Path, impressions: int) -> None:
-    """The log in Parquet, a chunk of ``CHUNK_SEARCHES`` searches at a time."""
-    from releval.clicks.simulate import random_truth, rankings, simulate_pbm
+def generate(path: Path, impressions: int, seed: int = 5) -> None:
+    """The log in Parquet, ``CHUNK_SEARCHES`` searches at a time, drawn in NumPy.
 
-    searches = impressions // len(THETA)
-    truth = random_truth(queries=max(searches // 20, 10), docs=30, seed=5)
-    runs = rankings(truth, systems=4, seed=5)
+    The truth is ``releval.clicks.simulate``'s: 30 documents a query (one query per 20
+    searches), grades 0-3 with probabilities 0.5/0.25/0.15/0.1 and their attractiveness
+    (``GRADE_ATTRACTIVENESS`` +- 0.04); 4 rankers sort by grade + noise (sd 0.5 to 3.0) and
+    show their top 10. Each search picks a query and a ranker uniformly; 10% of pages are
+    shown in a random order; a click at position k on d with probability THETA[k] * alpha(d).
+    Ids are integers (the query's, the pair's, the search's).
+    """
+    from releval.clicks.simulate import GRADE_ATTRACTIVENESS
+
+    rng = np.random.default_rng(seed)
+    k = len(THETA)
+    searches = impressions // k
+    queries, docs, systems = max(searches // 20, 10), 30, 4
+    grade = rng.choice(4, size=(queries, docs), p=[0.5, 0.25, 0.15, 0.1])
+    alpha = np.clip(np.asarray(GRADE_ATTRACTIVENESS)[grade]
+                    + rng.uniform(-0.04, 0.04, size=grade.shape), 0.01, 0.99)
+    top = np.stack([np.argsort(-(grade + sd * rng.standard_normal(grade.shape)), axis=1)[:, :k]
+                    for sd in np.linspace(0.5, 3.0, systems)])
+    theta = np.asarray(THETA)
     writer = None
-    for i, start in enumerate(range(0, searches, CHUNK_SEARCHES)):
-        n = min(CHUNK_SEARCHES, searches - start)
-        log = simulate_pbm(truth, runs, examination=THETA, searches=n, shuffle=0.1, seed=i)
-        log["search_id"] = f"c{i}-" + log["search_id"]
-        table = pa.Table.from_pandas(log.drop(columns=["dwell"]), preserve_index=False)
+    for first in range(0, searches, CHUNK_SEARCHES):
+        n = min(CHUNK_SEARCHES, searches - first)
+        q = rng.integers(0, queries, n)
+        shown = top[rng.integers(0, systems, n), q]
+        mixed = rng.random(n) < 0.1
+        order = np.argsort(rng.random((int(mixed.sum()), k)), axis=1)
+        shown[mixed] = np.take_along_axis(shown[mixed], order, axis=1)
+        clicked = rng.random((n, k)) < theta * alpha[q[:, None], shown]
+        table = pa.table({
+            "search_id": np.repeat(np.arange(first, first + n, dtype=np.int64), k),
+            "query_id": np.repeat(q.astype(np.int64), k),
+            "doc_id": (q[:, None] * docs + shown).astype(np.int64).ravel(),
+            "position": np.tile(np.arange(1, k + 1, dtype=np.int32), n),
+            "clicked": clicked.astype(np.int32).ravel(),
+        })
         writer = writer or pq.ParquetWriter(path, table.schema)
         writer.write_table(table)
     if writer:
@@ -56,7 +82,8 @@ def generate(path: Path, impressions: int) -> None:
 def run(size: str, runs: int) -> dict[str, Any]:
     import releval
 
-    spark = _session(**{"spark.sql.shuffle.partitions": "8", "spark.ui.enabled": "false"})
+    spark = _session(**{"spark.sql.shuffle.partitions": "8" if SIZES[size] <= SIZES["full"] else "64",
+                        "spark.driver.memory": "6g", "spark.ui.enabled": "false"})
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "log.parquet"
         generate(path, SIZES[size])
@@ -74,7 +101,8 @@ def run(size: str, runs: int) -> dict[str, Any]:
             found.labels.write.format("noop").mode("overwrite").save()
             held["bias"] = found.position_bias.collect()
 
-        group(), labels()  # warm-up
+        if SIZES[size] <= SIZES["full"]:
+            group(), labels()  # warm-up
         t_group, t_labels = _alternated(group, labels, runs)
         memory = peak_rss_mib()
     g, lab = statistics.median(t_group), statistics.median(t_labels)

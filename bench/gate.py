@@ -5,7 +5,8 @@ shapes (1,000 and 2,000 queries x 2 systems x 10 measures): ``releval.gate`` wit
 on the ``Result``'s ``per_query`` against the ``releval.evaluate(...).aggregate.collect()``
 it gates, alternated, medians; the change rule's p-value checked against the pure path.
 
-``job``: the sample at two shapes (100 and 300 queries, 8 dates x 3 systems): the batch job
+``job``: the sample at two shapes (100 and 300 queries, 8 dates x 3 systems; a shape over
+10,000 queries is drawn by ``write_large``, 2 dates x 1 system): the batch job
 (``run_job``, every partition) without ``[gate]`` and with it (``baseline = "previous"``,
 three rules), alternated in one session, medians; and, within each gated job, its ``gate``
 phase against the rest of the job (the same run: insensitive to the machine's load drifting).
@@ -14,6 +15,7 @@ wall time it adds to the job.
 
     .venv/bin/python -m bench.gate notebook      # -> bench/results/gate-notebook.md
     .venv/bin/python -m bench.gate job           # -> bench/results/gate-job.md
+    .venv/bin/python -m bench.gate job --shapes 300,1000000 --runs 1
 """
 
 from __future__ import annotations
@@ -114,8 +116,10 @@ def _job_shape(spark: Any, folder: Path, queries: int, runs: int) -> dict[str, A
     from releval.runtime.profile import Phases
 
     run, qrels = str(folder / "log"), str(folder / "qrels")
-    write_sample(spark, run_path=run, qrels_path=qrels,
-                 shape=SampleShape(queries=queries))
+    if queries <= SAMPLE_QUERIES:
+        write_sample(spark, run_path=run, qrels_path=qrels, shape=SampleShape(queries=queries))
+    else:
+        write_large(spark, folder, run_path=run, qrels_path=qrels, queries=queries)
     evaluation = EvaluationSettings(measures=("P@5", "P@10", "R@10", "Hit@10", "RR",
                                               "nDCG@10", "AP"))
 
@@ -144,19 +148,80 @@ def _job_shape(spark: Any, folder: Path, queries: int, runs: int) -> dict[str, A
         gate_s = sum(p.seconds for p in phases.done if p.name == "gate")
         held["phase"].append((gate_s, sum(p.seconds for p in phases.done) - gate_s))
 
-    without(), with_gate()  # warm-up
+    if queries <= SAMPLE_QUERIES:
+        without(), with_gate()  # warm-up
     held["phase"] = []
     t_plain, t_gated = _alternated(without, with_gate, runs)
     gates = held["result"].gate.gates
     gate_s = [g for g, _ in held["phase"]]
     rest_s = [r for _, r in held["phase"]]
-    return {"queries": queries, "partitions": len(gates),
+    design = ("the sample: 8 dates x 3 systems, 50 documents a query"
+              if queries <= SAMPLE_QUERIES else
+              f"write_large: {len(LARGE_DATES)} dates x {len(LARGE_SYSTEMS)} system, "
+              f"{LARGE_DOCS} documents a query, no warm-up")
+    return {"queries": queries, "design": design, "partitions": len(gates),
             "without_s": t_plain, "with_gate_s": t_gated,
             "gate_phase_s": gate_s, "rest_of_job_s": rest_s,
             "gate_share": statistics.median(gate_s) / statistics.median(rest_s),
             "added": statistics.median(t_gated) / statistics.median(t_plain) - 1,
             "decision": held["result"].gate.decision,
             "decisions": dict(statistics_counts([g.decision for g in gates]))}
+
+
+#: the largest shape drawn by the sample's generator; larger ones by :func:`write_large`
+SAMPLE_QUERIES = 10_000
+#: :func:`write_large`'s shape: documents a query, judged of them, systems, dates
+LARGE_DOCS, LARGE_JUDGED, LARGE_SYSTEMS = 10, 5, ("bm25",)
+LARGE_DATES = ("2026-11-27", "2026-11-28")
+LARGE_CHUNK = 250_000
+
+
+def write_large(spark: Any, folder: Path, *, run_path: str, qrels_path: str,
+                queries: int) -> None:
+    """A run and qrels in the sample's columns at any number of queries, drawn in NumPy a
+    chunk of queries at a time: ``LARGE_DOCS`` documents a query per system and date (the
+    first ``LARGE_JUDGED`` judged 0-3), each date's scores drawn anew; written as Delta."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(20261207)
+    staged = {"run": folder / "run.parquet", "qrels": folder / "qrels.parquet"}
+    folder.mkdir(parents=True, exist_ok=True)
+    writers: dict[str, Any] = {}
+    for first in range(0, queries, LARGE_CHUNK):
+        n = min(LARGE_CHUNK, queries - first)
+        qid = np.char.add("q", (np.arange(first, first + n)).astype(str))
+        doc = np.char.add(np.repeat(qid, LARGE_DOCS), np.char.add(
+            "-d", np.tile(np.arange(LARGE_DOCS).astype(str), n)))
+        label = rng.choice(4, size=(n, LARGE_DOCS), p=[0.45, 0.3, 0.15, 0.1])
+        label[:, LARGE_JUDGED:] = 0
+        judged = np.tile(np.arange(LARGE_DOCS) < LARGE_JUDGED, n)
+        tables = {"qrels": pa.table({
+            "query_id": np.repeat(qid, LARGE_DOCS)[judged], "doc_id": doc[judged],
+            "relevance": label.ravel()[judged].astype(np.int32),
+            "qrels_version": np.full(int(judged.sum()), "v1")})}
+        runs = []
+        for system in LARGE_SYSTEMS:
+            for date in LARGE_DATES:
+                score = label + rng.normal(0, 1.2, size=label.shape)
+                order = np.argsort(-score, axis=1)
+                rank = np.empty_like(order)
+                np.put_along_axis(rank, order, np.arange(1, LARGE_DOCS + 1), axis=1)
+                runs.append(pa.table({
+                    "query_id": np.repeat(qid, LARGE_DOCS), "item_id": doc,
+                    "score": score.ravel(), "position": rank.ravel().astype(np.int32),
+                    "system": np.full(n * LARGE_DOCS, system),
+                    "date": np.full(n * LARGE_DOCS, date)}))
+        tables["run"] = pa.concat_tables(runs)
+        for name, table in tables.items():
+            writers.setdefault(name, pq.ParquetWriter(staged[name], table.schema))
+            writers[name].write_table(table)
+    for w in writers.values():
+        w.close()
+    for name, path, parts in (("run", run_path, ("system", "date")),
+                              ("qrels", qrels_path, ("qrels_version",))):
+        (spark.read.parquet(str(staged[name])).write.format("delta").mode("overwrite")
+         .partitionBy(*parts).save(path))
 
 
 def statistics_counts(values: list[str]) -> dict[str, int]:
@@ -183,13 +248,14 @@ def render(r: dict[str, Any]) -> str:
                   f"{worst:.1e}.", ""]
         return "\n".join(lines)
     lines = ["# a gate in the batch job", "",
-             f"The sample (8 dates x 3 systems), the job over every partition, without and with "
+             "The job over every partition, without and with "
              f"`[gate]` (baseline previous, rules {rules}), alternated in one session.", "",
-             "| queries | partitions | without (s) | with `[gate]` (s) | added | gate phase (s) "
-             "| rest of the gated job (s) | gate / rest | decisions |",
-             "|--:|--:|---|---|--:|---|---|--:|---|"]
+             "| queries | data | partitions | without (s) | with `[gate]` (s) | added "
+             "| gate phase (s) | rest of the gated job (s) | gate / rest | decisions |",
+             "|--:|---|--:|---|---|--:|---|---|--:|---|"]
     for s in r["shapes"]:
-        lines.append(f"| {s['queries']} | {s['partitions']} | {runs(s['without_s'])} | "
+        lines.append(f"| {s['queries']:,} | {s.get('design', 'the sample')} | "
+                     f"{s['partitions']} | {runs(s['without_s'])} | "
                      f"{runs(s['with_gate_s'])} | {s['added']:+.1%} | {runs(s['gate_phase_s'])} "
                      f"| {runs(s['rest_of_job_s'])} | **{s['gate_share']:.1%}** | "
                      f"{s['decisions']} |")

@@ -190,3 +190,11 @@ def test_the_public_functions_import_nothing_from_the_jobs():
                                                   ["releval"])
              if module.split(".")[:2] == ["releval", "job"]]
     assert found == []
+
+
+def test_every_package_folder_is_a_regular_package():
+    """A folder of modules without ``__init__.py`` imports in a checkout (a namespace
+    package) but is left out of the wheel that ``make dist`` ships to a cluster."""
+    folders = {p.parent for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+    assert sorted(str(f.relative_to(PACKAGE)) for f in folders
+                  if not (f / "__init__.py").exists()) == []

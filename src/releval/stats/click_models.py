@@ -170,7 +170,7 @@ def pbm_fit(
     *,
     positions: int,
     theta0: np.ndarray | None = None,
-    tol: float = 1e-9,
+    tol: float = 1e-7,
     max_passes: int = 60,
 ) -> PbmFit:
     """Newton steps on log theta (theta_1 = 1 fixed), each step one call of ``pass_at``,
