@@ -214,7 +214,8 @@ def write_large(spark: Any, folder: Path, *, run_path: str, qrels_path: str,
                     "date": np.full(n * LARGE_DOCS, date)}))
         tables["run"] = pa.concat_tables(runs)
         for name, table in tables.items():
-            writers.setdefault(name, pq.ParquetWriter(staged[name], table.schema))
+            if name not in writers:
+                writers[name] = pq.ParquetWriter(staged[name], table.schema)
             writers[name].write_table(table)
     for w in writers.values():
         w.close()
