@@ -16,7 +16,6 @@ alternated in one session, medians (after a warm-up of each, up to ``full``):
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -27,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.compare import RESULTS, _session, _timed
+from bench.compare import RESULTS, _session, _timed, save
 from bench.memory import peak_rss_mib
 
 #: impressions per size (10 positions a search)
@@ -160,10 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
     result = run(args.size, args.runs)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"click-labels-{args.size}.json").write_text(json.dumps(result, indent=1))
-    (RESULTS / f"click-labels-{args.size}.md").write_text(render(result))
-    print(render(result))
+    save(RESULTS, f"click-labels-{args.size}", result, render(result))
     return 0
 
 

@@ -17,7 +17,6 @@ read from Parquet by every step above that (with no warm-up: one pass takes minu
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.compare import DATA, RESULTS, _session, _timed
+from bench.compare import DATA, RESULTS, _session, _timed, save
 from bench.memory import peak_rss_mib
 
 MEASURES = ["CTR@5", "Abandonment", "ClickRR", "Clicks", "Success@30"]
@@ -182,11 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     report = run(args.searches, args.runs)
-    args.results.mkdir(parents=True, exist_ok=True)
-    name = f"clicks-online-{report['rows']}"
-    (args.results / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n")
-    (args.results / f"{name}.md").write_text(render(report))
-    print(render(report))
+    save(args.results, f"clicks-online-{report['rows']}", report, render(report))
     return 0
 
 

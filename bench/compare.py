@@ -51,6 +51,14 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
+def save(results: Path, name: str, report: dict[str, Any], text: str) -> None:
+    """``report`` as ``results/name.json`` and its rendering as ``results/name.md``; prints it."""
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"{name}.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    (results / f"{name}.md").write_text(text)
+    print(text)
+
+
 def _alternated(a: Callable[[], Any], b: Callable[[], Any], runs: int) -> tuple[list, list]:
     first, second = [], []
     for _ in range(runs):
@@ -71,21 +79,30 @@ def _session(**conf: str):
     return spark
 
 
-def _dense_workload(rng: np.random.Generator) -> tuple[Any, Any]:
-    """1,000 queries x 5 systems: each system ranks all 50 judged documents of a query."""
+def _ranked_workload(rng: np.random.Generator, queries: int, systems: int, step: float,
+                     width: int) -> tuple[Any, Any]:
+    """``queries`` x ``systems``: each system ranks all 50 judged documents of a query, system
+    ``s`` by grade x (0.2 + ``step`` s) plus N(0, 1) noise; system names ``s`` + ``width``
+    digits."""
     import pandas as pd
 
-    queries, systems, docs = 1000, 5, 50
+    docs = 50
     q = np.repeat(np.arange(queries), docs)
     d = np.tile(np.arange(docs), queries)
     grades = rng.choice([0, 1, 2], size=len(q), p=[0.7, 0.2, 0.1])
     qrels = pd.DataFrame({"qid": [f"q{i:04d}" for i in q], "item_id": [f"d{j}" for j in d],
                           "grade": grades.astype(np.int32)})
     run = pd.concat([
-        pd.DataFrame({"system": f"s{s}", "qid": qrels["qid"], "item_id": qrels["item_id"],
-                      "sim": grades * (0.2 + 0.1 * s) + rng.normal(0, 1, len(q))})
+        pd.DataFrame({"system": f"s{s:0{width}d}", "qid": qrels["qid"],
+                      "item_id": qrels["item_id"],
+                      "sim": grades * (0.2 + step * s) + rng.normal(0, 1, len(q))})
         for s in range(systems)])
     return run, qrels
+
+
+def _dense_workload(rng: np.random.Generator) -> tuple[Any, Any]:
+    """1,000 queries x 5 systems: each system ranks all 50 judged documents of a query."""
+    return _ranked_workload(rng, 1000, 5, 0.1, 1)
 
 
 def _sparse_workload(rng: np.random.Generator) -> tuple[Any, Any]:
@@ -116,19 +133,7 @@ def _sparse_workload(rng: np.random.Generator) -> tuple[Any, Any]:
 
 def _wide_workload(rng: np.random.Generator) -> tuple[Any, Any]:
     """200 queries x 12 systems: each system ranks all 50 judged documents of a query."""
-    import pandas as pd
-
-    queries, systems, docs = 200, 12, 50
-    q = np.repeat(np.arange(queries), docs)
-    d = np.tile(np.arange(docs), queries)
-    grades = rng.choice([0, 1, 2], size=len(q), p=[0.7, 0.2, 0.1])
-    qrels = pd.DataFrame({"qid": [f"q{i:04d}" for i in q], "item_id": [f"d{j}" for j in d],
-                          "grade": grades.astype(np.int32)})
-    run = pd.concat([
-        pd.DataFrame({"system": f"s{s:02d}", "qid": qrels["qid"], "item_id": qrels["item_id"],
-                      "sim": grades * (0.2 + 0.05 * s) + rng.normal(0, 1, len(q))})
-        for s in range(systems)])
-    return run, qrels
+    return _ranked_workload(rng, 200, 12, 0.05, 2)
 
 
 #: the notebook scenario's workloads: name -> (description, data, measures)
@@ -439,11 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         report = changes_scenario(args.runs, args.queries, args.measures)
     else:
         report = scale(args.runs, args.queries, args.measures, args.permutations)
-    args.results.mkdir(parents=True, exist_ok=True)
-    name = f"compare-{args.scenario}"
-    (args.results / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n")
-    (args.results / f"{name}.md").write_text(render(report))
-    print(render(report))
+    save(args.results, f"compare-{args.scenario}", report, render(report))
     return 0
 
 

@@ -15,13 +15,12 @@ wall time it adds to the job.
 
     .venv/bin/python -m bench.gate notebook      # -> bench/results/gate-notebook.md
     .venv/bin/python -m bench.gate job           # -> bench/results/gate-job.md
-    .venv/bin/python -m bench.gate job --shapes 300,1000000 --runs 1
+    .venv/bin/python -m bench.gate job --shapes 1000000 --runs 1   # -> gate-job-1000000.md
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.compare import RESULTS, _alternated, _session
+from bench.compare import RESULTS, _alternated, _session, save
 from releval.frames.comparison import CONSTRAINTS
 
 RULES = ["nDCG@10 change >= -0.02", "RR change >= -5%", "Hit@10 >= 0.8"]
@@ -102,7 +101,10 @@ def job(runs: int, shapes: tuple[int, ...] = (100, 300)) -> dict[str, Any]:
     from releval.config import SparkSettings
     from releval.runtime.session import build_session
 
-    spark = build_session(SparkSettings(master="local[2]", shuffle_partitions=4))
+    large = max(shapes) > SAMPLE_QUERIES  # a 6 GB heap for the rows of 1M queries
+    spark = build_session(SparkSettings(
+        master="local[2]", shuffle_partitions=16 if large else 4,
+        conf={"spark.driver.memory": "6g"} if large else {}))
     with tempfile.TemporaryDirectory(prefix="releval-bench-gate-") as tmp:
         out = [_job_shape(spark, Path(tmp) / f"q{queries}", queries, runs) for queries in shapes]
     return {"scenario": "job", "rules": RULES, "shapes": out}
@@ -279,11 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         report = notebook(args.runs, *([shapes] if shapes else []))
     else:
         report = job(args.runs, *([shapes] if shapes else []))
-    args.results.mkdir(parents=True, exist_ok=True)
-    name = f"gate-{args.scenario}"
-    (args.results / f"{name}.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
-    (args.results / f"{name}.md").write_text(render(report))
-    print(render(report))
+    suffix = "".join(f"-{q}" for q in shapes) if shapes else ""
+    save(args.results, f"gate-{args.scenario}{suffix}", report, render(report))
     return 0
 
 

@@ -8,30 +8,11 @@ import doctest
 import numpy as np
 import pandas as pd
 import pytest
+from support.click_labels_support import reference_em
 
 from releval.clicks.simulate import random_truth, rankings, simulate_pbm
 from releval.stats import click_models as cm
 from releval.stats import harvesting as hv
-
-
-def reference_em(pair, pos, n, c, pairs, positions, tol=1e-14, max_iter=200_000):
-    """The PBM's EM (Chuklin et al. 2015, sec. 4.2), plain numpy, then scaled to theta_1 = 1.
-
-    E step: P(attractive | no click) = a (1 - t) / (1 - t a), P(examined | no click) =
-    t (1 - a) / (1 - t a); M step: each parameter is its expected successes over impressions.
-    """
-    alpha, theta = np.full(pairs, 0.5), np.full(positions, 0.5)
-    for _ in range(max_iter):
-        p = theta[pos] * alpha[pair]
-        a_post = alpha[pair] * (1 - theta[pos]) / (1 - p)
-        e_post = theta[pos] * (1 - alpha[pair]) / (1 - p)
-        new_a = np.bincount(pair, c + (n - c) * a_post, pairs) / np.bincount(pair, n, pairs)
-        new_t = np.bincount(pos, c + (n - c) * e_post, positions) / np.bincount(pos, n, positions)
-        change = max(np.abs(new_a - alpha).max(), np.abs(new_t - theta).max())
-        alpha, theta = new_a, new_t
-        if change < tol:
-            break
-    return theta / theta[0], alpha * theta[0]
 
 
 def cells_of(log: pd.DataFrame):
