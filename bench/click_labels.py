@@ -104,6 +104,8 @@ def run(size: str, runs: int) -> dict[str, Any]:
             held["bias"] = found.position_bias.collect()
 
         def counts() -> None:
+            if "found" in held:  # else Spark serves the labels' cached counts
+                held["found"].unpersist()
             compressed = compress(check_interactions(log).rows)
             compressed.write.format("noop").mode("overwrite").save()
             compressed.unpersist()
