@@ -55,27 +55,29 @@ def test_teams_are_checked(spark):
 
 
 def test_the_teams_when_the_call_names_none(spark):
-    def log(*teams):
-        return spark.createDataFrame(
-            [(f"s{i}", "q1", f"d{i}", 1, 1, t) for i, t in enumerate(teams)], SCHEMA)
+    def page(clicked, shown):
+        """One search: ``clicked``'s result at 1 clicked, ``shown``'s at 2 not."""
+        return spark.createDataFrame([("s0", "q1", "d0", 1, 1, clicked),
+                                      ("s0", "q1", "d1", 2, 0, shown)], SCHEMA)
 
     def teams(result):
-        return sorted({(r.team, r.value) for r in result.per_query.collect()})
+        return sorted((r.team, r.value) for r in result.per_query.collect())
 
-    # A is the baseline (a name in BASELINE_TEAMS); q1: B's search a win, A's a loss:
-    # (1 - 1) / 2 = 0 for B
-    assert teams(releval.interleaving(log("A", "B"))) == [("A", 0.0), ("B", 0.0)]
-    # "old" is the baseline though "new" sorts first; one search, new clicked: +1
-    assert teams(releval.interleaving(log("new", "old").where("team = 'new'").union(
-        spark.createDataFrame([("s0", "q1", "x", 2, 0, "old")], SCHEMA)))) == [
-        ("new", 1.0), ("old", 0.0)]
-    # no known name: the first in sorted order is the baseline
-    assert teams(releval.interleaving(log("x2", "x1"))) == [("x1", 0.0), ("x2", 0.0)]
-    # named baseline: every other team is a candidate
-    assert {t for t, _ in teams(releval.interleaving(log("a", "b", "c"), baseline="b"))} == {
-        "a", "b", "c"}
+    # "control" is the baseline (a name in BASELINE_TEAMS) though "beta" sorts first; beta's
+    # result got the click: a win, (1 - 0) / 1 search = 1 (with beta as the baseline, control
+    # would hold -1)
+    assert teams(releval.interleaving(page("beta", "control"))) == [
+        ("beta", 1.0), ("control", 0.0)]
+    # "old" is the baseline though "new" sorts first; old's result got the click: a loss, -1
+    assert teams(releval.interleaving(page("old", "new"))) == [("new", -1.0), ("old", 0.0)]
+    # no known name: the first in sorted order, x1, is the baseline; x2's click: a win, +1
+    assert teams(releval.interleaving(page("x2", "x1"))) == [("x1", 0.0), ("x2", 1.0)]
+    three = page("a", "b").union(spark.createDataFrame([("s0", "q1", "d2", 3, 0, "c")], SCHEMA))
+    # named baseline: every other team is a candidate; a's click a win, c's nothing a tie
+    assert teams(releval.interleaving(three, baseline="b")) == [
+        ("a", 1.0), ("b", 0.0), ("c", 0.0)]
     with pytest.raises(ConfigError, match="more or fewer than two teams"):
-        releval.interleaving(log("a", "b", "c"))
+        releval.interleaving(three)
 
 
 ALPHA = 0.05
