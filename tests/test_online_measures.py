@@ -209,3 +209,9 @@ def test_write_round_trip(spark, tmp_path):
         "interactions", "click_not_shown", "A")
     result.write(quarantine=out["quarantine"])   # replaced, not appended
     assert spark.read.format("delta").load(out["quarantine"]).count() == 1
+
+
+def test_every_kind_of_search_against_a_reference_of_the_rules(spark):
+    from support.clicks_support import EXPECTED, check
+
+    assert check(spark)["mixed"] == EXPECTED["mixed"]

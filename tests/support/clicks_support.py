@@ -35,6 +35,9 @@ EXPECTED = {
     # 12 rows = used 11 + quarantined 1 (online: no team read); = used 10 + quarantined 2
     "online_accounts": [12, 11, {"click_not_shown": 1}],
     "interleaving_accounts": [12, 10, {"click_not_shown": 1, "missing_team": 1}],
+    # mixed_log(default_rng(3)) against mixed_reference: no key on one side only, no
+    # difference, and every (bucket, query, measure) of the reference compared
+    "mixed": [[], 0.0, 84],
 }
 
 
@@ -59,9 +62,91 @@ def check(spark) -> dict:
         a = result.accounts.interactions
         return [a.input, a.used, a.quarantined]
 
+    mixed = mixed_log(np.random.default_rng(3))
+    mixed_frame = spark.createDataFrame([tuple(None if v != v else v for v in r) for r in mixed],
+                                        SCHEMA)
+    got = releval.evaluate_clicks(mixed_frame.drop("team"), measures=MIXED_MEASURES,
+                                  partition_by="bucket").per_query.collect()
     return {"online": found,
             "preference": preference,
-            "online_accounts": account(online), "interleaving_accounts": account(inter)}
+            "online_accounts": account(online), "interleaving_accounts": account(inter),
+            "mixed": gaps({(r.bucket, r.query_id, r.measure_key): (r.value, r.weight)
+                           for r in got}, mixed_reference(mixed))}
+
+
+MIXED_MEASURES = ["CTR@1", "CTR@3", "Abandonment", "ClickRR", "Clicks", "Success@30"]
+
+
+def mixed_log(rng: np.random.Generator, searches: int = 60) -> list[tuple]:
+    """Searches of every kind the search rules tell apart, at random: clean pages, pages with
+    a repeated position, pages whose rows disagree on the query, pages deeper than 62, click
+    rows (no position) on a shown and on an unshown document; a null bucket."""
+    rows = []
+    for s in range(searches):
+        bucket = [None, "A", "B"][s % 3]
+        query = f"q{rng.integers(0, 5)}"
+        depth = int(rng.choice([3, 5, 70]))
+        start = int(rng.choice([1, 60]))
+        kind = rng.choice(["clean", "repeat", "conflict", "click_rows", "clean"])
+        for i in range(depth):
+            position = start + i
+            if kind == "repeat" and i == 1:
+                position = start
+            q = f"q{(int(query[1:]) + 1) % 5}" if kind == "conflict" and i == 2 else query
+            clicks = int(rng.choice([0, 0, 0, 1, 2]))
+            dwell = float(rng.uniform(0, 60)) if clicks else None
+            rows.append((bucket, f"s{s}", q, f"d{i}", position, clicks, dwell, None))
+        if kind == "click_rows":
+            for doc in (f"d{rng.integers(0, depth)}", "unshown"):
+                rows.append((bucket, f"s{s}", None, doc, None, 1, float(rng.uniform(0, 60)),
+                             None))
+    return rows
+
+
+def mixed_reference(rows: list[tuple]) -> dict[tuple, tuple[float, float]]:
+    """The per-query values of :func:`mixed_log`'s rows by the rules of docs/clicks.md, in
+    plain Python: a search whose impressions disagree on the query is dropped; the
+    impressions at a repeated position are dropped; a click row's clicks (and dwell) go to
+    the shown document's best-placed impression, or nowhere when it was not shown."""
+    by_search: dict[tuple, list[tuple]] = {}
+    for r in rows:
+        by_search.setdefault((r[0], r[1]), []).append(r)
+    per_query: dict[tuple, list[dict]] = {}
+    for (bucket, _), rs in by_search.items():
+        shown = [r for r in rs if r[4] is not None]
+        if len({r[2] for r in shown}) != 1:
+            continue
+        count = {p: sum(1 for r in shown if r[4] == p) for p in {r[4] for r in shown}}
+        kept = [[r[3], r[4], r[5], r[6]] for r in shown if count[r[4]] == 1]
+        if not kept:
+            continue
+        for r in rs:
+            if r[4] is None:
+                mine = sorted((k for k in kept if k[0] == r[3]), key=lambda k: k[1])
+                if mine:
+                    mine[0][2] += r[5]
+                    mine[0][3] = max(d for d in (mine[0][3], r[6]) if d is not None)
+        hits = [k for k in kept if k[2] > 0]
+        values = {
+            "CTR@1": float(any(k[1] <= 1 for k in hits)),
+            "CTR@3": float(any(k[1] <= 3 for k in hits)),
+            "Abandonment": float(not hits),
+            "ClickRR": 1.0 / min(k[1] for k in hits) if hits else 0.0,
+            "Clicks": float(sum(k[2] for k in kept)),
+            "Success@30": float(any(k[3] is not None and k[3] >= 30 for k in hits)),
+        }
+        per_query.setdefault((bucket, shown[0][2]), []).append(values)
+    return {(b, q, m): (sum(v[m] for v in vs) / len(vs), float(len(vs)))
+            for (b, q), vs in per_query.items() for m in MIXED_MEASURES}
+
+
+def gaps(got: dict[tuple, tuple[float, float]],
+         expected: dict[tuple, tuple[float, float]]) -> list:
+    """The keys only one side has, and the largest difference of a value or a weight."""
+    both = got.keys() & expected.keys()
+    largest = max((abs(a - b) for k in both for a, b in zip(got[k], expected[k], strict=True)),
+                  default=0.0)
+    return [sorted(map(str, got.keys() ^ expected.keys())), round(largest, 12), len(both)]
 
 
 def team_draft_aa(rng: np.random.Generator, *, logs: int, queries: int, searches: int,
