@@ -11,7 +11,7 @@ after ``missing_doc_id``/``missing_query_id``); :attr:`CheckedInteractions.accou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -62,9 +62,7 @@ class CheckedInteractions:
         name: the input's name in messages and accounts.
         searches: one row per search with a used impression: the partition columns,
             ``search_id`` and ``impressions``, an array of the used rows (as in ``rows``,
-            in the order read).
-        typed: every row, typed, with the per-row reason (the search rules not applied):
-            what :func:`search_values` reads.
+            in the order read), which the online measures read without a shuffle of rows.
     """
 
     rows: DataFrame
@@ -73,7 +71,6 @@ class CheckedInteractions:
     partition_columns: tuple[str, ...]
     name: str
     searches: DataFrame
-    typed: DataFrame
 
     def counts(self) -> dict[tuple[str | None, ...], dict[str, int]]:
         """Per run partition (values as strings): ``received``, ``used`` and the rows per
@@ -221,8 +218,7 @@ def check_interactions(
         F.col("_source"), F.lit(name))), input_name=INTERACTIONS, partition_columns=parts,
         raw_columns=list(names), number_lines=None)
     return CheckedInteractions(rows=rows, quarantine=quarantine, labelled=labelled,
-                               partition_columns=parts, name=name, searches=searches,
-                               typed=typed)
+                               partition_columns=parts, name=name, searches=searches)
 
 
 def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> tuple[DataFrame, DataFrame]:
@@ -295,84 +291,3 @@ def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> tuple[DataFrame, 
         *key, F.when(F.size("_clicks") == 0, F.col("_kept"))
         .otherwise(F.transform("_kept", folded)).alias(IMPRESSIONS))
     return labelled, searches
-
-
-#: The per-search columns that key a search's query in :func:`search_values`' output: two
-#: hashes of ``query_id`` (xxhash64 and murmur3); :func:`query_names` maps them back.
-QUERY_KEY = ("_qh1", "_qh2")
-_AGG, _ARR, _KEY = "_agg", "_arr", "_key"
-#: the largest position the aggregate path takes (a bit of a 64-bit mask per position)
-_MASK_POSITIONS = 62
-
-
-def _query_key(query_id: Column) -> list[Column]:
-    return [F.xxhash64(query_id), F.hash(query_id)]
-
-
-def search_values(checked: CheckedInteractions, aggregates: Mapping[str, Column],
-                  arrays: Callable[[Column], Mapping[str, Column]]) -> DataFrame:
-    """One double per name and search with a used impression, as the search rules give it.
-
-    A search whose rules change nothing (no click row, one query id, its positions distinct
-    and at most 62; most searches of most logs) takes ``aggregates`` over its rows, one
-    aggregation with the flags that decide this; only the others' rows are gathered into
-    :attr:`CheckedInteractions.searches`' array (picked by a broadcast of their keys) and take
-    ``arrays(impressions)``. Both branches carry the same aggregate, so Spark computes it once.
-
-    Returns:
-        The partition columns, ``search_id``, :data:`QUERY_KEY` and one column per name.
-    """
-    parts = list(checked.partition_columns)
-    key = [*parts, S.SEARCH_ID]
-    names = list(aggregates)
-    position = F.col(S.POSITION)
-    h1, h2 = _query_key(F.col(S.QUERY_ID))
-    summary = checked.typed.where(F.col(REASON).isNull()).groupBy(*key).agg(
-        F.max(F.col(_CLICK_ROW).cast("int")).alias("_click_rows"),
-        F.min(h1).alias("_h1"), F.max(h1).alias("_h1_max"),
-        F.min(h2).alias("_h2"), F.max(h2).alias("_h2_max"),
-        F.count(F.lit(1)).alias("_n"), F.max(position).alias("_last"),
-        F.bit_or(F.when(position <= _MASK_POSITIONS, F.expr(f"shiftleft(1L, {S.POSITION})"))
-                 ).alias("_mask"),
-        *[aggregates[n].cast("double").alias(n) for n in names],
-    )
-    kept = ((F.col("_click_rows") == 0) & (F.col("_h1") == F.col("_h1_max"))
-            & (F.col("_h2") == F.col("_h2_max")) & (F.col("_last") <= _MASK_POSITIONS)
-            & (F.bit_count("_mask") == F.col("_n")))
-    agg = F.struct(*[c for c in summary.columns if c not in key]).alias(_AGG)
-    others = summary.where(~kept).select(
-        *[F.col(c).alias(f"{_KEY}{i}") for i, c in enumerate(key)], agg)
-    same = [F.col(c).eqNullSafe(F.col(f"{_KEY}{i}")) for i, c in enumerate(key)]
-    rows = checked.typed.join(F.broadcast(others), _all(same)).drop(
-        *[f"{_KEY}{i}" for i in range(len(key))])
-    _, searches = _search_rules(rows, (*parts, _AGG))
-    values = arrays(F.col(IMPRESSIONS))
-    first = F.col(IMPRESSIONS)[0][S.QUERY_ID]
-    gathered = searches.select(*key, _AGG, F.struct(
-        *[c.alias(q) for c, q in zip(_query_key(first), QUERY_KEY, strict=True)],
-        *[values[n].cast("double").alias(n) for n in names]).alias(_ARR))
-    nothing = F.lit(None).cast(f"struct<{QUERY_KEY[0]}:bigint,{QUERY_KEY[1]}:int,"
-                               + ",".join(f"`{n}`:double" for n in names) + ">")
-    direct = summary.where(kept).select(*key, agg, nothing.alias(_ARR))
-
-    def pick(array_field: str, agg_field: str) -> Column:
-        return F.when(F.col(_ARR).isNull(), F.col(f"{_AGG}.{agg_field}")).otherwise(
-            F.col(f"{_ARR}.{array_field}"))
-
-    return direct.unionByName(gathered).select(
-        *key, pick(QUERY_KEY[0], "_h1").alias(QUERY_KEY[0]),
-        pick(QUERY_KEY[1], "_h2").alias(QUERY_KEY[1]), *[pick(n, n).alias(n) for n in names])
-
-
-def query_names(checked: CheckedInteractions) -> DataFrame:
-    """:data:`QUERY_KEY` -> ``query_id``: one row per query id of a used impression."""
-    clean = checked.typed.where(F.col(REASON).isNull() & ~F.col(_CLICK_ROW))
-    return clean.select(*[c.alias(q) for c, q in zip(_query_key(F.col(S.QUERY_ID)), QUERY_KEY,
-                                                      strict=True)], S.QUERY_ID).distinct()
-
-
-def _all(conditions: Sequence[Column]) -> Column:
-    out = conditions[0]
-    for c in conditions[1:]:
-        out = out & c
-    return out
