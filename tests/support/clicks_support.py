@@ -1,6 +1,8 @@
-"""The online measures, interleaving and the interactions' accounts on small hand-made logs:
-:func:`check` runs them in any session (classic or Spark Connect) and returns what the tests
-compare with :data:`EXPECTED` (worked out by hand next to the rows)."""
+"""The online measures, interleaving and the interactions' accounts on small hand-made logs,
+and the online measures of a random log of every kind of search against a plain-Python
+reference of the search rules: :func:`check` runs them in any session (classic or Spark
+Connect) and returns what the tests compare with :data:`EXPECTED` (worked out by hand next to
+the rows)."""
 
 from __future__ import annotations
 
@@ -62,16 +64,21 @@ def check(spark) -> dict:
         a = result.accounts.interactions
         return [a.input, a.used, a.quarantined]
 
-    mixed = mixed_log(np.random.default_rng(3))
-    mixed_frame = spark.createDataFrame([tuple(None if v != v else v for v in r) for r in mixed],
-                                        SCHEMA)
-    got = releval.evaluate_clicks(mixed_frame.drop("team"), measures=MIXED_MEASURES,
-                                  partition_by="bucket").per_query.collect()
     return {"online": found,
             "preference": preference,
             "online_accounts": account(online), "interleaving_accounts": account(inter),
-            "mixed": gaps({(r.bucket, r.query_id, r.measure_key): (r.value, r.weight)
-                           for r in got}, mixed_reference(mixed))}
+            "mixed": check_mixed(spark)}
+
+
+def check_mixed(spark) -> list:
+    """The online measures of :func:`mixed_log` against :func:`mixed_reference` (:func:`gaps`)."""
+    import releval
+
+    rows = mixed_log(np.random.default_rng(3))
+    got = releval.evaluate_clicks(spark.createDataFrame(rows, SCHEMA).drop("team"),
+                                  measures=MIXED_MEASURES, partition_by="bucket")
+    return gaps({(r.bucket, r.query_id, r.measure_key): (r.value, r.weight)
+                 for r in got.per_query.collect()}, mixed_reference(rows))
 
 
 MIXED_MEASURES = ["CTR@1", "CTR@3", "Abandonment", "ClickRR", "Clicks", "Success@30"]
