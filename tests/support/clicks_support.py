@@ -7,6 +7,7 @@ the rows)."""
 from __future__ import annotations
 
 import numpy as np
+from pyspark.sql import functions as F
 
 SCHEMA = ("bucket string, search_id string, query_id string, doc_id string, position int, "
           "clicked int, dwell double, team string")
@@ -70,15 +71,20 @@ def check(spark) -> dict:
             "mixed": check_mixed(spark)}
 
 
-def check_mixed(spark) -> list:
-    """The online measures of :func:`mixed_log` against :func:`mixed_reference` (:func:`gaps`)."""
+def check_mixed(spark, *, integer_queries: bool = False) -> list:
+    """The online measures of :func:`mixed_log` against :func:`mixed_reference` (:func:`gaps`);
+    ``integer_queries``: its query ids as integers (``q3``: 3)."""
     import releval
 
     rows = mixed_log(np.random.default_rng(3))
-    got = releval.evaluate_clicks(spark.createDataFrame(rows, SCHEMA).drop("team"),
-                                  measures=MIXED_MEASURES, partition_by="bucket")
+    frame = spark.createDataFrame(rows, SCHEMA).drop("team")
+    if integer_queries:
+        frame = frame.withColumn("query_id", F.substring("query_id", 2, 9).cast("long"))
+    got = releval.evaluate_clicks(frame, measures=MIXED_MEASURES, partition_by="bucket")
     return gaps({(r.bucket, r.query_id, r.measure_key): (r.value, r.weight)
-                 for r in got.per_query.collect()}, mixed_reference(rows))
+                 for r in got.per_query.collect()},
+                {(b, q[1:] if integer_queries else q, m): v
+                 for (b, q, m), v in mixed_reference(rows).items()})
 
 
 MIXED_MEASURES = ["CTR@1", "CTR@3", "Abandonment", "ClickRR", "Clicks", "Success@30"]

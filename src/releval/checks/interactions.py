@@ -11,12 +11,20 @@ after ``missing_doc_id``/``missing_query_id``); :attr:`CheckedInteractions.accou
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    DataType,
+    DoubleType,
+    FloatType,
+    IntegralType,
+    NumericType,
+    StringType,
+)
 
 from releval.checks.accounts import InputAccount, account_ledger
 from releval.checks.interaction_reasons import (
@@ -45,6 +53,14 @@ _CLICK_ROW = "_click_row"
 #: The column of :attr:`CheckedInteractions.searches` holding a search's used impressions.
 IMPRESSIONS = "impressions"
 _INT_MAX = 2**31 - 1
+_SEARCH_KEY = "_search_key"
+#: The columns that key a row's query in :func:`search_values`' output: an integer query id
+#: and 0, or two hashes (xxhash64 and murmur3) of its string; :func:`with_query_ids` maps
+#: them back.
+QUERY_KEY = ("_qk1", "_qk2")
+_AGG, _ARR, _KEY = "_agg", "_arr", "_key"
+#: the largest position the aggregate path takes (a bit of a 64-bit mask per position)
+_MASK_POSITIONS = 62
 
 
 @dataclass(frozen=True)
@@ -62,7 +78,10 @@ class CheckedInteractions:
         name: the input's name in messages and accounts.
         searches: one row per search with a used impression: the partition columns,
             ``search_id`` and ``impressions``, an array of the used rows (as in ``rows``,
-            in the order read), which the online measures read without a shuffle of rows.
+            in the order read).
+        typed: every row, typed, with the per-row reason (the search rules not applied)
+            and the keys :func:`search_values` groups by.
+        integer_queries: the query ids are integers (:data:`QUERY_KEY` is the id).
     """
 
     rows: DataFrame
@@ -71,6 +90,8 @@ class CheckedInteractions:
     partition_columns: tuple[str, ...]
     name: str
     searches: DataFrame
+    typed: DataFrame
+    integer_queries: bool = False
 
     def counts(self) -> dict[tuple[str | None, ...], dict[str, int]]:
         """Per run partition (values as strings): ``received``, ``used`` and the rows per
@@ -122,38 +143,66 @@ def interaction_names(df: DataFrame, columns: Mapping[str, str] | None, *, name:
     return names
 
 
-def _bad_number(value: Column, *, integer: bool, minimum: float) -> Column:
-    d = value.try_cast("double")
+def _bad_number(value: Column, kind: DataType, *, integer: bool, minimum: float) -> Column:
+    if isinstance(kind, IntegralType):
+        return value.isNull() | (value < minimum) | (value > _INT_MAX)
+    d = value if isinstance(kind, DoubleType | FloatType) else value.try_cast("double")
     bad = d.isNull() | F.isnan(d) | (F.abs(d) == float("inf")) | (d < minimum)
     return bad | (d != F.floor(d)) | (d > _INT_MAX) if integer else bad
 
 
-def _row_reasons(names: dict[str, str], *, team: bool) -> tuple[Column, Column]:
-    """The per-row reason (a projection) and whether the row is a click row."""
+def _blank(value: Column, kind: DataType) -> Column:
+    if isinstance(kind, NumericType):
+        return value.isNull()
+    return blank(value if isinstance(kind, StringType) else value.cast("string"))
+
+
+def _row_reasons(names: dict[str, str], types: Mapping[str, DataType], *,
+                 team: bool) -> tuple[Column, Column]:
+    """The per-row reason (a projection) and whether the row is a click row; a rule on a
+    numeric column is a comparison, not a cast (the same outcome)."""
     col = {c: F.col(n) for c, n in names.items()}
-    clicks = col[S.CLICKED].try_cast("double")
+    kind = {c: types[n] for c, n in names.items()}
     no_position = col[S.POSITION].isNull()
     dwell_rules: list[tuple[Column, str]] = []
     if S.DWELL in col:
-        dwell = col[S.DWELL].try_cast("double")
-        dwell_rules = [
-            (col[S.DWELL].isNotNull() & (dwell.isNull() | F.isnan(dwell)
-                                         | (F.abs(dwell) == float("inf"))), INVALID_DWELL),
-            (dwell < 0, NEGATIVE_DWELL),
-        ]
-    team_rule = ([(~no_position & blank(col[S.TEAM].cast("string")), MISSING_TEAM)]
+        dwell = (col[S.DWELL] if isinstance(kind[S.DWELL], DoubleType | FloatType | IntegralType)
+                 else col[S.DWELL].try_cast("double"))
+        infinite = (F.lit(False) if isinstance(kind[S.DWELL], IntegralType)
+                    else dwell.isNull() | F.isnan(dwell) | (F.abs(dwell) == float("inf")))
+        dwell_rules = [(col[S.DWELL].isNotNull() & infinite, INVALID_DWELL),
+                       (dwell < 0, NEGATIVE_DWELL)]
+    clicks = (col[S.CLICKED] if isinstance(kind[S.CLICKED], NumericType)
+              else col[S.CLICKED].try_cast("double"))
+    team_rule = ([(~no_position & _blank(col[S.TEAM], kind[S.TEAM]), MISSING_TEAM)]
                  if team else [])
     reason = first_reason(
-        (blank(col[S.SEARCH_ID].cast("string")), MISSING_SEARCH_ID),
-        (blank(col[S.DOC_ID].cast("string")), "missing_doc_id"),
-        (_bad_number(col[S.CLICKED], integer=True, minimum=0), INVALID_CLICK),
+        (_blank(col[S.SEARCH_ID], kind[S.SEARCH_ID]), MISSING_SEARCH_ID),
+        (_blank(col[S.DOC_ID], kind[S.DOC_ID]), "missing_doc_id"),
+        (_bad_number(col[S.CLICKED], kind[S.CLICKED], integer=True, minimum=0), INVALID_CLICK),
         *dwell_rules,
         (no_position & (clicks == 0), MISSING_POSITION),
-        (~no_position & _bad_number(col[S.POSITION], integer=True, minimum=1), INVALID_POSITION),
-        (~no_position & blank(col[S.QUERY_ID].cast("string")), "missing_query_id"),
+        (~no_position & _bad_number(col[S.POSITION], kind[S.POSITION], integer=True,
+                                    minimum=1), INVALID_POSITION),
+        (~no_position & _blank(col[S.QUERY_ID], kind[S.QUERY_ID]), "missing_query_id"),
         *team_rule,
     )
     return reason, no_position
+
+
+def _key(value: Column, kind: DataType) -> Column:
+    """A column that groups rows as ``value`` cast to a string does: ``value`` itself when
+    the cast is one to one (a string or an integer), else the cast."""
+    return value if isinstance(kind, StringType | IntegralType) else value.cast("string")
+
+
+def _query_key(value: Column, kind: DataType) -> list[Column]:
+    """:data:`QUERY_KEY` of a query id: an integer id and 0, else two hashes (xxhash64 and
+    murmur3) of its string."""
+    if isinstance(kind, IntegralType):
+        return [value.cast("long"), F.lit(0)]
+    text = value.cast("string")
+    return [F.xxhash64(text), F.hash(text)]
 
 
 def check_interactions(
@@ -193,8 +242,11 @@ def check_interactions(
     if team and S.TEAM not in names:
         raise ConfigError(f"{name}: no column 'team' (which ranker contributed each result); "
                           f"it has columns {df.columns}")
-    reason, click_row = _row_reasons(names, team=team)
+    types = {f.name: f.dataType for f in df.schema.fields}
+    reason, click_row = _row_reasons(names, types, team=team)
     col = {c: F.col(n) for c, n in names.items()}
+    kind = {c: types[n] for c, n in names.items()}
+    numeric = {c: isinstance(kind[c], NumericType) for c in (S.POSITION, S.CLICKED)}
     optional = [c for c in (S.DWELL, S.TEAM) if c in names]
     typed = df.select(
         *[F.col(p) for p in parts],
@@ -202,13 +254,18 @@ def check_interactions(
         col[S.SEARCH_ID].cast("string").alias(S.SEARCH_ID),
         col[S.QUERY_ID].cast("string").alias(S.QUERY_ID),
         col[S.DOC_ID].cast("string").alias(S.DOC_ID),
-        col[S.POSITION].try_cast("double").cast("int").alias(S.POSITION),
-        col[S.CLICKED].try_cast("double").cast("long").alias(S.CLICKED),
+        (col[S.POSITION] if numeric[S.POSITION] else col[S.POSITION].try_cast("double"))
+        .cast("int").alias(S.POSITION),
+        (col[S.CLICKED] if numeric[S.CLICKED] else col[S.CLICKED].try_cast("double"))
+        .cast("long").alias(S.CLICKED),
         *([col[S.DWELL].try_cast("double").alias(S.DWELL)] if S.DWELL in names else []),
         *([col[S.TEAM].cast("string").alias(S.TEAM)] if S.TEAM in names else []),
         *[col[c].cast("string").alias(_RAW + c) for c in names],
         click_row.alias(_CLICK_ROW),
         reason.alias(REASON),
+        _key(col[S.SEARCH_ID], kind[S.SEARCH_ID]).alias(_SEARCH_KEY),
+        *[c.alias(q) for c, q in zip(_query_key(col[S.QUERY_ID], kind[S.QUERY_ID]), QUERY_KEY,
+                                     strict=True)],
     )
     labelled, searches = _search_rules(typed, parts)
     rows = searches.select(*parts, S.SEARCH_ID, F.explode(IMPRESSIONS).alias("_i")).select(
@@ -218,7 +275,9 @@ def check_interactions(
         F.col("_source"), F.lit(name))), input_name=INTERACTIONS, partition_columns=parts,
         raw_columns=list(names), number_lines=None)
     return CheckedInteractions(rows=rows, quarantine=quarantine, labelled=labelled,
-                               partition_columns=parts, name=name, searches=searches)
+                               partition_columns=parts, name=name, searches=searches,
+                               typed=typed, integer_queries=isinstance(kind[S.QUERY_ID],
+                                                                       IntegralType))
 
 
 def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> tuple[DataFrame, DataFrame]:
@@ -259,7 +318,7 @@ def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> tuple[DataFrame, 
     # every column for the labelled rows; the measures' few for the searches (a narrow shuffle)
     step = grouped([c for c in typed.columns if c not in key])
     narrow = [c for c in (S.QUERY_ID, S.DOC_ID, S.POSITION, S.CLICKED, S.DWELL, S.TEAM,
-                          _CLICK_ROW) if c in typed.columns]
+                          _CLICK_ROW, *QUERY_KEY) if c in typed.columns]
 
     def reason(r: Column) -> Column:
         return (F.when(F.col("_conflict"), F.lit(CONFLICTING_QUERY_ID))
@@ -291,3 +350,80 @@ def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> tuple[DataFrame, 
         *key, F.when(F.size("_clicks") == 0, F.col("_kept"))
         .otherwise(F.transform("_kept", folded)).alias(IMPRESSIONS))
     return labelled, searches
+
+
+
+
+def search_values(checked: CheckedInteractions, aggregates: Mapping[str, Column],
+                  arrays: Callable[[Column], Mapping[str, Column]]) -> DataFrame:
+    """One double per name and search with a used impression, as the search rules give it.
+
+    A search whose rules change nothing (no click row, one query id, its positions distinct
+    and at most 62; most searches of most logs) takes ``aggregates`` over its rows, in one
+    aggregation with the flags that decide this (the query key's least and greatest, the
+    rows, a bit per position). Only the other searches' rows (picked by a
+    broadcast of their keys) are gathered into arrays as in :attr:`CheckedInteractions.
+    searches`, and take ``arrays(impressions)``. Both branches carry the same aggregate, so
+    Spark computes it once.
+
+    Returns:
+        The partition columns, :data:`QUERY_KEY` and one column per name.
+    """
+    parts = list(checked.partition_columns)
+    key = [*parts, _SEARCH_KEY]
+    names = list(aggregates)
+    position = F.col(S.POSITION)
+    k1, k2 = F.col(QUERY_KEY[0]), F.col(QUERY_KEY[1])
+    # a click row (no position) or a position past the mask sets no bit: a search with one
+    # has fewer bits than rows, as one with a repeated position has
+    mask = F.when(position <= _MASK_POSITIONS, F.expr(f"shiftleft(1L, {S.POSITION})"))
+    hashed = [] if checked.integer_queries else [F.min(k2).alias("_k2"),
+                                                 F.max(k2).alias("_k2_max")]
+    summary = checked.typed.where(F.col(REASON).isNull()).groupBy(*key).agg(
+        F.min(k1).alias("_k1"), F.max(k1).alias("_k1_max"), *hashed,
+        F.count(F.lit(1)).alias("_n"), F.bit_or(mask).alias("_mask"),
+        *[aggregates[n].cast("double").alias(n) for n in names],
+    )
+    kept = ((F.col("_k1") == F.col("_k1_max")) & (F.bit_count("_mask") == F.col("_n"))
+            & ((F.col("_k2") == F.col("_k2_max")) if hashed else F.lit(True)))
+    agg = F.struct(*[c for c in summary.columns if c not in key]).alias(_AGG)
+    others = summary.where(~kept).select(
+        *[F.col(c).alias(f"{_KEY}{i}") for i, c in enumerate(key)], agg)
+    same = [F.col(c).eqNullSafe(F.col(f"{_KEY}{i}")) for i, c in enumerate(key)]
+    rows = checked.typed.join(F.broadcast(others), _all(same)).drop(
+        *[f"{_KEY}{i}" for i in range(len(key))])
+    _, searches = _search_rules(rows, (*parts, _AGG))
+    values = arrays(F.col(IMPRESSIONS))
+    first = F.col(IMPRESSIONS)[0]
+    gathered = searches.select(*parts, _AGG, F.struct(
+        *[first[q].alias(q) for q in QUERY_KEY],
+        *[values[n].cast("double").alias(n) for n in names]).alias(_ARR))
+    nothing = F.lit(None).cast(f"struct<{QUERY_KEY[0]}:bigint,{QUERY_KEY[1]}:int,"
+                               + ",".join(f"`{n}`:double" for n in names) + ">")
+    direct = summary.where(kept).select(*parts, agg, nothing.alias(_ARR))
+
+    def pick(array_field: str, agg: Column) -> Column:
+        return F.when(F.col(_ARR).isNull(), agg).otherwise(F.col(f"{_ARR}.{array_field}"))
+
+    k2_kept = F.col(f"{_AGG}._k2") if hashed else F.lit(0)
+    return direct.unionByName(gathered).select(
+        *parts, pick(QUERY_KEY[0], F.col(f"{_AGG}._k1")).alias(QUERY_KEY[0]),
+        pick(QUERY_KEY[1], k2_kept).alias(QUERY_KEY[1]),
+        *[pick(n, F.col(f"{_AGG}.{n}")).alias(n) for n in names])
+
+
+def with_query_ids(checked: CheckedInteractions, df: DataFrame) -> DataFrame:
+    """``df`` keyed by :data:`QUERY_KEY` with ``query_id`` in its place: the id itself for
+    integer ids, else a join with the query ids of the used impressions."""
+    if checked.integer_queries:
+        return df.withColumn(S.QUERY_ID, F.col(QUERY_KEY[0]).cast("string")).drop(*QUERY_KEY)
+    clean = checked.typed.where(F.col(REASON).isNull() & ~F.col(_CLICK_ROW))
+    ids = clean.select(*QUERY_KEY, S.QUERY_ID).distinct()
+    return df.join(ids, list(QUERY_KEY)).drop(*QUERY_KEY)
+
+
+def _all(conditions: Sequence[Column]) -> Column:
+    out = conditions[0]
+    for c in conditions[1:]:
+        out = out & c
+    return out

@@ -12,8 +12,13 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from releval.arguments import checked_queries
-from releval.checks.interactions import IMPRESSIONS, CheckedInteractions, check_interactions
-from releval.clicks.online import online_result, per_search, wide_table
+from releval.checks.interactions import (
+    QUERY_KEY,
+    CheckedInteractions,
+    check_interactions,
+    search_values,
+)
+from releval.clicks.online import online_result, wide_table
 from releval.clicks.result import ClickResult
 from releval.core import columns as S
 from releval.core.measures.online import parse_online
@@ -25,20 +30,27 @@ BASELINE_TEAMS = ("baseline", "control", "production", "prod", "current", "old",
 
 def search_preferences(checked: CheckedInteractions, *, baseline: str,
                        candidates: Sequence[str]) -> DataFrame:
-    """One row per (run partition, team, search): its ``query_id`` and ``_v0``, the sign of
-    (the team's clicks - the baseline team's), for the baseline (0: itself) and each
-    candidate; clicks on other teams' results are not read."""
+    """One row per (run partition, team, search): its query key
+    (:data:`releval.checks.interactions.QUERY_KEY`) and ``_v0``, the sign of (the team's
+    clicks - the baseline team's), for the baseline (0: itself) and each candidate; clicks on
+    other teams' results are not read."""
     parts = list(checked.partition_columns)
+    teams = [baseline, *candidates]
+    counts = [f"_c{i}" for i in range(len(teams))]
 
-    def clicks(team: str) -> Column:
-        return F.aggregate(IMPRESSIONS, F.lit(0).cast("long"), lambda total, r: total + F.when(
+    def clicks(rows: Column, team: str) -> Column:
+        return F.aggregate(rows, F.lit(0).cast("long"), lambda total, r: total + F.when(
             r[S.TEAM] == team, r[S.CLICKED]).otherwise(F.lit(0).cast("long")))
 
+    searches = search_values(
+        checked, {c: F.sum(F.when(F.col(S.TEAM) == t, F.col(S.CLICKED)).otherwise(0))
+                  for c, t in zip(counts, teams, strict=True)},
+        lambda rows: {c: clicks(rows, t) for c, t in zip(counts, teams, strict=True)})
     each = F.explode(F.array(*[
-        F.struct(F.lit(t).alias(S.TEAM), F.signum(clicks(t) - clicks(baseline)).alias("_v0"))
-        for t in [baseline, *candidates]]))
-    return per_search(checked, [each.alias("_p")]).select(
-        *parts, F.col(f"_p.{S.TEAM}").alias(S.TEAM), S.SEARCH_ID, S.QUERY_ID,
+        F.struct(F.lit(t).alias(S.TEAM), F.signum(F.col(c) - F.col(counts[0])).alias("_v0"))
+        for c, t in zip(counts, teams, strict=True)]))
+    return searches.select(*parts, *QUERY_KEY, each.alias("_p")).select(
+        *parts, F.col(f"_p.{S.TEAM}").alias(S.TEAM), *QUERY_KEY,
         F.col("_p._v0").cast("double").alias("_v0"))
 
 
@@ -97,7 +109,7 @@ def interleaving(
     searches = search_preferences(checked, baseline=baseline, candidates=teams)
     measures = (parse_online("Preference"),)
     wide = wide_table(searches, measures, partition_columns=[*parts, S.TEAM],
-                      values=["_v0"])
+                      values=["_v0"], checked=checked)
     return online_result(wide, measures, checked=checked, queries=attributes,
                          ci_level=ci_level, name="interleaving",
                          partition_columns=(*parts, S.TEAM))

@@ -1,8 +1,8 @@
 """``releval.evaluate_clicks``: online measures of a search log, per query and run partition,
 as a :class:`releval.Result`. Computed in Spark: one aggregation of the impressions per
-search (the checks' own), each measure an array expression over the search's used
-impressions, then one aggregation of the searches per query; nothing is collected but the
-aggregate's sums."""
+search, each measure an aggregate there (or an array expression over the used impressions
+of a search the search rules change), then one aggregation of the searches per query;
+nothing is collected but the aggregate's sums."""
 
 from __future__ import annotations
 
@@ -12,7 +12,13 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from releval.arguments import checked_queries
-from releval.checks.interactions import IMPRESSIONS, CheckedInteractions, check_interactions
+from releval.checks.interactions import (
+    QUERY_KEY,
+    CheckedInteractions,
+    check_interactions,
+    search_values,
+    with_query_ids,
+)
 from releval.checks.queries import CheckedQueries, with_attributes
 from releval.clicks.result import ClickResult, OnlineEvaluation, OnlineInputs
 from releval.config import IntervalSettings
@@ -45,12 +51,23 @@ def search_value(m: O.OnlineMeasure, impressions: Column) -> Column:
                        "releval.interleaving)")
 
 
-def per_search(checked: CheckedInteractions, values: Sequence[Column]) -> DataFrame:
-    """One row per search with a used impression: the partition columns, ``search_id``,
-    ``query_id`` and ``values`` (columns over the :data:`IMPRESSIONS` array)."""
-    parts = list(checked.partition_columns)
-    return checked.searches.select(
-        *parts, S.SEARCH_ID, F.col(IMPRESSIONS)[0][S.QUERY_ID].alias(S.QUERY_ID), *values)
+def search_aggregate(m: O.OnlineMeasure) -> Column:
+    """One search's value of ``m`` as an aggregate over its impressions (a search the search
+    rules leave as it is: :func:`releval.checks.interactions.search_values`)."""
+    clicked = F.col(S.CLICKED) > 0
+    if m.name == O.CTR:
+        return F.max((clicked & (F.col(S.POSITION) <= m.cutoff)).cast("double"))
+    if m.name == O.ABANDONMENT:
+        return F.min((~clicked).cast("double"))
+    if m.name == O.CLICK_RR:
+        return F.coalesce(1.0 / F.min(F.when(clicked, F.col(S.POSITION))), F.lit(0.0))
+    if m.name == O.CLICKS:
+        return F.sum(F.col(S.CLICKED)).cast("double")
+    if m.name == O.SUCCESS:
+        return F.max((clicked & F.coalesce(F.col(S.DWELL) >= m.cutoff, F.lit(False)))
+                     .cast("double"))
+    raise MeasureError(f"{m.key}: not a measure of evaluate_clicks (Preference: "
+                       "releval.interleaving)")
 
 
 def online_measures(measures: Sequence[str] | str, *, dwell: bool) -> tuple[O.OnlineMeasure, ...]:
@@ -70,17 +87,20 @@ def online_measures(measures: Sequence[str] | str, *, dwell: bool) -> tuple[O.On
 
 
 def wide_table(per_search: DataFrame, measures: Sequence[O.OnlineMeasure], *,
-               partition_columns: Sequence[str], values: Sequence[str]) -> DataFrame:
+               partition_columns: Sequence[str], values: Sequence[str],
+               checked: CheckedInteractions) -> DataFrame:
     """One row per (run partition, query) from one per search with a column per measure
-    (``values``, in the order of ``measures``): each the mean over the query's searches,
-    ``num_ret`` the number of searches, in the wide table's shape."""
+    (``values``, in the order of ``measures``) and the query key
+    (:data:`releval.checks.interactions.QUERY_KEY`, mapped to ``query_id``):
+    each the mean over the query's searches, ``num_ret`` the number of searches, in the wide
+    table's shape."""
     parts = list(partition_columns)
     entry = [F.struct(F.avg(v).alias(S.VALUE), F.lit(0).cast("long").alias(S.NUM_REL),
                       F.lit(0).cast("long").alias(S.NUM_REL_RET)) for v in values]
-    return per_search.groupBy(*parts, S.QUERY_ID).agg(
+    return with_query_ids(checked, per_search.groupBy(*parts, *QUERY_KEY).agg(
         F.count(F.lit(1)).alias(S.NUM_RET),
         F.array(*entry).alias(MEASURES),
-    ).select(
+    )).select(
         *parts, S.QUERY_ID, F.lit(True).alias(IN_RUN), F.lit(True).alias(IN_QRELS),
         S.NUM_RET, F.lit(None).cast("string").alias(S.NEGATIVE_LABELS),
         F.lit(None).cast("int").alias(S.DEPTH), MEASURES)
@@ -155,8 +175,10 @@ def evaluate_clicks(
     attributes = checked_queries(queries, queries_columns, slices)
     parts = list(checked.partition_columns)
     values = [f"_v{i}" for i in range(len(parsed))]
-    searches = per_search(checked, [search_value(m, F.col(IMPRESSIONS)).alias(v)
-                                    for m, v in zip(parsed, values, strict=True)])
-    wide = wide_table(searches, parsed, partition_columns=parts, values=values)
+    searches = search_values(
+        checked, {v: search_aggregate(m) for m, v in zip(parsed, values, strict=True)},
+        lambda rows: {v: search_value(m, rows) for m, v in zip(parsed, values, strict=True)})
+    wide = wide_table(searches, parsed, partition_columns=parts, values=values,
+                      checked=checked)
     return online_result(wide, parsed, checked=checked, queries=attributes, ci_level=ci_level,
                          name="clicks")
