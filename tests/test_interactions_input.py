@@ -139,3 +139,64 @@ def test_bad_columns_are_named(spark):
         check_interactions(df, {"search_id": "sid"}, team=True)
     with pytest.raises(ConfigError, match="no partition column 'day'"):
         check_interactions(df, {"search_id": "sid"}, partition_by="day")
+
+
+NAN, INF = float("nan"), float("inf")
+#: (sid, query, doc, position, clicks, dwell): each per-row reason reachable with numbers
+NUMERIC_ROWS = [
+    (1, 10, 100, 1.0, 1.0, 12.5),       # clean
+    (1, 10, 101, 2.0, 0.0, None),       # clean
+    (2, 10, 100, 1.0, -1.0, None),      # invalid_click: negative
+    (2, 10, 101, 2.0, 0.5, None),       # invalid_click: not an integer
+    (2, 10, 102, 3.0, 3e9, None),       # invalid_click: past 2^31 - 1
+    (2, 10, 103, 4.0, 0.0, NAN),        # invalid_dwell
+    (2, 10, 104, 5.0, 0.0, INF),        # invalid_dwell
+    (2, 10, 105, 6.0, 1.0, -3.0),       # negative_dwell
+    (2, 10, 106, None, 0.0, None),      # missing_position
+    (2, 10, 107, 0.0, 0.0, None),       # invalid_position
+    (2, 10, 108, 2.5, 0.0, None),       # invalid_position
+    (2, 10, 109, 3e9, 0.0, None),       # invalid_position: past 2^31 - 1
+    (None, 10, 110, 7.0, 0.0, None),    # missing_search_id
+    (2, None, 111, 8.0, 0.0, None),     # missing_query_id
+    (2, 10, None, 9.0, 0.0, None),      # missing_doc_id
+    (3, 11, 100, 1.0, 0.0, None),       # clean; the click row below folds into it
+    (3, None, 100, None, 2.0, 40.0),    # click row
+]
+
+
+def _text(v):
+    if v is None:
+        return None
+    if isinstance(v, float) and v != v:
+        return "NaN"
+    return "Infinity" if v == INF else str(v)
+
+
+def _reasons(spark, rows, schema) -> dict:
+    checked = check_interactions(spark.createDataFrame(rows, schema), {
+        "search_id": "sid", "query_id": "q", "doc_id": "doc", "position": "pos",
+        "clicked": "clicks"})
+    return {(r["_raw_search_id"], r["_raw_doc_id"], r["_raw_position"] is None): r["_reason"]
+            for r in checked.labelled.collect()}
+
+
+def test_numeric_columns_give_each_row_the_reason_its_text_gives(spark):
+    # the rules compare numeric columns as they are and read text through a cast to double:
+    # the same row, typed either way, gets the same reason
+    as_text = _reasons(spark, [tuple(_text(v) for v in r) for r in NUMERIC_ROWS],
+                       "sid string, q string, doc string, pos string, clicks string, "
+                       "dwell string")
+    as_doubles = _reasons(spark, NUMERIC_ROWS, "sid long, q long, doc long, pos double, "
+                          "clicks double, dwell double")
+    integral = [r for r in NUMERIC_ROWS
+                if all(v is None or (v == v and abs(v) < 2**62 and v == int(v)) for v in r[3:5])]
+    as_longs = _reasons(spark, [(*r[:3], *(None if v is None else int(v) for v in r[3:5]), r[5])
+                                for r in integral],
+                        "sid long, q long, doc long, pos long, clicks long, dwell double")
+    expected = dict(as_text)
+    assert len(expected) == len(NUMERIC_ROWS) and as_doubles == expected
+    assert as_longs == {k: expected[k] for k in as_longs}
+    assert len(as_longs) == len(NUMERIC_ROWS) - 2 and sorted(filter(None, expected.values())) == sorted([
+        "invalid_click", "invalid_click", "invalid_click", "invalid_dwell", "invalid_dwell",
+        "negative_dwell", "missing_position", "invalid_position", "invalid_position",
+        "invalid_position", "missing_search_id", "missing_query_id", "missing_doc_id"])

@@ -255,9 +255,9 @@ def check_interactions(
         col[S.QUERY_ID].cast("string").alias(S.QUERY_ID),
         col[S.DOC_ID].cast("string").alias(S.DOC_ID),
         (col[S.POSITION] if numeric[S.POSITION] else col[S.POSITION].try_cast("double"))
-        .cast("int").alias(S.POSITION),
+        .try_cast("int").alias(S.POSITION),
         (col[S.CLICKED] if numeric[S.CLICKED] else col[S.CLICKED].try_cast("double"))
-        .cast("long").alias(S.CLICKED),
+        .try_cast("long").alias(S.CLICKED),
         *([col[S.DWELL].try_cast("double").alias(S.DWELL)] if S.DWELL in names else []),
         *([col[S.TEAM].cast("string").alias(S.TEAM)] if S.TEAM in names else []),
         *[col[c].cast("string").alias(_RAW + c) for c in names],
