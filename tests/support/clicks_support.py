@@ -93,14 +93,18 @@ MIXED_MEASURES = ["CTR@1", "CTR@3", "Abandonment", "ClickRR", "Clicks", "Success
 def mixed_log(rng: np.random.Generator, searches: int = 60) -> list[tuple]:
     """Searches of every kind the search rules tell apart, at random: clean pages, pages with
     a repeated position, pages whose rows disagree on the query, pages deeper than 62, click
-    rows (no position) on a shown and on an unshown document; a null bucket."""
+    rows (no position) on a shown and on an unshown document, a search of click rows only;
+    a null bucket."""
     rows = []
     for s in range(searches):
         bucket = [None, "A", "B"][s % 3]
         query = f"q{rng.integers(0, 5)}"
         depth = int(rng.choice([3, 5, 70]))
         start = int(rng.choice([1, 60]))
-        kind = rng.choice(["clean", "repeat", "conflict", "click_rows", "clean"])
+        kind = rng.choice(["clean", "repeat", "conflict", "click_rows", "clean", "only_clicks"])
+        if kind == "only_clicks":
+            rows.append((bucket, f"s{s}", None if s % 2 else query, "d0", None, 1, None, None))
+            continue
         for i in range(depth):
             position = start + i
             if kind == "repeat" and i == 1:

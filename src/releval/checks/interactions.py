@@ -54,11 +54,13 @@ _CLICK_ROW = "_click_row"
 IMPRESSIONS = "impressions"
 _INT_MAX = 2**31 - 1
 _SEARCH_KEY = "_search_key"
-#: The columns that key a row's query in :func:`search_values`' output: an integer query id
+#: The columns that key a row's query in :func:`query_means`' output: an integer query id
 #: and 0, or two hashes (xxhash64 and murmur3) of its string; :func:`with_query_ids` maps
 #: them back.
 QUERY_KEY = ("_qk1", "_qk2")
-_AGG, _ARR, _KEY = "_agg", "_arr", "_key"
+_AGG, _KEY, _OTHER = "_agg", "_key", "_other"
+#: :func:`query_means`' column of the number of searches
+SEARCHES = "_searches"
 #: the largest position the aggregate path takes (a bit of a 64-bit mask per position)
 _MASK_POSITIONS = 62
 
@@ -80,7 +82,7 @@ class CheckedInteractions:
             ``search_id`` and ``impressions``, an array of the used rows (as in ``rows``,
             in the order read).
         typed: every row, typed, with the per-row reason (the search rules not applied)
-            and the keys :func:`search_values` groups by.
+            and the keys :func:`query_means` groups by.
         integer_queries: the query ids are integers (:data:`QUERY_KEY` is the id).
     """
 
@@ -280,7 +282,8 @@ def check_interactions(
                                                                        IntegralType))
 
 
-def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> tuple[DataFrame, DataFrame]:
+def _search_rules(typed: DataFrame, parts: tuple[str, ...], *,
+                  every: bool = False) -> tuple[DataFrame, DataFrame]:
     """The rules over a search's rows, among the rows the per-row rules passed: its rows
     disagree on the query id, two impressions share a position, a click on a document it did
     not show; each click row's clicks and dwell folded into the document's best impression.
@@ -290,8 +293,8 @@ def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> tuple[DataFrame, 
 
     Returns:
         The labelled rows (every row, ``_reason`` set) and one row per search with a used
-        impression: the partition columns, ``search_id`` and :data:`IMPRESSIONS` (the used
-        impressions, clicks folded in).
+        impression (``every``: per search with a clean row): the partition columns,
+        ``search_id`` and :data:`IMPRESSIONS` (the used impressions, clicks folded in).
     """
     key = [*parts, S.SEARCH_ID]
     clean = F.col(REASON).isNull()
@@ -346,37 +349,38 @@ def _search_rules(typed: DataFrame, parts: tuple[str, ...]) -> tuple[DataFrame, 
         return out
 
     # click rows are folded in (their searches only: most logs have none)
-    searches = step.where(~F.col("_conflict") & (F.size("_kept") > 0)).select(
-        *key, F.when(F.size("_clicks") == 0, F.col("_kept"))
-        .otherwise(F.transform("_kept", folded)).alias(IMPRESSIONS))
-    return labelled, searches
+    used = F.when(F.col("_conflict"), F.filter("_kept", lambda k: F.lit(False))).when(
+        F.size("_clicks") == 0, F.col("_kept")).otherwise(F.transform("_kept", folded))
+    searches = step.select(*key, used.alias(IMPRESSIONS))
+    return labelled, searches if every else searches.where(F.size(IMPRESSIONS) > 0)
 
 
 
 
-def search_values(checked: CheckedInteractions, aggregates: Mapping[str, Column],
-                  arrays: Callable[[Column], Mapping[str, Column]]) -> DataFrame:
-    """One double per name and search with a used impression, as the search rules give it.
+def query_means(checked: CheckedInteractions, aggregates: Mapping[str, Column],
+                arrays: Callable[[Column], Mapping[str, Column]]) -> DataFrame:
+    """Per run partition and query: its searches with a used impression, and the mean over
+    them of each named per-search value, as the search rules give it.
 
     A search whose rules change nothing (no click row, one query id, its positions distinct
     and at most 62; most searches of most logs) takes ``aggregates`` over its rows, in one
     aggregation with the flags that decide this (the query key's least and greatest, the
-    rows, a bit per position). Only the other searches' rows (picked by a
-    broadcast of their keys) are gathered into arrays as in :attr:`CheckedInteractions.
-    searches`, and take ``arrays(impressions)``. Both branches carry the same aggregate, so
-    Spark computes it once.
+    rows, a bit per position); the sums per query keep each other search apart. Only those
+    searches' rows (picked by a broadcast of their keys) are gathered into arrays as in
+    :attr:`CheckedInteractions.searches`; their aggregate values are taken back and
+    ``arrays(impressions)`` put in. Both uses of the sums read one shuffle.
 
     Returns:
-        The partition columns, :data:`QUERY_KEY` and one column per name.
+        The partition columns, :data:`QUERY_KEY`, ``_searches`` and one column per name.
     """
     parts = list(checked.partition_columns)
     key = [*parts, _SEARCH_KEY]
     names = list(aggregates)
-    position = F.col(S.POSITION)
     k1, k2 = F.col(QUERY_KEY[0]), F.col(QUERY_KEY[1])
     # a click row (no position) or a position past the mask sets no bit: a search with one
     # has fewer bits than rows, as one with a repeated position has
-    mask = F.when(position <= _MASK_POSITIONS, F.expr(f"shiftleft(1L, {S.POSITION})"))
+    mask = F.when(F.col(S.POSITION) <= _MASK_POSITIONS,
+                  F.expr(f"shiftleft(1L, {S.POSITION})"))
     hashed = [] if checked.integer_queries else [F.min(k2).alias("_k2"),
                                                  F.max(k2).alias("_k2_max")]
     summary = checked.typed.where(F.col(REASON).isNull()).groupBy(*key).agg(
@@ -384,32 +388,35 @@ def search_values(checked: CheckedInteractions, aggregates: Mapping[str, Column]
         F.count(F.lit(1)).alias("_n"), F.bit_or(mask).alias("_mask"),
         *[aggregates[n].cast("double").alias(n) for n in names],
     )
-    kept = ((F.col("_k1") == F.col("_k1_max")) & (F.bit_count("_mask") == F.col("_n"))
-            & ((F.col("_k2") == F.col("_k2_max")) if hashed else F.lit(True)))
-    agg = F.struct(*[c for c in summary.columns if c not in key]).alias(_AGG)
-    others = summary.where(~kept).select(
-        *[F.col(c).alias(f"{_KEY}{i}") for i, c in enumerate(key)], agg)
+    kept = F.coalesce((F.col("_k1") == F.col("_k1_max"))
+                      & (F.bit_count(F.coalesce("_mask", F.lit(0).cast("long"))) == F.col("_n"))
+                      & ((F.col("_k2") == F.col("_k2_max")) if hashed else F.lit(True)),
+                      F.lit(False))
+    other = F.when(~kept, F.struct(*[F.col(c).alias(f"{_KEY}{i}") for i, c in enumerate(key)]))
+    sums = summary.groupBy(
+        *parts, F.col("_k1").alias(QUERY_KEY[0]),
+        (F.col("_k2") if hashed else F.lit(0)).alias(QUERY_KEY[1]), other.alias(_OTHER),
+    ).agg(F.count(F.lit(1)).alias(SEARCHES), *[F.sum(n).alias(n) for n in names])
+    totals = [SEARCHES, *names]
+    others = sums.where(F.col(_OTHER).isNotNull()).select(
+        f"{_OTHER}.*", F.struct(*QUERY_KEY, *totals).alias(_AGG))
     same = [F.col(c).eqNullSafe(F.col(f"{_KEY}{i}")) for i, c in enumerate(key)]
     rows = checked.typed.join(F.broadcast(others), _all(same)).drop(
         *[f"{_KEY}{i}" for i in range(len(key))])
-    _, searches = _search_rules(rows, (*parts, _AGG))
+    _, searches = _search_rules(rows, (*parts, _AGG), every=True)
     values = arrays(F.col(IMPRESSIONS))
     first = F.col(IMPRESSIONS)[0]
-    gathered = searches.select(*parts, _AGG, F.struct(
-        *[first[q].alias(q) for q in QUERY_KEY],
-        *[values[n].cast("double").alias(n) for n in names]).alias(_ARR))
-    nothing = F.lit(None).cast(f"struct<{QUERY_KEY[0]}:bigint,{QUERY_KEY[1]}:int,"
-                               + ",".join(f"`{n}`:double" for n in names) + ">")
-    direct = summary.where(kept).select(*parts, agg, nothing.alias(_ARR))
-
-    def pick(array_field: str, agg: Column) -> Column:
-        return F.when(F.col(_ARR).isNull(), agg).otherwise(F.col(f"{_ARR}.{array_field}"))
-
-    k2_kept = F.col(f"{_AGG}._k2") if hashed else F.lit(0)
-    return direct.unionByName(gathered).select(
-        *parts, pick(QUERY_KEY[0], F.col(f"{_AGG}._k1")).alias(QUERY_KEY[0]),
-        pick(QUERY_KEY[1], k2_kept).alias(QUERY_KEY[1]),
-        *[pick(n, F.col(f"{_AGG}.{n}")).alias(n) for n in names])
+    taken_back = F.struct(*[F.col(f"{_AGG}.{q}").alias(q) for q in QUERY_KEY],
+                          *[(-F.col(f"{_AGG}.{t}")).alias(t) for t in totals])
+    put_in = F.when(F.size(IMPRESSIONS) > 0, F.struct(
+        *[first[q].alias(q) for q in QUERY_KEY], F.lit(1).cast("long").alias(SEARCHES),
+        *[values[n].cast("double").alias(n) for n in names]))
+    changes = searches.select(*parts, F.explode(F.array(taken_back, put_in)).alias("_c")).where(
+        F.col("_c").isNotNull()).select(*parts, "_c.*")
+    total = sums.select(*parts, *QUERY_KEY, *totals).unionByName(changes).groupBy(
+        *parts, *QUERY_KEY).agg(*[F.sum(t).alias(t) for t in totals])
+    return total.where(F.col(SEARCHES) > 0).select(
+        *parts, *QUERY_KEY, SEARCHES, *[(F.col(n) / F.col(SEARCHES)).alias(n) for n in names])
 
 
 def with_query_ids(checked: CheckedInteractions, df: DataFrame) -> DataFrame:

@@ -14,9 +14,10 @@ from pyspark.sql import functions as F
 from releval.arguments import checked_queries
 from releval.checks.interactions import (
     QUERY_KEY,
+    SEARCHES,
     CheckedInteractions,
     check_interactions,
-    search_values,
+    query_means,
 )
 from releval.clicks.online import online_result, wide_table
 from releval.clicks.result import ClickResult
@@ -28,30 +29,33 @@ from releval.errors import ConfigError
 BASELINE_TEAMS = ("baseline", "control", "production", "prod", "current", "old", "a")
 
 
-def search_preferences(checked: CheckedInteractions, *, baseline: str,
-                       candidates: Sequence[str]) -> DataFrame:
-    """One row per (run partition, team, search): its query key
-    (:data:`releval.checks.interactions.QUERY_KEY`) and ``_v0``, the sign of (the team's
-    clicks - the baseline team's), for the baseline (0: itself) and each candidate; clicks on
-    other teams' results are not read."""
+def query_preferences(checked: CheckedInteractions, *, baseline: str,
+                      candidates: Sequence[str]) -> DataFrame:
+    """One row per (run partition, team, query): its query key
+    (:data:`releval.checks.interactions.QUERY_KEY`), its searches and ``_v0``, the mean over
+    them of the sign of (the team's clicks - the baseline team's), for the baseline (0:
+    itself) and each candidate; clicks on other teams' results are not read."""
     parts = list(checked.partition_columns)
     teams = [baseline, *candidates]
-    counts = [f"_c{i}" for i in range(len(teams))]
+    signs = [f"_p{i}" for i in range(len(teams))]
 
-    def clicks(rows: Column, team: str) -> Column:
+    def clicks(team: str) -> Column:
+        return F.sum(F.when(F.col(S.TEAM) == team, F.col(S.CLICKED)).otherwise(0))
+
+    def array_clicks(rows: Column, team: str) -> Column:
         return F.aggregate(rows, F.lit(0).cast("long"), lambda total, r: total + F.when(
             r[S.TEAM] == team, r[S.CLICKED]).otherwise(F.lit(0).cast("long")))
 
-    searches = search_values(
-        checked, {c: F.sum(F.when(F.col(S.TEAM) == t, F.col(S.CLICKED)).otherwise(0))
-                  for c, t in zip(counts, teams, strict=True)},
-        lambda rows: {c: clicks(rows, t) for c, t in zip(counts, teams, strict=True)})
-    each = F.explode(F.array(*[
-        F.struct(F.lit(t).alias(S.TEAM), F.signum(F.col(c) - F.col(counts[0])).alias("_v0"))
-        for c, t in zip(counts, teams, strict=True)]))
-    return searches.select(*parts, *QUERY_KEY, each.alias("_p")).select(
-        *parts, F.col(f"_p.{S.TEAM}").alias(S.TEAM), *QUERY_KEY,
-        F.col("_p._v0").cast("double").alias("_v0"))
+    means = query_means(
+        checked, {p: F.signum(clicks(t) - clicks(baseline))
+                  for p, t in zip(signs, teams, strict=True)},
+        lambda rows: {p: F.signum(array_clicks(rows, t) - array_clicks(rows, baseline))
+                      for p, t in zip(signs, teams, strict=True)})
+    each = F.explode(F.array(*[F.struct(F.lit(t).alias(S.TEAM), F.col(p).alias("_v0"))
+                               for p, t in zip(signs, teams, strict=True)]))
+    return means.select(*parts, *QUERY_KEY, SEARCHES, each.alias("_t")).select(
+        *parts, F.col(f"_t.{S.TEAM}").alias(S.TEAM), *QUERY_KEY, SEARCHES,
+        F.col("_t._v0").cast("double").alias("_v0"))
 
 
 def interleaving(
@@ -106,9 +110,9 @@ def interleaving(
                           f"the baseline {baseline!r}, each once")
     parts = list(checked.partition_columns)
     attributes = checked_queries(queries, queries_columns, slices)
-    searches = search_preferences(checked, baseline=baseline, candidates=teams)
+    means = query_preferences(checked, baseline=baseline, candidates=teams)
     measures = (parse_online("Preference"),)
-    wide = wide_table(searches, measures, partition_columns=[*parts, S.TEAM],
+    wide = wide_table(means, measures, partition_columns=[*parts, S.TEAM],
                       values=["_v0"], checked=checked)
     return online_result(wide, measures, checked=checked, queries=attributes,
                          ci_level=ci_level, name="interleaving",

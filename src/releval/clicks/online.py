@@ -14,9 +14,10 @@ from pyspark.sql import functions as F
 from releval.arguments import checked_queries
 from releval.checks.interactions import (
     QUERY_KEY,
+    SEARCHES,
     CheckedInteractions,
     check_interactions,
-    search_values,
+    query_means,
     with_query_ids,
 )
 from releval.checks.queries import CheckedQueries, with_attributes
@@ -53,7 +54,7 @@ def search_value(m: O.OnlineMeasure, impressions: Column) -> Column:
 
 def search_aggregate(m: O.OnlineMeasure) -> Column:
     """One search's value of ``m`` as an aggregate over its impressions (a search the search
-    rules leave as it is: :func:`releval.checks.interactions.search_values`)."""
+    rules leave as it is: :func:`releval.checks.interactions.query_means`)."""
     clicked = F.col(S.CLICKED) > 0
     if m.name == O.CTR:
         return F.max((clicked & (F.col(S.POSITION) <= m.cutoff)).cast("double"))
@@ -86,20 +87,17 @@ def online_measures(measures: Sequence[str] | str, *, dwell: bool) -> tuple[O.On
     return parsed
 
 
-def wide_table(per_search: DataFrame, measures: Sequence[O.OnlineMeasure], *,
+def wide_table(means: DataFrame, measures: Sequence[O.OnlineMeasure], *,
                partition_columns: Sequence[str], values: Sequence[str],
                checked: CheckedInteractions) -> DataFrame:
-    """One row per (run partition, query) from one per search with a column per measure
-    (``values``, in the order of ``measures``) and the query key
-    (:data:`releval.checks.interactions.QUERY_KEY`, mapped to ``query_id``):
-    each the mean over the query's searches, ``num_ret`` the number of searches, in the wide
-    table's shape."""
+    """The wide table's shape of per-query means (:func:`releval.checks.interactions.
+    query_means`: a column per measure, ``values`` in the order of ``measures``): one row per
+    (run partition, query), ``num_ret`` its number of searches."""
     parts = list(partition_columns)
-    entry = [F.struct(F.avg(v).alias(S.VALUE), F.lit(0).cast("long").alias(S.NUM_REL),
+    entry = [F.struct(F.col(v).alias(S.VALUE), F.lit(0).cast("long").alias(S.NUM_REL),
                       F.lit(0).cast("long").alias(S.NUM_REL_RET)) for v in values]
-    return with_query_ids(checked, per_search.groupBy(*parts, *QUERY_KEY).agg(
-        F.count(F.lit(1)).alias(S.NUM_RET),
-        F.array(*entry).alias(MEASURES),
+    return with_query_ids(checked, means.select(
+        *parts, *QUERY_KEY, F.col(SEARCHES).alias(S.NUM_RET), F.array(*entry).alias(MEASURES),
     )).select(
         *parts, S.QUERY_ID, F.lit(True).alias(IN_RUN), F.lit(True).alias(IN_QRELS),
         S.NUM_RET, F.lit(None).cast("string").alias(S.NEGATIVE_LABELS),
@@ -175,10 +173,10 @@ def evaluate_clicks(
     attributes = checked_queries(queries, queries_columns, slices)
     parts = list(checked.partition_columns)
     values = [f"_v{i}" for i in range(len(parsed))]
-    searches = search_values(
+    means = query_means(
         checked, {v: search_aggregate(m) for m, v in zip(parsed, values, strict=True)},
         lambda rows: {v: search_value(m, rows) for m, v in zip(parsed, values, strict=True)})
-    wide = wide_table(searches, parsed, partition_columns=parts, values=values,
+    wide = wide_table(means, parsed, partition_columns=parts, values=values,
                       checked=checked)
     return online_result(wide, parsed, checked=checked, queries=attributes, ci_level=ci_level,
                          name="clicks")
