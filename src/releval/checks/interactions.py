@@ -398,7 +398,9 @@ def query_means(checked: CheckedInteractions, aggregates: Mapping[str, Column],
         (F.col("_k2") if hashed else F.lit(0)).alias(QUERY_KEY[1]), other.alias(_OTHER),
     ).agg(F.count(F.lit(1)).alias(SEARCHES), *[F.sum(n).alias(n) for n in names])
     totals = [SEARCHES, *names]
-    others = sums.where(F.col(_OTHER).isNotNull()).select(
+    # the filter reads the count (at least 1) so that Spark keeps it above the aggregation: on
+    # the grouping key alone it goes below it, and the two uses of the sums differ
+    others = sums.where(F.col(_OTHER).isNotNull() | (F.col(SEARCHES) < 1)).select(
         f"{_OTHER}.*", F.struct(*QUERY_KEY, *totals).alias(_AGG))
     same = [F.col(c).eqNullSafe(F.col(f"{_KEY}{i}")) for i, c in enumerate(key)]
     rows = checked.typed.join(F.broadcast(others), _all(same)).drop(
