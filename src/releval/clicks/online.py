@@ -57,16 +57,16 @@ def search_aggregate(m: O.OnlineMeasure) -> Column:
     rules leave as it is: :func:`releval.checks.interactions.query_means`)."""
     clicked = F.col(S.CLICKED) > 0
     if m.name == O.CTR:
-        return F.max((clicked & (F.col(S.POSITION) <= m.cutoff)).cast("double"))
+        return F.max(clicked & (F.col(S.POSITION) <= m.cutoff)).cast("double")
     if m.name == O.ABANDONMENT:
-        return F.min((~clicked).cast("double"))
+        return F.min(~clicked).cast("double")
     if m.name == O.CLICK_RR:
         return F.coalesce(1.0 / F.min(F.when(clicked, F.col(S.POSITION))), F.lit(0.0))
     if m.name == O.CLICKS:
         return F.sum(F.col(S.CLICKED)).cast("double")
     if m.name == O.SUCCESS:
-        return F.max((clicked & F.coalesce(F.col(S.DWELL) >= m.cutoff, F.lit(False)))
-                     .cast("double"))
+        return F.max(clicked & F.coalesce(F.col(S.DWELL) >= m.cutoff, F.lit(False))
+                     ).cast("double")
     raise MeasureError(f"{m.key}: not a measure of evaluate_clicks (Preference: "
                        "releval.interleaving)")
 
