@@ -11,7 +11,7 @@ after ``missing_doc_id``/``missing_query_id``); :attr:`CheckedInteractions.accou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -49,20 +49,15 @@ from releval.errors import ConfigError
 #: The columns every interactions input has; ``dwell`` and ``team`` are optional.
 REQUIRED = (S.SEARCH_ID, S.QUERY_ID, S.DOC_ID, S.POSITION, S.CLICKED)
 _RAW = "_raw_"
-_CLICK_ROW = "_click_row"
+CLICK_ROW = "_click_row"
 #: The column of :attr:`CheckedInteractions.searches` holding a search's used impressions.
 IMPRESSIONS = "impressions"
 _INT_MAX = 2**31 - 1
-_SEARCH_KEY = "_search_key"
-#: The columns that key a row's query in :func:`query_means`' output: an integer query id
+SEARCH_KEY = "_search_key"
+#: The columns that key a row's query in :func:`releval.checks.query_means.query_means`' output: an integer query id
 #: and 0, or two hashes (xxhash64 and murmur3) of its string; :func:`with_query_ids` maps
 #: them back.
 QUERY_KEY = ("_qk1", "_qk2")
-_AGG, _KEY, _OTHER = "_agg", "_key", "_other"
-#: :func:`query_means`' column of the number of searches
-SEARCHES = "_searches"
-#: the largest position the aggregate path takes (a bit of a 64-bit mask per position)
-_MASK_POSITIONS = 62
 
 
 @dataclass(frozen=True)
@@ -82,7 +77,7 @@ class CheckedInteractions:
             ``search_id`` and ``impressions``, an array of the used rows (as in ``rows``,
             in the order read).
         typed: every row, typed, with the per-row reason (the search rules not applied)
-            and the keys :func:`query_means` groups by.
+            and the keys :func:`releval.checks.query_means.query_means` groups by.
         integer_queries: the query ids are integers (:data:`QUERY_KEY` is the id).
     """
 
@@ -263,13 +258,13 @@ def check_interactions(
         *([col[S.DWELL].try_cast("double").alias(S.DWELL)] if S.DWELL in names else []),
         *([col[S.TEAM].cast("string").alias(S.TEAM)] if S.TEAM in names else []),
         *[col[c].cast("string").alias(_RAW + c) for c in names],
-        click_row.alias(_CLICK_ROW),
+        click_row.alias(CLICK_ROW),
         reason.alias(REASON),
-        _key(col[S.SEARCH_ID], kind[S.SEARCH_ID]).alias(_SEARCH_KEY),
+        _key(col[S.SEARCH_ID], kind[S.SEARCH_ID]).alias(SEARCH_KEY),
         *[c.alias(q) for c, q in zip(_query_key(col[S.QUERY_ID], kind[S.QUERY_ID]), QUERY_KEY,
                                      strict=True)],
     )
-    labelled, searches = _search_rules(typed, parts)
+    labelled, searches = search_rules(typed, parts)
     rows = searches.select(*parts, S.SEARCH_ID, F.explode(IMPRESSIONS).alias("_i")).select(
         *parts, S.SEARCH_ID, *[F.col(f"_i.{c}").alias(c) for c in (
             S.QUERY_ID, S.DOC_ID, S.POSITION, S.CLICKED, *optional)])
@@ -282,7 +277,7 @@ def check_interactions(
                                                                        IntegralType))
 
 
-def _search_rules(typed: DataFrame, parts: tuple[str, ...], *,
+def search_rules(typed: DataFrame, parts: tuple[str, ...], *,
                   every: bool = False) -> tuple[DataFrame, DataFrame]:
     """The rules over a search's rows, among the rows the per-row rules passed: its rows
     disagree on the query id, two impressions share a position, a click on a document it did
@@ -298,7 +293,7 @@ def _search_rules(typed: DataFrame, parts: tuple[str, ...], *,
     """
     key = [*parts, S.SEARCH_ID]
     clean = F.col(REASON).isNull()
-    impressions = F.filter("_rows", lambda r: ~r[_CLICK_ROW])
+    impressions = F.filter("_rows", lambda r: ~r[CLICK_ROW])
 
     def shown_at(position: Column) -> Column:
         return F.size(F.filter("_positions", lambda p: p == position))
@@ -316,24 +311,24 @@ def _search_rules(typed: DataFrame, parts: tuple[str, ...], *,
         )
         unique = F.size(F.array_distinct("_positions")) == F.size("_positions")
         return step.withColumn("_kept", F.when(unique, impressions).otherwise(F.filter(
-            "_rows", lambda r: ~r[_CLICK_ROW] & (shown_at(r[S.POSITION]) == 1))))
+            "_rows", lambda r: ~r[CLICK_ROW] & (shown_at(r[S.POSITION]) == 1))))
 
     # every column for the labelled rows; the measures' few for the searches (a narrow shuffle)
     step = grouped([c for c in typed.columns if c not in key])
     narrow = [c for c in (S.QUERY_ID, S.DOC_ID, S.POSITION, S.CLICKED, S.DWELL, S.TEAM,
-                          _CLICK_ROW, *QUERY_KEY) if c in typed.columns]
+                          CLICK_ROW, *QUERY_KEY) if c in typed.columns]
 
     def reason(r: Column) -> Column:
         return (F.when(F.col("_conflict"), F.lit(CONFLICTING_QUERY_ID))
-                .when(~r[_CLICK_ROW] & (shown_at(r[S.POSITION]) > 1), F.lit(DUPLICATE_POSITION))
-                .when(r[_CLICK_ROW] & ~F.exists("_kept", lambda k: k[S.DOC_ID] == r[S.DOC_ID]),
+                .when(~r[CLICK_ROW] & (shown_at(r[S.POSITION]) > 1), F.lit(DUPLICATE_POSITION))
+                .when(r[CLICK_ROW] & ~F.exists("_kept", lambda k: k[S.DOC_ID] == r[S.DOC_ID]),
                       F.lit(CLICK_NOT_SHOWN)))
 
     labelled_rows = step.select(*key, F.explode(F.transform(
         "_rows", lambda r: r.withField(REASON, reason(r)))).alias("_r"))
     labelled = typed.where(~clean).unionByName(labelled_rows.select(*key, "_r.*"))
     step = grouped(narrow).withColumn("_clicks", F.filter(
-        "_rows", lambda r: r[_CLICK_ROW] & F.exists("_kept", lambda k: k[S.DOC_ID] == r[S.DOC_ID])))
+        "_rows", lambda r: r[CLICK_ROW] & F.exists("_kept", lambda k: k[S.DOC_ID] == r[S.DOC_ID])))
 
     def folded(k: Column) -> Column:
         first = F.array_min(F.transform(F.filter("_kept", lambda o: o[S.DOC_ID] == k[S.DOC_ID]),
@@ -353,86 +348,3 @@ def _search_rules(typed: DataFrame, parts: tuple[str, ...], *,
         F.size("_clicks") == 0, F.col("_kept")).otherwise(F.transform("_kept", folded))
     searches = step.select(*key, used.alias(IMPRESSIONS))
     return labelled, searches if every else searches.where(F.size(IMPRESSIONS) > 0)
-
-
-
-
-def query_means(checked: CheckedInteractions, aggregates: Mapping[str, Column],
-                arrays: Callable[[Column], Mapping[str, Column]]) -> DataFrame:
-    """Per run partition and query: its searches with a used impression, and the mean over
-    them of each named per-search value, as the search rules give it.
-
-    A search whose rules change nothing (no click row, one query id, its positions distinct
-    and at most 62; most searches of most logs) takes ``aggregates`` over its rows, in one
-    aggregation with the flags that decide this (the query key's least and greatest, the
-    rows, a bit per position); the sums per query keep each other search apart. Only those
-    searches' rows (picked by a broadcast of their keys) are gathered into arrays as in
-    :attr:`CheckedInteractions.searches`; their aggregate values are taken back and
-    ``arrays(impressions)`` put in. Both uses of the sums read one shuffle.
-
-    Returns:
-        The partition columns, :data:`QUERY_KEY`, ``_searches`` and one column per name.
-    """
-    parts = list(checked.partition_columns)
-    key = [*parts, _SEARCH_KEY]
-    names = list(aggregates)
-    k1, k2 = F.col(QUERY_KEY[0]), F.col(QUERY_KEY[1])
-    # a click row (no position) or a position past the mask sets no bit: a search with one
-    # has fewer bits than rows, as one with a repeated position has
-    mask = F.when(F.col(S.POSITION) <= _MASK_POSITIONS,
-                  F.expr(f"shiftleft(1L, {S.POSITION})"))
-    hashed = [] if checked.integer_queries else [F.min(k2).alias("_k2"),
-                                                 F.max(k2).alias("_k2_max")]
-    summary = checked.typed.where(F.col(REASON).isNull()).groupBy(*key).agg(
-        F.min(k1).alias("_k1"), F.max(k1).alias("_k1_max"), *hashed,
-        F.count(F.lit(1)).alias("_n"), F.bit_or(mask).alias("_mask"),
-        *[aggregates[n].cast("double").alias(n) for n in names],
-    )
-    kept = F.coalesce((F.col("_k1") == F.col("_k1_max"))
-                      & (F.bit_count(F.coalesce("_mask", F.lit(0).cast("long"))) == F.col("_n"))
-                      & ((F.col("_k2") == F.col("_k2_max")) if hashed else F.lit(True)),
-                      F.lit(False))
-    other = F.when(~kept, F.struct(*[F.col(c).alias(f"{_KEY}{i}") for i, c in enumerate(key)]))
-    sums = summary.groupBy(
-        *parts, F.col("_k1").alias(QUERY_KEY[0]),
-        (F.col("_k2") if hashed else F.lit(0)).alias(QUERY_KEY[1]), other.alias(_OTHER),
-    ).agg(F.count(F.lit(1)).alias(SEARCHES), *[F.sum(n).alias(n) for n in names])
-    totals = [SEARCHES, *names]
-    # the filter reads the count (at least 1) so that Spark keeps it above the aggregation: on
-    # the grouping key alone it goes below it, and the two uses of the sums differ
-    others = sums.where(F.col(_OTHER).isNotNull() | (F.col(SEARCHES) < 1)).select(
-        f"{_OTHER}.*", F.struct(*QUERY_KEY, *totals).alias(_AGG))
-    same = [F.col(c).eqNullSafe(F.col(f"{_KEY}{i}")) for i, c in enumerate(key)]
-    rows = checked.typed.join(F.broadcast(others), _all(same)).drop(
-        *[f"{_KEY}{i}" for i in range(len(key))])
-    _, searches = _search_rules(rows, (*parts, _AGG), every=True)
-    values = arrays(F.col(IMPRESSIONS))
-    first = F.col(IMPRESSIONS)[0]
-    taken_back = F.struct(*[F.col(f"{_AGG}.{q}").alias(q) for q in QUERY_KEY],
-                          *[(-F.col(f"{_AGG}.{t}")).alias(t) for t in totals])
-    put_in = F.when(F.size(IMPRESSIONS) > 0, F.struct(
-        *[first[q].alias(q) for q in QUERY_KEY], F.lit(1).cast("long").alias(SEARCHES),
-        *[values[n].cast("double").alias(n) for n in names]))
-    changes = searches.select(*parts, F.explode(F.array(taken_back, put_in)).alias("_c")).where(
-        F.col("_c").isNotNull()).select(*parts, "_c.*")
-    total = sums.select(*parts, *QUERY_KEY, *totals).unionByName(changes).groupBy(
-        *parts, *QUERY_KEY).agg(*[F.sum(t).alias(t) for t in totals])
-    return total.where(F.col(SEARCHES) > 0).select(
-        *parts, *QUERY_KEY, SEARCHES, *[(F.col(n) / F.col(SEARCHES)).alias(n) for n in names])
-
-
-def with_query_ids(checked: CheckedInteractions, df: DataFrame) -> DataFrame:
-    """``df`` keyed by :data:`QUERY_KEY` with ``query_id`` in its place: the id itself for
-    integer ids, else a join with the query ids of the used impressions."""
-    if checked.integer_queries:
-        return df.withColumn(S.QUERY_ID, F.col(QUERY_KEY[0]).cast("string")).drop(*QUERY_KEY)
-    clean = checked.typed.where(F.col(REASON).isNull() & ~F.col(_CLICK_ROW))
-    ids = clean.select(*QUERY_KEY, S.QUERY_ID).distinct()
-    return df.join(ids, list(QUERY_KEY)).drop(*QUERY_KEY)
-
-
-def _all(conditions: Sequence[Column]) -> Column:
-    out = conditions[0]
-    for c in conditions[1:]:
-        out = out & c
-    return out

@@ -12,13 +12,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from releval.arguments import checked_queries
-from releval.checks.interactions import (
-    QUERY_KEY,
-    SEARCHES,
-    CheckedInteractions,
-    check_interactions,
-    query_means,
-)
+from releval.checks.interactions import QUERY_KEY, CheckedInteractions, check_interactions
+from releval.checks.query_means import SEARCHES, query_means
 from releval.clicks.online import online_result, wide_table
 from releval.clicks.result import ClickResult
 from releval.core import columns as S

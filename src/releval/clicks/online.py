@@ -12,15 +12,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from releval.arguments import checked_queries
-from releval.checks.interactions import (
-    QUERY_KEY,
-    SEARCHES,
-    CheckedInteractions,
-    check_interactions,
-    query_means,
-    with_query_ids,
-)
+from releval.checks.interactions import QUERY_KEY, CheckedInteractions, check_interactions
 from releval.checks.queries import CheckedQueries, with_attributes
+from releval.checks.query_means import SEARCHES, query_means, with_query_ids
 from releval.clicks.result import ClickResult, OnlineEvaluation, OnlineInputs
 from releval.config import IntervalSettings
 from releval.core import columns as S
@@ -54,7 +48,7 @@ def search_value(m: O.OnlineMeasure, impressions: Column) -> Column:
 
 def search_aggregate(m: O.OnlineMeasure) -> Column:
     """One search's value of ``m`` as an aggregate over its impressions (a search the search
-    rules leave as it is: :func:`releval.checks.interactions.query_means`)."""
+    rules leave as it is: :func:`releval.checks.query_means.query_means`)."""
     clicked = F.col(S.CLICKED) > 0
     if m.name == O.CTR:
         return F.max(clicked & (F.col(S.POSITION) <= m.cutoff)).cast("double")
@@ -90,7 +84,7 @@ def online_measures(measures: Sequence[str] | str, *, dwell: bool) -> tuple[O.On
 def wide_table(means: DataFrame, measures: Sequence[O.OnlineMeasure], *,
                partition_columns: Sequence[str], values: Sequence[str],
                checked: CheckedInteractions) -> DataFrame:
-    """The wide table's shape of per-query means (:func:`releval.checks.interactions.
+    """The wide table's shape of per-query means (:func:`releval.checks.query_means.
     query_means`: a column per measure, ``values`` in the order of ``measures``): one row per
     (run partition, query), ``num_ret`` its number of searches."""
     parts = list(partition_columns)
