@@ -151,6 +151,7 @@ bench: install ## benchmark releval against its peers on synthetic data (BENCH_S
 	$(PY) -m bench.calibration
 	$(PY) -m bench.click_labels --size $(CLICKS_SIZE)
 	$(PY) -m bench.clicks_online --searches $(CLICKS_SEARCHES)
+	$(PY) -m bench.clicks_online --searches $(CLICKS_SEARCHES) --ids text
 
 SLICES_SIZE ?= full
 # the click benchmarks' sizes: impressions (tiny|quick|full|100m) and searches of 10 impressions

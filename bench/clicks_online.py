@@ -12,6 +12,7 @@ read from Parquet by every step above that (with no warm-up: one pass takes minu
     .venv/bin/python -m bench.clicks_online --searches 1000000   # 10M rows
     .venv/bin/python -m bench.clicks_online --searches 200000    # 2M rows (quick)
     .venv/bin/python -m bench.clicks_online --searches 10000000 --runs 1  # 100M rows
+    .venv/bin/python -m bench.clicks_online --ids text     # the ids as strings
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ CACHE_ROWS = 20_000_000
 CHUNK_SEARCHES = 1_000_000
 
 
-def impressions(searches: int, seed: int = 60, first: int = 0) -> pa.Table:
+def impressions(searches: int, seed: int = 60, first: int = 0, *, text: bool = False
+                ) -> pa.Table:
     """One row per shown result: bucket, search_id, query_id, doc_id, position, clicked,
-    dwell (null without a click); search ids from ``first``."""
+    dwell (null without a click); search ids from ``first``; ``text``: the ids as strings."""
     rng = np.random.default_rng(seed)
     rows = searches * POSITIONS
     search = np.repeat(np.arange(first, first + searches), POSITIONS)
@@ -45,24 +47,28 @@ def impressions(searches: int, seed: int = 60, first: int = 0) -> pa.Table:
     doc = (query * 31 + rng.integers(0, 40, rows)) % 500_000
     clicked = (rng.random(rows) < 0.5 / position).astype(np.int32)
     dwell = np.where(clicked == 1, rng.exponential(40.0, rows), np.nan)
+    def ids(values: np.ndarray) -> pa.Array:
+        out = pa.array(values.astype(np.int64))
+        return out.cast(pa.string()) if text else out
+
     return pa.table({
         "bucket": pa.array(np.where(search % 2 == 0, "A", "B")),
-        "search_id": pa.array(search.astype(np.int64)),
-        "query_id": pa.array(query.astype(np.int64)),
-        "doc_id": pa.array(doc.astype(np.int64)),
+        "search_id": ids(search),
+        "query_id": ids(query),
+        "doc_id": ids(doc),
         "position": pa.array(position.astype(np.int32)),
         "clicked": pa.array(clicked),
         "dwell": pa.array(dwell, from_pandas=True),
     })
 
 
-def run(searches: int, runs: int) -> dict[str, Any]:
+def run(searches: int, runs: int, *, text: bool = False) -> dict[str, Any]:
     import releval
 
-    path = DATA / f"clicks-{searches}" / "impressions.parquet"
+    path = DATA / f"clicks-{searches}{'-text' if text else ''}" / "impressions.parquet"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write(path, searches)
+        _write(path, searches, text=text)
     spark = _session(**{"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "16"})
     log = spark.read.parquet(str(path))
     cached = searches * POSITIONS <= CACHE_ROWS
@@ -93,6 +99,7 @@ def run(searches: int, runs: int) -> dict[str, Any]:
     memory = peak_rss_mib()
     spark.stop()
     return {"searches": searches, "rows": rows, "measures": MEASURES, "cached": cached,
+            "ids": "text" if text else "integers",
             "count_s": t_count, "online_s": t_online, "floor_s": t_floor,
             "ratio": statistics.median(t_online) / statistics.median(t_count),
             "floor_ratio": statistics.median(t_floor) / statistics.median(t_count),
@@ -115,11 +122,12 @@ def floor_gap(result: Any, floor: Any) -> float:
     return max(abs(ours[m] - row[c]) for m, c in FLOOR_COLUMNS.items())
 
 
-def _write(path: Path, searches: int) -> None:
+def _write(path: Path, searches: int, *, text: bool = False) -> None:
     """The log in Parquet, ``CHUNK_SEARCHES`` searches at a time (bounded memory)."""
     writer = None
     for i, first in enumerate(range(0, searches, CHUNK_SEARCHES)):
-        table = impressions(min(CHUNK_SEARCHES, searches - first), seed=60 + i, first=first)
+        table = impressions(min(CHUNK_SEARCHES, searches - first), seed=60 + i, first=first,
+                            text=text)
         writer = writer or pq.ParquetWriter(path, table.schema)
         writer.write_table(table)
     if writer:
@@ -127,13 +135,13 @@ def _write(path: Path, searches: int) -> None:
 
 
 def floor_plan(log: Any) -> Any:
-    """The per-query means of ``MEASURES`` with nothing else: one ``groupBy`` per search (each
-    measure an aggregate of its rows), one per (bucket, query); no row or search checks."""
+    """The per-query means of ``MEASURES`` with nothing else: one ``groupBy`` per search and
+    its query (each measure an aggregate of its rows), one per (bucket, query); no row or
+    search checks."""
     from pyspark.sql import functions as F
 
     click = F.col("clicked") > 0
-    searches = log.groupBy("bucket", "search_id").agg(
-        F.first("query_id").alias("query_id"),
+    searches = log.groupBy("bucket", "search_id", "query_id").agg(
         F.max(F.when(click & (F.col("position") <= 5), 1).otherwise(0)).alias("ctr5"),
         F.min(F.when(click, 0).otherwise(1)).alias("abandonment"),
         F.coalesce(1 / F.min(F.when(click, F.col("position"))), F.lit(0.0)).alias("rr"),
@@ -151,7 +159,8 @@ def render(r: dict[str, Any]) -> str:
 
     return "\n".join([
         f"# online measures: {r['rows']:,} impressions", "",
-        f"{r['searches']:,} searches x {POSITIONS} positions, 2 buckets; measures "
+        f"{r['searches']:,} searches x {POSITIONS} positions, 2 buckets, ids as "
+        f"{r.get('ids', 'integers')}; measures "
         f"{', '.join(r['measures'])}; local[2], a 4 GB driver, 16 shuffle partitions, the "
         + ("input cached before the clock" if r.get("cached", True) else
            "input read from Parquet by each step")
@@ -178,10 +187,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--searches", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--ids", choices=("integers", "text"), default="integers",
+                        help="the log's search, query and document ids")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    report = run(args.searches, args.runs)
-    save(args.results, f"clicks-online-{report['rows']}", report, render(report))
+    report = run(args.searches, args.runs, text=args.ids == "text")
+    suffix = "-text" if args.ids == "text" else ""
+    save(args.results, f"clicks-online-{report['rows']}{suffix}", report, render(report))
     return 0
 
 

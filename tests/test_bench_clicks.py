@@ -3,6 +3,7 @@ floor computes releval's values, the gate bench's large data is a valid run and 
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 import releval
 from bench import click_labels, clicks_online, gate
@@ -23,10 +24,12 @@ def test_the_labels_log_is_ten_positions_a_search_with_clicks_falling_by_positio
     assert rate[1] > 3 * rate[10]
 
 
-def test_the_online_floor_gives_releval_s_per_query_values(spark, tmp_path):
+@pytest.mark.parametrize("text", [False, True])
+def test_the_online_floor_gives_releval_s_per_query_values(spark, tmp_path, text):
     path = tmp_path / "impressions.parquet"
-    pq.write_table(clicks_online.impressions(500), path)
+    pq.write_table(clicks_online.impressions(500, text=text), path)
     log = spark.read.parquet(str(path))
+    assert dict(log.dtypes)["query_id"] == ("string" if text else "bigint")
     found = releval.evaluate_clicks(log, measures=clicks_online.MEASURES, partition_by="bucket")
     assert clicks_online.floor_gap(found, clicks_online.floor_plan(log)) < 1e-9
 
