@@ -54,9 +54,9 @@ CLICK_ROW = "_click_row"
 IMPRESSIONS = "impressions"
 _INT_MAX = 2**31 - 1
 SEARCH_KEY = "_search_key"
-#: The columns that key a row's query in :func:`releval.checks.query_means.query_means`' output: an integer query id
-#: and 0, or two hashes (xxhash64 and murmur3) of its string; :func:`with_query_ids` maps
-#: them back.
+#: The columns that key a row's query for :mod:`releval.checks.query_means`: an integer
+#: query id and 0, or two hashes (xxhash64 and murmur3) of its string (``with_query_ids``
+#: maps them back).
 QUERY_KEY = ("_qk1", "_qk2")
 
 
@@ -278,7 +278,7 @@ def check_interactions(
 
 
 def search_rules(typed: DataFrame, parts: tuple[str, ...], *,
-                  every: bool = False) -> tuple[DataFrame, DataFrame]:
+                 every: bool = False) -> tuple[DataFrame, DataFrame]:
     """The rules over a search's rows, among the rows the per-row rules passed: its rows
     disagree on the query id, two impressions share a position, a click on a document it did
     not show; each click row's clicks and dwell folded into the document's best impression.
