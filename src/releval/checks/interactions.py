@@ -50,7 +50,7 @@ from releval.errors import ConfigError
 REQUIRED = (S.SEARCH_ID, S.QUERY_ID, S.DOC_ID, S.POSITION, S.CLICKED)
 _RAW = "_raw_"
 CLICK_ROW = "_click_row"
-#: The column of :attr:`CheckedInteractions.searches` holding a search's used impressions.
+#: The column of :func:`search_rules`' searches holding a search's used impressions.
 IMPRESSIONS = "impressions"
 _INT_MAX = 2**31 - 1
 SEARCH_KEY = "_search_key"
@@ -73,9 +73,6 @@ class CheckedInteractions:
         labelled: every row, typed, with ``_reason`` (null: used); what :meth:`counts` reads.
         partition_columns: the run partition columns.
         name: the input's name in messages and accounts.
-        searches: one row per search with a used impression: the partition columns,
-            ``search_id`` and ``impressions``, an array of the used rows (as in ``rows``,
-            in the order read).
         typed: every row, typed, with the per-row reason (the search rules not applied)
             and the keys :func:`releval.checks.query_means.query_means` groups by.
         integer_queries: the query ids are integers (:data:`QUERY_KEY` is the id).
@@ -86,7 +83,6 @@ class CheckedInteractions:
     labelled: DataFrame
     partition_columns: tuple[str, ...]
     name: str
-    searches: DataFrame
     typed: DataFrame
     integer_queries: bool = False
 
@@ -272,9 +268,8 @@ def check_interactions(
         F.col("_source"), F.lit(name))), input_name=INTERACTIONS, partition_columns=parts,
         raw_columns=list(names), number_lines=None)
     return CheckedInteractions(rows=rows, quarantine=quarantine, labelled=labelled,
-                               partition_columns=parts, name=name, searches=searches,
-                               typed=typed, integer_queries=isinstance(kind[S.QUERY_ID],
-                                                                       IntegralType))
+                               partition_columns=parts, name=name, typed=typed,
+                               integer_queries=isinstance(kind[S.QUERY_ID], IntegralType))
 
 
 def search_rules(typed: DataFrame, parts: tuple[str, ...], *,

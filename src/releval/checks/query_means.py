@@ -36,7 +36,7 @@ def query_means(checked: CheckedInteractions, aggregates: Mapping[str, Column],
     aggregation with the flags that decide this (the query key's least and greatest, the
     rows, a bit per position); the sums per query keep each other search apart. Only those
     searches' rows (picked by a broadcast of their keys) are gathered into arrays as in
-    :attr:`CheckedInteractions.searches`; their aggregate values are taken back and
+    the check's search rules (:func:`releval.checks.interactions.search_rules`); their aggregate values are taken back and
     ``arrays(impressions)`` put in. Both uses of the sums read one shuffle (over a cached
     input Spark plans the aggregation twice: docs/performance.md).
 
