@@ -174,3 +174,48 @@ def test_the_intervals_cover_the_truth_about_95_percent():
     assert (harvest_rate >= 0.88).all(), harvest_rate
     print("coverage theta", rate, "harvesting", harvest_rate, "alpha", np.mean(hits_alpha))
     assert 0.92 <= np.mean(hits_alpha) <= 0.98, np.mean(hits_alpha)
+
+
+def test_the_pass_is_the_profile_likelihood_s_derivative_with_pairs_on_their_bound():
+    # a simulated log, plus pairs never shown at position 1 whose clicks push alpha to its
+    # bound 1 / theta_m: their likelihood moves with log theta_k - log theta_m
+    truth = random_truth(queries=20, docs=5, seed=3)
+    log = simulate_pbm(
+        truth,
+        rankings(truth, depth=4, seed=3),
+        shuffle=1.0,
+        searches=400,
+        examination=[1.0, 0.6, 0.4, 0.3],
+        seed=5,
+    )
+    pair, pos, n, c, _ = cells_of(log)
+    extra = pair.max() + 1
+    # 3 of 3 at position 2 and 0 of 1 at 4; 4 of 4 at 3 and 1 of 2 at 4
+    pair = np.r_[pair, extra, extra, extra + 1, extra + 1]
+    pos, n, c = np.r_[pos, 1, 3, 2, 3], np.r_[n, 3, 1, 4, 2], np.r_[c, 3, 0, 4, 1]
+    theta = np.array([1.0, 0.6, 0.4, 0.3])
+    alpha, upper = cm.pbm_alpha(pair, theta[pos], n, c, extra + 2)
+    assert alpha[extra:].tolist() == pytest.approx(upper[extra:].tolist())  # both on the bound
+
+    def at(phi):
+        return cm.pbm_pass(pair, pos, n, c, np.exp(phi), 4)
+
+    phi, e = np.log(theta), 1e-5
+    got = at(phi)
+    for j in range(1, 4):
+        up, down = phi.copy(), phi.copy()
+        up[j] += e
+        down[j] -= e
+        assert got.gradient[j] == pytest.approx(
+            (at(up).loglik - at(down).loglik) / (2 * e), rel=1e-5
+        )
+        numeric = (at(up).gradient - at(down).gradient) / (2 * e)
+        assert got.hessian[j, 1:] == pytest.approx(numeric[1:], rel=1e-4, abs=1e-3)
+    # the fit is the maximum: no step along any axis gains
+    fitted = fit(pair, pos, n, c, 4)
+    best = np.log(fitted.theta)
+    for j in range(1, 4):
+        for step in (1e-4, -1e-4):
+            moved = best.copy()
+            moved[j] += step
+            assert at(moved).loglik <= fitted.loglik + 1e-9

@@ -71,49 +71,80 @@ def pbm_alpha(pair, theta_cell, n, c, pairs: int) -> tuple[np.ndarray, np.ndarra
     """Each pair's attractiveness maximizing the PBM likelihood for fixed examination.
 
     Solves sum_k c_k / alpha = sum_k (n_k - c_k) theta_k / (1 - theta_k alpha) on
-    [0, 1 / max theta_k] by Newton steps kept inside a shrinking bracket.
+    [0, 1 / max theta_k]: 0 for a pair without clicks, the bound where the score is still
+    positive there, else Newton steps kept inside a shrinking bracket.
 
     Returns:
         (alpha, upper): alpha per pair and its bound 1 / max theta over the pair's cells.
     """
     n = n.astype(float)
     c = c.astype(float)
-    upper = 1.0 / np.maximum(np.maximum.reduceat(theta_cell, _starts(pair, pairs)), _TINY)
+    top = np.maximum(np.maximum.reduceat(theta_cell, _starts(pair, pairs)), _TINY)
+    upper = 1.0 / top
     clicks = _bincount(pair, c, pairs)
-    exam = _bincount(pair, n * theta_cell, pairs)
-    alpha = np.clip(clicks / np.maximum(exam, _TINY), 0.0, upper)
-    free = (clicks > 0) & (_bincount(pair, n - c, pairs) > 0)
-    lo = np.zeros(pairs)
-    hi = upper.copy()
+    w = n - c
     with np.errstate(divide="ignore", invalid="ignore"):
-        alpha = _alpha_newton(pair, theta_cell, n, c, alpha, free, lo, hi, upper)
-    alpha = np.where(clicks == 0, 0.0, alpha)
-    alpha = np.where(free | (clicks == 0), alpha, upper)
+        # the score at the bound: -inf where a cell at the top examination has a non-click
+        at_top = theta_cell >= top[pair]
+        blocked = _bincount(pair, (at_top & (w > 0)).astype(float), pairs) > 0
+        rest = _bincount(
+            pair, np.where(at_top, 0.0, w * theta_cell / (1 - theta_cell / top[pair])), pairs
+        )
+        score_at_upper = np.where(blocked, -np.inf, clicks * top - rest)
+    alpha = np.where(clicks > 0, upper, 0.0)
+    solve = (clicks > 0) & (score_at_upper < 0)
+    if solve.any():
+        cells = solve[pair]
+        index = np.cumsum(solve) - 1
+        sub = _alpha_newton(
+            index[pair[cells]],
+            theta_cell[cells],
+            w[cells],
+            clicks[solve],
+            _bincount(pair, n * theta_cell, pairs)[solve],
+            upper[solve],
+        )
+        alpha[solve] = sub
     return alpha, upper
 
 
-def _alpha_newton(pair, theta_cell, n, c, alpha, free, lo, hi, upper) -> np.ndarray:
-    """Newton steps on the score of alpha, bisection when a step leaves the bracket."""
-    pairs = len(alpha)
-    clicks = _bincount(pair, c, pairs)
-    for _ in range(200):
-        alpha = np.where(free, alpha, 0.5 * upper)  # fixed pairs: any interior value
-        a = alpha[pair]
-        q = np.maximum(1.0 - theta_cell * a, _TINY)
-        f = clicks / np.maximum(alpha, _TINY) - _bincount(pair, (n - c) * theta_cell / q, pairs)
-        fp = -clicks / np.maximum(alpha, _TINY) ** 2 - _bincount(
-            pair, (n - c) * theta_cell**2 / q**2, pairs
-        )
-        lo = np.where(f > 0, alpha, lo)
-        hi = np.where(f > 0, hi, alpha)
-        step = alpha - f / np.where(fp < 0, fp, -1.0)
-        inside = (step > lo) & (step < hi)
-        new = np.where(inside, step, 0.5 * (lo + hi))
-        new = np.where(free, new, alpha)
-        done = np.max(np.abs(new - alpha), initial=0.0) < 1e-15
-        alpha = new
-        if done:
-            break
+def _alpha_newton(pair, theta_cell, w, clicks, exam, upper) -> np.ndarray:
+    """Newton steps on the score f of alpha in (0, upper), kept in a shrinking bracket; a
+    bisection where a step would leave it or would not halve the step before it (Numerical
+    Recipes' rtsafe). A pair leaves the loop once |f| alpha <= 1e-11 clicks."""
+    pairs = len(clicks)
+    alpha = np.clip(clicks / np.maximum(exam, _TINY), 0.0, 0.5 * upper)
+    lo = np.zeros(pairs)
+    hi = upper.copy()
+    last = upper.copy()
+    active = np.arange(pairs)
+    cell_pair, cell_theta, cell_w = pair, theta_cell, w
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for _ in range(200):
+            m = len(active)
+            a, k = alpha[active], clicks[active]
+            q = np.maximum(1.0 - cell_theta * a[cell_pair], _TINY)
+            t = cell_w * cell_theta / q
+            f = k / a - _bincount(cell_pair, t, m)
+            fp = -k / a**2 - _bincount(cell_pair, t * cell_theta / q, m)
+            low = np.where(f > 0, a, lo[active])
+            high = np.where(f > 0, hi[active], a)
+            step = f / fp
+            newton = (
+                (a - step > low) & (a - step < high) & (2 * np.abs(f) <= np.abs(last[active] * fp))
+            )
+            alpha[active] = np.where(newton, a - step, 0.5 * (low + high))
+            lo[active], hi[active] = low, high
+            last[active] = np.where(newton, np.abs(step), 0.5 * (high - low))
+            going = (np.abs(f) * a > 1e-11 * k) & (high - low > 1e-15 * upper[active])
+            alpha[active] = np.where(going, alpha[active], a)
+            if not going.all():
+                if not going.any():
+                    break
+                keep = going[cell_pair]
+                active = active[going]
+                cell_pair = (np.cumsum(going) - 1)[cell_pair[keep]]
+                cell_theta, cell_w = cell_theta[keep], cell_w[keep]
     return alpha
 
 
@@ -123,7 +154,7 @@ def _starts(pair: np.ndarray, pairs: int) -> np.ndarray:
 
 
 def pbm_pass(pair, position, n, c, theta, positions: int) -> PassStats:
-    """Log-likelihood, gradient and profile Hessian in log theta, alpha at its maximum.
+    """Log-likelihood, gradient and Hessian in log theta of the profile likelihood.
 
     Args:
         pair: 0-based pair index per cell, sorted, every index from 0 to max present.
@@ -135,6 +166,8 @@ def pbm_pass(pair, position, n, c, theta, positions: int) -> PassStats:
     With u = c - (n - c) p / (1 - p) and h = -(n - c) p / (1 - p)^2 per cell, both log theta
     and log alpha have gradient u and second derivatives h. For an interior alpha the profile
     Hessian is diag(sum h) - sum over pairs of v v' / sum_k h (v: the pair's h by position).
+    A pair at its bound alpha = 1 / theta_m (m: its cell of highest examination) depends on
+    log theta_k - log theta_m: its cells' u and h also count, negated, at position m.
     """
     pairs = int(pair[-1]) + 1 if len(pair) else 0
     k = positions
@@ -152,17 +185,33 @@ def pbm_pass(pair, position, n, c, theta, positions: int) -> PassStats:
     u = c - (n - c) * odds
     gradient = _bincount(position, u, k)
     hessian = np.diag(_bincount(position, h, k))
-    interior = (alpha > 0) & (alpha < upper * (1 - 1e-12))
     h_pair = _bincount(pair, h, pairs)
-    keep = interior[pair] & (h_pair[pair] < 0)
+    interior = (alpha > 0) & (alpha < upper) & (h_pair < 0)
+    keep = interior[pair]
     if keep.any():
-        rows = np.unique(pair[keep], return_inverse=True)[1]
-        v = np.zeros((int(rows.max()) + 1, k))
-        np.add.at(v, (rows, position[keep]), h[keep])
-        hp = h_pair[np.unique(pair[keep])]
-        hessian = hessian - (v / hp[:, None]).T @ v
+        rows = (np.cumsum(interior) - 1)[pair[keep]]
+        v = _bincount(rows * k + position[keep], h[keep], int(interior.sum()) * k).reshape(-1, k)
+        hessian = hessian - (v / h_pair[interior][:, None]).T @ v
+    bound = (alpha > 0) & (alpha >= upper)
+    if bound.any():
+        cells = bound[pair]
+        top = _top_position(pair, position, theta_cell, pairs)
+        m = top[pair[cells]]
+        gradient = gradient - _bincount(m, u[cells], k)
+        cross = _bincount(position[cells] * k + m, h[cells], k * k).reshape(k, k)
+        hessian = hessian - cross - cross.T + np.diag(_bincount(m, h[cells], k))
     loglik = float(_cell_loglik(n, c, p).sum())
     return PassStats(loglik, gradient, hessian, _bincount(position, n, k))
+
+
+def _top_position(pair, position, theta_cell, pairs: int) -> np.ndarray:
+    """Each pair's position of highest examination (the first such cell)."""
+    top = np.maximum.reduceat(theta_cell, _starts(pair, pairs))
+    first = np.flatnonzero(theta_cell >= top[pair])
+    first = first[np.r_[True, pair[first][1:] != pair[first][:-1]]]
+    out = np.zeros(pairs, dtype=np.int64)
+    out[pair[first]] = position[first]
+    return out
 
 
 def pbm_fit(
