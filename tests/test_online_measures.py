@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from pyspark.sql import functions as F
-from support.clicks_support import EXPECTED, check_mixed
+from support.clicks_support import EXPECTED, check_cells, check_mixed
 
 import releval
 from releval.core import columns as S
@@ -221,3 +221,12 @@ def test_every_kind_of_search_against_a_reference_of_the_rules(spark, integer_qu
     # integer ones by the id
     got = check_mixed(spark, integer_queries=integer_queries)
     assert got == EXPECTED["mixed"] == [[], 0.0, 84]
+
+
+@pytest.mark.parametrize("integer_queries", [False, True])
+def test_impression_cells_of_every_kind_of_search_against_a_reference_of_the_rules(
+        spark, integer_queries):
+    # the same log: impressions and clicked impressions per (bucket, query, doc, position)
+    # against the used impressions the rules give, counted in plain Python; 933 cells
+    got = check_cells(spark, integer_queries=integer_queries)
+    assert got == EXPECTED["cells"] == [[], 0.0, 933]

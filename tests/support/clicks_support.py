@@ -41,6 +41,9 @@ EXPECTED = {
     # mixed_log(default_rng(3)) against mixed_reference: no key on one side only, no
     # difference, and every (bucket, query, measure) of the reference compared
     "mixed": [[], 0.0, 84],
+    # impression_cells of the same log against its used impressions counted in plain Python:
+    # no cell on one side only, no difference, 933 cells compared
+    "cells": [[], 0.0, 933],
 }
 
 
@@ -68,7 +71,7 @@ def check(spark) -> dict:
     return {"online": found,
             "preference": preference,
             "online_accounts": account(online), "interleaving_accounts": account(inter),
-            "mixed": check_mixed(spark)}
+            "mixed": check_mixed(spark), "cells": check_cells(spark)}
 
 
 def check_mixed(spark, *, integer_queries: bool = False) -> list:
@@ -120,15 +123,16 @@ def mixed_log(rng: np.random.Generator, searches: int = 60) -> list[tuple]:
     return rows
 
 
-def mixed_reference(rows: list[tuple]) -> dict[tuple, tuple[float, float]]:
-    """The per-query values of :func:`mixed_log`'s rows by the rules of docs/clicks.md, in
-    plain Python: a search whose impressions disagree on the query is dropped; the
-    impressions at a repeated position are dropped; a click row's clicks (and dwell) go to
-    the shown document's best-placed impression, or nowhere when it was not shown."""
+def used_impressions(rows: list[tuple]) -> list[tuple[str | None, str, list[list]]]:
+    """Per search of :func:`mixed_log`'s rows with a used impression, by the rules of
+    docs/clicks.md in plain Python: (bucket, query, [doc, position, clicks, dwell] per used
+    impression). A search whose impressions disagree on the query is dropped; the impressions
+    at a repeated position are dropped; a click row's clicks (and dwell) go to the shown
+    document's best-placed impression, or nowhere when it was not shown."""
     by_search: dict[tuple, list[tuple]] = {}
     for r in rows:
         by_search.setdefault((r[0], r[1]), []).append(r)
-    per_query: dict[tuple, list[dict]] = {}
+    out = []
     for (bucket, _), rs in by_search.items():
         shown = [r for r in rs if r[4] is not None]
         if len({r[2] for r in shown}) != 1:
@@ -143,6 +147,14 @@ def mixed_reference(rows: list[tuple]) -> dict[tuple, tuple[float, float]]:
                 if mine:
                     mine[0][2] += r[5]
                     mine[0][3] = max(d for d in (mine[0][3], r[6]) if d is not None)
+        out.append((bucket, shown[0][2], kept))
+    return out
+
+
+def mixed_reference(rows: list[tuple]) -> dict[tuple, tuple[float, float]]:
+    """The per-query values of :func:`mixed_log`'s rows (:func:`used_impressions`)."""
+    per_query: dict[tuple, list[dict]] = {}
+    for bucket, query, kept in used_impressions(rows):
         hits = [k for k in kept if k[2] > 0]
         values = {
             "CTR@1": float(any(k[1] <= 1 for k in hits)),
@@ -152,9 +164,32 @@ def mixed_reference(rows: list[tuple]) -> dict[tuple, tuple[float, float]]:
             "Clicks": float(sum(k[2] for k in kept)),
             "Success@30": float(any(k[3] is not None and k[3] >= 30 for k in hits)),
         }
-        per_query.setdefault((bucket, shown[0][2]), []).append(values)
+        per_query.setdefault((bucket, query), []).append(values)
     return {(b, q, m): (sum(v[m] for v in vs) / len(vs), float(len(vs)))
             for (b, q), vs in per_query.items() for m in MIXED_MEASURES}
+
+
+def check_cells(spark, *, integer_queries: bool = False) -> list:
+    """``impression_cells`` of :func:`mixed_log` against the used impressions counted in plain
+    Python (impressions, clicked ones) per (bucket, query, doc, position) (:func:`gaps`)."""
+    from releval.checks.interactions import check_interactions
+    from releval.checks.query_means import impression_cells
+
+    rows = mixed_log(np.random.default_rng(3))
+    frame = spark.createDataFrame(rows, SCHEMA).drop("team")
+    if integer_queries:
+        frame = frame.withColumn("query_id", F.substring("query_id", 2, 9).cast("long"))
+    cells = impression_cells(check_interactions(frame, partition_by="bucket"))
+    expected: dict[tuple, list[float]] = {}
+    for bucket, query, kept in used_impressions(rows):
+        for doc, position, clicks, _ in kept:
+            key = (bucket, query[1:] if integer_queries else query, doc, position)
+            counts = expected.setdefault(key, [0.0, 0.0])
+            counts[0] += 1
+            counts[1] += clicks > 0
+    return gaps({(r.bucket, str(r.query_id), r.doc_id, r.position): (r.impressions, r.clicks)
+                 for r in cells.collect()},
+                {k: tuple(v) for k, v in expected.items()})
 
 
 def gaps(got: dict[tuple, tuple[float, float]],

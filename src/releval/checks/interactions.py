@@ -58,6 +58,9 @@ SEARCH_KEY = "_search_key"
 #: query id and 0, or two hashes (xxhash64 and murmur3) of its string (``with_query_ids``
 #: maps them back).
 QUERY_KEY = ("_qk1", "_qk2")
+#: The columns that key a row's query id and doc id as their strings do: the column itself
+#: when an integer or a string, else its string (``impression_cells`` groups by them).
+ID_KEYS = ("_query_id_key", "_doc_id_key")
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class CheckedInteractions:
         partition_columns: the run partition columns.
         name: the input's name in messages and accounts.
         typed: every row, typed, with the per-row reason (the search rules not applied)
-            and the keys :func:`releval.checks.query_means.query_means` groups by.
+            and the keys :mod:`releval.checks.query_means` groups by.
         integer_queries: the query ids are integers (:data:`QUERY_KEY` is the id).
     """
 
@@ -259,6 +262,8 @@ def check_interactions(
         _key(col[S.SEARCH_ID], kind[S.SEARCH_ID]).alias(SEARCH_KEY),
         *[c.alias(q) for c, q in zip(_query_key(col[S.QUERY_ID], kind[S.QUERY_ID]), QUERY_KEY,
                                      strict=True)],
+        *[_key(col[c], kind[c]).alias(k) for c, k in zip((S.QUERY_ID, S.DOC_ID), ID_KEYS,
+                                                          strict=True)],
     )
     labelled, searches = search_rules(typed, parts)
     rows = searches.select(*parts, S.SEARCH_ID, F.explode(IMPRESSIONS).alias("_i")).select(

@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from releval.checks.interactions import check_interactions
+from releval.checks.query_means import impression_cells
 from releval.clicks import position_bias as pb
 from releval.clicks.labels_result import ClickLabels
 from releval.core import columns as S
@@ -108,14 +109,13 @@ def click_labels(
             f"click_labels: min_impressions={min_impressions!r}; expected an integer >= 1"
         )
     checked = check_interactions(_needed(interactions, columns), columns)
-    rows = checked.rows
-    compressed = pb.compress(rows)
+    compressed = pb.pack(impression_cells(checked))
     if model == "pbm":
         bias = pb.fit_position_bias(compressed)
         scored = _pbm_scored(compressed, bias.pbm.theta)
     else:
         bias = None
-        scored = _cascade_scored(rows)
+        scored = _cascade_scored(checked.rows)
     enough = F.col(S.IMPRESSIONS) >= int(min_impressions)
     labels = scored.where(F.col(_IDENTIFIED) & enough).select(
         S.QUERY_ID,
@@ -184,10 +184,10 @@ def _pbm_scored(compressed: DataFrame, theta: np.ndarray) -> DataFrame:
     not identified (no label)."""
     theta = np.asarray(theta, dtype=float)
 
-    def score(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        for pdf in batches:
-            pair, position, n, c = pb.cells(pdf)
-            pairs = len(pdf)
+    def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            pair, position, n, c = pb.arrow_cells(batch)
+            pairs = batch.num_rows
             known = position < len(theta)
             known[known] = np.isfinite(theta[position[known]])
             alpha = np.full(pairs, np.nan)
@@ -200,21 +200,22 @@ def _pbm_scored(compressed: DataFrame, theta: np.ndarray) -> DataFrame:
                 a, upper = cm.pbm_alpha(index, th, n[known], c[known], len(used))
                 lo, hi = cm.pbm_alpha_interval(index, th, n[known], c[known], a, upper)
                 alpha[used], low[used], high[used] = a, lo, hi
-            yield pd.DataFrame(
-                {
-                    S.QUERY_ID: pdf[S.QUERY_ID].to_numpy(),
-                    S.DOC_ID: pdf[S.DOC_ID].to_numpy(),
-                    S.ATTRACTIVENESS: alpha,
-                    S.ATTRACTIVENESS_LOW: low,
-                    S.ATTRACTIVENESS_HIGH: high,
-                    S.SATISFACTION: np.full(pairs, np.nan),
-                    S.IMPRESSIONS: np.bincount(pair, weights=n, minlength=pairs).astype(np.int64),
-                    S.CLICKS: np.bincount(pair, weights=c, minlength=pairs).astype(np.int64),
-                    _IDENTIFIED: np.isfinite(alpha),
-                }
+            yield pa.RecordBatch.from_arrays(
+                [
+                    batch.column(S.QUERY_ID),
+                    batch.column(S.DOC_ID),
+                    *[pa.array(x, from_pandas=True)  # NaN: null, as for every estimate
+                      for x in (alpha, low, high, np.full(pairs, np.nan))],
+                    pa.array(np.bincount(pair, weights=n, minlength=pairs).astype(np.int64)),
+                    pa.array(np.bincount(pair, weights=c, minlength=pairs).astype(np.int64)),
+                    pa.array(np.isfinite(alpha)),
+                ],
+                names=[S.QUERY_ID, S.DOC_ID, S.ATTRACTIVENESS, S.ATTRACTIVENESS_LOW,
+                       S.ATTRACTIVENESS_HIGH, S.SATISFACTION, S.IMPRESSIONS, S.CLICKS,
+                       _IDENTIFIED],
             )
 
-    return compressed.mapInPandas(score, _SCORED_SCHEMA)
+    return compressed.mapInArrow(score, _SCORED_SCHEMA)
 
 
 def _cascade_scored(rows: DataFrame) -> DataFrame:

@@ -1,9 +1,10 @@
 """Position bias from a search log, in Spark: the PBM fit and intervention harvesting.
 
 The log is compressed once to a cached row per (query, doc) with arrays of (position,
-impressions, clicks) (``compress``). Each pass of the PBM fit is a ``mapInPandas`` returning
-per partition a log-likelihood, a gradient and a K x K Hessian: only those reach the driver.
-Intervention harvesting (Agarwal et al., WSDM 2019) uses only pairs shown at two positions
+impressions, clicks) (``compress``). Each pass of the PBM fit is a ``mapInArrow`` over the
+pairs that inform theta (shown at two positions or more, and clicked), returning per partition
+a log-likelihood, a gradient and a K x K Hessian: only those reach the driver. Intervention
+harvesting (Agarwal et al., WSDM 2019) uses only pairs shown at two positions
 (``releval.stats.harvesting``). See docs/clicks.md, "Models".
 
 Example:
@@ -20,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -66,66 +67,87 @@ def compress(interactions: DataFrame) -> DataFrame:
     A row is one impression; ``clicked > 0`` counts as a click (a count of clicks is one click
     for the click models). Positions are sorted within a row.
     """
-    cells = interactions.groupBy(QUERY_ID, DOC_ID, POSITION).agg(
+    return pack(interactions.groupBy(QUERY_ID, DOC_ID, POSITION).agg(
         F.count(F.lit(1)).alias(IMPRESSIONS),
         F.sum(F.when(F.col(CLICKED) > 0, 1).otherwise(0)).cast("long").alias(CLICKS),
-    )
+    ))
+
+
+def pack(cells: DataFrame) -> DataFrame:
+    """:func:`compress`'s rows from impressions and clicks per (query_id, doc_id, position)
+    (:func:`releval.checks.query_means.impression_cells`); the ids become strings."""
     cell = F.struct(F.col(POSITION).cast("int").alias(POSITION), F.col(IMPRESSIONS), F.col(CLICKS))
     packed = cells.groupBy(QUERY_ID, DOC_ID).agg(F.sort_array(F.collect_list(cell)).alias("_c"))
     return packed.select(
-        QUERY_ID,
-        DOC_ID,
+        F.col(QUERY_ID).cast("string").alias(QUERY_ID),
+        F.col(DOC_ID).cast("string").alias(DOC_ID),
         F.col(f"_c.{POSITION}").alias(_POSITIONS),
         F.col(f"_c.{IMPRESSIONS}").alias(_IMPRESSIONS),
         F.col(f"_c.{CLICKS}").alias(_CLICKS),
     ).cache()
 
 
-def cells(pdf: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A batch of compressed rows as flat cells: pair index, 0-based position, n, c."""
-    lengths = pdf[_POSITIONS].map(len).to_numpy()
-    pair = np.repeat(np.arange(len(pdf)), lengths)
-    if len(pair) == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty, empty
-    position = np.concatenate(pdf[_POSITIONS].to_numpy()).astype(np.int64) - 1
-    n = np.concatenate(pdf[_IMPRESSIONS].to_numpy()).astype(np.int64)
-    c = np.concatenate(pdf[_CLICKS].to_numpy()).astype(np.int64)
-    return pair, position, n, c
+_ARRAYS = (_POSITIONS, _IMPRESSIONS, _CLICKS)
 
 
-_STATS_SCHEMA = "loglik double, gradient array<double>, hessian array<double>, n array<double>"
+def arrow_cells(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """An Arrow batch of :func:`compress`'s rows as flat cells: pair index (the row), 0-based
+    position, impressions and clicks (the arrays read without a copy per row)."""
+    lists = [batch.column(name) for name in _ARRAYS]
+    lengths = lists[0].value_lengths().to_numpy(zero_copy_only=False)
+    pair = np.repeat(np.arange(len(lengths)), lengths)
+    position, n, c = (x.flatten().to_numpy(zero_copy_only=False).astype(np.int64) for x in lists)
+    return pair, position - 1, n, c
 
 
-def _pass(compressed: DataFrame, theta: np.ndarray) -> cm.PassStats:
-    """One pass of the PBM fit at ``theta``: per-partition sums, added on the driver."""
+def _linked(compressed: DataFrame, *, clicked: bool) -> DataFrame:
+    """The pairs shown at two positions or more (``clicked``: and clicked): only they inform
+    theta (a pair's only cell fits its alpha whatever theta is; a pair without clicks has
+    alpha 0), so only they cross to Python in the fit's passes."""
+    linked = F.size(_POSITIONS) > 1
+    if clicked:
+        linked = linked & F.exists(_CLICKS, lambda x: x > 0)
+    return compressed.where(linked).select(*_ARRAYS)
+
+
+def _summed(df: DataFrame, per_batch, schema: str) -> list:
+    """``per_batch`` over the Arrow batches of ``df``'s arrays, its float vectors added per
+    partition and then on the driver (one row per partition reaches it)."""
+    names = [f.split()[0] for f in schema.split(",")]
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        total = None
+        for batch in batches:
+            if batch.num_rows:
+                got = per_batch(*arrow_cells(batch))
+                total = got if total is None else [t + g for t, g in zip(total, got, strict=True)]
+        if total is not None:
+            yield pa.RecordBatch.from_pydict(
+                {name: [np.asarray(v, dtype=float).ravel().tolist()]
+                 for name, v in zip(names, total, strict=True)})
+
+    rows = df.mapInArrow(run, schema).collect()
+    if not rows:
+        return []
+    return [sum(np.array(r[name]) for r in rows) for name in names]
+
+
+_STATS_SCHEMA = ("loglik array<double>, gradient array<double>, hessian array<double>, "
+                 "n array<double>")
+
+
+def _pass(linked: DataFrame, theta: np.ndarray) -> cm.PassStats:
+    """One pass of the PBM fit at ``theta`` over the linked pairs with clicks."""
     k = len(theta)
 
-    def stats(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        total = cm.PassStats(0.0, np.zeros(k), np.zeros((k, k)), np.zeros(k))
-        for pdf in batches:
-            pair, position, n, c = cells(pdf)
-            if len(pair):
-                total = total + cm.pbm_pass(pair, position, n, c, theta, k)
-        yield pd.DataFrame(
-            {
-                "loglik": [total.loglik],
-                "gradient": [total.gradient.tolist()],
-                "hessian": [total.hessian.ravel().tolist()],
-                "n": [total.impressions.tolist()],
-            }
-        )
+    def stats(pair, position, n, c):
+        s = cm.pbm_pass(pair, position, n, c, theta, k)
+        return [np.array([s.loglik]), s.gradient, s.hessian, s.impressions]
 
-    rows = compressed.mapInPandas(stats, _STATS_SCHEMA).collect()
-    total = cm.PassStats(0.0, np.zeros(k), np.zeros((k, k)), np.zeros(k))
-    for r in rows:
-        total = total + cm.PassStats(
-            r["loglik"],
-            np.array(r["gradient"]),
-            np.array(r["hessian"]).reshape(k, k),
-            np.array(r["n"]),
-        )
-    return total
+    got = _summed(linked, stats, _STATS_SCHEMA)
+    if not got:
+        return cm.PassStats(0.0, np.zeros(k), np.zeros((k, k)), np.zeros(k))
+    return cm.PassStats(float(got[0][0]), got[1], got[2].reshape(k, k), got[3])
 
 
 def _per_position(compressed: DataFrame) -> tuple[int, np.ndarray, np.ndarray]:
@@ -150,37 +172,31 @@ def _per_position(compressed: DataFrame) -> tuple[int, np.ndarray, np.ndarray]:
 _HARVEST_SCHEMA = "cells array<double>, cross array<double>"
 
 
-def _harvest(compressed: DataFrame, k: int) -> cm.PbmFit:
-    """Intervention harvesting's sums, per partition, added on the driver."""
+def _harvest(linked: DataFrame, k: int) -> cm.PbmFit:
+    """Intervention harvesting's sums over the pairs shown at two positions or more."""
 
-    def stats(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        total = hv.empty(k)
-        for pdf in batches:
-            pair, position, n, c = cells(pdf)
-            if len(pair):
-                total = total + hv.harvest_sums(pair, position, n, c, k)
-        yield pd.DataFrame(
-            {"cells": [total.cells.ravel().tolist()], "cross": [total.cross.ravel().tolist()]}
-        )
+    def sums(pair, position, n, c):
+        got = hv.harvest_sums(pair, position, n, c, k)
+        return [got.cells, got.cross]
 
     total = hv.empty(k)
-    for r in compressed.mapInPandas(stats, _HARVEST_SCHEMA).collect():
-        total = total + hv.HarvestSums(
-            np.array(r["cells"]).reshape(total.cells.shape),
-            np.array(r["cross"]).reshape(total.cross.shape),
-        )
+    got = _summed(linked, sums, _HARVEST_SCHEMA)
+    if got:
+        total = hv.HarvestSums(got[0].reshape(total.cells.shape),
+                               got[1].reshape(total.cross.shape))
     return hv.harvest_theta(total)
 
 
 def fit_position_bias(compressed: DataFrame) -> PositionBias:
     """The PBM fit and the harvesting estimate over ``compress``'s rows, side by side."""
     k, n, c = _per_position(compressed)
-    harvesting = _harvest(compressed, k)
+    harvesting = _harvest(_linked(compressed, clicked=False), k)
     # Newton starts at the harvested curve where it has one, else at the click-rate ratio
     ctr = np.where(n > 0, c / np.maximum(n, 1), 0.0)
     theta0 = np.clip(ctr / ctr[0], 0.01, 1.0) if k and ctr[0] > 0 else np.ones(k)
     theta0 = np.where(np.isfinite(harvesting.theta), harvesting.theta, theta0)
-    pbm = cm.pbm_fit(lambda th: _pass(compressed, th), positions=k, theta0=theta0)
+    linked = _linked(compressed, clicked=True)
+    pbm = cm.pbm_fit(lambda th: _pass(linked, th), positions=k, theta0=theta0)
     spark = compressed.sparkSession
     rows = []
     for method, fit in ((PBM, pbm), (HARVESTING, harvesting)):

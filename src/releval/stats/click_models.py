@@ -109,43 +109,56 @@ def pbm_alpha(pair, theta_cell, n, c, pairs: int) -> tuple[np.ndarray, np.ndarra
 
 
 def _alpha_newton(pair, theta_cell, w, clicks, exam, upper) -> np.ndarray:
-    """Newton steps on the score f of alpha in (0, upper), kept in a shrinking bracket; a
-    bisection where a step would leave it or would not halve the step before it (Numerical
-    Recipes' rtsafe). A pair leaves the loop once |f| alpha <= 1e-11 clicks."""
-    pairs = len(clicks)
-    alpha = np.clip(clicks / np.maximum(exam, _TINY), 0.0, 0.5 * upper)
-    lo = np.zeros(pairs)
-    hi = upper.copy()
-    last = upper.copy()
-    active = np.arange(pairs)
-    cell_pair, cell_theta, cell_w = pair, theta_cell, w
+    """The root in (0, upper) of the score f(alpha) = clicks / alpha - sum w theta / (1 - theta
+    alpha), which falls from +inf to -inf there (:func:`_rtsafe`)."""
+
+    def score(cell_pair, cells, a, active):
+        theta, weight = cells
+        k = clicks[active]
+        q = np.maximum(1.0 - theta * a[cell_pair], _TINY)
+        t = weight * theta / q
+        m = len(active)
+        return k / a - _bincount(cell_pair, t, m), -k / a**2 - _bincount(cell_pair, t * theta / q, m)
+
+    start = np.clip(clicks / np.maximum(exam, _TINY), 0.0, 0.5 * upper)
+    return _rtsafe(pair, (theta_cell, w), score, start, np.zeros(len(clicks)), upper.copy(),
+                   1e-11 * clicks / upper)
+
+
+def _rtsafe(pair, cells, value_slope, start, good, bad, tol) -> np.ndarray:
+    """Per pair, a root of g between its ``good`` end (g > 0) and its ``bad`` end (g < 0):
+    Newton steps kept inside the bracket, a bisection where a step would leave it or would
+    not halve the step before it (Numerical Recipes' rtsafe). A pair leaves the loop once
+    |g| <= its ``tol`` or its bracket is under 1e-15.
+
+    ``value_slope(cell_pair, cells, x, active)`` gives g and g' of the ``active`` pairs at
+    ``x`` from their cells (``cell_pair`` indexes ``x``; ``cells``: per-cell arrays)."""
+    x, good, bad = start.astype(float), good.astype(float), bad.astype(float)
+    last = np.abs(bad - good)
+    active = np.arange(len(x))
+    cell_pair = pair
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for _ in range(200):
-            m = len(active)
-            a, k = alpha[active], clicks[active]
-            q = np.maximum(1.0 - cell_theta * a[cell_pair], _TINY)
-            t = cell_w * cell_theta / q
-            f = k / a - _bincount(cell_pair, t, m)
-            fp = -k / a**2 - _bincount(cell_pair, t * cell_theta / q, m)
-            low = np.where(f > 0, a, lo[active])
-            high = np.where(f > 0, hi[active], a)
-            step = f / fp
-            newton = (
-                (a - step > low) & (a - step < high) & (2 * np.abs(f) <= np.abs(last[active] * fp))
-            )
-            alpha[active] = np.where(newton, a - step, 0.5 * (low + high))
-            lo[active], hi[active] = low, high
+            a = x[active]
+            g, slope = value_slope(cell_pair, cells, a, active)
+            up = g > 0
+            g_end, b_end = np.where(up, a, good[active]), np.where(up, bad[active], a)
+            low, high = np.minimum(g_end, b_end), np.maximum(g_end, b_end)
+            step = g / slope
+            newton = ((a - step > low) & (a - step < high)
+                      & (2 * np.abs(g) <= np.abs(last[active] * slope)))
+            going = (np.abs(g) > tol[active]) & (high - low > 1e-15 * np.maximum(high, 1.0))
+            x[active] = np.where(going, np.where(newton, a - step, 0.5 * (low + high)), a)
+            good[active], bad[active] = g_end, b_end
             last[active] = np.where(newton, np.abs(step), 0.5 * (high - low))
-            going = (np.abs(f) * a > 1e-11 * k) & (high - low > 1e-15 * upper[active])
-            alpha[active] = np.where(going, alpha[active], a)
             if not going.all():
                 if not going.any():
                     break
                 keep = going[cell_pair]
                 active = active[going]
                 cell_pair = (np.cumsum(going) - 1)[cell_pair[keep]]
-                cell_theta, cell_w = cell_theta[keep], cell_w[keep]
-    return alpha
+                cells = tuple(v[keep] for v in cells)
+    return x
 
 
 def _starts(pair: np.ndarray, pairs: int) -> np.ndarray:
@@ -288,29 +301,55 @@ def pbm_fit(
 
 
 def pbm_alpha_interval(pair, theta_cell, n, c, alpha, upper, z: float = Z95):
-    """Likelihood-ratio interval of each pair's alpha for a fixed theta (loglik drop z^2/2)."""
+    """Likelihood-ratio interval of each pair's alpha for a fixed theta (loglik drop z^2/2).
+
+    The pair's log-likelihood is concave in alpha, so each end is the one root of
+    loglik(a) = loglik(alpha) - z^2 / 2 on its side of alpha (:func:`_rtsafe`), or the bound
+    (0 or ``upper``) where the drop there is smaller."""
     pairs = len(alpha)
     n = n.astype(float)
     c = c.astype(float)
+    w = n - c
+    clicks = _bincount(pair, c, pairs)
 
     def loglik(a):
         return _bincount(pair, _cell_loglik(n, c, theta_cell * a[pair]), pairs)
 
     target = loglik(alpha) - z * z / 2
+    # 1 / the square root of the information at alpha: a first guess of each end's distance
+    q = np.maximum(1.0 - theta_cell * alpha[pair], _TINY)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        info = (np.where(clicks > 0, clicks / np.maximum(alpha, _TINY) ** 2, 0.0)
+                + _bincount(pair, np.where(w > 0, w * theta_cell**2 / q**2, 0.0), pairs))
+        spread = z / np.sqrt(np.maximum(info, _TINY))
 
-    def solve(lo, hi, increasing):
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            below = loglik(mid) < target
-            go_up = below if increasing else ~below
-            lo, hi = np.where(go_up, mid, lo), np.where(go_up, hi, mid)
-        return 0.5 * (lo + hi)
+    def drop(cell_pair, cells, a, active):
+        theta, cn, cc = cells
+        p = theta * a[cell_pair]
+        m = len(active)
+        k = clicks[active]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = (np.where(k > 0, k / a, 0.0)
+                     - _bincount(cell_pair, np.where(cn > cc, (cn - cc) * theta
+                                                     / np.maximum(1.0 - p, _TINY), 0.0), m))
+        return _bincount(cell_pair, _cell_loglik(cn, cc, p), m) - target[active], score
 
-    low = solve(np.zeros(pairs), alpha.copy(), increasing=True)
-    low = np.where(loglik(np.zeros(pairs)) >= target, 0.0, low)
-    high = solve(alpha.copy(), upper.copy(), increasing=False)
-    high = np.where(loglik(upper) >= target, upper, high)
-    return low, high
+    def end(side, bound):
+        out = np.array(bound, dtype=float)
+        solve = loglik(out) < target
+        if solve.any():
+            cells = solve[pair]
+            index = (np.cumsum(solve) - 1)[pair[cells]]
+            inside = np.clip(alpha + side * spread, np.minimum(alpha, bound),
+                             np.maximum(alpha, bound))[solve]
+            tol = 1e-12 * np.maximum(np.abs(target[solve]), 1.0)
+            got = _rtsafe(index, (theta_cell[cells], n[cells], c[cells]),
+                          lambda cp, cl, a, act: drop(cp, cl, a, np.flatnonzero(solve)[act]),
+                          inside, alpha[solve], bound[solve], tol)
+            out[solve] = got
+        return out
+
+    return end(-1.0, np.zeros(pairs)), end(1.0, upper.copy())
 
 
 def wilson(successes, trials, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:

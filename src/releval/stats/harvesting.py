@@ -67,7 +67,7 @@ def harvest_sums(pair, position, n, c, positions: int) -> HarvestSums:
     first = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])  # cells are sorted by pair
     size = np.diff(np.r_[first, len(pair)])
     multi = np.repeat(size > 1, size)
-    np.add.at(out.cells[:, :, 2], (position[multi], position[multi]), n[multi])
+    out.cells[:, :, 2] += _grid(position[multi], position[multi], n[multi], k)
     ia, ib = [], []
     for i in range(int(size.max(initial=0))):  # every two cells i < j of a pair
         for j in range(i + 1, int(size.max(initial=0))):
@@ -83,7 +83,7 @@ def harvest_sums(pair, position, n, c, positions: int) -> HarvestSums:
     w = n[ia] * n[ib] / (n[ia] + n[ib])
     u, v = w * rate[ia], w * rate[ib]
     for j, values in enumerate((u, v, np.ones_like(w), u * u, u * v, v * v)):
-        np.add.at(out.cells[:, :, j], (a, b), values)
+        out.cells[:, :, j] += _grid(a, b, values, k)
     m = out.cross.shape[1]
     if m:
         rows = np.unique(pair[ia], return_inverse=True)[1]
@@ -96,6 +96,11 @@ def harvest_sums(pair, position, n, c, positions: int) -> HarvestSums:
         out.cross[1] += big_u.T @ big_v
         out.cross[2] += big_v.T @ big_v
     return out
+
+
+def _grid(a: np.ndarray, b: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
+    """The k x k sums of ``values`` at (a, b)."""
+    return np.bincount(a * k + b, weights=values, minlength=k * k).reshape(k, k)
 
 
 def harvest_theta(sums: HarvestSums) -> PbmFit:
