@@ -8,7 +8,8 @@ alternated in one session, medians (after a warm-up of each, up to ``full``):
 - ``group``: ``groupBy(query_id, doc_id, position).count()`` over the log, written to ``noop``;
 - ``labels``: ``releval.click_labels(log)``: its labels written to ``noop`` and its
   ``position_bias`` collected (the checks, the compression, the fit's passes, harvesting);
-- ``counts``: the checks and the compression alone (what every fit reads), to ``noop``.
+- ``counts``: the checks and the counts packed per pair alone (what every fit reads), to
+  ``noop``.
 
     .venv/bin/python -m bench.click_labels --size tiny   # -> bench/results/click-labels-tiny.md
 """
@@ -82,7 +83,8 @@ def generate(path: Path, impressions: int, seed: int = 5) -> None:
 def run(size: str, runs: int) -> dict[str, Any]:
     import releval
     from releval.checks.interactions import check_interactions
-    from releval.clicks.position_bias import compress
+    from releval.checks.query_means import impression_cells
+    from releval.clicks.position_bias import pack
 
     spark = _session(**{"spark.sql.shuffle.partitions": "8" if SIZES[size] <= SIZES["full"] else "64",
                         "spark.driver.memory": "6g", "spark.ui.enabled": "false"})
@@ -106,7 +108,7 @@ def run(size: str, runs: int) -> dict[str, Any]:
         def counts() -> None:
             if "found" in held:  # else Spark serves the labels' cached counts
                 held["found"].unpersist()
-            compressed = compress(check_interactions(log).rows)
+            compressed = pack(impression_cells(check_interactions(log)))
             compressed.write.format("noop").mode("overwrite").save()
             compressed.unpersist()
 
@@ -138,12 +140,13 @@ def render(r: dict[str, Any]) -> str:
         "|---|---|",
         f"| groupBy(query_id, doc_id, position).count() | {r['group_median_s']:.2f} |",
         f"| click_labels: labels + position_bias | {r['labels_median_s']:.2f} |",
-        f"| its checks and counts alone: `compress(check_interactions(log).rows)` | "
+        f"| its checks and counts alone: `pack(impression_cells(check_interactions(log)))` | "
         f"{r['counts_median_s']:.2f} |",
         f"| ratio labels / groupBy | {r['ratio']:.1f}x |",
         f"| ratio checks and counts / groupBy | {r['counts_median_s'] / r['group_median_s']:.1f}x |",
         "",
-        f"The rest of click_labels is the PBM fit ({r['fit_passes']} passes over the counts), "
+        f"The rest of click_labels is the PBM fit ({r['fit_passes']} passes over the pairs shown at two "
+        "positions or more and clicked), "
         "intervention harvesting (one pass) and the labels.",
         "",
         f"Largest error of the recovered examination: {r['max_bias_error']:.4f}.",

@@ -112,7 +112,7 @@ def click_labels(
     compressed = pb.pack(impression_cells(checked))
     if model == "pbm":
         bias = pb.fit_position_bias(compressed)
-        scored = _pbm_scored(compressed, bias.pbm.theta)
+        scored = _pbm_scored(compressed, bias.pbm.theta, int(min_impressions))
     else:
         bias = None
         scored = _cascade_scored(checked.rows)
@@ -177,12 +177,29 @@ def _relevance(cuts: tuple[float, ...]) -> Column:
     return grade.cast("int").alias(S.RELEVANCE)
 
 
-def _pbm_scored(compressed: DataFrame, theta: np.ndarray) -> DataFrame:
-    """Every pair's PBM attractiveness (and interval) at the fitted examination ``theta``.
+def _pbm_scored(compressed: DataFrame, theta: np.ndarray, min_impressions: int) -> DataFrame:
+    """Every pair's impressions, clicks and whether it is identified; for a pair shown at
+    least ``min_impressions`` times (one that can have a label), its PBM attractiveness and
+    interval at the fitted examination ``theta`` (null for the others, which stay in Spark).
 
     Cells at positions with no examination estimate are left out; a pair with none left is
     not identified (no label)."""
     theta = np.asarray(theta, dtype=float)
+    total = F.aggregate(pb.IMPRESSIONS_ARRAY, F.lit(0).cast("long"), lambda a, x: a + x)
+    enough = total >= min_impressions
+    known = [int(p) + 1 for p in np.flatnonzero(np.isfinite(theta))]
+    none = F.lit(None).cast("double")
+    under = compressed.where(~enough).select(
+        S.QUERY_ID,
+        S.DOC_ID,
+        none.alias(S.ATTRACTIVENESS),
+        none.alias(S.ATTRACTIVENESS_LOW),
+        none.alias(S.ATTRACTIVENESS_HIGH),
+        none.alias(S.SATISFACTION),
+        total.alias(S.IMPRESSIONS),
+        F.aggregate(pb.CLICKS_ARRAY, F.lit(0).cast("long"), lambda a, x: a + x).alias(S.CLICKS),
+        F.exists(pb.POSITIONS_ARRAY, lambda p: p.isin(known)).alias(_IDENTIFIED),
+    )
 
     def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -215,7 +232,7 @@ def _pbm_scored(compressed: DataFrame, theta: np.ndarray) -> DataFrame:
                        _IDENTIFIED],
             )
 
-    return compressed.mapInArrow(score, _SCORED_SCHEMA)
+    return compressed.where(enough).mapInArrow(score, _SCORED_SCHEMA).unionByName(under)
 
 
 def _cascade_scored(rows: DataFrame) -> DataFrame:

@@ -43,7 +43,9 @@ from releval.stats import harvesting as hv
 #: the ``method`` of each estimate in the ``position_bias`` table
 PBM = "pbm_em"
 HARVESTING = "intervention_harvesting"
-_POSITIONS, _IMPRESSIONS, _CLICKS = "_positions", "_impressions", "_clicks"
+#: :func:`compress`'s arrays (sorted by position)
+POSITIONS_ARRAY, IMPRESSIONS_ARRAY, CLICKS_ARRAY = "_positions", "_impressions", "_clicks"
+_POSITIONS, _IMPRESSIONS, _CLICKS = POSITIONS_ARRAY, IMPRESSIONS_ARRAY, CLICKS_ARRAY
 
 POSITION_BIAS_SCHEMA = (
     f"{POSITION} int, {EXAMINATION} double, {EXAMINATION_LOW} double, "
