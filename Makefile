@@ -150,6 +150,7 @@ bench: install ## benchmark releval against its peers on synthetic data (BENCH_S
 	$(PY) -m bench.gate job
 	$(PY) -m bench.calibration
 	$(PY) -m bench.click_labels --size $(CLICKS_SIZE)
+	$(PY) -m bench.click_labels --size $(CLICKS_SIZE) --shape head
 	$(PY) -m bench.clicks_online --searches $(CLICKS_SEARCHES)
 	$(PY) -m bench.clicks_online --searches $(CLICKS_SEARCHES) --ids text
 

@@ -2,7 +2,9 @@
 
 The issue's shape is 100M impressions (10M searches x 10 positions); ``BENCH_SIZE`` (or
 ``--size``) scales it: ``tiny`` 100k impressions, ``quick`` 1M, ``full`` 10M, ``100m`` 100M.
-A PBM log is simulated (``generate``: 4 rankers, 10% shuffled pages) into Parquet, then,
+``--shape`` is ``tail`` (one query per 20 searches: few impressions a (query, doc, position),
+the default) or ``head`` (one per 2,000: many). A PBM log is simulated (``generate``: 4
+rankers, 10% shuffled pages) into Parquet, then,
 alternated in one session, medians (after a warm-up of each, up to ``full``):
 
 - ``group``: ``groupBy(query_id, doc_id, position).count()`` over the log, written to ``noop``;
@@ -12,6 +14,7 @@ alternated in one session, medians (after a warm-up of each, up to ``full``):
   ``noop``.
 
     .venv/bin/python -m bench.click_labels --size tiny   # -> bench/results/click-labels-tiny.md
+    .venv/bin/python -m bench.click_labels --size tiny --shape head   # -> ...-tiny-head.md
 """
 
 from __future__ import annotations
@@ -33,14 +36,18 @@ from bench.memory import peak_rss_mib
 #: impressions per size (10 positions a search)
 SIZES = {"tiny": 100_000, "quick": 1_000_000, "full": 10_000_000, "100m": 100_000_000}
 CHUNK_SEARCHES = 500_000
+#: searches a query per shape: a sparse tail (about 4 impressions a (query, doc, position)
+#: cell at 100M) and a head (about 400 a cell)
+SHAPES = {"tail": 20, "head": 2000}
 THETA = [1.0, 0.72, 0.55, 0.45, 0.36, 0.3, 0.25, 0.21, 0.18, 0.15]
 
 
-def generate(path: Path, impressions: int, seed: int = 5) -> None:
+def generate(path: Path, impressions: int, seed: int = 5, *,
+             searches_per_query: int = SHAPES["tail"]) -> None:
     """The log in Parquet, ``CHUNK_SEARCHES`` searches at a time, drawn in NumPy.
 
-    The truth is ``releval.clicks.simulate``'s: 30 documents a query (one query per 20
-    searches), grades 0-3 with probabilities 0.5/0.25/0.15/0.1 and their attractiveness
+    The truth is ``releval.clicks.simulate``'s: 30 documents a query (one query per
+    ``searches_per_query`` searches), grades 0-3 with probabilities 0.5/0.25/0.15/0.1 and their attractiveness
     (``GRADE_ATTRACTIVENESS`` +- 0.04); 4 rankers sort by grade + noise (sd 0.5 to 3.0) and
     show their top 10. Each search picks a query and a ranker uniformly; 10% of pages are
     shown in a random order; a click at position k on d with probability THETA[k] * alpha(d).
@@ -51,7 +58,7 @@ def generate(path: Path, impressions: int, seed: int = 5) -> None:
     rng = np.random.default_rng(seed)
     k = len(THETA)
     searches = impressions // k
-    queries, docs, systems = max(searches // 20, 10), 30, 4
+    queries, docs, systems = max(searches // searches_per_query, 10), 30, 4
     grade = rng.choice(4, size=(queries, docs), p=[0.5, 0.25, 0.15, 0.1])
     alpha = np.clip(np.asarray(GRADE_ATTRACTIVENESS)[grade]
                     + rng.uniform(-0.04, 0.04, size=grade.shape), 0.01, 0.99)
@@ -80,7 +87,7 @@ def generate(path: Path, impressions: int, seed: int = 5) -> None:
         writer.close()
 
 
-def run(size: str, runs: int) -> dict[str, Any]:
+def run(size: str, runs: int, shape: str = "tail") -> dict[str, Any]:
     import releval
     from releval.checks.interactions import check_interactions
     from releval.checks.query_means import impression_cells
@@ -90,7 +97,7 @@ def run(size: str, runs: int) -> dict[str, Any]:
                         "spark.driver.memory": "6g", "spark.ui.enabled": "false"})
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "log.parquet"
-        generate(path, SIZES[size])
+        generate(path, SIZES[size], searches_per_query=SHAPES[shape])
         log = spark.read.parquet(str(path))
         held: dict[str, Any] = {}
 
@@ -122,7 +129,7 @@ def run(size: str, runs: int) -> dict[str, Any]:
         passes = held["found"].fitted.pbm.iterations if held["found"].fitted else None
     g, lab = statistics.median(t_group), statistics.median(t_labels)
     bias = {r["position"]: r["examination"] for r in held["bias"] if r["method"] == "pbm_em"}
-    return {"size": size, "impressions": SIZES[size], "runs": runs, "group_s": t_group,
+    return {"size": size, "shape": shape, "impressions": SIZES[size], "runs": runs, "group_s": t_group,
             "labels_s": t_labels, "counts_s": t_counts, "group_median_s": g,
             "labels_median_s": lab, "counts_median_s": statistics.median(t_counts),
             "fit_passes": passes, "ratio": lab / g, **memory,
@@ -131,10 +138,13 @@ def run(size: str, runs: int) -> dict[str, Any]:
 
 def render(r: dict[str, Any]) -> str:
     return "\n".join([
-        f"# Click labels: position bias + PBM labels against one groupBy, {r['size']}",
+        f"# Click labels: position bias + PBM labels against one groupBy, {r['size']}, "
+        f"{r['shape']}",
         "",
-        f"{r['impressions']:,} impressions (10 positions a search), local[2], medians of "
-        f"{r['runs']} alternated runs (`python -m bench.click_labels --size {r['size']}`).",
+        f"{r['impressions']:,} impressions (10 positions a search, "
+        f"{SHAPES[r['shape']]:,} searches a query), local[2], medians of {r['runs']} "
+        f"alternated runs (`python -m bench.click_labels --size {r['size']} "
+        f"--shape {r['shape']}`).",
         "",
         "| step | median s |",
         "|---|---|",
@@ -162,9 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default=os.environ.get("BENCH_SIZE", "tiny"),
                         choices=sorted(SIZES))
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--shape", default="tail", choices=sorted(SHAPES))
     args = parser.parse_args(argv)
-    result = run(args.size, args.runs)
-    save(RESULTS, f"click-labels-{args.size}", result, render(result))
+    result = run(args.size, args.runs, args.shape)
+    suffix = "" if args.shape == "tail" else f"-{args.shape}"
+    save(RESULTS, f"click-labels-{args.size}{suffix}", result, render(result))
     return 0
 
 

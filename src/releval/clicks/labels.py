@@ -112,7 +112,7 @@ def click_labels(
     compressed = pb.pack(impression_cells(checked))
     if model == "pbm":
         bias = pb.fit_position_bias(compressed)
-        scored = _pbm_scored(compressed, bias.pbm.theta, int(min_impressions))
+        scored = _pbm_scored(compressed, bias.pbm.theta, int(min_impressions), bias.partitions)
     else:
         bias = None
         scored = _cascade_scored(checked.rows)
@@ -177,10 +177,12 @@ def _relevance(cuts: tuple[float, ...]) -> Column:
     return grade.cast("int").alias(S.RELEVANCE)
 
 
-def _pbm_scored(compressed: DataFrame, theta: np.ndarray, min_impressions: int) -> DataFrame:
+def _pbm_scored(compressed: DataFrame, theta: np.ndarray, min_impressions: int,
+                partitions: int) -> DataFrame:
     """Every pair's impressions, clicks and whether it is identified; for a pair shown at
     least ``min_impressions`` times (one that can have a label), its PBM attractiveness and
-    interval at the fitted examination ``theta`` (null for the others, which stay in Spark).
+    interval at the fitted examination ``theta``, in ``partitions`` Python tasks (null for
+    the others, which stay in Spark).
 
     Cells at positions with no examination estimate are left out; a pair with none left is
     not identified (no label)."""
@@ -232,7 +234,8 @@ def _pbm_scored(compressed: DataFrame, theta: np.ndarray, min_impressions: int) 
                        _IDENTIFIED],
             )
 
-    return compressed.where(enough).mapInArrow(score, _SCORED_SCHEMA).unionByName(under)
+    scored = compressed.where(enough).coalesce(partitions).mapInArrow(score, _SCORED_SCHEMA)
+    return scored.unionByName(under)
 
 
 def _cascade_scored(rows: DataFrame) -> DataFrame:

@@ -61,6 +61,8 @@ class PositionBias:
     pbm: cm.PbmFit
     harvesting: cm.PbmFit
     positions: int
+    #: the partitions a pass in Python reads the counts in (:func:`python_partitions`)
+    partitions: int = 1
 
 
 def compress(interactions: DataFrame) -> DataFrame:
@@ -102,14 +104,25 @@ def arrow_cells(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return pair, position - 1, n, c
 
 
-def _linked(compressed: DataFrame, *, clicked: bool) -> DataFrame:
+#: the pairs a Python task of a pass over the counts takes, about: a task costs about 0.1 s
+#: to start, a pass over 500k pairs about 1 s
+PAIRS_PER_TASK = 500_000
+
+
+def python_partitions(pairs: int) -> int:
+    """The partitions a pass in Python reads ``pairs`` pairs' counts in (coalesced, no
+    shuffle): one per :data:`PAIRS_PER_TASK` pairs, at least one."""
+    return max(1, -(-int(pairs) // PAIRS_PER_TASK))
+
+
+def _linked(compressed: DataFrame, *, clicked: bool, partitions: int) -> DataFrame:
     """The pairs shown at two positions or more (``clicked``: and clicked): only they inform
     theta (a pair's only cell fits its alpha whatever theta is; a pair without clicks has
     alpha 0), so only they cross to Python in the fit's passes."""
     linked = F.size(_POSITIONS) > 1
     if clicked:
         linked = linked & F.exists(_CLICKS, lambda x: x > 0)
-    return compressed.where(linked).select(*_ARRAYS)
+    return compressed.where(linked).select(*_ARRAYS).coalesce(partitions)
 
 
 def _summed(df: DataFrame, per_batch, schema: str) -> list:
@@ -192,12 +205,13 @@ def _harvest(linked: DataFrame, k: int) -> cm.PbmFit:
 def fit_position_bias(compressed: DataFrame) -> PositionBias:
     """The PBM fit and the harvesting estimate over ``compress``'s rows, side by side."""
     k, n, c = _per_position(compressed)
-    harvesting = _harvest(_linked(compressed, clicked=False), k)
+    partitions = python_partitions(compressed.count())
+    harvesting = _harvest(_linked(compressed, clicked=False, partitions=partitions), k)
     # Newton starts at the harvested curve where it has one, else at the click-rate ratio
     ctr = np.where(n > 0, c / np.maximum(n, 1), 0.0)
     theta0 = np.clip(ctr / ctr[0], 0.01, 1.0) if k and ctr[0] > 0 else np.ones(k)
     theta0 = np.where(np.isfinite(harvesting.theta), harvesting.theta, theta0)
-    linked = _linked(compressed, clicked=True)
+    linked = _linked(compressed, clicked=True, partitions=partitions)
     pbm = cm.pbm_fit(lambda th: _pass(linked, th), positions=k, theta0=theta0)
     spark = compressed.sparkSession
     rows = []
@@ -214,7 +228,8 @@ def fit_position_bias(compressed: DataFrame) -> PositionBias:
                 )
             )
     table = spark.createDataFrame(rows, POSITION_BIAS_SCHEMA)
-    return PositionBias(table=table, pbm=pbm, harvesting=harvesting, positions=k)
+    return PositionBias(table=table, pbm=pbm, harvesting=harvesting, positions=k,
+                        partitions=partitions)
 
 
 def _num(x: float) -> float | None:
