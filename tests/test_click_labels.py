@@ -115,3 +115,9 @@ def test_repr_html_and_write(spark, simulated, tmp_path):
     back = spark.read.format("delta").load(str(tmp_path / "bias"))
     assert back.where("method = 'pbm_em' and position = 1").first()["examination"] == 1.0
     assert spark.read.format("delta").load(str(tmp_path / "labels")).count() == found.labels.count()
+
+
+def test_a_python_pass_reads_one_partition_per_500k_pairs():
+    # 0 and 500,000 pairs: one task; 500,001: two; 9.3M (the 100M bench log): 19
+    got = [position_bias.python_partitions(p) for p in (0, 500_000, 500_001, 9_300_000)]
+    assert got == [1, 1, 2, 19]
