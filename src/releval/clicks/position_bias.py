@@ -1,10 +1,9 @@
 """Position bias from a search log, in Spark: the PBM fit and intervention harvesting.
 
-The log is compressed once to a cached row per (query, doc) with arrays of (position,
-impressions, clicks) (``compress``). Each pass of the PBM fit is a ``mapInArrow`` over the
-pairs that inform theta (shown at two positions or more, and clicked), returning per partition
-a log-likelihood, a gradient and a K x K Hessian: only those reach the driver. Intervention
-harvesting (Agarwal et al., WSDM 2019) uses only pairs shown at two positions
+Counts are cached as one row per (query, doc) with arrays of (position, impressions,
+clicks) (``compress``, ``pack``). A pass of the PBM fit is a ``mapInArrow`` over the pairs
+that inform theta, returning per partition a log-likelihood, a gradient and a K x K Hessian;
+intervention harvesting (Agarwal et al., WSDM 2019) uses the pairs shown at two positions
 (``releval.stats.harvesting``). See docs/clicks.md, "Models".
 
 Example:
