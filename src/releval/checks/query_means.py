@@ -40,8 +40,8 @@ def query_means(checked: CheckedInteractions, aggregates: Mapping[str, Column],
     rows, a bit per position); the sums per query keep each other search apart. Only those
     searches' rows (picked by a broadcast of their keys) are gathered into arrays as in the
     check's search rules (:func:`releval.checks.interactions.search_rules`); their aggregate
-    values are taken back and ``arrays(impressions)`` put in. Both uses of the sums read one shuffle (over a cached
-    input Spark plans the aggregation twice: docs/performance.md).
+    values are taken back and ``arrays(impressions)`` put in. Both uses of the sums read one
+    shuffle (over a cached input Spark plans the aggregation twice: docs/performance.md).
 
     Returns:
         The partition columns, :data:`QUERY_KEY`, ``_searches`` and one column per name.
