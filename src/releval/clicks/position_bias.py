@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -36,6 +37,7 @@ from releval.core.columns import (
     POSITION,
     QUERY_ID,
 )
+from releval.evaluation.persisted import persist_merged
 from releval.stats import click_models as cm
 from releval.stats import harvesting as hv
 
@@ -78,16 +80,18 @@ def compress(interactions: DataFrame) -> DataFrame:
 
 def pack(cells: DataFrame) -> DataFrame:
     """:func:`compress`'s rows from impressions and clicks per (query_id, doc_id, position)
-    (:func:`releval.checks.query_means.impression_cells`); the ids become strings."""
+    (:func:`releval.checks.query_means.impression_cells`); the ids become strings. Cached
+    with its small partitions merged (:func:`releval.evaluation.persisted.persist_merged`)."""
     cell = F.struct(F.col(POSITION).cast("int").alias(POSITION), F.col(IMPRESSIONS), F.col(CLICKS))
     packed = cells.groupBy(QUERY_ID, DOC_ID).agg(F.sort_array(F.collect_list(cell)).alias("_c"))
-    return packed.select(
+    packed = packed.select(
         F.col(QUERY_ID).cast("string").alias(QUERY_ID),
         F.col(DOC_ID).cast("string").alias(DOC_ID),
         F.col(f"_c.{POSITION}").alias(_POSITIONS),
         F.col(f"_c.{IMPRESSIONS}").alias(_IMPRESSIONS),
         F.col(f"_c.{CLICKS}").alias(_CLICKS),
-    ).cache()
+    )
+    return persist_merged(packed, StorageLevel.MEMORY_AND_DISK_DESER)
 
 
 _ARRAYS = (_POSITIONS, _IMPRESSIONS, _CLICKS)

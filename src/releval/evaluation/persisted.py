@@ -29,18 +29,25 @@ def keeper(kept: list[DataFrame]) -> Callable[[DataFrame], DataFrame]:
     cores: list[int] = []  # asked once: a Connect session plans a query for it
 
     def keep(df: DataFrame) -> DataFrame:
-        conf = df.sparkSession.conf
-        before = conf.get(MERGE_CACHED_PARTITIONS)
-        conf.set(MERGE_CACHED_PARTITIONS, "true")
-        try:
-            kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
-        finally:
-            conf.set(MERGE_CACHED_PARTITIONS, before)  # a Spark SQL key: always has a value
+        kept.append(persist_merged(df, StorageLevel.MEMORY_AND_DISK))
         if not cores:
             cores.append(default_parallelism(df.sparkSession))
         return kept[-1].coalesce(cores[0])
 
     return keep
+
+
+def persist_merged(df: DataFrame, level: StorageLevel) -> DataFrame:
+    """``df`` persisted with :data:`MERGE_CACHED_PARTITIONS` on (the session's value is
+    restored right after): adaptive execution merges its small shuffle partitions, where a
+    persisted plan otherwise keeps every one (200 in a default session)."""
+    conf = df.sparkSession.conf
+    before = conf.get(MERGE_CACHED_PARTITIONS)
+    conf.set(MERGE_CACHED_PARTITIONS, "true")
+    try:
+        return df.persist(level)
+    finally:
+        conf.set(MERGE_CACHED_PARTITIONS, before)  # a Spark SQL key: always has a value
 
 
 def materialize(kept: Sequence[DataFrame], *, partition_columns: Sequence[str],
