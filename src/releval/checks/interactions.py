@@ -65,29 +65,50 @@ ID_KEYS = ("_query_id_key", "_doc_id_key")
 
 @dataclass(frozen=True)
 class CheckedInteractions:
-    """A checked interactions input.
+    """A checked interactions input; the plans of its used rows, labelled rows and quarantine
+    are built on first use (most readers need one of them, or none).
 
     Attributes:
-        rows: the used impressions: the partition columns, ``search_id``, ``query_id``,
-            ``doc_id`` (strings), ``position`` (int), ``clicked`` (long: the row's clicks plus
-            those of its click rows), and ``dwell`` (double) and ``team`` (string) when given.
-        quarantine: the rejected rows in the quarantine's shape
-            (:data:`releval.io.tables.QUARANTINE_SCHEMA`), ``input`` = ``interactions``.
-        labelled: every row, typed, with ``_reason`` (null: used); what :meth:`counts` reads.
         partition_columns: the run partition columns.
         name: the input's name in messages and accounts.
         typed: every row, typed, with the per-row reason (the search rules not applied)
             and the keys :mod:`releval.checks.query_means` groups by.
         integer_queries: the query ids are integers (:data:`QUERY_KEY` is the id).
+        optional: the optional columns the rows carry (``dwell``, ``team``).
+        raw_columns: the input's columns releval reads, as the quarantine keeps them.
     """
 
-    rows: DataFrame
-    quarantine: DataFrame
-    labelled: DataFrame
     partition_columns: tuple[str, ...]
     name: str
     typed: DataFrame
     integer_queries: bool = False
+    optional: tuple[str, ...] = ()
+    raw_columns: tuple[str, ...] = ()
+
+    @cached_property
+    def labelled(self) -> DataFrame:
+        """Every row, typed, with ``_reason`` (null: used); what :meth:`counts` reads."""
+        return labelled_rows(self.typed, self.partition_columns)
+
+    @cached_property
+    def rows(self) -> DataFrame:
+        """The used impressions: the partition columns, ``search_id``, ``query_id``,
+        ``doc_id`` (strings), ``position`` (int), ``clicked`` (long: the row's clicks plus
+        those of its click rows), and ``dwell`` (double) and ``team`` (string) when given."""
+        parts = self.partition_columns
+        used = search_rules(self.typed, parts).select(
+            *parts, S.SEARCH_ID, F.explode(IMPRESSIONS).alias("_i"))
+        return used.select(*parts, S.SEARCH_ID, *[F.col(f"_i.{c}").alias(c) for c in (
+            S.QUERY_ID, S.DOC_ID, S.POSITION, S.CLICKED, *self.optional)])
+
+    @cached_property
+    def quarantine(self) -> DataFrame:
+        """The rejected rows in the quarantine's shape
+        (:data:`releval.io.tables.QUARANTINE_SCHEMA`), ``input`` = ``interactions``."""
+        return quarantined(self.labelled.withColumn("_source", F.coalesce(
+            F.col("_source"), F.lit(self.name))), input_name=INTERACTIONS,
+            partition_columns=self.partition_columns, raw_columns=list(self.raw_columns),
+            number_lines=None)
 
     def counts(self) -> dict[tuple[str | None, ...], dict[str, int]]:
         """Per run partition (values as strings): ``received``, ``used`` and the rows per
@@ -265,69 +286,71 @@ def check_interactions(
         *[_key(col[c], kind[c]).alias(k) for c, k in zip((S.QUERY_ID, S.DOC_ID), ID_KEYS,
                                                           strict=True)],
     )
-    labelled, searches = search_rules(typed, parts)
-    rows = searches.select(*parts, S.SEARCH_ID, F.explode(IMPRESSIONS).alias("_i")).select(
-        *parts, S.SEARCH_ID, *[F.col(f"_i.{c}").alias(c) for c in (
-            S.QUERY_ID, S.DOC_ID, S.POSITION, S.CLICKED, *optional)])
-    quarantine = quarantined(labelled.withColumn("_source", F.coalesce(
-        F.col("_source"), F.lit(name))), input_name=INTERACTIONS, partition_columns=parts,
-        raw_columns=list(names), number_lines=None)
-    return CheckedInteractions(rows=rows, quarantine=quarantine, labelled=labelled,
-                               partition_columns=parts, name=name, typed=typed,
-                               integer_queries=isinstance(kind[S.QUERY_ID], IntegralType))
+    return CheckedInteractions(partition_columns=parts, name=name, typed=typed,
+                               integer_queries=isinstance(kind[S.QUERY_ID], IntegralType),
+                               optional=tuple(optional), raw_columns=tuple(names))
+
+
+def _shown_at(position: Column) -> Column:
+    return F.size(F.filter("_positions", lambda p: p == position))
+
+
+def _grouped(typed: DataFrame, key: Sequence[str], fields: Sequence[str]) -> DataFrame:
+    """Per search (``key``): its clean rows (``fields``), whether they conflict, their
+    positions, the impressions kept (at a position shown once: all, when no position
+    repeats)."""
+    impressions = F.filter("_rows", lambda r: ~r[CLICK_ROW])
+    step = typed.where(F.col(REASON).isNull()).groupBy(*key).agg(
+        F.collect_list(F.struct(*fields)).alias("_rows")
+    ).select(
+        *key, "_rows",
+        (F.size(F.array_distinct(F.transform(impressions, lambda r: r[S.QUERY_ID]))) > 1)
+        .alias("_conflict"),
+        F.transform(impressions, lambda r: r[S.POSITION]).alias("_positions"),
+    )
+    unique = F.size(F.array_distinct("_positions")) == F.size("_positions")
+    return step.withColumn("_kept", F.when(unique, impressions).otherwise(F.filter(
+        "_rows", lambda r: ~r[CLICK_ROW] & (_shown_at(r[S.POSITION]) == 1))))
+
+
+def labelled_rows(typed: DataFrame, parts: tuple[str, ...]) -> DataFrame:
+    """Every row of ``typed`` with ``_reason`` set by the per-row rules and then by the
+    search rules (:func:`search_rules`): its rows disagree on the query id, two impressions
+    share a position, a click on a document it did not show. One aggregation per search of
+    its clean rows, every column kept."""
+    key = [*parts, S.SEARCH_ID]
+    step = _grouped(typed, key, [c for c in typed.columns if c not in key])
+
+    def reason(r: Column) -> Column:
+        return (F.when(F.col("_conflict"), F.lit(CONFLICTING_QUERY_ID))
+                .when(~r[CLICK_ROW] & (_shown_at(r[S.POSITION]) > 1), F.lit(DUPLICATE_POSITION))
+                .when(r[CLICK_ROW] & ~F.exists("_kept", lambda k: k[S.DOC_ID] == r[S.DOC_ID]),
+                      F.lit(CLICK_NOT_SHOWN)))
+
+    ruled = step.select(*key, F.explode(F.transform(
+        "_rows", lambda r: r.withField(REASON, reason(r)))).alias("_r"))
+    return typed.where(F.col(REASON).isNotNull()).unionByName(ruled.select(*key, "_r.*"))
 
 
 def search_rules(typed: DataFrame, parts: tuple[str, ...], *,
-                 every: bool = False) -> tuple[DataFrame, DataFrame]:
-    """The rules over a search's rows, among the rows the per-row rules passed: its rows
-    disagree on the query id, two impressions share a position, a click on a document it did
-    not show; each click row's clicks and dwell folded into the document's best impression.
+                 every: bool = False) -> DataFrame:
+    """The used impressions of each search, among the rows the per-row rules passed: none
+    when its rows disagree on the query id, none at a position two impressions share; each
+    click row's clicks and dwell folded into the document's best impression (a click on a
+    document it did not show goes nowhere: :func:`labelled_rows` gives its reason).
 
     One aggregation per search (its clean rows as an array, each rule an array expression
     evaluated once per search), no window and no join.
 
     Returns:
-        The labelled rows (every row, ``_reason`` set) and one row per search with a used
-        impression (``every``: per search with a clean row): the partition columns,
-        ``search_id`` and :data:`IMPRESSIONS` (the used impressions, clicks folded in).
+        One row per search with a used impression (``every``: per search with a clean row):
+        the partition columns, ``search_id`` and :data:`IMPRESSIONS` (the used impressions,
+        clicks folded in).
     """
     key = [*parts, S.SEARCH_ID]
-    clean = F.col(REASON).isNull()
-    impressions = F.filter("_rows", lambda r: ~r[CLICK_ROW])
-
-    def shown_at(position: Column) -> Column:
-        return F.size(F.filter("_positions", lambda p: p == position))
-
-    def grouped(fields: Sequence[str]) -> DataFrame:
-        """Per search: its clean rows (``fields``), whether they conflict, their positions,
-        the impressions kept (at a position shown once: all, when no position repeats)."""
-        step = typed.where(clean).groupBy(*key).agg(
-            F.collect_list(F.struct(*fields)).alias("_rows")
-        ).select(
-            *key, "_rows",
-            (F.size(F.array_distinct(F.transform(impressions, lambda r: r[S.QUERY_ID]))) > 1)
-            .alias("_conflict"),
-            F.transform(impressions, lambda r: r[S.POSITION]).alias("_positions"),
-        )
-        unique = F.size(F.array_distinct("_positions")) == F.size("_positions")
-        return step.withColumn("_kept", F.when(unique, impressions).otherwise(F.filter(
-            "_rows", lambda r: ~r[CLICK_ROW] & (shown_at(r[S.POSITION]) == 1))))
-
-    # every column for the labelled rows; the measures' few for the searches (a narrow shuffle)
-    step = grouped([c for c in typed.columns if c not in key])
     narrow = [c for c in (S.QUERY_ID, S.DOC_ID, S.POSITION, S.CLICKED, S.DWELL, S.TEAM,
                           CLICK_ROW, *QUERY_KEY) if c in typed.columns]
-
-    def reason(r: Column) -> Column:
-        return (F.when(F.col("_conflict"), F.lit(CONFLICTING_QUERY_ID))
-                .when(~r[CLICK_ROW] & (shown_at(r[S.POSITION]) > 1), F.lit(DUPLICATE_POSITION))
-                .when(r[CLICK_ROW] & ~F.exists("_kept", lambda k: k[S.DOC_ID] == r[S.DOC_ID]),
-                      F.lit(CLICK_NOT_SHOWN)))
-
-    labelled_rows = step.select(*key, F.explode(F.transform(
-        "_rows", lambda r: r.withField(REASON, reason(r)))).alias("_r"))
-    labelled = typed.where(~clean).unionByName(labelled_rows.select(*key, "_r.*"))
-    step = grouped(narrow).withColumn("_clicks", F.filter(
+    step = _grouped(typed, key, narrow).withColumn("_clicks", F.filter(
         "_rows", lambda r: r[CLICK_ROW] & F.exists("_kept", lambda k: k[S.DOC_ID] == r[S.DOC_ID])))
 
     def folded(k: Column) -> Column:
@@ -347,4 +370,4 @@ def search_rules(typed: DataFrame, parts: tuple[str, ...], *,
     used = F.when(F.col("_conflict"), F.filter("_kept", lambda k: F.lit(False))).when(
         F.size("_clicks") == 0, F.col("_kept")).otherwise(F.transform("_kept", folded))
     searches = step.select(*key, used.alias(IMPRESSIONS))
-    return labelled, searches if every else searches.where(F.size(IMPRESSIONS) > 0)
+    return searches if every else searches.where(F.size(IMPRESSIONS) > 0)

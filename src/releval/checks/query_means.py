@@ -62,7 +62,7 @@ def query_means(checked: CheckedInteractions, aggregates: Mapping[str, Column],
     others = sums.where(F.col(_OTHER).isNotNull() | (F.col(SEARCHES) < 1)).select(
         f"{_OTHER}.*", F.struct(*QUERY_KEY, *totals).alias(_AGG))
     rows = _rows_of(checked, others)
-    _, searches = search_rules(rows, (*parts, _AGG), every=True)
+    searches = search_rules(rows, (*parts, _AGG), every=True)
     values = arrays(F.col(IMPRESSIONS))
     first = F.col(IMPRESSIONS)[0]
     taken_back = F.struct(*[F.col(f"{_AGG}.{q}").alias(q) for q in QUERY_KEY],
@@ -105,7 +105,7 @@ def impression_cells(checked: CheckedInteractions) -> DataFrame:
     taken_back = rows.where(impression).select(
         *cell, (-one).alias(S.IMPRESSIONS), (-clicked).alias(S.CLICKS))
     types = {f.name: f.dataType for f in checked.typed.schema.fields}
-    _, searches = search_rules(rows, tuple(parts))
+    searches = search_rules(rows, tuple(parts))
     put_in = searches.select(*parts, F.explode(IMPRESSIONS).alias("_i")).select(
         *parts,
         *[F.col(f"_i.{c}").cast(types[k]).alias(k)

@@ -163,7 +163,7 @@ def evaluate_clicks(
     """
     checked = check_interactions(interactions, columns, name="interactions DataFrame",
                                  partition_by=partition_by)
-    parsed = online_measures(measures, dwell=S.DWELL in checked.rows.columns)
+    parsed = online_measures(measures, dwell=S.DWELL in checked.optional)
     attributes = checked_queries(queries, queries_columns, slices)
     parts = list(checked.partition_columns)
     values = [f"_v{i}" for i in range(len(parsed))]
