@@ -218,7 +218,11 @@ def _query_key(value: Column, kind: DataType) -> list[Column]:
     murmur3) of its string."""
     if isinstance(kind, IntegralType):
         return [value.cast("long"), F.lit(0)]
-    text = value.cast("string")
+    return text_query_key(value.cast("string"))
+
+
+def text_query_key(text: Column) -> list[Column]:
+    """:data:`QUERY_KEY` of a query id given as a string: its xxhash64 and murmur3 hashes."""
     return [F.xxhash64(text), F.hash(text)]
 
 

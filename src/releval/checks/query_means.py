@@ -18,6 +18,7 @@ from releval.checks.interactions import (
     SEARCH_KEY,
     CheckedInteractions,
     search_rules,
+    text_query_key,
 )
 from releval.core import columns as S
 from releval.core.columns import REASON
@@ -154,11 +155,13 @@ def _rows_of(checked: CheckedInteractions, searches: DataFrame) -> DataFrame:
 
 def with_query_ids(checked: CheckedInteractions, df: DataFrame) -> DataFrame:
     """``df`` keyed by :data:`QUERY_KEY` with ``query_id`` in its place: the id itself for
-    integer ids, else a join with the query ids of the used impressions."""
+    integer ids, else a join with the log's distinct query ids, each keyed after the
+    aggregation (a pass over the query id column alone)."""
     if checked.integer_queries:
         return df.withColumn(S.QUERY_ID, F.col(QUERY_KEY[0]).cast("string")).drop(*QUERY_KEY)
-    clean = checked.typed.where(F.col(REASON).isNull() & ~F.col(CLICK_ROW))
-    ids = clean.select(*QUERY_KEY, S.QUERY_ID).distinct()
+    texts = checked.typed.select(S.QUERY_ID).where(F.col(S.QUERY_ID).isNotNull()).distinct()
+    ids = texts.select(*[k.alias(q) for k, q in zip(text_query_key(F.col(S.QUERY_ID)),
+                                                     QUERY_KEY, strict=True)], S.QUERY_ID)
     return df.join(ids, list(QUERY_KEY)).drop(*QUERY_KEY)
 
 
