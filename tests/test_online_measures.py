@@ -52,6 +52,10 @@ def test_tiny_log_by_hand(spark):
     assert agg[("ClickRR", "macro")] == pytest.approx(0.625)
     assert agg[("ClickRR", "weighted")] == pytest.approx(0.5)
     assert result.accounts.interactions.input == 8 == result.accounts.interactions.used
+    # the per-query sums both uses read are built once and kept until unpersist
+    assert [k.storageLevel.useMemory for k in result.persisted] == [True]
+    result.unpersist()
+    assert [k.storageLevel.useMemory for k in result.persisted] == [False]
 
 
 def random_log(seed: int, buckets=("A", "B"), queries=12) -> pd.DataFrame:

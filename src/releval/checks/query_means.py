@@ -31,7 +31,8 @@ _MASK_POSITIONS = 62
 
 
 def query_means(checked: CheckedInteractions, aggregates: Mapping[str, Column],
-                arrays: Callable[[Column], Mapping[str, Column]]) -> DataFrame:
+                arrays: Callable[[Column], Mapping[str, Column]], *,
+                keep: Callable[[DataFrame], DataFrame] | None = None) -> DataFrame:
     """Per run partition and query: its searches with a used impression, and the mean over
     them of each named per-search value, as the search rules give it.
 
@@ -43,6 +44,9 @@ def query_means(checked: CheckedInteractions, aggregates: Mapping[str, Column],
     check's search rules (:func:`releval.checks.interactions.search_rules`); their aggregate
     values are taken back and ``arrays(impressions)`` put in. Both uses of the sums read one
     shuffle (over a cached input Spark plans the aggregation twice: docs/performance.md).
+
+    ``keep``: given the per-query sums before both uses read them, returns what they read
+    instead (a persisted copy: over a cached input Spark computes them once per use).
 
     Returns:
         The partition columns, :data:`QUERY_KEY`, ``_searches`` and one column per name.
@@ -57,6 +61,8 @@ def query_means(checked: CheckedInteractions, aggregates: Mapping[str, Column],
         *parts, F.col("_k1").alias(QUERY_KEY[0]),
         (F.col("_k2") if hashed else F.lit(0)).alias(QUERY_KEY[1]), other.alias(_OTHER),
     ).agg(F.count(F.lit(1)).alias(SEARCHES), *[F.sum(n).alias(n) for n in names])
+    if keep is not None:
+        sums = keep(sums)
     totals = [SEARCHES, *names]
     # the filter reads the count (at least 1) so that Spark keeps it above the aggregation: on
     # the grouping key alone it goes below it, and the two uses of the sums differ

@@ -6,7 +6,7 @@ clicks than the baseline team's, -1 when fewer, 0 on a tie (no click included); 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from releval.arguments import checked_queries
 from releval.checks.interactions import QUERY_KEY, CheckedInteractions, check_interactions
 from releval.checks.query_means import SEARCHES, query_means
-from releval.clicks.online import online_result, wide_table
+from releval.clicks.online import kept_sums, online_result, wide_table
 from releval.clicks.result import ClickResult
 from releval.core import columns as S
 from releval.core.measures.online import parse_online
@@ -25,11 +25,13 @@ BASELINE_TEAMS = ("baseline", "control", "production", "prod", "current", "old",
 
 
 def query_preferences(checked: CheckedInteractions, *, baseline: str,
-                      candidates: Sequence[str]) -> DataFrame:
+                      candidates: Sequence[str],
+                      keep: Callable[[DataFrame], DataFrame] | None = None) -> DataFrame:
     """One row per (run partition, team, query): its query key
     (:data:`releval.checks.interactions.QUERY_KEY`), its searches and ``_v0``, the mean over
     them of the sign of (the team's clicks - the baseline team's), for the baseline (0:
-    itself) and each candidate; clicks on other teams' results are not read."""
+    itself) and each candidate; clicks on other teams' results are not read. ``keep``: as
+    :func:`releval.checks.query_means.query_means` takes it."""
     parts = list(checked.partition_columns)
     teams = [baseline, *candidates]
     signs = [f"_p{i}" for i in range(len(teams))]
@@ -45,7 +47,7 @@ def query_preferences(checked: CheckedInteractions, *, baseline: str,
         checked, {p: F.signum(clicks(t) - clicks(baseline))
                   for p, t in zip(signs, teams, strict=True)},
         lambda rows: {p: F.signum(array_clicks(rows, t) - array_clicks(rows, baseline))
-                      for p, t in zip(signs, teams, strict=True)})
+                      for p, t in zip(signs, teams, strict=True)}, keep=keep)
     each = F.explode(F.array(*[F.struct(F.lit(t).alias(S.TEAM), F.col(p).alias("_v0"))
                                for p, t in zip(signs, teams, strict=True)]))
     return means.select(*parts, *QUERY_KEY, SEARCHES, each.alias("_t")).select(
@@ -105,13 +107,15 @@ def interleaving(
                           f"the baseline {baseline!r}, each once")
     parts = list(checked.partition_columns)
     attributes = checked_queries(queries, queries_columns, slices)
-    means = query_preferences(checked, baseline=baseline, candidates=teams)
+    persisted: list[DataFrame] = []
+    means = query_preferences(checked, baseline=baseline, candidates=teams,
+                              keep=kept_sums(persisted))
     measures = (parse_online("Preference"),)
     wide = wide_table(means, measures, partition_columns=[*parts, S.TEAM],
                       values=["_v0"], checked=checked)
     return online_result(wide, measures, checked=checked, queries=attributes,
                          ci_level=ci_level, name="interleaving",
-                         partition_columns=(*parts, S.TEAM))
+                         partition_columns=(*parts, S.TEAM), persisted=persisted)
 
 
 def log_teams(rows: DataFrame, baseline: str | None,

@@ -6,8 +6,9 @@ nothing is collected but the aggregate's sums."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -21,6 +22,7 @@ from releval.core import columns as S
 from releval.core.columns import IN_QRELS, IN_RUN, MEASURES
 from releval.core.measures import online as O
 from releval.errors import ConfigError, MeasureError
+from releval.evaluation.persisted import persist_merged
 
 
 def search_value(m: O.OnlineMeasure, impressions: Column) -> Column:
@@ -98,10 +100,25 @@ def wide_table(means: DataFrame, measures: Sequence[O.OnlineMeasure], *,
         F.lit(None).cast("int").alias(S.DEPTH), MEASURES)
 
 
+def kept_sums(persisted: list[DataFrame]) -> Callable[[DataFrame], DataFrame]:
+    """The ``keep`` of :func:`releval.checks.query_means.query_means`: its per-query sums
+    (a row per query and run partition, and one per search the rules change) persisted and
+    built by one job of their own, appended to ``persisted`` (the result's, which
+    ``unpersist`` drops). Over a cached log Spark does not share the aggregation per search
+    between the two uses of the sums, and would run it twice."""
+    def keep(sums: DataFrame) -> DataFrame:
+        persisted.append(persist_merged(sums, StorageLevel.MEMORY_AND_DISK))
+        persisted[-1].count()
+        return persisted[-1]
+
+    return keep
+
+
 def online_result(wide: DataFrame, measures: Sequence[O.OnlineMeasure], *,
                   checked: CheckedInteractions, queries: CheckedQueries | None,
                   ci_level: float, name: str,
-                  partition_columns: Sequence[str] | None = None) -> ClickResult:
+                  partition_columns: Sequence[str] | None = None,
+                  persisted: list[DataFrame] | None = None) -> ClickResult:
     """The :class:`ClickResult` of a wide table: each query's weight is the queries input's
     when it has one, else its number of searches; its slices are the queries input's
     (``partition_columns``: the wide table's, when not the interactions')."""
@@ -119,7 +136,7 @@ def online_result(wide: DataFrame, measures: Sequence[O.OnlineMeasure], *,
     keys = [m.key for m in measures]
     return ClickResult(evaluation, OnlineInputs(parts, wide), "drop", "interactions DataFrame",
                        name, settings={"measures": ",".join(keys)}, checked=checked,
-                       queries_checked=queries)
+                       queries_checked=queries, persisted=list(persisted or []))
 
 
 def evaluate_clicks(
@@ -167,10 +184,12 @@ def evaluate_clicks(
     attributes = checked_queries(queries, queries_columns, slices)
     parts = list(checked.partition_columns)
     values = [f"_v{i}" for i in range(len(parsed))]
+    persisted: list[DataFrame] = []
     means = query_means(
         checked, {v: search_aggregate(m) for m, v in zip(parsed, values, strict=True)},
-        lambda rows: {v: search_value(m, rows) for m, v in zip(parsed, values, strict=True)})
+        lambda rows: {v: search_value(m, rows) for m, v in zip(parsed, values, strict=True)},
+        keep=kept_sums(persisted))
     wide = wide_table(means, parsed, partition_columns=parts, values=values,
                       checked=checked)
     return online_result(wide, parsed, checked=checked, queries=attributes, ci_level=ci_level,
-                         name="clicks")
+                         name="clicks", persisted=persisted)
