@@ -42,11 +42,9 @@ def query_means(checked: CheckedInteractions, aggregates: Mapping[str, Column],
     rows, a bit per position); the sums per query keep each other search apart. Only those
     searches' rows (picked by a broadcast of their keys) are gathered into arrays as in the
     check's search rules (:func:`releval.checks.interactions.search_rules`); their aggregate
-    values are taken back and ``arrays(impressions)`` put in. Both uses of the sums read one
-    shuffle (over a cached input Spark plans the aggregation twice: docs/performance.md).
-
-    ``keep``: given the per-query sums before both uses read them, returns what they read
-    instead (a persisted copy: over a cached input Spark computes them once per use).
+    values are taken back and ``arrays(impressions)`` put in. Both uses read the per-query
+    sums; ``keep`` returns what they read instead (a persisted copy: over a cached input
+    Spark does not share the aggregation between them, docs/performance.md).
 
     Returns:
         The partition columns, :data:`QUERY_KEY`, ``_searches`` and one column per name.
