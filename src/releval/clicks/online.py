@@ -1,7 +1,8 @@
 """``releval.evaluate_clicks``: online measures of a search log, per query and run partition,
 as a :class:`releval.Result`. Computed in Spark: one aggregation of the impressions per
 search, each measure an aggregate there (or an array expression over the used impressions
-of a search the search rules change), then one aggregation of the searches per query;
+of a search the search rules change), then one aggregation of the searches per query,
+persisted and built when ``evaluate_clicks`` is called (``Result.unpersist`` drops it);
 nothing is collected but the aggregate's sums."""
 
 from __future__ import annotations
@@ -157,6 +158,8 @@ def evaluate_clicks(
     1 when it has no click; ``ClickRR`` 1 / the position of its first-placed click (0
     without one); ``Clicks`` its clicks; ``Success@T`` 1 when a click has a dwell >= T
     seconds. Each query's weight is its number of searches (or the queries input's weight).
+    The per-query sums are built by a Spark job when called, and kept until
+    ``result.unpersist()``.
 
     Args:
         interactions: one row per shown result (:func:`releval.checks.interactions.
