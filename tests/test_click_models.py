@@ -68,6 +68,29 @@ def test_fit_matches_the_reference_em():
     assert np.abs(cm.pbm_alpha(pair, got.theta[pos], n, c, pair.max() + 1)[0] - alpha).max() < 1e-6
 
 
+def test_the_last_step_is_taken_without_a_pass_when_the_steps_shrink_quadratically():
+    truth = random_truth(queries=20, docs=8, seed=3)
+    log = simulate_pbm(truth, rankings(truth, systems=3, seed=3),
+                       examination=[1, 0.6, 0.45, 0.3, 0.25, 0.2], searches=3000, seed=3)
+    pair, pos, n, c, _ = cells_of(log)
+    seen = []
+
+    def at(theta):
+        seen.append(np.log(theta))
+        return cm.pbm_pass(pair, pos, n, c, theta, 6)
+
+    ctr = np.bincount(pos, c, 6) / np.bincount(pos, n, 6)
+    got = cm.pbm_fit(at, positions=6, theta0=ctr / ctr[0])  # the click-rate ratio's start
+    steps = [np.abs(b - a).max() for a, b in zip(seen, seen[1:], strict=False)]
+    last = np.abs(np.log(got.theta) - seen[-1]).max()
+    # the last step is predicted from the two before it, s^3 / s_previous^2, under 1e-9, and
+    # is taken without a pass: it is not under tol (1e-7) itself
+    assert got.iterations == len(seen) and last > 1e-7
+    assert last**3 / steps[-1] ** 2 < 1e-9
+    tight = cm.pbm_fit(at, positions=6, theta0=got.theta, tol=1e-13)
+    assert np.abs(got.theta - tight.theta).max() < 1e-9
+
+
 def test_a_pair_without_clicks_or_only_clicks_sits_on_its_bound():
     pair = np.array([0, 1, 1])  # positions 1; 1 and 2
     n, c = np.array([10.0, 5.0, 4.0]), np.array([0.0, 5.0, 4.0])
