@@ -138,15 +138,17 @@ def _write(path: Path, searches: int, *, text: bool = False) -> None:
 
 def floor_plan(log: Any) -> Any:
     """The per-query means of ``MEASURES`` with nothing else: one ``groupBy`` per search and
-    its query (each measure an aggregate of its rows), one per (bucket, query); no row or
+    its query (three aggregates of its rows: the first click's position, which gives CTR@5,
+    Abandonment and ClickRR, the clicks and the success), one per (bucket, query); no row or
     search checks."""
     from pyspark.sql import functions as F
 
     click = F.col("clicked") > 0
+    first = F.min(F.when(click, F.col("position")))
     searches = log.groupBy("bucket", "search_id", "query_id").agg(
-        F.max(F.when(click & (F.col("position") <= 5), 1).otherwise(0)).alias("ctr5"),
-        F.min(F.when(click, 0).otherwise(1)).alias("abandonment"),
-        F.coalesce(1 / F.min(F.when(click, F.col("position"))), F.lit(0.0)).alias("rr"),
+        F.coalesce(first <= 5, F.lit(False)).cast("int").alias("ctr5"),
+        first.isNull().cast("int").alias("abandonment"),
+        F.coalesce(1 / first, F.lit(0.0)).alias("rr"),
         F.sum("clicked").alias("clicks"),
         F.max(F.when(click & (F.col("dwell") >= 30), 1).otherwise(0)).alias("success"),
     )

@@ -51,14 +51,17 @@ def search_value(m: O.OnlineMeasure, impressions: Column) -> Column:
 
 def search_aggregate(m: O.OnlineMeasure) -> Column:
     """One search's value of ``m`` as an aggregate over its impressions (a search the search
-    rules leave as it is: :func:`releval.checks.query_means.query_means`)."""
+    rules leave as it is: :func:`releval.checks.query_means.query_means`). ``CTR@k``,
+    ``Abandonment`` and ``ClickRR`` are read off one aggregate, the position of the first
+    click, which Spark computes once per search however many of them are asked for."""
     clicked = F.col(S.CLICKED) > 0
+    first = F.min(F.when(clicked, F.col(S.POSITION)))
     if m.name == O.CTR:
-        return F.max(clicked & (F.col(S.POSITION) <= m.cutoff)).cast("double")
+        return F.coalesce(first <= m.cutoff, F.lit(False)).cast("double")
     if m.name == O.ABANDONMENT:
-        return F.min(~clicked).cast("double")
+        return first.isNull().cast("double")
     if m.name == O.CLICK_RR:
-        return F.coalesce(1.0 / F.min(F.when(clicked, F.col(S.POSITION))), F.lit(0.0))
+        return F.coalesce(1.0 / first, F.lit(0.0))
     if m.name == O.CLICKS:
         return F.sum(F.col(S.CLICKED)).cast("double")
     if m.name == O.SUCCESS:
