@@ -113,8 +113,9 @@ browser: ## headless Chromium for the report's browser test (apt-get, Debian's c
 	@command -v chromium >/dev/null 2>&1 || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
-# the whole suite's limit: past it, `make test` stops with a named failure (docs/development.md)
-SUITE_LIMIT_MINUTES ?= 60
+# the whole suite's limit: past it, `make test` stops with a named failure, inside CI's 90
+# minutes with the set-up (docs/development.md)
+SUITE_LIMIT_MINUTES ?= 70
 PYTEST_WORKERS ?= 2
 
 test: install browser dist ## lint (ruff), then the whole test suite (conformance tests read ../shared/conformance)
