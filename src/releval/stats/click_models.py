@@ -236,9 +236,9 @@ def pbm_fit(
     max_passes: int = 60,
 ) -> PbmFit:
     """Newton steps on log theta (theta_1 = 1 fixed), each step one call of ``pass_at``,
-    until a step is under ``tol`` or, after a full step, the next one is predicted to be under
-    ``tol / 100`` (Newton's quadratic convergence: ``s_next ~ s**3 / s_previous**2``); that
-    last step is taken without a call of its own.
+    until a step is under ``tol`` or, after a full step, the next one is predicted to be
+    (Newton's quadratic convergence: ``s_next ~ s**3 / s_previous**2``); that last step is
+    taken without a call of its own, and theta is then within about ``tol`` of the maximum.
 
     A step that lowers the likelihood is halved (at most 8 times; then the fit stops where it
     is, as it does when a step gains nothing). Positions that no pair links to another
@@ -265,7 +265,7 @@ def pbm_fit(
         size = float(np.max(np.abs(step)))
         step = np.clip(step, -1.0, 1.0)
         converging = (full is not None and full[1] == tuple(idx) and size < full[0] / 2
-                      and size**3 / full[0] ** 2 < tol / 100)
+                      and size**3 / full[0] ** 2 < tol)
         if size < tol or converging:  # converged: the last step needs no pass of its own
             phi[idx] += step
             break
